@@ -1,0 +1,77 @@
+/* device.h — devices behind one interface: allocate, copy, compile, load, launch.
+ *
+ * A device is a struct of function pointers. The engine asks a device for buffers and programs and never
+ * looks inside them. The CPU device (cpu.c) compiles C with the system compiler into a shared object,
+ * caches it on disk by a hash of source + compiler + flags + CPU (compile_cache.c), loads it with dlopen
+ * and runs it on a persistent thread pool (threadpool.c). OpenCL, CUDA and null devices fit the same slots.
+ */
+#ifndef TG_DEVICE_H
+#define TG_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tg.h"
+
+typedef struct tg_device tg_device;
+
+/* A buffer: device memory, reference counted. */
+typedef struct tg_buffer {
+  int refcnt;
+  const tg_device *dev;
+  size_t nbytes;
+  void *ptr;        /* host pointer on the CPU device */
+  bool wrapped;     /* memory the user gave us (tg_from_blob): never freed by us */
+} tg_buffer;
+
+/* A compiled kernel. A CPU kernel has the signature
+ *   void name(void **bufs, int64_t core_id, int64_t ncores)
+ * and splits its outermost THREAD loop by core_id. */
+typedef struct tg_program {
+  int refcnt;
+  const tg_device *dev;
+  char *name;
+  void *fn;        /* entry point */
+  void *handle;    /* dlopen handle or device module */
+  bool from_disk;  /* loaded from the disk cache rather than compiled now */
+  double compile_ms;
+} tg_program;
+
+struct tg_device {
+  const char *name;  /* "CPU" */
+  tg_buffer *(*alloc)(const tg_device *d, size_t nbytes);  /* zero-filled not promised */
+  void (*buffer_free)(tg_buffer *b);
+  tg_status (*copyin)(tg_buffer *dst, const void *src, size_t nbytes);
+  tg_status (*copyout)(void *dst, const tg_buffer *src, size_t nbytes);
+  /* source text -> program; NULL with tg_error set on failure */
+  tg_program *(*compile)(const tg_device *d, const char *name, const char *src);
+  void (*program_free)(tg_program *p);
+  /* runs p over bufs on nthreads threads (0: all), waits for it */
+  tg_status (*launch)(const tg_program *p, void **bufs, int nbufs, int nthreads);
+  int (*num_threads)(const tg_device *d);
+};
+
+const tg_device *device_default(void);   /* DEV=CPU (the only one for now) */
+const tg_device *device_cpu(void);
+
+tg_buffer *buffer_new(const tg_device *d, size_t nbytes);   /* refcnt 1 */
+tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes);
+void buffer_retain(tg_buffer *b);
+void buffer_release(tg_buffer *b);
+void program_retain(tg_program *p);
+void program_release(tg_program *p);
+
+/* ---- thread pool (threadpool.c) --------------------------------------------------------------------- */
+typedef void (*pool_task)(void *ctx, int64_t core_id, int64_t ncores);
+int pool_size(void);                                   /* worker count incl. the caller; TG_THREADS overrides */
+void pool_run(pool_task fn, void *ctx, int nthreads);  /* fn(ctx, i, n) for i in [0, n), waits */
+void pool_shutdown(void);
+
+/* ---- compile cache (compile_cache.c) ---------------------------------------------------------------- */
+/* the path of a loadable shared object for this source, compiling it if the disk cache lacks it;
+ * *from_disk says which. Caller frees the path. NULL with tg_error set on a compile failure. */
+char *cpu_compile_to_file(const char *src, bool *from_disk);
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);  /* 64-bit FNV-1a style hash */
+
+#endif

@@ -1,0 +1,158 @@
+/* uop.h — the one IR of tgc.
+ *
+ * A UOp is (op, dtype, src[], arg, aux[]): immutable and interned, so building the same node twice returns
+ * the same pointer and equality is pointer equality. The same node type carries the lazy tensor graph
+ * (BUFFER, movement ops, REDUCE_AXIS, ALU), the kernel graph the scheduler makes of it (PARAM, RANGE, LOAD,
+ * STORE, REDUCE), and the linear program the linearizer makes of that (DEFINE_ACC, ASSIGN, ENDRANGE).
+ * Every pass over it is a graph rewrite with a rule table (rewrite.c).
+ *
+ * Memory: nodes live in one intern table. Nothing is freed while a pass runs; uop_gc() marks from the roots
+ * the upper layers register (live tensors, caches) and frees every node nothing refers to.
+ */
+#ifndef TG_UOP_H
+#define TG_UOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tg.h"
+
+typedef enum uop_op {
+  /* tensor graph */
+  OP_BUFFER,      /* arg.i: unique id; aux[0]: element count; buf: the storage (set by the engine) */
+  OP_CONST,       /* arg: value (f for floats, i for ints and bool); scalar, shape () */
+  OP_RESHAPE, OP_PERMUTE, OP_EXPAND, OP_PAD, OP_SHRINK, OP_FLIP,  /* aux: new shape/order/pairs/flags */
+  OP_REDUCE_AXIS, /* arg.i: OP_ADD|OP_MUL|OP_MAX; aux: 1 for each reduced axis (kept as size 1) */
+  OP_CONTIGUOUS,  /* forces its source into a buffer */
+  /* kernel graph */
+  OP_PARAM,       /* arg.i: kernel argument slot; aux[0]: element count */
+  OP_RANGE,       /* src[0]: bound (CONST); arg.i: id; aux[0]: axis type */
+  OP_LOAD,        /* src: param, index[, valid] */
+  OP_STORE,       /* src: param, index, value */
+  OP_REDUCE,      /* src: value, ranges...; arg.i: OP_ADD|OP_MUL|OP_MAX */
+  OP_SINK,        /* src: the stores of a kernel (or any roots) */
+  OP_CORE_ID,     /* the thread index inside the CPU pool (int32) */
+  /* linear program */
+  OP_DEFINE_ACC,  /* src[0]: initial value; arg.i: id */
+  OP_ASSIGN,      /* src: acc, new value */
+  OP_ENDRANGE,    /* src[0]: the RANGE it closes */
+  /* ALU: unary */
+  OP_CAST, OP_BITCAST, OP_EXP2, OP_LOG2, OP_SIN, OP_SQRT, OP_RECIP, OP_NEG, OP_TRUNC,
+  /* ALU: binary */
+  OP_ADD, OP_MUL, OP_IDIV, OP_MOD, OP_FDIV, OP_MAX, OP_CMPLT, OP_CMPNE, OP_CMPEQ,
+  OP_AND, OP_OR, OP_XOR, OP_SHL, OP_SHR, OP_POW,
+  /* ALU: ternary */
+  OP_WHERE,
+  OP_COUNT
+} uop_op;
+
+typedef enum axis_type {
+  AX_GLOBAL, AX_REDUCE, AX_THREAD, AX_UPCAST, AX_UNROLL, AX_LOCAL, AX_GROUP, AX_LOOP,
+} axis_type;
+
+typedef union uop_arg { int64_t i; double f; } uop_arg;
+
+typedef struct uop uop;
+struct uop {
+  uint16_t op;
+  uint8_t dtype;
+  uint8_t mark;         /* used by the collector */
+  int32_t nsrc, naux, ndim;
+  uop **src;
+  int64_t *aux;
+  int64_t *shape;       /* tensor graph only: derived from op, src and aux when the node is built */
+  uop_arg arg;
+  uint64_t hash;
+  uop *next;            /* intern table chain */
+  void *buf;            /* BUFFER storage, or a realized value; owned through the release hook */
+  int64_t vmin, vmax;   /* integer value range, valid when has_range */
+  bool has_range;
+};
+
+/* ---- construction ---------------------------------------------------------------------------------- */
+/* the interned node; NULL (with tg_error set) on allocation failure or a NULL source */
+uop *uop_new(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg arg, int naux, const int64_t *aux);
+uop *uop_new_shaped(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg arg, int naux,
+                    const int64_t *aux, int ndim, const int64_t *shape);
+uop *uop_const(tg_dtype dt, double v);          /* CONST, value cast to dt */
+uop *uop_const_int(tg_dtype dt, int64_t v);
+uop *uop_alu(uop_op op, tg_dtype dt, int nsrc, uop *const *src);
+uop *uop_unary(uop_op op, uop *a);              /* dtype of a (CAST/BITCAST: use uop_cast) */
+uop *uop_binary(uop_op op, uop *a, uop *b);     /* comparisons give bool; else dtype of a */
+uop *uop_where(uop *c, uop *a, uop *b);
+uop *uop_cast(uop *a, tg_dtype dt);
+uop *uop_replace_src(uop *u, int nsrc, uop *const *src);  /* same op/dtype/arg/aux/shape, new sources */
+
+/* ---- queries --------------------------------------------------------------------------------------- */
+bool uop_is_const(const uop *u);
+double uop_const_value(const uop *u);
+bool uop_is_alu(uop_op op);
+bool uop_is_commutative(uop_op op);
+int uop_arity(uop_op op);                       /* ALU arity, 0 for others */
+const char *uop_op_name(uop_op op);
+int uop_op_from_name(const char *name, size_t len);  /* -1 if unknown */
+int64_t uop_vmin(uop *u);                       /* integer value range (bool: 0..1) */
+int64_t uop_vmax(uop *u);
+int64_t uop_numel(const uop *u);                /* product of the shape */
+
+/* toposort of the graph under root, sources first; caller frees the array */
+uop **uop_toposort(uop *root, int *n);
+
+/* ---- dtypes ---------------------------------------------------------------------------------------- */
+bool dtype_is_float(tg_dtype dt);
+bool dtype_is_int(tg_dtype dt);      /* signed or unsigned integer, not bool */
+bool dtype_is_unsigned(tg_dtype dt);
+const char *dtype_c_name(tg_dtype dt);
+tg_dtype dtype_promote(tg_dtype a, tg_dtype b);  /* tinygrad's least upper dtype */
+double dtype_min(tg_dtype dt);
+double dtype_max(tg_dtype dt);
+double dtype_cast_value(tg_dtype dt, double v);  /* v as the dtype would hold it */
+
+/* ---- memory ---------------------------------------------------------------------------------------- */
+typedef void (*uop_root_fn)(void *ctx);
+void uop_gc_add_roots(uop_root_fn fn, void *ctx);   /* fn calls uop_mark on what it keeps alive */
+void uop_gc_remove_roots(uop_root_fn fn, void *ctx);
+void uop_mark(uop *u);
+void uop_set_buf_release(void (*release)(void *buf));
+size_t uop_gc(void);                 /* frees unreachable nodes; returns how many */
+size_t uop_gc_maybe(void);           /* collects when the table doubled since the last collection */
+size_t uop_live_count(void);
+void uop_shutdown(void);             /* frees everything (at exit) */
+
+/* ---- printing (DEBUG) ------------------------------------------------------------------------------ */
+/* a readable multi-line dump of the graph under root, one node a line; caller frees */
+char *uop_to_string(uop *root);
+
+/* ---- rewrite engine -------------------------------------------------------------------------------- */
+#define RW_MAX_CAPTURES 8
+typedef uop *(*rule_fn)(void *ctx, uop *root, uop **cap);
+typedef struct rule { const char *pattern; rule_fn fn; } rule;
+typedef struct matcher matcher;
+
+/* compiles a rule table once; NULL-terminated (pattern NULL). Pattern syntax, s-expressions:
+ *   x          any node, captured (captures are numbered in order of first appearance)
+ *   _          any node
+ *   (OP a b)   a node of op OP with exactly these sources; OP may be OP1|OP2; a trailing ... allows more
+ *   x:OP       x:(OP ...)   capture with an op constraint
+ *   3  -1.5    a CONST with that value
+ * a name used twice must match the same node; binary commutative ops also match with sources swapped. */
+matcher *matcher_new(const rule *rules);
+void matcher_free(matcher *m);
+/* rewrites the graph under root until no rule applies. top-down (default): sources first, then the node,
+ * again on each result; bottom_up: rules at a node before its sources. NULL on allocation failure. */
+uop *graph_rewrite(uop *root, const matcher *m, void *ctx, bool bottom_up);
+/* one rule application at one node, or NULL */
+uop *matcher_apply(const matcher *m, void *ctx, uop *u);
+
+/* ---- symbolic simplifier (symbolic.c) --------------------------------------------------------------- */
+const matcher *symbolic_matcher(void);  /* constant folding, ranges, div/mod folding, mask removal */
+uop *uop_simplify(uop *root);
+
+/* ---- helpers shared by the layers ------------------------------------------------------------------ */
+void tg_set_error(tg_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tg_debug_level(void);
+/* formats a shape as "(2, 3, 4)" into buf */
+const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape);
+
+#endif

@@ -1,0 +1,72 @@
+/* run_tests.c — runs the registered tests; the last line is "N passed, N failed". */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "test.h"
+
+#define MAX_TESTS 4096
+typedef struct test_entry { const char *name; test_fn fn; } test_entry;
+static test_entry tests[MAX_TESTS];
+static int ntests, cur_failures;
+
+void test_register(const char *name, test_fn fn) {
+  if (ntests < MAX_TESTS) tests[ntests++] = (test_entry){name, fn};
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...) {
+  if (cur_failures++ >= 10) return;  /* keep a failing test's output short */
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "  %s:%d: ", file, line);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+}
+
+int test_failures_in_current(void) { return cur_failures; }
+
+bool check_close_f32(const char *what, const float *got, const float *want, int64_t n, double atol, double rtol,
+                     const char *file, int line) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double g = got[i], w = want[i];
+    bool ok = (isnan(w) && isnan(g)) || (isinf(w) && g == w) || fabs(g - w) <= atol + rtol * fabs(w);
+    if (!ok && bad++ < 4) test_fail(file, line, "%s[%lld]: got %.9g want %.9g", what, (long long)i, g, w);
+  }
+  if (bad > 4) test_fail(file, line, "%s: %lld of %lld elements differ", what, (long long)bad, (long long)n);
+  return bad == 0;
+}
+
+bool check_equal_i64(const char *what, const int64_t *got, const int64_t *want, int64_t n, const char *file, int line) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (got[i] != want[i] && bad++ < 4)
+      test_fail(file, line, "%s[%lld]: got %lld want %lld", what, (long long)i, (long long)got[i], (long long)want[i]);
+  if (bad > 4) test_fail(file, line, "%s: %lld of %lld elements differ", what, (long long)bad, (long long)n);
+  return bad == 0;
+}
+
+static int cmp_name(const void *a, const void *b) {
+  return strcmp(((const test_entry *)a)->name, ((const test_entry *)b)->name);
+}
+
+int main(int argc, char **argv) {
+  qsort(tests, (size_t)ntests, sizeof tests[0], cmp_name);
+  int passed = 0, failed = 0;
+  for (int i = 0; i < ntests; i++) {
+    if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
+    cur_failures = 0;
+    tg_error_clear();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tests[i].fn();
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    if (cur_failures) failed++; else passed++;
+    fprintf(stderr, "%s %s (%.0f ms)\n", cur_failures ? "FAIL" : "ok  ", tests[i].name, ms);
+  }
+  tg_collect();
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,42 @@
+/* test.h — the test harness: TEST() registers a function, CHECK() records a failure with file:line.
+ * The runner (run_tests.c) runs every test, or those whose name contains argv[1], and ends with the line
+ * "N passed, N failed". */
+#ifndef TG_TEST_H
+#define TG_TEST_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tg.h"
+
+typedef void (*test_fn)(void);
+void test_register(const char *name, test_fn fn);
+void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int test_failures_in_current(void);
+
+#define TEST(name)                                                                  \
+  static void name(void);                                                           \
+  __attribute__((constructor)) static void name##_register(void) { test_register(#name, name); } \
+  static void name(void)
+
+#define CHECK(cond, ...)                                        \
+  do {                                                          \
+    if (!(cond)) test_fail(__FILE__, __LINE__, __VA_ARGS__);    \
+  } while (0)
+
+/* a tensor result was NULL: fail with tg_error() and leave the test */
+#define CHECK_T(t)                                                                     \
+  do {                                                                                 \
+    if (!(t)) { test_fail(__FILE__, __LINE__, "%s is NULL: %s", #t, tg_error()); return; } \
+  } while (0)
+
+/* compares got to want elementwise with atol/rtol; reports the first mismatches; true if all close */
+bool check_close_f32(const char *what, const float *got, const float *want, int64_t n, double atol, double rtol,
+                     const char *file, int line);
+bool check_equal_i64(const char *what, const int64_t *got, const int64_t *want, int64_t n, const char *file, int line);
+#define CHECK_CLOSE(what, got, want, n) check_close_f32(what, got, want, n, 1e-6, 1e-3, __FILE__, __LINE__)
+
+#endif
