@@ -73,5 +73,35 @@ void pool_shutdown(void);
  * *from_disk says which. Caller frees the path. NULL with tg_error set on a compile failure. */
 char *cpu_compile_to_file(const char *src, bool *from_disk);
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);  /* 64-bit FNV-1a style hash */
+/* as cpu_compile_to_file; *is_temp (if not NULL) says the file is a private temporary (the cache directory
+ * was unusable) that the caller should unlink once it has loaded it */
+char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp);
+/* the disk cache directory from now on; NULL: TG_CACHE, else $XDG_CACHE_HOME/tgc, else $HOME/.cache/tgc */
+void compile_cache_set_dir(const char *dir);
+
+/* ---- host memory (buffer.c) ------------------------------------------------------------------------- */
+/* 64-byte aligned host memory of at least nbytes, reused from the cache when a block of the same size
+ * class is free; NULL with TG_ERR_NOMEM. Thread-safe. */
+void *host_alloc(size_t nbytes);
+void host_free(void *p, size_t nbytes);   /* nbytes as given to host_alloc; back to the cache or the system */
+void buffer_cache_flush(void);            /* returns every cached block to the system */
+size_t buffer_cache_set_limit(size_t bytes);  /* most bytes kept cached (default 1 GiB, 0: off); old limit */
+
+/* ---- process-wide state (cpu.c) --------------------------------------------------------------------- */
+typedef struct runtime_counters {
+  uint64_t compiles;           /* C compiler invocations */
+  uint64_t disk_hits;          /* kernels found in the disk cache */
+  uint64_t mem_hits;           /* compile() calls answered by the in-memory program cache */
+  uint64_t buffers_allocated;  /* host blocks taken from the system (not from the buffer cache) */
+  uint64_t buffer_cache_hits;  /* host blocks reused from the buffer cache */
+  size_t bytes_cached;         /* bytes held by the buffer cache now */
+} runtime_counters;
+runtime_counters runtime_get_counters(void);
+void cpu_program_cache_clear(void);  /* drops the in-memory program cache (programs still held stay alive) */
+/* frees the program cache, the buffer cache and the thread pool (joined); the runtime restarts lazily */
+void runtime_shutdown(void);
+/* helpers behind runtime_get_counters */
+uint64_t compile_cache_compiles(void);
+void host_alloc_counters(uint64_t *allocated, uint64_t *hits, size_t *cached);
 
 #endif

@@ -98,6 +98,8 @@ int64_t uop_numel(const uop *u);                /* product of the shape */
 
 /* toposort of the graph under root, sources first; caller frees the array */
 uop **uop_toposort(uop *root, int *n);
+/* the same, not entering the sources of nodes for which enter() is false */
+uop **uop_toposort_filtered(uop *root, bool (*enter)(uop *u, void *ctx), void *ctx, int *n);
 
 /* ---- dtypes ---------------------------------------------------------------------------------------- */
 bool dtype_is_float(tg_dtype dt);
@@ -142,12 +144,21 @@ void matcher_free(matcher *m);
 /* rewrites the graph under root until no rule applies. top-down (default): sources first, then the node,
  * again on each result; bottom_up: rules at a node before its sources. NULL on allocation failure. */
 uop *graph_rewrite(uop *root, const matcher *m, void *ctx, bool bottom_up);
+/* root with every use of from replaced by to */
+uop *uop_substitute(uop *root, uop *from, uop *to);
 /* one rule application at one node, or NULL */
 uop *matcher_apply(const matcher *m, void *ctx, uop *u);
 
 /* ---- symbolic simplifier (symbolic.c) --------------------------------------------------------------- */
 const matcher *symbolic_matcher(void);  /* constant folding, ranges, div/mod folding, mask removal */
 uop *uop_simplify(uop *root);
+void symbolic_shutdown(void);       /* frees the compiled rule table */
+
+/* ---- a map from nodes to pointers (memo tables of passes) ---------------------------------------------- */
+typedef struct uop_map { uop **keys; void **vals; size_t cap, n; } uop_map;
+void *umap_get(const uop_map *m, const uop *k);   /* NULL if absent */
+bool umap_put(uop_map *m, uop *k, void *v);        /* false on allocation failure */
+void umap_free(uop_map *m);
 
 /* ---- helpers shared by the layers ------------------------------------------------------------------ */
 void tg_set_error(tg_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,0 +1,275 @@
+/* realize.c — runs a schedule: codegen + render + compile each kernel (cached by its AST, which is
+ * interned, so equal kernels are one pointer), allocate buffers, launch, and make the realized tensors
+ * point at their buffers. DEBUG=1 prints kernel counts, 2 a line per kernel, 3 the AST, 4 the source. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/codegen.h"
+#include "render/render.h"
+#include "runtime/device.h"
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
+
+typedef struct compiled {
+  tg_program *prog;
+  kernel_info info;
+  int nparams;
+} compiled;
+
+static uop_map kcache;         /* kernel AST -> compiled */
+static tg_stats stats;
+static uint64_t last_kernels;
+
+#define KCACHE_MAX 4096
+
+static void kcache_clear(void) {
+  for (size_t i = 0; i < kcache.cap; i++)
+    if (kcache.keys[i]) {
+      compiled *c = kcache.vals[i];
+      program_release(c->prog);
+      free(c);
+    }
+  umap_free(&kcache);
+}
+
+static void mark_kcache(void *ctx) {
+  for (size_t i = 0; i < kcache.cap; i++)
+    if (kcache.keys[i]) uop_mark(kcache.keys[i]);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static compiled *get_kernel(const tg_device *dev, uop *ast) {
+  compiled *c = umap_get(&kcache, ast);
+  if (c) return c;
+  int dbg = tg_debug_level();
+  c = calloc(1, sizeof *c);
+  if (!c) {
+    tg_set_error(TG_ERR_NOMEM, "engine: out of memory");
+    return NULL;
+  }
+  linear_program lp = {0};
+  char *src = NULL;
+  uop *opt = codegen_optimize(ast, dev->num_threads(dev), &c->info);
+  if (!opt) goto fail;
+  if (dbg >= 3) {
+    char *s = uop_to_string(opt);
+    if (s) fprintf(stderr, "kernel %s:\n%s", c->info.name, s);
+    free(s);
+  }
+  if (!linearize(opt, &lp, &c->info)) goto fail;
+  c->nparams = lp.nparams;
+  src = render_c(c->info.name, &lp, &c->info);
+  linear_program_free(&lp);
+  if (!src) goto fail;
+  if (dbg >= 4) fprintf(stderr, "%s\n", src);
+  c->prog = dev->compile(dev, c->info.name, src);
+  free(src);
+  if (!c->prog) goto fail;
+  if (c->prog->from_disk) stats.disk_cache_hits++;
+  else stats.kernels_compiled++;
+  if (kcache.n >= KCACHE_MAX) kcache_clear();
+  if (!kcache.n) uop_gc_add_roots(mark_kcache, NULL);
+  if (!umap_put(&kcache, ast, c)) {
+    program_release(c->prog);
+    free(c);
+    tg_set_error(TG_ERR_NOMEM, "engine: out of memory");
+    return NULL;
+  }
+  return c;
+fail:
+  free(c);
+  return NULL;
+}
+
+/* the storage a node has outside this schedule (allocating a BUFFER made by tg_empty), or NULL */
+static tg_buffer *storage(const tg_device *dev, uop *u) {
+  if (u->buf) return u->buf;
+  if (u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER) u = u->src[0];
+  if (u->op != OP_BUFFER) return NULL;
+  if (!u->buf) {
+    size_t n = (size_t)u->aux[0] * tg_dtype_size((tg_dtype)u->dtype);
+    u->buf = buffer_new(dev, n ? n : 1);
+    if (u->buf) stats.buffers_allocated++;
+  }
+  return u->buf;
+}
+
+tg_status tg_realize_many(int n, tg_tensor *const *ts) {
+  if (n < 0 || (n && !ts)) {
+    tg_set_error(TG_ERR_ARG, "tg_realize_many: bad tensor list");
+    return TG_ERR_ARG;
+  }
+  for (int i = 0; i < n; i++)
+    if (!ts[i]) {
+      /* keep the message of the op that failed and returned this NULL */
+      if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_realize: tensor %d is NULL", i);
+      return tg_error_status();
+    }
+  uop_gc_maybe();
+  last_kernels = 0;
+  const tg_device *dev = device_default();
+  if (!dev) return TG_ERR_DEVICE;
+  uop **outs = malloc(((size_t)n + 1) * sizeof *outs);
+  if (!outs) return TG_ERR_NOMEM;
+  for (int i = 0; i < n; i++) outs[i] = ts[i]->u;
+  int dbg = tg_debug_level();
+  double t0 = now_ms();
+  schedule s;
+  tg_status st = schedule_create(n, outs, &s);
+  uop_map made = {0};  /* realized node -> buffer made in this run */
+  if (st != TG_OK) goto out;
+  if (s.nkernels) stats.schedules++;
+  double t_sched = now_ms() - t0;
+  for (int i = 0; i < s.nrealized; i++) {
+    uop *r = s.realized[i];
+    size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
+    tg_buffer *b = buffer_new(dev, nb ? nb : 1);
+    if (!b || !umap_put(&made, r, b)) {
+      buffer_release(b);
+      st = TG_ERR_NOMEM;
+      goto out;
+    }
+    stats.buffers_allocated++;
+  }
+  double total_ms = 0;
+  for (int k = 0; k < s.nkernels; k++) {
+    sched_kernel *sk = &s.kernels[k];
+    compiled *c = get_kernel(dev, sk->ast);
+    if (!c) { st = tg_error_status() ? tg_error_status() : TG_ERR_DEVICE; goto out; }
+    void *stack_bufs[32], **bufs = sk->nbufs <= 32 ? stack_bufs : malloc((size_t)sk->nbufs * sizeof *bufs);
+    if (!bufs) { st = TG_ERR_NOMEM; goto out; }
+    for (int j = 0; j < sk->nbufs; j++) {
+      tg_buffer *b = umap_get(&made, sk->bufs[j]);
+      if (!b) b = storage(dev, sk->bufs[j]);
+      if (!b) {
+        if (bufs != stack_bufs) free(bufs);
+        st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL;
+        if (st == TG_ERR_INTERNAL) tg_set_error(st, "engine: kernel %s reads a node with no storage", c->info.name);
+        goto out;
+      }
+      bufs[j] = b->ptr;
+    }
+    double k0 = dbg >= 2 ? now_ms() : 0;
+    st = dev->launch(c->prog, bufs, sk->nbufs, c->info.threaded ? 0 : 1);
+    if (bufs != stack_bufs) free(bufs);
+    if (st != TG_OK) goto out;
+    stats.kernels_run++;
+    if (dbg >= 2) {
+      double ms = now_ms() - k0;
+      total_ms += ms;
+      fprintf(stderr, "*** %-4s %4d %-32s arg %2d mem %6.3f GB tm %10.2fus/%10.2fms (%8.2f GFLOPS %7.2f GB/s)\n",
+              dev->name, k, c->info.name, sk->nbufs, c->info.bytes / 1e9, ms * 1e3, total_ms,
+              ms > 0 ? c->info.flops / (ms * 1e6) : 0, ms > 0 ? c->info.bytes / (ms * 1e6) : 0);
+    }
+  }
+  last_kernels = (uint64_t)s.nkernels;
+  if (dbg >= 1 && s.nkernels)
+    fprintf(stderr, "scheduled %d kernel%s in %.2f ms\n", s.nkernels, s.nkernels == 1 ? "" : "s", t_sched);
+  /* outputs keep their buffers; tensors on them now read the buffer directly */
+  for (int i = 0; i < n; i++) {
+    uop *o = outs[i];
+    tg_buffer *b = umap_get(&made, o);
+    if (!b) {
+      if (!storage(dev, o)) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
+      continue;
+    }
+    if (!o->buf) {
+      buffer_retain(b);
+      o->buf = b;
+    }
+    buffer_retain(b);
+    uop *view = mk_reshape(mk_buffer((tg_dtype)o->dtype, uop_numel(o), b), o->ndim, o->shape);
+    if (!view) { buffer_release(b); st = TG_ERR_NOMEM; goto out; }
+    for (tg_tensor *t = tensor_live_first(); t; t = t->next)
+      if (t->u == o) t->u = view;
+  }
+out:
+  for (size_t i = 0; i < made.cap; i++)
+    if (made.keys[i]) buffer_release(made.vals[i]);
+  umap_free(&made);
+  schedule_free(&s);
+  free(outs);
+  return st;
+}
+
+tg_status tg_realize(tg_tensor *t) { return tg_realize_many(1, &t); }
+
+tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes) {
+  if (!t) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_to_host: tensor is NULL");
+    return tg_error_status();
+  }
+  size_t want = (size_t)uop_numel(t->u) * tg_dtype_size(TDT(t));
+  if (nbytes != want || (want && !dst)) {
+    char b[256];
+    tg_set_error(TG_ERR_ARG, "tg_to_host: a %s tensor of shape %s has %zu bytes, got a buffer of %zu%s",
+                 tg_dtype_name(TDT(t)), shape_str(b, sizeof b, TNDIM(t), TSHAPE(t)), want, nbytes,
+                 want && !dst ? " and a NULL pointer" : "");
+    return TG_ERR_ARG;
+  }
+  tg_status st = tg_realize(t);
+  if (st != TG_OK) return st;
+  if (!want) return TG_OK;
+  const tg_device *dev = device_default();
+  tg_buffer *b = dev ? storage(dev, t->u) : NULL;
+  if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
+  return dev->copyout(dst, b, nbytes);
+}
+
+double tg_item(tg_tensor *t) {
+  if (!t) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_item: tensor is NULL");
+    return NAN;
+  }
+  if (uop_numel(t->u) != 1) {
+    char b[256];
+    tg_set_error(TG_ERR_ARG, "tg_item: needs a tensor of one element, got shape %s", shape_str(b, sizeof b, TNDIM(t), TSHAPE(t)));
+    return NAN;
+  }
+  unsigned char v[8];
+  if (tg_to_host(t, v, tg_dtype_size(TDT(t))) != TG_OK) return NAN;
+  switch (TDT(t)) {
+    case TG_BOOL: return *(bool *)v;
+    case TG_INT8: return *(int8_t *)v;
+    case TG_INT16: return *(int16_t *)v;
+    case TG_INT32: return *(int32_t *)v;
+    case TG_INT64: return (double)*(int64_t *)v;
+    case TG_UINT8: return *(uint8_t *)v;
+    case TG_UINT16: return *(uint16_t *)v;
+    case TG_UINT32: return *(uint32_t *)v;
+    case TG_UINT64: return (double)*(uint64_t *)v;
+    case TG_FLOAT16: { _Float16 h; memcpy(&h, v, 2); return (double)h; }
+    case TG_BFLOAT16: { uint32_t bits = (uint32_t)(*(uint16_t *)v) << 16; float f; memcpy(&f, &bits, 4); return f; }
+    case TG_FLOAT32: return *(float *)v;
+    case TG_FLOAT64: return *(double *)v;
+    default: return NAN;
+  }
+}
+
+tg_stats tg_get_stats(void) {
+  tg_stats s = stats;
+  s.uops_live = uop_live_count();
+  return s;
+}
+
+uint64_t tg_kernel_count_last(void) { return last_kernels; }
+
+int tg_num_threads(void) {
+  const tg_device *dev = device_default();
+  return dev ? dev->num_threads(dev) : 1;
+}
+
+tg_status tg_collect(void) {
+  kcache_clear();
+  uop_gc_remove_roots(mark_kcache, NULL);
+  uop_gc();
+  return TG_OK;
+}

@@ -1,0 +1,392 @@
+/* compile_cache.c — C source → shared object on disk, compiled once per (source, compiler, flags, CPU).
+ *
+ * The file is <dir>/<16 hex digits>.so, the hex being a hash of the source, the compiler's name and its
+ * `--version` line, the flags and the CPU (model and feature flags: -march=native code from another CPU may
+ * not run here). dir is TG_CACHE, else $XDG_CACHE_HOME/tgc, else $HOME/.cache/tgc.
+ *
+ * A cached file that does not load (truncated, corrupt) is compiled again and replaced. New files are
+ * written under a temporary name in the same directory and renamed into place, so another process never
+ * sees half a file, and dlopen, which recognises files by path, never meets two codes under one name.
+ * When the cache directory cannot be used, the object goes to a private temporary file instead.
+ *
+ * The compiler runs with posix_spawnp (the fork+exec of the C library, without a shell, and without
+ * copying the page tables of a large process), with stdin from /dev/null and its stdout and stderr in a
+ * pipe: nothing reaches the terminal, and a failure's first lines become the tg_error() message.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dlfcn.h>
+
+#include "runtime/device.h"
+#include "uop/uop.h"
+
+extern char **environ;
+
+#define MAX_ARGS 24
+#define OUT_CAP 4096  /* compiler output kept for the error message */
+
+static struct {
+  pthread_mutex_t lock;
+  bool ready;                 /* compiler, flags and CPU read */
+  bool dir_ready;             /* dir resolved */
+  char dir[PATH_MAX];         /* "" : no usable disk cache location */
+  char cc[256];
+  bool native;
+  uint64_t key_seed;          /* hash of compiler, version, flags, CPU */
+} cfg = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static atomic_ullong ncompiles;
+
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed) {
+  const unsigned char *b = p;
+  uint64_t h = 0xcbf29ce484222325ull ^ (seed * 0x9E3779B97F4A7C15ull);
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  /* FNV-1a mixes its last bytes poorly into the high bits: finish with a 64-bit avalanche */
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+uint64_t compile_cache_compiles(void) { return atomic_load(&ncompiles); }
+
+/* ---- running a program --------------------------------------------------------------------------------- */
+
+/* runs argv (PATH searched) with stdout+stderr captured into out (first cap-1 bytes, NUL-terminated);
+ * returns its exit status, 128+signal when killed, or -1 with errno-style text in out if it did not start */
+static int run_capture(char *const argv[], char *out, size_t cap) {
+  out[0] = 0;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    snprintf(out, cap, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawnattr_init(&at);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&at, &none);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid;
+  int err = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  close(fds[1]);
+  if (err) {
+    close(fds[0]);
+    snprintf(out, cap, "cannot run '%s': %s", argv[0], strerror(err));
+    return -1;
+  }
+  size_t len = 0;
+  char sink[512];
+  for (;;) {  /* read to EOF (keeping the first cap-1 bytes) so the child never blocks on a full pipe */
+    char *dst = len + 1 < cap ? out + len : sink;
+    size_t room = len + 1 < cap ? cap - 1 - len : sizeof sink;
+    ssize_t r = read(fds[0], dst, room);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    if (dst != sink) len += (size_t)r;
+  }
+  out[len] = 0;
+  close(fds[0]);
+  int st;
+  pid_t w;
+  while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {}
+  if (w < 0) return 0;  /* SIGCHLD ignored by the application: the status is lost; the output file decides */
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+/* ---- configuration --------------------------------------------------------------------------------------- */
+
+/* formats a path into out; false if it does not fit */
+__attribute__((format(printf, 3, 4))) static bool fmt_path(char *out, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(out, cap, fmt, ap);
+  va_end(ap);
+  return n >= 0 && (size_t)n < cap;
+}
+
+/* appends the first line starting with key in /proc/cpuinfo to buf */
+static void append_cpuinfo(char *buf, size_t cap, const char *const *keys) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char *line = NULL;
+  size_t n = 0;
+  unsigned found = 0;
+  while (getline(&line, &n, f) > 0) {
+    for (unsigned k = 0; keys[k]; k++) {
+      size_t kl = strlen(keys[k]);
+      if (!(found & (1u << k)) && !strncmp(line, keys[k], kl) && (line[kl] == ' ' || line[kl] == '\t' || line[kl] == ':')) {
+        found |= 1u << k;
+        size_t used = strlen(buf);
+        if (used + 1 < cap) snprintf(buf + used, cap - used, "%s", line);
+      }
+    }
+  }
+  free(line);
+  fclose(f);
+}
+
+static void mix_str(uint64_t *h, const char *s) { *h = hash_bytes(s, strlen(s) + 1, *h); }
+
+static const char *base_flags[] = {"-O2", "-fvect-cost-model=cheap", "-march=native", "-fPIC", "-shared",
+                                   "-nostdlib", NULL};
+
+/* with cfg.lock held */
+static void config_init(void) {
+  if (cfg.ready) return;
+  const char *cc = getenv("TG_CC");
+  snprintf(cfg.cc, sizeof cfg.cc, "%s", cc && *cc ? cc : "cc");
+  const char *nn = getenv("TG_NO_NATIVE");
+  cfg.native = !(nn && *nn && strcmp(nn, "0") != 0);
+
+  char version[OUT_CAP];
+  char *argv[] = {cfg.cc, "--version", NULL};
+  if (run_capture(argv, version, sizeof version) != 0) version[0] = 0;  /* the compile will report it */
+  version[strcspn(version, "\n")] = 0;
+
+  static const char *const keys[] = {"model name", "flags", "Features", "CPU implementer", "CPU part", NULL};
+  static char cpu[16384];
+  cpu[0] = 0;
+  append_cpuinfo(cpu, sizeof cpu, keys);
+
+  uint64_t h = 0x7467632d63707531ull;  /* "tgc-cpu1": bump when the file format or the kernel ABI changes */
+  mix_str(&h, cfg.cc);
+  mix_str(&h, version);
+  for (int i = 0; base_flags[i]; i++)
+    if (cfg.native || strcmp(base_flags[i], "-march=native")) mix_str(&h, base_flags[i]);
+  mix_str(&h, "-lgcc");
+  mix_str(&h, cpu);
+  cfg.key_seed = h;
+  cfg.ready = true;
+  if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: compiler %s (%s)\n", cfg.cc, version);
+}
+
+/* with cfg.lock held */
+static void dir_init(void) {
+  if (cfg.dir_ready) return;
+  const char *env = getenv("TG_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  int n = 0;
+  if (env && *env) n = snprintf(cfg.dir, sizeof cfg.dir, "%s", env);
+  else if (xdg && xdg[0] == '/') n = snprintf(cfg.dir, sizeof cfg.dir, "%s/tgc", xdg);
+  else if (home && *home) n = snprintf(cfg.dir, sizeof cfg.dir, "%s/.cache/tgc", home);
+  else cfg.dir[0] = 0;
+  if (n < 0 || (size_t)n >= sizeof cfg.dir - 32) cfg.dir[0] = 0;  /* room for "/<hash>.so.tmp.XXXXXX" */
+  cfg.dir_ready = true;
+}
+
+void compile_cache_set_dir(const char *dir) {
+  pthread_mutex_lock(&cfg.lock);
+  if (dir) {
+    int n = snprintf(cfg.dir, sizeof cfg.dir, "%s", dir);
+    if (n < 0 || (size_t)n >= sizeof cfg.dir - 32) cfg.dir[0] = 0;
+    cfg.dir_ready = true;
+  } else {
+    cfg.dir_ready = false;
+  }
+  pthread_mutex_unlock(&cfg.lock);
+}
+
+/* mkdir -p; failures are found later, when a file cannot be created */
+static void make_dirs(const char *path) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s", path);
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = 0;
+    mkdir(p, 0755);
+    *s = '/';
+  }
+  mkdir(p, 0755);
+}
+
+/* ---- compiling ----------------------------------------------------------------------------------------- */
+
+typedef enum { CC_OK, CC_IO, CC_FAIL } cc_result;
+
+/* writes src to a temporary file in dir and compiles it to out (an existing file name); CC_IO when the
+ * directory cannot take the source file (tg_error untouched), CC_FAIL with tg_error set when the compiler
+ * failed */
+static cc_result compile_into(const char *src, const char *dir, const char *hex, const char *cc, bool native,
+                              const char *out) {
+  char srcpath[PATH_MAX];
+  if (!fmt_path(srcpath, sizeof srcpath, "%s/%s.XXXXXX.c", dir, hex)) return CC_IO;
+  int fd = mkstemps(srcpath, 2);
+  if (fd < 0) return CC_IO;
+  size_t len = strlen(src), off = 0;
+  while (off < len) {
+    ssize_t w = write(fd, src + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  if (close(fd) != 0 || off < len) {
+    unlink(srcpath);
+    return CC_IO;
+  }
+
+  char *argv[MAX_ARGS];
+  int argc = 0;
+  argv[argc++] = (char *)cc;
+  for (int i = 0; base_flags[i]; i++)
+    if (native || strcmp(base_flags[i], "-march=native")) argv[argc++] = (char *)base_flags[i];
+  argv[argc++] = "-o";
+  argv[argc++] = (char *)out;
+  argv[argc++] = "-x";
+  argv[argc++] = "c";
+  argv[argc++] = srcpath;
+  argv[argc++] = "-lgcc";  /* after the source, so the _Float16 helpers it needs are linked in */
+  argv[argc] = NULL;
+  if (tg_debug_level() >= 4) {
+    fprintf(stderr, "compile:");
+    for (int i = 0; i < argc; i++) fprintf(stderr, " %s", argv[i]);
+    fprintf(stderr, "\n");
+  }
+
+  char *text = malloc(OUT_CAP);
+  if (!text) {
+    unlink(srcpath);
+    tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
+    return CC_FAIL;
+  }
+  atomic_fetch_add(&ncompiles, 1);
+  int st = run_capture(argv, text, OUT_CAP);
+  unlink(srcpath);
+  struct stat sb;
+  if (st != 0 || stat(out, &sb) != 0 || sb.st_size == 0) {
+    /* keep the message to the first lines: tg_error() holds about 1 KiB */
+    size_t keep = 0;
+    for (int lines = 0; text[keep] && lines < 8 && keep < 700; keep++)
+      if (text[keep] == '\n') lines++;
+    text[keep] = 0;
+    if (st < 0) tg_set_error(TG_ERR_DEVICE, "compile: %s", text);
+    else tg_set_error(TG_ERR_DEVICE, "compile: %s failed (exit %d):\n%s", cc, st, text);
+    free(text);
+    return CC_FAIL;
+  }
+  if (tg_debug_level() >= 4 && text[0]) fprintf(stderr, "%s", text);
+  free(text);
+  return CC_OK;
+}
+
+/* a private object file in $TMPDIR or /tmp */
+static char *compile_private(const char *src, const char *hex, const char *cc, bool native) {
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || !*tmp) tmp = "/tmp";
+  char dir[PATH_MAX];
+  int n = snprintf(dir, sizeof dir, "%s", tmp);
+  if (n < 0 || (size_t)n >= sizeof dir - 48) snprintf(dir, sizeof dir, "/tmp");
+  char *out = malloc(PATH_MAX);
+  if (!out) {
+    tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
+    return NULL;
+  }
+  int fd = fmt_path(out, PATH_MAX, "%s/tgc-%s.XXXXXX.so", dir, hex) ? mkstemps(out, 3) : -1;
+  if (fd < 0) {
+    tg_set_error(TG_ERR_IO, "compile: cannot create a file in %s: %s", dir, strerror(errno));
+    free(out);
+    return NULL;
+  }
+  close(fd);
+  cc_result r = compile_into(src, dir, hex, cc, native, out);
+  if (r != CC_OK) {
+    if (r == CC_IO) tg_set_error(TG_ERR_IO, "compile: cannot write a source file in %s", dir);
+    unlink(out);
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
+  bool fd_dummy, tmp_dummy;
+  if (!from_disk) from_disk = &fd_dummy;
+  if (!is_temp) is_temp = &tmp_dummy;
+  *from_disk = *is_temp = false;
+  if (!src) {
+    tg_set_error(TG_ERR_ARG, "compile: NULL source");
+    return NULL;
+  }
+  char dir[PATH_MAX], cc[sizeof cfg.cc];
+  pthread_mutex_lock(&cfg.lock);
+  config_init();
+  dir_init();
+  memcpy(dir, cfg.dir, sizeof dir);
+  memcpy(cc, cfg.cc, sizeof cc);
+  bool native = cfg.native;
+  uint64_t key = hash_bytes(src, strlen(src), cfg.key_seed);
+  pthread_mutex_unlock(&cfg.lock);
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
+
+  if (dir[0]) {
+    char *path = malloc(PATH_MAX);
+    if (!path) {
+      tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
+      return NULL;
+    }
+    bool fits = fmt_path(path, PATH_MAX, "%s/%s.so", dir, hex);
+    if (fits && access(path, R_OK) == 0) {
+      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (h) {
+        dlclose(h);
+        *from_disk = true;
+        return path;
+      }
+      if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: %s does not load (%s): compiling again\n", path, dlerror());
+      else dlerror();
+    }
+    make_dirs(dir);
+    char tmp[PATH_MAX];
+    int fd = fits && fmt_path(tmp, sizeof tmp, "%s/%s.so.tmp.XXXXXX", dir, hex) ? mkstemp(tmp) : -1;
+    if (fd >= 0) {
+      close(fd);
+      cc_result r = compile_into(src, dir, hex, cc, native, tmp);
+      if (r == CC_FAIL) {
+        unlink(tmp);
+        free(path);
+        return NULL;
+      }
+      if (r == CC_OK) {
+        if (rename(tmp, path) == 0) return path;
+        free(path);  /* could not publish it: use it as a private file */
+        char *own = strdup(tmp);
+        if (!own) {
+          unlink(tmp);
+          tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
+          return NULL;
+        }
+        *is_temp = true;
+        return own;
+      }
+      unlink(tmp);
+    }
+    if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: cannot write to %s: using a private file\n", dir);
+    free(path);
+  }
+  char *out = compile_private(src, hex, cc, native);
+  if (out) *is_temp = true;
+  return out;
+}
+
+char *cpu_compile_to_file(const char *src, bool *from_disk) { return cpu_compile_so(src, from_disk, NULL); }

@@ -1,0 +1,349 @@
+/* elementwise.c — unary, binary and ternary ops with numpy broadcasting and tinygrad's dtype promotion.
+ * Math ops and activations are compositions of the ALU primitives (EXP2, LOG2, SIN, SQRT, RECIP, ...),
+ * as in tinygrad, so a backend renders only the primitives and everything fuses. */
+#include <math.h>
+#include <stdio.h>
+
+#include "tensor/tensor.h"
+
+#define LN2 0.69314718055994530942
+#define LOG2E 1.44269504088896340736
+
+/* ---- broadcasting --------------------------------------------------------------------------------- */
+
+/* broadcasts n nodes to one shape in place; false with an error naming op and the shapes */
+static bool broadcast_n(const char *op, int n, uop **xs) {
+  int nd = 0;
+  for (int i = 0; i < n; i++) {
+    if (!xs[i]) return false;
+    if (xs[i]->ndim > nd) nd = xs[i]->ndim;
+  }
+  int64_t out[TG_MAX_DIMS];
+  for (int d = 0; d < nd; d++) out[d] = 1;
+  for (int i = 0; i < n; i++)
+    for (int d = 0; d < xs[i]->ndim; d++) {
+      int od = d + nd - xs[i]->ndim;
+      int64_t s = xs[i]->shape[d];
+      if (s == out[od] || s == 1) continue;
+      if (out[od] == 1) { out[od] = s; continue; }
+      char a[256], b[256];
+      tg_set_error(TG_ERR_ARG, "%s: cannot broadcast shapes %s and %s", op,
+                   shape_str(a, sizeof a, xs[0]->ndim, xs[0]->shape), shape_str(b, sizeof b, xs[i]->ndim, xs[i]->shape));
+      return false;
+    }
+  for (int i = 0; i < n; i++) {
+    int64_t r[TG_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+      int sd = d - (nd - xs[i]->ndim);
+      r[d] = sd >= 0 ? xs[i]->shape[sd] : 1;
+    }
+    xs[i] = mk_expand(mk_reshape(xs[i], nd, r), nd, out);
+    if (!xs[i]) return false;
+  }
+  return true;
+}
+
+bool broadcast_pair(const char *op, uop **a, uop **b) {
+  uop *xs[2] = {*a, *b};
+  if (!broadcast_n(op, 2, xs)) return false;
+  tg_dtype dt = dtype_promote((tg_dtype)xs[0]->dtype, (tg_dtype)xs[1]->dtype);
+  *a = mk_cast(xs[0], dt);
+  *b = mk_cast(xs[1], dt);
+  return *a && *b;
+}
+
+static tg_dtype float_of(tg_dtype dt) { return dtype_is_float(dt) ? dt : TG_FLOAT32; }
+
+/* ---- node helpers: the composite ops below are written with these ---------------------------------- */
+
+static uop *c_like(uop *x, double v) { return mk_const((tg_dtype)x->dtype, v, x->ndim, x->shape); }
+static uop *u1(uop_op op, uop *x) { return x ? mk_alu(op, (tg_dtype)x->dtype, 1, &x) : NULL; }
+static uop *u2(uop_op op, uop *a, uop *b) {
+  if (!a || !b) return NULL;
+  uop *s[2] = {a, b};
+  bool cmp = op == OP_CMPLT || op == OP_CMPNE || op == OP_CMPEQ;
+  return mk_alu(op, cmp ? TG_BOOL : (tg_dtype)a->dtype, 2, s);
+}
+static uop *where3(uop *c, uop *a, uop *b) {
+  if (!c || !a || !b) return NULL;
+  uop *s[3] = {c, a, b};
+  return mk_alu(OP_WHERE, (tg_dtype)a->dtype, 3, s);
+}
+static uop *addc(uop *x, double v) { return u2(OP_ADD, x, c_like(x, v)); }
+static uop *mulc(uop *x, double v) { return u2(OP_MUL, x, c_like(x, v)); }
+static uop *neg(uop *x) { return x && x->dtype == TG_BOOL ? u2(OP_CMPEQ, x, c_like(x, 0)) : u1(OP_NEG, x); }
+static uop *sub(uop *a, uop *b) { return u2(OP_ADD, a, neg(b)); }
+static uop *fdiv_(uop *a, uop *b) { return u2(OP_FDIV, a, b); }
+static uop *lt(uop *a, uop *b) { return u2(OP_CMPLT, a, b); }
+static uop *exp_(uop *x) { return u1(OP_EXP2, mulc(x, LOG2E)); }
+static uop *log_(uop *x) { return mulc(u1(OP_LOG2, x), LN2); }
+static uop *recip(uop *x) { return u1(OP_RECIP, x); }
+static uop *sigmoid_(uop *x) { return recip(addc(exp_(neg(x)), 1)); }
+static uop *tanh_(uop *x) { return addc(mulc(sigmoid_(mulc(x, 2)), 2), -1); }
+static uop *maxc(uop *x, double v) { return u2(OP_MAX, x, c_like(x, v)); }
+static uop *minc(uop *x, double v) { return where3(lt(x, c_like(x, v)), x, c_like(x, v)); }
+static uop *softplus_(uop *x) {  /* max(x, 0) + log(1 + exp(-|x|)): no overflow for large x */
+  uop *ax = where3(lt(x, c_like(x, 0)), neg(x), x);
+  return u2(OP_ADD, maxc(x, 0), log_(addc(exp_(neg(ax)), 1)));
+}
+
+/* unary entry: NULL propagates; integer inputs of float math become float32 as in tinygrad */
+typedef uop *(*ufn)(uop *x);
+static tg_tensor *unary(tg_tensor *t, ufn f, bool to_float) {
+  if (!t) return NULL;
+  uop *x = t->u;
+  if (to_float) x = mk_cast(x, float_of((tg_dtype)x->dtype));
+  return tensor_new(f(x));
+}
+
+static uop *f_neg(uop *x) { return neg(x); }
+static uop *f_exp(uop *x) { return exp_(x); }
+static uop *f_exp2(uop *x) { return u1(OP_EXP2, x); }
+static uop *f_log(uop *x) { return log_(x); }
+static uop *f_log2(uop *x) { return u1(OP_LOG2, x); }
+static uop *f_sqrt(uop *x) { return u1(OP_SQRT, x); }
+static uop *f_rsqrt(uop *x) { return recip(u1(OP_SQRT, x)); }
+static uop *f_sin(uop *x) { return u1(OP_SIN, x); }
+static uop *f_cos(uop *x) { return u1(OP_SIN, u2(OP_ADD, c_like(x, M_PI / 2), neg(x))); }
+static uop *f_tan(uop *x) { return fdiv_(f_sin(x), f_cos(x)); }
+static uop *f_recip(uop *x) { return recip(x); }
+static uop *f_abs(uop *x) { return x->dtype == TG_BOOL || dtype_is_unsigned((tg_dtype)x->dtype) ? x : where3(lt(x, c_like(x, 0)), neg(x), x); }
+static uop *f_sign(uop *x) {
+  if (x->dtype == TG_BOOL) return x;
+  uop *s = where3(u2(OP_CMPNE, x, c_like(x, 0)), where3(lt(x, c_like(x, 0)), c_like(x, -1), c_like(x, 1)), c_like(x, 0));
+  return dtype_is_float((tg_dtype)x->dtype) ? u2(OP_ADD, s, mulc(x, 0)) : s;  /* x*0 keeps nan */
+}
+static uop *f_square(uop *x) { return u2(OP_MUL, x, x); }
+static uop *f_trunc(uop *x) { return dtype_is_float((tg_dtype)x->dtype) ? u1(OP_TRUNC, x) : x; }
+static uop *f_floor(uop *x) {
+  if (!dtype_is_float((tg_dtype)x->dtype)) return x;
+  uop *t = u1(OP_TRUNC, x);
+  return where3(lt(x, t), addc(t, -1), t);
+}
+static uop *f_ceil(uop *x) {
+  if (!dtype_is_float((tg_dtype)x->dtype)) return x;
+  uop *t = u1(OP_TRUNC, x);
+  return where3(lt(t, x), addc(t, 1), t);
+}
+static uop *f_relu(uop *x) { return x->dtype == TG_BOOL ? x : maxc(x, 0); }
+static uop *f_sigmoid(uop *x) { return sigmoid_(x); }
+static uop *f_tanh(uop *x) { return tanh_(x); }
+static uop *f_gelu(uop *x) {
+  uop *inner = mulc(u2(OP_ADD, x, mulc(u2(OP_MUL, u2(OP_MUL, x, x), x), 0.044715)), 0.7978845608028654);
+  return u2(OP_MUL, mulc(x, 0.5), addc(tanh_(inner), 1));
+}
+static uop *f_silu(uop *x) { return u2(OP_MUL, x, sigmoid_(x)); }
+static uop *f_softplus(uop *x) { return softplus_(x); }
+static uop *f_relu6(uop *x) { return minc(maxc(x, 0), 6); }
+static uop *f_hardsigmoid(uop *x) { return mulc(f_relu6(addc(x, 3)), 1.0 / 6); }
+static uop *f_hardswish(uop *x) { return u2(OP_MUL, x, f_hardsigmoid(x)); }
+static uop *f_mish(uop *x) { return u2(OP_MUL, x, tanh_(softplus_(x))); }
+static uop *f_not(uop *x) { return u2(OP_CMPEQ, x, c_like(x, 0)); }
+
+tg_tensor *tg_neg(tg_tensor *t) { return unary(t, f_neg, false); }
+tg_tensor *tg_exp(tg_tensor *t) { return unary(t, f_exp, true); }
+tg_tensor *tg_exp2(tg_tensor *t) { return unary(t, f_exp2, true); }
+tg_tensor *tg_log(tg_tensor *t) { return unary(t, f_log, true); }
+tg_tensor *tg_log2(tg_tensor *t) { return unary(t, f_log2, true); }
+tg_tensor *tg_sqrt(tg_tensor *t) { return unary(t, f_sqrt, true); }
+tg_tensor *tg_rsqrt(tg_tensor *t) { return unary(t, f_rsqrt, true); }
+tg_tensor *tg_sin(tg_tensor *t) { return unary(t, f_sin, true); }
+tg_tensor *tg_cos(tg_tensor *t) { return unary(t, f_cos, true); }
+tg_tensor *tg_tan(tg_tensor *t) { return unary(t, f_tan, true); }
+tg_tensor *tg_reciprocal(tg_tensor *t) { return unary(t, f_recip, true); }
+tg_tensor *tg_abs(tg_tensor *t) { return unary(t, f_abs, false); }
+tg_tensor *tg_sign(tg_tensor *t) { return unary(t, f_sign, false); }
+tg_tensor *tg_square(tg_tensor *t) { return unary(t, f_square, false); }
+tg_tensor *tg_trunc(tg_tensor *t) { return unary(t, f_trunc, false); }
+tg_tensor *tg_floor(tg_tensor *t) { return unary(t, f_floor, false); }
+tg_tensor *tg_ceil(tg_tensor *t) { return unary(t, f_ceil, false); }
+tg_tensor *tg_relu(tg_tensor *t) { return unary(t, f_relu, false); }
+tg_tensor *tg_sigmoid(tg_tensor *t) { return unary(t, f_sigmoid, true); }
+tg_tensor *tg_tanh(tg_tensor *t) { return unary(t, f_tanh, true); }
+tg_tensor *tg_gelu(tg_tensor *t) { return unary(t, f_gelu, true); }
+tg_tensor *tg_silu(tg_tensor *t) { return unary(t, f_silu, true); }
+tg_tensor *tg_softplus(tg_tensor *t) { return unary(t, f_softplus, true); }
+tg_tensor *tg_relu6(tg_tensor *t) { return unary(t, f_relu6, false); }
+tg_tensor *tg_hardswish(tg_tensor *t) { return unary(t, f_hardswish, true); }
+tg_tensor *tg_hardsigmoid(tg_tensor *t) { return unary(t, f_hardsigmoid, true); }
+tg_tensor *tg_mish(tg_tensor *t) { return unary(t, f_mish, true); }
+tg_tensor *tg_logical_not(tg_tensor *t) { return unary(t, f_not, false); }
+
+tg_tensor *tg_leaky_relu(tg_tensor *t, double slope) {
+  if (!t) return NULL;
+  uop *x = mk_cast(t->u, float_of(TDT(t)));
+  return tensor_new(where3(lt(x, c_like(x, 0)), mulc(x, slope), x));
+}
+
+tg_tensor *tg_elu(tg_tensor *t, double alpha) {
+  if (!t) return NULL;
+  uop *x = mk_cast(t->u, float_of(TDT(t)));
+  return tensor_new(where3(lt(c_like(x, 0), x), x, mulc(addc(exp_(x), -1), alpha)));
+}
+
+tg_tensor *tg_clamp(tg_tensor *t, double lo, double hi) {
+  if (!t) return NULL;
+  if (lo > hi) {
+    tg_set_error(TG_ERR_ARG, "tg_clamp: min %g is greater than max %g", lo, hi);
+    return NULL;
+  }
+  uop *x = t->u;
+  return tensor_new(minc(where3(lt(x, c_like(x, lo)), c_like(x, lo), x), hi));
+}
+
+/* ---- binary ------------------------------------------------------------------------------------------ */
+
+typedef uop *(*bfn)(uop *a, uop *b);
+
+static tg_tensor *binary(const char *name, tg_tensor *ta, tg_tensor *tb, bfn f, bool to_float, bool int_only) {
+  if (!ta || !tb) return NULL;
+  uop *a = ta->u, *b = tb->u;
+  if (!broadcast_pair(name, &a, &b)) return NULL;
+  tg_dtype dt = (tg_dtype)a->dtype;
+  if (int_only && dtype_is_float(dt)) {
+    tg_set_error(TG_ERR_ARG, "%s: needs integer or bool tensors, got %s", name, tg_dtype_name(dt));
+    return NULL;
+  }
+  if (to_float && !dtype_is_float(dt)) {
+    a = mk_cast(a, TG_FLOAT32);
+    b = mk_cast(b, TG_FLOAT32);
+  }
+  return tensor_new(f(a, b));
+}
+
+static uop *b_add(uop *a, uop *b) { return u2(OP_ADD, a, b); }
+static uop *b_sub(uop *a, uop *b) { return sub(a, b); }
+static uop *b_mul(uop *a, uop *b) { return a->dtype == TG_BOOL ? u2(OP_AND, a, b) : u2(OP_MUL, a, b); }
+static uop *b_div(uop *a, uop *b) { return fdiv_(a, b); }
+static uop *b_idiv(uop *a, uop *b) {
+  return dtype_is_float((tg_dtype)a->dtype) ? u1(OP_TRUNC, fdiv_(a, b)) : u2(OP_IDIV, a, b);
+}
+static uop *b_mod(uop *a, uop *b) {  /* python modulo: the result takes the sign of b */
+  if (dtype_is_float((tg_dtype)a->dtype)) return sub(a, u2(OP_MUL, b, f_floor(fdiv_(a, b))));
+  uop *r = u2(OP_MOD, a, b);
+  if (dtype_is_unsigned((tg_dtype)a->dtype)) return r;
+  uop *zero = c_like(r, 0);
+  uop *fix = u2(OP_AND, u2(OP_CMPNE, r, zero), u2(OP_CMPNE, lt(r, zero), lt(b, c_like(b, 0))));
+  return where3(fix, u2(OP_ADD, r, b), r);
+}
+static uop *b_max(uop *a, uop *b) { return u2(OP_MAX, a, b); }
+static uop *b_min(uop *a, uop *b) { return where3(lt(b, a), b, a); }
+static uop *b_lt(uop *a, uop *b) { return lt(a, b); }
+static uop *b_gt(uop *a, uop *b) { return lt(b, a); }
+static uop *b_le(uop *a, uop *b) { return f_not(lt(b, a)); }
+static uop *b_ge(uop *a, uop *b) { return f_not(lt(a, b)); }
+static uop *b_eq(uop *a, uop *b) { return u2(OP_CMPEQ, a, b); }
+static uop *b_ne(uop *a, uop *b) { return u2(OP_CMPNE, a, b); }
+static uop *b_and(uop *a, uop *b) { return u2(OP_AND, a, b); }
+static uop *b_or(uop *a, uop *b) { return u2(OP_OR, a, b); }
+static uop *b_xor(uop *a, uop *b) { return u2(OP_XOR, a, b); }
+
+/* tinygrad's pow: |a|^b through exp2/log2, the sign for negative bases with integral exponents, nan for
+ * negative bases with fractional ones, and 0^0 = 1 */
+static uop *pow_float(uop *a, uop *b) {
+  uop *r = u1(OP_EXP2, u2(OP_MUL, b, u1(OP_LOG2, f_abs(a))));
+  r = where3(u2(OP_CMPEQ, b, c_like(b, 0)), c_like(r, 1), r);
+  uop *bint = u2(OP_CMPEQ, u1(OP_TRUNC, b), b);
+  uop *half = mulc(b, 0.5);
+  uop *odd = u2(OP_CMPNE, u1(OP_TRUNC, half), half);
+  uop *negr = where3(bint, where3(odd, neg(r), r), c_like(r, NAN));
+  return where3(lt(a, c_like(a, 0)), negr, r);
+}
+
+static uop *b_pow(uop *a, uop *b) {
+  if (dtype_is_float((tg_dtype)a->dtype)) return pow_float(a, b);
+  tg_dtype dt = (tg_dtype)a->dtype;
+  uop *r = pow_float(mk_cast(a, TG_FLOAT64), mk_cast(b, TG_FLOAT64));
+  uop *rounded = f_floor(addc(r, 0.5));
+  return mk_cast(rounded, dt);
+}
+
+tg_tensor *tg_add(tg_tensor *a, tg_tensor *b) { return binary("tg_add", a, b, b_add, false, false); }
+tg_tensor *tg_sub(tg_tensor *a, tg_tensor *b) { return binary("tg_sub", a, b, b_sub, false, false); }
+tg_tensor *tg_mul(tg_tensor *a, tg_tensor *b) { return binary("tg_mul", a, b, b_mul, false, false); }
+tg_tensor *tg_div(tg_tensor *a, tg_tensor *b) { return binary("tg_div", a, b, b_div, true, false); }
+tg_tensor *tg_idiv(tg_tensor *a, tg_tensor *b) { return binary("tg_idiv", a, b, b_idiv, false, false); }
+tg_tensor *tg_mod(tg_tensor *a, tg_tensor *b) { return binary("tg_mod", a, b, b_mod, false, false); }
+tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b) { return binary("tg_pow", a, b, b_pow, false, false); }
+tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b) { return binary("tg_maximum", a, b, b_max, false, false); }
+tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b) { return binary("tg_minimum", a, b, b_min, false, false); }
+tg_tensor *tg_lt(tg_tensor *a, tg_tensor *b) { return binary("tg_lt", a, b, b_lt, false, false); }
+tg_tensor *tg_le(tg_tensor *a, tg_tensor *b) { return binary("tg_le", a, b, b_le, false, false); }
+tg_tensor *tg_gt(tg_tensor *a, tg_tensor *b) { return binary("tg_gt", a, b, b_gt, false, false); }
+tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b) { return binary("tg_ge", a, b, b_ge, false, false); }
+tg_tensor *tg_eq(tg_tensor *a, tg_tensor *b) { return binary("tg_eq", a, b, b_eq, false, false); }
+tg_tensor *tg_ne(tg_tensor *a, tg_tensor *b) { return binary("tg_ne", a, b, b_ne, false, false); }
+tg_tensor *tg_bitwise_and(tg_tensor *a, tg_tensor *b) { return binary("tg_bitwise_and", a, b, b_and, false, true); }
+tg_tensor *tg_bitwise_or(tg_tensor *a, tg_tensor *b) { return binary("tg_bitwise_or", a, b, b_or, false, true); }
+tg_tensor *tg_bitwise_xor(tg_tensor *a, tg_tensor *b) { return binary("tg_bitwise_xor", a, b, b_xor, false, true); }
+
+tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
+  if (!cond || !a || !b) return NULL;
+  uop *xs[3] = {mk_cast(cond->u, TG_BOOL), a->u, b->u};
+  if (!broadcast_n("tg_where", 3, xs)) return NULL;
+  tg_dtype dt = dtype_promote((tg_dtype)xs[1]->dtype, (tg_dtype)xs[2]->dtype);
+  return tensor_new(where3(xs[0], mk_cast(xs[1], dt), mk_cast(xs[2], dt)));
+}
+
+static bool valid_dtype(const char *op, tg_dtype dt) {
+  if ((unsigned)dt >= TG_DTYPE_COUNT) {
+    tg_set_error(TG_ERR_ARG, "%s: bad dtype %d", op, (int)dt);
+    return false;
+  }
+  return true;
+}
+
+tg_tensor *tg_cast(tg_tensor *t, tg_dtype dt) {
+  if (!t || !valid_dtype("tg_cast", dt)) return NULL;
+  return tensor_new(mk_cast(t->u, dt));
+}
+
+tg_tensor *tg_bitcast(tg_tensor *t, tg_dtype dt) {
+  if (!t || !valid_dtype("tg_bitcast", dt)) return NULL;
+  if (tg_dtype_size(dt) != tg_dtype_size(TDT(t))) {
+    tg_set_error(TG_ERR_ARG, "tg_bitcast: %s and %s differ in size", tg_dtype_name(TDT(t)), tg_dtype_name(dt));
+    return NULL;
+  }
+  if (dt == TDT(t)) return tensor_new(t->u);
+  uop *x = t->u;
+  return tensor_new(uop_new_shaped(OP_BITCAST, dt, 1, &x, (uop_arg){0}, 0, NULL, x->ndim, x->shape));
+}
+
+/* ---- scalar right-hand sides ------------------------------------------------------------------------- */
+
+/* the dtype a weak scalar takes next to a tensor of dtype dt, as tinygrad's python scalars do */
+static tg_dtype scalar_dtype(tg_dtype dt, double v) {
+  bool integral = v == trunc(v) && fabs(v) < 9.2e18;
+  if (dtype_is_float(dt)) return dt;
+  if (!integral) return TG_FLOAT32;
+  return dt == TG_BOOL ? TG_INT32 : dt;
+}
+
+static tg_tensor *with_scalar(tg_tensor *a, double v, tg_tensor *(*f)(tg_tensor *, tg_tensor *)) {
+  if (!a) return NULL;
+  tg_tensor *s = tensor_new(uop_const(scalar_dtype(TDT(a), v), v));
+  if (!s) return NULL;
+  tg_tensor *r = f(a, s);
+  tg_free(s);
+  return r;
+}
+
+tg_tensor *tg_add_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_add); }
+tg_tensor *tg_sub_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_sub); }
+tg_tensor *tg_mul_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_mul); }
+tg_tensor *tg_div_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_div); }
+tg_tensor *tg_maximum_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_maximum); }
+tg_tensor *tg_minimum_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_minimum); }
+
+tg_tensor *tg_pow_scalar(tg_tensor *a, double v) {
+  if (!a) return NULL;
+  uop *x = a->u;
+  if (v == 1) return tensor_new(x);
+  if (v == 2 || v == 3) {
+    uop *r = u2(OP_MUL, x, x);
+    return tensor_new(v == 3 ? u2(OP_MUL, r, x) : r);
+  }
+  if (dtype_is_float(TDT(a)) && v == 0.5) return tensor_new(u1(OP_SQRT, x));
+  if (dtype_is_float(TDT(a)) && v == -1) return tensor_new(recip(x));
+  return with_scalar(a, v, tg_pow);
+}

@@ -1,0 +1,124 @@
+/* graph.c — builders of tensor-graph nodes. Each derives the node's shape from its source and arguments;
+ * the public ops (movement.c, elementwise.c, ...) check user input before calling them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/tensor.h"
+
+static uop *shaped(uop_op op, tg_dtype dt, uop *src, int64_t arg, int naux, const int64_t *aux, int ndim,
+                   const int64_t *shape) {
+  if (!src) return NULL;
+  return uop_new_shaped(op, dt, 1, &src, (uop_arg){.i = arg}, naux, aux, ndim, shape);
+}
+
+static bool same_shape(const uop *x, int ndim, const int64_t *shape) {
+  if (x->ndim != ndim) return false;
+  for (int i = 0; i < ndim; i++)
+    if (x->shape[i] != shape[i]) return false;
+  return true;
+}
+
+uop *mk_reshape(uop *x, int ndim, const int64_t *shape) {
+  if (!x) return NULL;
+  if (same_shape(x, ndim, shape)) return x;
+  if (x->op == OP_RESHAPE) x = x->src[0];  /* a reshape of a reshape is one reshape */
+  if (same_shape(x, ndim, shape)) return x;
+  return shaped(OP_RESHAPE, (tg_dtype)x->dtype, x, 0, ndim, shape, ndim, shape);
+}
+
+uop *mk_expand(uop *x, int ndim, const int64_t *shape) {
+  if (!x) return NULL;
+  if (same_shape(x, ndim, shape)) return x;
+  return shaped(OP_EXPAND, (tg_dtype)x->dtype, x, 0, ndim, shape, ndim, shape);
+}
+
+uop *mk_permute(uop *x, const int *order) {
+  if (!x) return NULL;
+  int64_t aux[TG_MAX_DIMS], shape[TG_MAX_DIMS];
+  bool ident = true;
+  for (int i = 0; i < x->ndim; i++) {
+    aux[i] = order[i];
+    shape[i] = x->shape[order[i]];
+    ident &= order[i] == i;
+  }
+  if (ident) return x;
+  return shaped(OP_PERMUTE, (tg_dtype)x->dtype, x, 0, x->ndim, aux, x->ndim, shape);
+}
+
+uop *mk_pad(uop *x, const int64_t *pads) {
+  if (!x) return NULL;
+  int64_t shape[TG_MAX_DIMS];
+  bool zero = true;
+  for (int i = 0; i < x->ndim; i++) {
+    shape[i] = x->shape[i] + pads[2 * i] + pads[2 * i + 1];
+    zero &= pads[2 * i] == 0 && pads[2 * i + 1] == 0;
+  }
+  if (zero) return x;
+  return shaped(OP_PAD, (tg_dtype)x->dtype, x, 0, 2 * x->ndim, pads, x->ndim, shape);
+}
+
+uop *mk_shrink(uop *x, const int64_t *bounds) {
+  if (!x) return NULL;
+  int64_t shape[TG_MAX_DIMS];
+  bool full = true;
+  for (int i = 0; i < x->ndim; i++) {
+    shape[i] = bounds[2 * i + 1] - bounds[2 * i];
+    full &= bounds[2 * i] == 0 && bounds[2 * i + 1] == x->shape[i];
+  }
+  if (full) return x;
+  return shaped(OP_SHRINK, (tg_dtype)x->dtype, x, 0, 2 * x->ndim, bounds, x->ndim, shape);
+}
+
+uop *mk_flip(uop *x, const bool *axes) {
+  if (!x) return NULL;
+  int64_t aux[TG_MAX_DIMS];
+  bool any = false;
+  for (int i = 0; i < x->ndim; i++) {
+    aux[i] = axes[i] && x->shape[i] > 1;
+    any |= aux[i] != 0;
+  }
+  if (!any) return x;
+  return shaped(OP_FLIP, (tg_dtype)x->dtype, x, 0, x->ndim, aux, x->ndim, x->shape);
+}
+
+uop *mk_reduce(uop *x, uop_op op, const bool *axes) {
+  if (!x) return NULL;
+  int64_t aux[TG_MAX_DIMS], shape[TG_MAX_DIMS];
+  bool any = false;
+  for (int i = 0; i < x->ndim; i++) {
+    aux[i] = axes[i];
+    shape[i] = axes[i] ? 1 : x->shape[i];
+    any |= axes[i];
+  }
+  if (!any) return x;
+  return shaped(OP_REDUCE_AXIS, (tg_dtype)x->dtype, x, op, x->ndim, aux, x->ndim, shape);
+}
+
+uop *mk_const(tg_dtype dt, double v, int ndim, const int64_t *shape) {
+  uop *c = uop_const(dt, v);
+  if (!c || ndim == 0) return c;
+  int64_t ones[TG_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) ones[i] = 1;
+  return mk_expand(mk_reshape(c, ndim, ones), ndim, shape);
+}
+
+uop *mk_alu(uop_op op, tg_dtype dt, int nsrc, uop *const *src) {
+  for (int i = 0; i < nsrc; i++)
+    if (!src[i]) return NULL;
+  return uop_new_shaped(op, dt, nsrc, src, (uop_arg){0}, 0, NULL, src[nsrc - 1]->ndim, src[nsrc - 1]->shape);
+}
+
+uop *mk_cast(uop *x, tg_dtype dt) {
+  if (!x) return NULL;
+  if (x->dtype == dt) return x;
+  return shaped(OP_CAST, dt, x, 0, 0, NULL, x->ndim, x->shape);
+}
+
+static int64_t buffer_ids;
+
+uop *mk_buffer(tg_dtype dt, int64_t numel, void *buf) {
+  int64_t shape[1] = {numel};
+  uop *u = uop_new_shaped(OP_BUFFER, dt, 0, NULL, (uop_arg){.i = ++buffer_ids}, 1, shape, 1, shape);
+  if (u) u->buf = buf;
+  return u;
+}

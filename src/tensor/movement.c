@@ -1,0 +1,393 @@
+/* movement.c — reshape, permute, expand, pad, shrink, flip and what tinygrad builds on them (transpose,
+ * flatten, squeeze, slicing with steps, cat, stack, split, repeat). All are views: the scheduler turns
+ * them into index arithmetic, never into copies. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/tensor.h"
+
+#define SHAPE_BUF 256
+
+static bool check_shape(const char *op, int ndim, const int64_t *shape) {
+  if (ndim < 0 || ndim > TG_MAX_DIMS) {
+    tg_set_error(TG_ERR_ARG, "%s: %d dimensions, expected 0..%d", op, ndim, TG_MAX_DIMS);
+    return false;
+  }
+  if (ndim && !shape) {
+    tg_set_error(TG_ERR_ARG, "%s: shape is NULL", op);
+    return false;
+  }
+  return true;
+}
+
+tg_tensor *tg_reshape(tg_tensor *t, int ndim, const int64_t *shape) {
+  if (!t || !check_shape("tg_reshape", ndim, shape)) return NULL;
+  int64_t s[TG_MAX_DIMS], known = 1;
+  int infer = -1;
+  for (int i = 0; i < ndim; i++) {
+    s[i] = shape[i];
+    if (shape[i] == -1 && infer < 0) infer = i;
+    else if (shape[i] < 0) {
+      char b[SHAPE_BUF];
+      tg_set_error(TG_ERR_ARG, "tg_reshape: bad size %lld in shape %s", (long long)shape[i], shape_str(b, sizeof b, ndim, shape));
+      return NULL;
+    } else known *= shape[i];
+  }
+  int64_t n = uop_numel(t->u);
+  if (infer >= 0) s[infer] = known ? n / known : 0;
+  int64_t m = 1;
+  for (int i = 0; i < ndim; i++) m *= s[i];
+  if (m != n) {
+    char a[SHAPE_BUF], b[SHAPE_BUF];
+    tg_set_error(TG_ERR_ARG, "tg_reshape: cannot reshape a tensor of shape %s (%lld elements) to %s (%lld elements)",
+                 shape_str(a, sizeof a, TNDIM(t), TSHAPE(t)), (long long)n, shape_str(b, sizeof b, ndim, shape),
+                 (long long)m);
+    return NULL;
+  }
+  return tensor_new(mk_reshape(t->u, ndim, s));
+}
+
+tg_tensor *tg_permute(tg_tensor *t, int ndim, const int *order) {
+  if (!t) return NULL;
+  char a[SHAPE_BUF];
+  if (ndim != TNDIM(t) || (ndim && !order)) {
+    tg_set_error(TG_ERR_ARG, "tg_permute: %d axes given for a tensor of shape %s", ndim, shape_str(a, sizeof a, TNDIM(t), TSHAPE(t)));
+    return NULL;
+  }
+  int o[TG_MAX_DIMS];
+  bool seen[TG_MAX_DIMS] = {0};
+  for (int i = 0; i < ndim; i++) {
+    int ax = order[i] < 0 ? order[i] + ndim : order[i];
+    if (ax < 0 || ax >= ndim || seen[ax]) {
+      tg_set_error(TG_ERR_ARG, "tg_permute: axis %d %s for a tensor of shape %s", order[i],
+                   ax < 0 || ax >= ndim ? "is out of range" : "is repeated", shape_str(a, sizeof a, TNDIM(t), TSHAPE(t)));
+      return NULL;
+    }
+    seen[ax] = true;
+    o[i] = ax;
+  }
+  return tensor_new(mk_permute(t->u, o));
+}
+
+tg_tensor *tg_expand(tg_tensor *t, int ndim, const int64_t *shape) {
+  if (!t || !check_shape("tg_expand", ndim, shape)) return NULL;
+  char a[SHAPE_BUF], b[SHAPE_BUF];
+  int xn = TNDIM(t);
+  if (ndim < xn) goto bad;
+  int64_t ones[TG_MAX_DIMS], s[TG_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) {
+    int j = i - (ndim - xn);
+    ones[i] = j >= 0 ? TSHAPE(t)[j] : 1;
+    s[i] = shape[i] == -1 ? ones[i] : shape[i];
+    if (s[i] < 0 || (ones[i] != s[i] && ones[i] != 1)) goto bad;
+  }
+  return tensor_new(mk_expand(mk_reshape(t->u, ndim, ones), ndim, s));
+bad:
+  tg_set_error(TG_ERR_ARG, "tg_expand: cannot expand shape %s to %s", shape_str(a, sizeof a, xn, TSHAPE(t)),
+               shape_str(b, sizeof b, ndim, shape));
+  return NULL;
+}
+
+tg_tensor *tg_pad(tg_tensor *t, int ndim, const int64_t *pads, double value) {
+  if (!t) return NULL;
+  char a[SHAPE_BUF];
+  if (ndim != TNDIM(t) || (ndim && !pads)) {
+    tg_set_error(TG_ERR_ARG, "tg_pad: %d padded axes for a tensor of shape %s", ndim, shape_str(a, sizeof a, TNDIM(t), TSHAPE(t)));
+    return NULL;
+  }
+  for (int i = 0; i < 2 * ndim; i++)
+    if (pads[i] < 0) {
+      tg_set_error(TG_ERR_ARG, "tg_pad: negative padding %lld on axis %d (use tg_shrink)", (long long)pads[i], i / 2);
+      return NULL;
+    }
+  uop *p = mk_pad(t->u, pads);
+  if (value != 0 && p != t->u) {
+    uop *mask = mk_pad(mk_const(TG_BOOL, 1, TNDIM(t), TSHAPE(t)), pads);
+    uop *v = mk_const(TDT(t), value, p ? p->ndim : 0, p ? p->shape : NULL);
+    uop *s[3] = {mask, p, v};
+    p = mk_alu(OP_WHERE, TDT(t), 3, s);
+  }
+  return tensor_new(p);
+}
+
+tg_tensor *tg_shrink(tg_tensor *t, int ndim, const int64_t *bounds) {
+  if (!t) return NULL;
+  char a[SHAPE_BUF];
+  if (ndim != TNDIM(t) || (ndim && !bounds)) {
+    tg_set_error(TG_ERR_ARG, "tg_shrink: %d axes given for a tensor of shape %s", ndim, shape_str(a, sizeof a, TNDIM(t), TSHAPE(t)));
+    return NULL;
+  }
+  for (int i = 0; i < ndim; i++)
+    if (bounds[2 * i] < 0 || bounds[2 * i] > bounds[2 * i + 1] || bounds[2 * i + 1] > TSHAPE(t)[i]) {
+      tg_set_error(TG_ERR_ARG, "tg_shrink: range [%lld, %lld) out of bounds for axis %d of shape %s",
+                   (long long)bounds[2 * i], (long long)bounds[2 * i + 1], i, shape_str(a, sizeof a, TNDIM(t), TSHAPE(t)));
+      return NULL;
+    }
+  return tensor_new(mk_shrink(t->u, bounds));
+}
+
+tg_tensor *tg_flip(tg_tensor *t, int naxes, const int *axes) {
+  if (!t) return NULL;
+  bool f[TG_MAX_DIMS] = {0};
+  for (int i = 0; i < naxes; i++) {
+    int a = norm_axis("tg_flip", axes[i], TNDIM(t));
+    if (a < 0) return NULL;
+    f[a] = !f[a];
+  }
+  return tensor_new(mk_flip(t->u, f));
+}
+
+tg_tensor *tg_transpose(tg_tensor *t, int dim0, int dim1) {
+  if (!t) return NULL;
+  int a = norm_axis("tg_transpose", dim0, TNDIM(t)), b = norm_axis("tg_transpose", dim1, TNDIM(t));
+  if (a < 0 || b < 0) return NULL;
+  int o[TG_MAX_DIMS];
+  for (int i = 0; i < TNDIM(t); i++) o[i] = i;
+  o[a] = b;
+  o[b] = a;
+  return tensor_new(mk_permute(t->u, o));
+}
+
+tg_tensor *tg_flatten(tg_tensor *t, int start_dim, int end_dim) {
+  if (!t) return NULL;
+  if (TNDIM(t) == 0) return tg_reshape(t, 1, (int64_t[]){1});
+  int a = norm_axis("tg_flatten", start_dim, TNDIM(t)), b = norm_axis("tg_flatten", end_dim, TNDIM(t));
+  if (a < 0 || b < 0) return NULL;
+  if (b < a) {
+    tg_set_error(TG_ERR_ARG, "tg_flatten: start_dim %d is after end_dim %d", start_dim, end_dim);
+    return NULL;
+  }
+  int64_t s[TG_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < a; i++) s[n++] = TSHAPE(t)[i];
+  int64_t m = 1;
+  for (int i = a; i <= b; i++) m *= TSHAPE(t)[i];
+  s[n++] = m;
+  for (int i = b + 1; i < TNDIM(t); i++) s[n++] = TSHAPE(t)[i];
+  return tensor_new(mk_reshape(t->u, n, s));
+}
+
+tg_tensor *tg_squeeze(tg_tensor *t, int axis) {
+  if (!t) return NULL;
+  int64_t s[TG_MAX_DIMS];
+  int n = 0, a = -1;
+  if (axis != TG_ALL) {
+    if (TNDIM(t) == 0) return tensor_new(t->u);
+    a = norm_axis("tg_squeeze", axis, TNDIM(t));
+    if (a < 0) return NULL;
+  }
+  for (int i = 0; i < TNDIM(t); i++)
+    if (!(TSHAPE(t)[i] == 1 && (a < 0 || a == i))) s[n++] = TSHAPE(t)[i];
+  return tensor_new(mk_reshape(t->u, n, s));
+}
+
+tg_tensor *tg_unsqueeze(tg_tensor *t, int axis) {
+  if (!t) return NULL;
+  int a = norm_axis("tg_unsqueeze", axis, TNDIM(t) + 1);
+  if (a < 0) return NULL;
+  if (TNDIM(t) + 1 > TG_MAX_DIMS) {
+    tg_set_error(TG_ERR_ARG, "tg_unsqueeze: more than %d dimensions", TG_MAX_DIMS);
+    return NULL;
+  }
+  int64_t s[TG_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i <= TNDIM(t); i++) {
+    if (i == a) s[n++] = 1;
+    if (i < TNDIM(t)) s[n++] = TSHAPE(t)[i];
+  }
+  return tensor_new(mk_reshape(t->u, n, s));
+}
+
+/* one axis of x[start:stop:step], python semantics */
+static uop *slice_axis(uop *x, int ax, tg_slice sl) {
+  int64_t len = x->shape[ax], step = sl.all ? 1 : sl.step, start, stop;
+  if (sl.all) { start = 0; stop = len; }
+  else if (step > 0) {
+    start = sl.start < 0 ? sl.start + len : sl.start;
+    stop = sl.stop == TG_END ? len : sl.stop < 0 ? sl.stop + len : sl.stop;
+    start = start < 0 ? 0 : start > len ? len : start;
+    stop = stop < 0 ? 0 : stop > len ? len : stop;
+  } else {
+    start = sl.start == TG_END ? len - 1 : sl.start < 0 ? sl.start + len : sl.start;
+    stop = sl.stop == TG_END ? -1 : sl.stop < 0 ? sl.stop + len : sl.stop;
+    if (sl.stop != TG_END && stop < 0) stop = -1;
+    start = start < -1 ? -1 : start > len - 1 ? len - 1 : start;
+    stop = stop < -1 ? -1 : stop > len - 1 ? len - 1 : stop;
+  }
+  int64_t count = step > 0 ? (stop - start + step - 1) / step : (start - stop + (-step) - 1) / (-step);
+  if (count < 0) count = 0;
+  int nd = x->ndim;
+  if (step < 0) {
+    bool f[TG_MAX_DIMS] = {0};
+    f[ax] = true;
+    x = mk_flip(x, f);
+    start = len - 1 - start;
+    step = -step;
+  }
+  int64_t b[2 * TG_MAX_DIMS];
+  for (int i = 0; i < nd; i++) { b[2 * i] = 0; b[2 * i + 1] = x->shape[i]; }
+  if (count == 0) {
+    b[2 * ax] = b[2 * ax + 1] = 0;
+    return mk_shrink(x, b);
+  }
+  int64_t span = (count - 1) * step + 1;
+  b[2 * ax] = start;
+  b[2 * ax + 1] = start + span;
+  x = mk_shrink(x, b);
+  if (step == 1) return x;
+  int64_t p[2 * TG_MAX_DIMS] = {0};
+  p[2 * ax + 1] = count * step - span;
+  x = mk_pad(x, p);
+  int64_t s[TG_MAX_DIMS + 1];
+  int n = 0;
+  for (int i = 0; i < nd; i++) {
+    if (i == ax) { s[n++] = count; s[n++] = step; }
+    else s[n++] = x->shape[i];
+  }
+  x = mk_reshape(x, n, s);
+  int64_t b2[2 * (TG_MAX_DIMS + 1)];
+  for (int i = 0; i < n; i++) { b2[2 * i] = 0; b2[2 * i + 1] = s[i]; }
+  b2[2 * (ax + 1) + 1] = 1;
+  x = mk_shrink(x, b2);
+  s[ax + 1] = 1;
+  int64_t s2[TG_MAX_DIMS];
+  for (int i = 0, k = 0; i < n; i++)
+    if (i != ax + 1) s2[k++] = s[i];
+  return mk_reshape(x, nd, s2);
+}
+
+tg_tensor *tg_slice_axes(tg_tensor *t, int n, const tg_slice *slices) {
+  if (!t) return NULL;
+  if (n < 0 || n > TNDIM(t) || (n && !slices)) {
+    tg_set_error(TG_ERR_ARG, "tg_slice_axes: %d slices for a tensor of %d dimensions", n, TNDIM(t));
+    return NULL;
+  }
+  uop *x = t->u;
+  for (int i = 0; i < n; i++) {
+    if (!slices[i].all && slices[i].step == 0) {
+      tg_set_error(TG_ERR_ARG, "tg_slice_axes: step 0 on axis %d", i);
+      return NULL;
+    }
+    x = slice_axis(x, i, slices[i]);
+  }
+  return tensor_new(x);
+}
+
+tg_tensor *tg_cat(int n, tg_tensor *const *ts, int axis) {
+  if (n <= 0 || !ts) {
+    tg_set_error(TG_ERR_ARG, "tg_cat: no tensors given");
+    return NULL;
+  }
+  for (int i = 0; i < n; i++)
+    if (!ts[i]) return NULL;
+  int nd = TNDIM(ts[0]);
+  int ax = norm_axis("tg_cat", axis, nd);
+  if (ax < 0) return NULL;
+  tg_dtype dt = TDT(ts[0]);
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    char a[SHAPE_BUF], b[SHAPE_BUF];
+    bool ok = TNDIM(ts[i]) == nd;
+    for (int d = 0; ok && d < nd; d++) ok = d == ax || TSHAPE(ts[i])[d] == TSHAPE(ts[0])[d];
+    if (!ok) {
+      tg_set_error(TG_ERR_ARG, "tg_cat: shapes %s and %s differ outside axis %d", shape_str(a, sizeof a, nd, TSHAPE(ts[0])),
+                   shape_str(b, sizeof b, TNDIM(ts[i]), TSHAPE(ts[i])), ax);
+      return NULL;
+    }
+    total += TSHAPE(ts[i])[ax];
+    dt = dtype_promote(dt, TDT(ts[i]));
+  }
+  uop *acc = NULL;
+  int64_t off = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t p[2 * TG_MAX_DIMS] = {0};
+    p[2 * ax] = off;
+    p[2 * ax + 1] = total - off - TSHAPE(ts[i])[ax];
+    off += TSHAPE(ts[i])[ax];
+    uop *x = mk_pad(mk_cast(ts[i]->u, dt), p);
+    uop *s[2] = {acc, x};
+    acc = acc ? mk_alu(dt == TG_BOOL ? OP_OR : OP_ADD, dt, 2, s) : x;
+  }
+  return tensor_new(acc);
+}
+
+tg_tensor *tg_stack(int n, tg_tensor *const *ts, int axis) {
+  if (n <= 0 || !ts) {
+    tg_set_error(TG_ERR_ARG, "tg_stack: no tensors given");
+    return NULL;
+  }
+  tg_tensor **u = calloc((size_t)n, sizeof *u);
+  if (!u) { tg_set_error(TG_ERR_NOMEM, "tg_stack: out of memory"); return NULL; }
+  tg_tensor *r = NULL;
+  int nd = ts[0] ? TNDIM(ts[0]) : 0;
+  int ax = norm_axis("tg_stack", axis, nd + 1);
+  if (ax >= 0) {
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) ok = (u[i] = tg_unsqueeze(ts[i], ax)) != NULL;
+    if (ok) r = tg_cat(n, u, ax);
+  }
+  for (int i = 0; i < n; i++) tg_free(u[i]);
+  free(u);
+  return r;
+}
+
+tg_status tg_split(tg_tensor *t, int n, const int64_t *sizes, int axis, tg_tensor **out) {
+  if (!t || !out || n <= 0 || !sizes) {
+    tg_set_error(TG_ERR_ARG, "tg_split: %s", !t ? "tensor is NULL" : "bad arguments");
+    return TG_ERR_ARG;
+  }
+  int ax = norm_axis("tg_split", axis, TNDIM(t));
+  if (ax < 0) return TG_ERR_ARG;
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) total += sizes[i] < 0 ? -1000000000 : sizes[i];
+  if (total != TSHAPE(t)[ax]) {
+    tg_set_error(TG_ERR_ARG, "tg_split: sizes add up to %lld, axis %d has %lld", (long long)total, ax, (long long)TSHAPE(t)[ax]);
+    return TG_ERR_ARG;
+  }
+  int64_t off = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t b[2 * TG_MAX_DIMS];
+    for (int d = 0; d < TNDIM(t); d++) { b[2 * d] = 0; b[2 * d + 1] = TSHAPE(t)[d]; }
+    b[2 * ax] = off;
+    b[2 * ax + 1] = off + sizes[i];
+    off += sizes[i];
+    out[i] = tensor_new(mk_shrink(t->u, b));
+    if (!out[i]) {
+      for (int j = 0; j < i; j++) { tg_free(out[j]); out[j] = NULL; }
+      return tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+    }
+  }
+  return TG_OK;
+}
+
+tg_tensor *tg_repeat(tg_tensor *t, int ndim, const int64_t *repeats) {
+  if (!t) return NULL;
+  if (ndim < TNDIM(t) || 2 * ndim > TG_MAX_DIMS || (ndim && !repeats)) {
+    tg_set_error(TG_ERR_ARG, "tg_repeat: %d repeats for a tensor of %d dimensions", ndim, TNDIM(t));
+    return NULL;
+  }
+  int64_t base[TG_MAX_DIMS], s1[TG_MAX_DIMS], s2[TG_MAX_DIMS], fin[TG_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) {
+    int j = i - (ndim - TNDIM(t));
+    base[i] = j >= 0 ? TSHAPE(t)[j] : 1;
+    if (repeats[i] < 0) {
+      tg_set_error(TG_ERR_ARG, "tg_repeat: negative repeat %lld", (long long)repeats[i]);
+      return NULL;
+    }
+    s1[2 * i] = 1;
+    s1[2 * i + 1] = base[i];
+    s2[2 * i] = repeats[i];
+    s2[2 * i + 1] = base[i];
+    fin[i] = repeats[i] * base[i];
+  }
+  uop *x = mk_reshape(t->u, 2 * ndim, s1);
+  x = mk_expand(x, 2 * ndim, s2);
+  return tensor_new(mk_reshape(x, ndim, fin));
+}
+
+tg_tensor *tg_contiguous(tg_tensor *t) {
+  if (!t) return NULL;
+  uop *x = t->u;
+  return tensor_new(uop_new_shaped(OP_CONTIGUOUS, (tg_dtype)x->dtype, 1, &x, (uop_arg){0}, 0, NULL, x->ndim, x->shape));
+}

@@ -1,0 +1,49 @@
+/* tensor.h — the frontend's internals: the tensor handle, its lifetime, and the helpers the op files share.
+ *
+ * A tensor is a handle on one node of the lazy UOp graph. Ops build new nodes; tg_realize (engine/)
+ * replaces a tensor's node by the BUFFER that holds its value.
+ */
+#ifndef TG_TENSOR_H
+#define TG_TENSOR_H
+
+#include "tg.h"
+#include "uop/uop.h"
+
+struct tg_tensor {
+  int refcnt;
+  int scope;             /* depth of the scope that owns a reference, 0: the caller owns it */
+  uop *u;                /* the lazy value; its shape and dtype are the tensor's */
+  tg_tensor *prev, *next; /* every live tensor, the roots of the collector */
+};
+
+/* a new tensor on node u (NULL if u is NULL); owned as tg.h says */
+tg_tensor *tensor_new(uop *u);
+/* every live tensor, for the engine (realize replaces nodes of tensors that share a realized graph) */
+tg_tensor *tensor_live_first(void);
+
+/* graph builders with shape checks; op names the public call for error messages */
+uop *mk_reshape(uop *x, int ndim, const int64_t *shape);
+uop *mk_expand(uop *x, int ndim, const int64_t *shape);
+uop *mk_permute(uop *x, const int *order);
+uop *mk_pad(uop *x, const int64_t *pads);       /* zero padding */
+uop *mk_shrink(uop *x, const int64_t *bounds);
+uop *mk_flip(uop *x, const bool *axes);
+uop *mk_reduce(uop *x, uop_op op, const bool *axes);  /* keeps reduced axes as size 1 */
+uop *mk_const(tg_dtype dt, double v, int ndim, const int64_t *shape);  /* broadcast constant */
+uop *mk_alu(uop_op op, tg_dtype dt, int nsrc, uop *const *src);  /* same shapes required */
+uop *mk_cast(uop *x, tg_dtype dt);
+uop *mk_buffer(tg_dtype dt, int64_t numel, void *buf);  /* a BUFFER node (1-d); buf may be NULL */
+
+/* normalizes a possibly negative axis; -1 with an error naming op if out of range */
+int norm_axis(const char *op, int axis, int ndim);
+/* broadcasts a and b to one shape and promotes them to one dtype; false with an error naming op */
+bool broadcast_pair(const char *op, uop **a, uop **b);
+tg_dtype sum_acc_dtype(tg_dtype dt);
+/* reduce builder behind tg_sum etc.: axes as the user gave them */
+tg_tensor *reduce_op(const char *name, tg_tensor *t, uop_op op, int naxes, const int *axes, bool keepdim);
+
+#define TSHAPE(t) ((t)->u->shape)
+#define TNDIM(t) ((t)->u->ndim)
+#define TDT(t) ((tg_dtype)(t)->u->dtype)
+
+#endif

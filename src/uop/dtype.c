@@ -1,0 +1,104 @@
+/* dtype.c — tinygrad's dtypes: sizes, names, C names, value limits and the promotion lattice. */
+#include <math.h>
+#include <stdint.h>
+
+#include "uop/uop.h"
+
+typedef struct dtype_info { const char *name, *cname; size_t size; } dtype_info;
+static const dtype_info info[TG_DTYPE_COUNT] = {
+    [TG_BOOL] = {"bool", "_Bool", 1},
+    [TG_INT8] = {"int8", "signed char", 1},       [TG_INT16] = {"int16", "short", 2},
+    [TG_INT32] = {"int32", "int", 4},             [TG_INT64] = {"int64", "long long", 8},
+    [TG_UINT8] = {"uint8", "unsigned char", 1},   [TG_UINT16] = {"uint16", "unsigned short", 2},
+    [TG_UINT32] = {"uint32", "unsigned int", 4},  [TG_UINT64] = {"uint64", "unsigned long long", 8},
+    [TG_FLOAT16] = {"float16", "_Float16", 2},    [TG_BFLOAT16] = {"bfloat16", "unsigned short", 2},
+    [TG_FLOAT32] = {"float32", "float", 4},       [TG_FLOAT64] = {"float64", "double", 8},
+};
+
+static bool valid(tg_dtype dt) { return (unsigned)dt < TG_DTYPE_COUNT; }
+const char *tg_dtype_name(tg_dtype dt) { return valid(dt) ? info[dt].name : "?"; }
+size_t tg_dtype_size(tg_dtype dt) { return valid(dt) ? info[dt].size : 0; }
+const char *dtype_c_name(tg_dtype dt) { return valid(dt) ? info[dt].cname : "void"; }
+bool dtype_is_float(tg_dtype dt) { return dt >= TG_FLOAT16 && dt <= TG_FLOAT64; }
+bool dtype_is_int(tg_dtype dt) { return dt >= TG_INT8 && dt <= TG_UINT64; }
+bool dtype_is_unsigned(tg_dtype dt) { return dt >= TG_UINT8 && dt <= TG_UINT64; }
+
+/* tinygrad's promotion lattice: the dtypes each one promotes to directly */
+static const tg_dtype parents[TG_DTYPE_COUNT][2] = {
+    [TG_BOOL] = {TG_INT8, TG_UINT8},
+    [TG_INT8] = {TG_INT16, TG_INT16},       [TG_INT16] = {TG_INT32, TG_INT32},
+    [TG_INT32] = {TG_INT64, TG_INT64},      [TG_INT64] = {TG_FLOAT16, TG_BFLOAT16},
+    [TG_UINT8] = {TG_INT16, TG_UINT16},     [TG_UINT16] = {TG_INT32, TG_UINT32},
+    [TG_UINT32] = {TG_INT64, TG_UINT64},    [TG_UINT64] = {TG_FLOAT16, TG_BFLOAT16},
+    [TG_FLOAT16] = {TG_FLOAT32, TG_FLOAT32}, [TG_BFLOAT16] = {TG_FLOAT32, TG_FLOAT32},
+    [TG_FLOAT32] = {TG_FLOAT64, TG_FLOAT64}, [TG_FLOAT64] = {TG_FLOAT64, TG_FLOAT64},
+};
+
+static unsigned upper_set(tg_dtype dt) {  /* bit set of dt and everything above it */
+  unsigned s = 1u << dt;
+  if (dt == TG_FLOAT64) return s;
+  return s | upper_set(parents[dt][0]) | upper_set(parents[dt][1]);
+}
+
+/* the least upper bound: the common upper dtype that every other common upper dtype lies above */
+tg_dtype dtype_promote(tg_dtype a, tg_dtype b) {
+  if (!valid(a) || !valid(b)) return TG_FLOAT32;
+  if (a == b) return a;
+  unsigned common = upper_set(a) & upper_set(b);
+  for (int d = 0; d < TG_DTYPE_COUNT; d++)
+    if ((common >> d & 1) && (upper_set((tg_dtype)d) & common) == common) return (tg_dtype)d;
+  return TG_FLOAT64;
+}
+
+double dtype_min(tg_dtype dt) {
+  switch (dt) {
+    case TG_BOOL: case TG_UINT8: case TG_UINT16: case TG_UINT32: case TG_UINT64: return 0;
+    case TG_INT8: return INT8_MIN;
+    case TG_INT16: return INT16_MIN;
+    case TG_INT32: return INT32_MIN;
+    case TG_INT64: return (double)INT64_MIN;
+    default: return -INFINITY;
+  }
+}
+
+double dtype_max(tg_dtype dt) {
+  switch (dt) {
+    case TG_BOOL: return 1;
+    case TG_INT8: return INT8_MAX;
+    case TG_INT16: return INT16_MAX;
+    case TG_INT32: return INT32_MAX;
+    case TG_INT64: return (double)INT64_MAX;
+    case TG_UINT8: return UINT8_MAX;
+    case TG_UINT16: return UINT16_MAX;
+    case TG_UINT32: return UINT32_MAX;
+    case TG_UINT64: return (double)UINT64_MAX;
+    default: return INFINITY;
+  }
+}
+
+/* v as a value of dtype dt: floats rounded to their precision, ints truncated and wrapped like C casts */
+double dtype_cast_value(tg_dtype dt, double v) {
+  switch (dt) {
+    case TG_BOOL: return v != 0;
+    case TG_FLOAT32: return (double)(float)v;
+    case TG_FLOAT16: case TG_BFLOAT16: return (double)(float)v; /* kept at float precision in the IR */
+    case TG_FLOAT64: return v;
+    default: break;
+  }
+  if (isnan(v) || isinf(v)) return 0;
+  double t = trunc(v);
+  if (t >= -9.2e18 && t <= 9.2e18) {
+    int64_t i = (int64_t)t;
+    switch (dt) {
+      case TG_INT8: return (int8_t)i;
+      case TG_INT16: return (int16_t)i;
+      case TG_INT32: return (int32_t)i;
+      case TG_UINT8: return (uint8_t)i;
+      case TG_UINT16: return (uint16_t)i;
+      case TG_UINT32: return (uint32_t)i;
+      case TG_UINT64: return (double)(uint64_t)i;
+      default: return (double)i;
+    }
+  }
+  return t < 0 ? dtype_min(dt) : dtype_max(dt);
+}

@@ -1,0 +1,462 @@
+/* symbolic.c — the simplifier for integer index expressions, as rules for the rewrite engine.
+ *
+ * Movement ops become index arithmetic (reshape: div/mod, pad: masks); this pass makes that arithmetic
+ * cheap again: constant folding, value ranges (vmin/vmax) that fold comparisons and dead masks, sums
+ * kept in a canonical order with like terms merged, and div/mod folding ((a*6+b)//6 -> a when 0<=b<6,
+ * (x//6)*6 + x%6 -> x).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uop/uop.h"
+
+/* ---- value ranges ------------------------------------------------------------------------------------- */
+
+static int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return a > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return (a > 0) == (b > 0) ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+static int64_t min4(int64_t a, int64_t b, int64_t c, int64_t d) {
+  int64_t m = a < b ? a : b;
+  m = m < c ? m : c;
+  return m < d ? m : d;
+}
+static int64_t max4(int64_t a, int64_t b, int64_t c, int64_t d) {
+  int64_t m = a > b ? a : b;
+  m = m > c ? m : c;
+  return m > d ? m : d;
+}
+
+static void dtype_range(tg_dtype dt, int64_t *lo, int64_t *hi) {
+  if (dt == TG_BOOL) { *lo = 0; *hi = 1; return; }
+  if (dt == TG_UINT64 || dt == TG_INT64 || !dtype_is_int(dt)) { *lo = dt == TG_UINT64 ? 0 : INT64_MIN; *hi = INT64_MAX; return; }
+  *lo = (int64_t)dtype_min(dt);
+  *hi = (int64_t)dtype_max(dt);
+}
+
+static void compute_range(uop *u) {
+  int64_t lo, hi;
+  dtype_range((tg_dtype)u->dtype, &lo, &hi);
+  uop *a = u->nsrc > 0 ? u->src[0] : NULL, *b = u->nsrc > 1 ? u->src[1] : NULL;
+  bool intish = dtype_is_int((tg_dtype)u->dtype) || u->dtype == TG_BOOL;
+  if (!intish) goto done;
+  switch (u->op) {
+    case OP_CONST: lo = hi = u->arg.i; break;
+    case OP_RANGE: lo = 0; hi = uop_vmax(a) - 1; if (hi < 0) hi = 0; break;
+    case OP_CORE_ID: lo = 0; hi = 1023; break;
+    case OP_ADD: lo = sat_add(uop_vmin(a), uop_vmin(b)); hi = sat_add(uop_vmax(a), uop_vmax(b)); break;
+    case OP_MUL: {
+      int64_t p1 = sat_mul(uop_vmin(a), uop_vmin(b)), p2 = sat_mul(uop_vmin(a), uop_vmax(b));
+      int64_t p3 = sat_mul(uop_vmax(a), uop_vmin(b)), p4 = sat_mul(uop_vmax(a), uop_vmax(b));
+      lo = min4(p1, p2, p3, p4);
+      hi = max4(p1, p2, p3, p4);
+      break;
+    }
+    case OP_NEG:
+      if (uop_vmin(a) == INT64_MIN) break;
+      lo = -uop_vmax(a);
+      hi = -uop_vmin(a);
+      break;
+    case OP_IDIV:
+      if (uop_is_const(b) && b->arg.i > 0) { lo = uop_vmin(a) / b->arg.i; hi = uop_vmax(a) / b->arg.i; }
+      break;
+    case OP_MOD:
+      if (uop_is_const(b) && b->arg.i > 0) {
+        int64_t c = b->arg.i;
+        if (uop_vmin(a) >= 0) {
+          lo = 0;
+          hi = uop_vmax(a) < c ? uop_vmax(a) : c - 1;
+          if (uop_vmax(a) < c) lo = uop_vmin(a);
+        } else {
+          lo = -(c - 1);
+          hi = c - 1;
+        }
+      }
+      break;
+    case OP_MAX:
+      lo = uop_vmin(a) > uop_vmin(b) ? uop_vmin(a) : uop_vmin(b);
+      hi = uop_vmax(a) > uop_vmax(b) ? uop_vmax(a) : uop_vmax(b);
+      break;
+    case OP_CMPLT:
+      if (dtype_is_float((tg_dtype)a->dtype)) break;
+      lo = uop_vmax(a) < uop_vmin(b);
+      hi = uop_vmin(a) < uop_vmax(b);
+      break;
+    case OP_CMPNE: case OP_CMPEQ:
+      if (dtype_is_float((tg_dtype)a->dtype)) break;
+      if (uop_vmax(a) < uop_vmin(b) || uop_vmin(a) > uop_vmax(b)) lo = hi = u->op == OP_CMPNE;
+      else if (uop_vmin(a) == uop_vmax(a) && uop_vmin(b) == uop_vmax(b)) lo = hi = u->op == OP_CMPEQ;
+      break;
+    case OP_AND:
+      if (u->dtype == TG_BOOL) { lo = uop_vmin(a) && uop_vmin(b); hi = uop_vmax(a) && uop_vmax(b); }
+      else if (uop_vmin(a) >= 0 && uop_vmin(b) >= 0) { lo = 0; hi = uop_vmax(a) < uop_vmax(b) ? uop_vmax(a) : uop_vmax(b); }
+      break;
+    case OP_OR:
+      if (u->dtype == TG_BOOL) { lo = uop_vmin(a) || uop_vmin(b); hi = uop_vmax(a) || uop_vmax(b); }
+      break;
+    case OP_WHERE: {
+      uop *c = u->src[2];
+      if (uop_vmin(a) == 1) { lo = uop_vmin(b); hi = uop_vmax(b); }
+      else if (uop_vmax(a) == 0) { lo = uop_vmin(c); hi = uop_vmax(c); }
+      else { lo = uop_vmin(b) < uop_vmin(c) ? uop_vmin(b) : uop_vmin(c); hi = uop_vmax(b) > uop_vmax(c) ? uop_vmax(b) : uop_vmax(c); }
+      break;
+    }
+    case OP_CAST:
+      if (dtype_is_int((tg_dtype)a->dtype) || a->dtype == TG_BOOL) {
+        int64_t l2, h2;
+        dtype_range((tg_dtype)u->dtype, &l2, &h2);
+        if (uop_vmin(a) >= l2 && uop_vmax(a) <= h2) { lo = uop_vmin(a); hi = uop_vmax(a); }
+      }
+      break;
+    default: break;
+  }
+done:
+  u->vmin = lo;
+  u->vmax = hi;
+  u->has_range = true;
+}
+
+int64_t uop_vmin(uop *u) {
+  if (!u->has_range) compute_range(u);
+  return u->vmin;
+}
+
+int64_t uop_vmax(uop *u) {
+  if (!u->has_range) compute_range(u);
+  return u->vmax;
+}
+
+/* ---- constant folding ----------------------------------------------------------------------------------- */
+
+static int64_t wrap_int(tg_dtype dt, int64_t v) {
+  switch (dt) {
+    case TG_BOOL: return v != 0;
+    case TG_INT8: return (int8_t)v;
+    case TG_INT16: return (int16_t)v;
+    case TG_INT32: return (int32_t)v;
+    case TG_UINT8: return (uint8_t)v;
+    case TG_UINT16: return (uint16_t)v;
+    case TG_UINT32: return (uint32_t)v;
+    default: return v;
+  }
+}
+
+static uop *fold_int(uop *u, uop **s) {
+  tg_dtype dt = (tg_dtype)u->dtype;
+  int64_t a = s[0]->arg.i, b = u->nsrc > 1 ? s[1]->arg.i : 0, r;
+  bool uns = dtype_is_unsigned((tg_dtype)s[0]->dtype);
+  switch (u->op) {
+    case OP_NEG: r = (int64_t)(0 - (uint64_t)a); break;
+    case OP_ADD: r = (int64_t)((uint64_t)a + (uint64_t)b); break;
+    case OP_MUL: r = (int64_t)((uint64_t)a * (uint64_t)b); break;
+    case OP_IDIV:
+      if (b == 0 || (a == INT64_MIN && b == -1)) return NULL;
+      r = uns ? (int64_t)((uint64_t)a / (uint64_t)b) : a / b;
+      break;
+    case OP_MOD:
+      if (b == 0 || (a == INT64_MIN && b == -1)) return NULL;
+      r = uns ? (int64_t)((uint64_t)a % (uint64_t)b) : a % b;
+      break;
+    case OP_MAX: r = uns ? ((uint64_t)a > (uint64_t)b ? a : b) : (a > b ? a : b); break;
+    case OP_CMPLT: r = uns ? (uint64_t)a < (uint64_t)b : a < b; break;
+    case OP_CMPNE: r = a != b; break;
+    case OP_CMPEQ: r = a == b; break;
+    case OP_AND: r = a & b; break;
+    case OP_OR: r = a | b; break;
+    case OP_XOR: r = a ^ b; break;
+    case OP_SHL: if (b < 0 || b > 63) return NULL; r = (int64_t)((uint64_t)a << b); break;
+    case OP_SHR: if (b < 0 || b > 63) return NULL; r = uns ? (int64_t)((uint64_t)a >> b) : a >> b; break;
+    default: return NULL;
+  }
+  return uop_const_int(dt, wrap_int(dt, r));
+}
+
+static uop *rule_fold_const(void *ctx, uop *u, uop **cap) {
+  if (!uop_is_alu((uop_op)u->op)) return NULL;
+  for (int i = 0; i < u->nsrc; i++)
+    if (!uop_is_const(u->src[i])) return NULL;
+  tg_dtype dt = (tg_dtype)u->dtype;
+  uop *a = u->src[0];
+  if (u->op == OP_WHERE) return uop_const_value(a) != 0 ? u->src[1] : u->src[2];
+  if (u->op == OP_CAST) return uop_const(dt, uop_const_value(a));
+  if (u->op == OP_BITCAST || u->op == OP_POW) return NULL;
+  bool ints = !dtype_is_float((tg_dtype)a->dtype);
+  if (ints) return fold_int(u, u->src);
+  double x = uop_const_value(a), y = u->nsrc > 1 ? uop_const_value(u->src[1]) : 0, r;
+  switch (u->op) {
+    case OP_NEG: r = -x; break;
+    case OP_ADD: r = x + y; break;
+    case OP_MUL: r = x * y; break;
+    case OP_FDIV: r = x / y; break;
+    case OP_MAX: r = x > y || isnan(x) ? x : y; break;
+    case OP_CMPLT: r = x < y; break;
+    case OP_CMPNE: r = x != y; break;
+    case OP_CMPEQ: r = x == y; break;
+    case OP_SQRT: r = sqrt(x); break;
+    case OP_RECIP: r = 1.0 / x; break;
+    case OP_EXP2: r = exp2(x); break;
+    case OP_LOG2: r = log2(x); break;
+    case OP_SIN: r = sin(x); break;
+    case OP_TRUNC: r = trunc(x); break;
+    default: return NULL;
+  }
+  return uop_const(dt, r);
+}
+
+/* an integer node whose value range is one value is that value: folds dead masks and div/mod of small ranges */
+static uop *rule_fold_range(void *ctx, uop *u, uop **cap) {
+  if (u->op == OP_RANGE) return uop_is_const(u->src[0]) && u->src[0]->arg.i == 1 ? uop_const_int((tg_dtype)u->dtype, 0) : NULL;
+  if (!uop_is_alu((uop_op)u->op)) return NULL;
+  tg_dtype dt = (tg_dtype)u->dtype;
+  if (!dtype_is_int(dt) && dt != TG_BOOL) return NULL;
+  if (uop_vmin(u) != uop_vmax(u)) return NULL;
+  return uop_const_int(dt, uop_vmin(u));
+}
+
+static bool is_intish(const uop *u) { return dtype_is_int((tg_dtype)u->dtype); }
+
+static uop *rule_identity(void *ctx, uop *u, uop **cap) { return cap[0]; }
+static uop *rule_zero_int(void *ctx, uop *u, uop **cap) {
+  return is_intish(u) ? uop_const_int((tg_dtype)u->dtype, 0) : NULL;
+}
+static uop *rule_false_int(void *ctx, uop *u, uop **cap) {
+  return is_intish(cap[0]) || cap[0]->dtype == TG_BOOL ? uop_const_int(TG_BOOL, 0) : NULL;
+}
+static uop *rule_true_int(void *ctx, uop *u, uop **cap) {
+  return is_intish(cap[0]) || cap[0]->dtype == TG_BOOL ? uop_const_int(TG_BOOL, 1) : NULL;
+}
+static uop *rule_bool_and(void *ctx, uop *u, uop **cap) {  /* (AND x c) for bools */
+  if (u->dtype != TG_BOOL) return NULL;
+  return cap[1]->arg.i ? cap[0] : cap[1];
+}
+static uop *rule_bool_or(void *ctx, uop *u, uop **cap) {
+  if (u->dtype != TG_BOOL) return NULL;
+  return cap[1]->arg.i ? cap[1] : cap[0];
+}
+static uop *rule_cast_noop(void *ctx, uop *u, uop **cap) { return cap[0]->dtype == u->dtype ? cap[0] : NULL; }
+
+/* ---- sums: flatten, merge like terms, fold div/mod pairs, canonical order ------------------------------ */
+
+typedef struct term { uop *x; int64_t k; } term;  /* k * x; x NULL for the constant */
+
+typedef struct sum { term *t; int n, cap; int64_t c; bool ok; } sum;
+
+static void sum_push(sum *s, uop *x, int64_t k) {
+  if (!s->ok) return;
+  for (int i = 0; i < s->n; i++)
+    if (s->t[i].x == x) { s->t[i].k += k; return; }
+  if (s->n == s->cap) {
+    int nc = s->cap ? s->cap * 2 : 8;
+    term *nt = realloc(s->t, (size_t)nc * sizeof *nt);
+    if (!nt) { s->ok = false; return; }
+    s->t = nt;
+    s->cap = nc;
+  }
+  s->t[s->n++] = (term){x, k};
+}
+
+static void sum_collect(sum *s, uop *u, int64_t k) {
+  if (u->op == OP_ADD) { sum_collect(s, u->src[0], k); sum_collect(s, u->src[1], k); return; }
+  if (u->op == OP_CONST) { s->c += k * u->arg.i; return; }
+  if (u->op == OP_MUL && uop_is_const(u->src[1])) { sum_collect(s, u->src[0], k * u->src[1]->arg.i); return; }
+  if (u->op == OP_NEG) { sum_collect(s, u->src[0], -k); return; }
+  sum_push(s, u, k);
+}
+
+static int cmp_term(const void *a, const void *b) {
+  uint64_t ha = ((const term *)a)->x->hash, hb = ((const term *)b)->x->hash;
+  return ha < hb ? -1 : ha > hb;
+}
+
+static uop *term_node(tg_dtype dt, uop *x, int64_t k) {
+  return k == 1 ? x : uop_binary(OP_MUL, x, uop_const_int(dt, k));
+}
+
+static uop *sum_build(tg_dtype dt, term *t, int n, int64_t c) {
+  uop *r = NULL;
+  for (int i = 0; i < n; i++) {
+    if (t[i].k == 0) continue;
+    uop *x = term_node(dt, t[i].x, t[i].k);
+    r = r ? uop_binary(OP_ADD, r, x) : x;
+  }
+  if (!r) return uop_const_int(dt, c);
+  return c ? uop_binary(OP_ADD, r, uop_const_int(dt, c)) : r;
+}
+
+/* (x//c)*k*c + (x%c)*k -> x*k */
+static void sum_merge_divmod(sum *s) {
+  for (int i = 0; i < s->n; i++) {
+    uop *d = s->t[i].x;
+    if (d->op != OP_IDIV || !uop_is_const(d->src[1]) || s->t[i].k == 0) continue;
+    int64_t c = d->src[1]->arg.i;
+    if (c <= 0 || s->t[i].k % c) continue;
+    int64_t k = s->t[i].k / c;
+    for (int j = 0; j < s->n; j++) {
+      uop *m = s->t[j].x;
+      if (m->op == OP_MOD && m->src[0] == d->src[0] && m->src[1] == d->src[1] && s->t[j].k == k &&
+          uop_vmin(d->src[0]) >= 0) {
+        s->t[i].k = 0;
+        s->t[j].k = 0;
+        sum_push(s, d->src[0], k);
+        return;
+      }
+    }
+  }
+}
+
+static uop *rule_sum(void *ctx, uop *u, uop **cap) {
+  if (!is_intish(u)) return NULL;
+  sum s = {.ok = true};
+  sum_collect(&s, u, 1);
+  uop *r = NULL;
+  if (s.ok) {
+    for (int guard = 0; guard < 4; guard++) sum_merge_divmod(&s);
+    int m = 0;
+    for (int i = 0; i < s.n; i++)
+      if (s.t[i].k) s.t[m++] = s.t[i];
+    qsort(s.t, (size_t)m, sizeof *s.t, cmp_term);
+    r = sum_build((tg_dtype)u->dtype, s.t, m, s.c);
+  }
+  free(s.t);
+  return r == u ? NULL : r;
+}
+
+/* (x*c1)*c2 -> x*(c1*c2); (a+b)*c -> a*c + b*c (integers) */
+static uop *rule_mul_const(void *ctx, uop *u, uop **cap) {
+  if (!is_intish(u)) return NULL;
+  uop *x = cap[0], *c = cap[1];
+  if (x->op == OP_CONST) return NULL;
+  if (x->op == OP_MUL && uop_is_const(x->src[1]))
+    return uop_binary(OP_MUL, x->src[0], uop_const_int((tg_dtype)u->dtype, x->src[1]->arg.i * c->arg.i));
+  if (x->op == OP_ADD) return uop_binary(OP_ADD, uop_binary(OP_MUL, x->src[0], c), uop_binary(OP_MUL, x->src[1], c));
+  if (u->src[0] != x) return uop_binary(OP_MUL, x, c);  /* constant on the right */
+  return NULL;
+}
+
+static int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+static int64_t gcd(int64_t a, int64_t b) {
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  while (b) { int64_t t = a % b; a = b; b = t; }
+  return a;
+}
+
+/* x // c and x % c for x >= 0, c > 0: take the multiples of c out of the sum */
+static uop *divmod_fold(uop *u, bool is_mod) {
+  uop *x = u->src[0], *cu = u->src[1];
+  if (!is_intish(u) || !uop_is_const(cu) || cu->arg.i <= 0 || uop_vmin(x) < 0) return NULL;
+  int64_t c = cu->arg.i;
+  tg_dtype dt = (tg_dtype)u->dtype;
+  if (c == 1) return is_mod ? uop_const_int(dt, 0) : x;
+  if (is_mod && uop_vmax(x) < c) return x;
+  if (x->op == OP_IDIV && !is_mod && uop_is_const(x->src[1]) && x->src[1]->arg.i > 0 && uop_vmin(x->src[0]) >= 0)
+    return uop_binary(OP_IDIV, x->src[0], uop_const_int(dt, x->src[1]->arg.i * c));
+  if (x->op == OP_MOD && is_mod && uop_is_const(x->src[1]) && x->src[1]->arg.i % c == 0)
+    return uop_binary(OP_MOD, x->src[0], cu);
+  sum s = {.ok = true};
+  sum_collect(&s, x, 1);
+  uop *r = NULL;
+  if (!s.ok) goto out;
+  term *q = malloc((size_t)(s.n + 1) * sizeof *q), *rem = malloc((size_t)(s.n + 1) * sizeof *rem);
+  if (!q || !rem) { free(q); free(rem); goto out; }
+  int nq = 0, nr = 0;
+  int64_t g = c;
+  for (int i = 0; i < s.n; i++) {
+    if (s.t[i].k % c == 0) q[nq++] = (term){s.t[i].x, s.t[i].k / c};
+    else { rem[nr++] = s.t[i]; g = gcd(g, s.t[i].k); }
+  }
+  int64_t cq = floordiv(s.c, c), cr = s.c - cq * c;
+  uop *rsum = sum_build(dt, rem, nr, cr);
+  bool changed = nq > 0 || cq != 0;
+  if (rsum && uop_vmin(rsum) >= 0) {
+    if (is_mod) {
+      if (changed) r = uop_binary(OP_MOD, rsum, cu);
+      else if (g > 1 && cr % g == 0) {  /* (g*y) % c -> g*(y % (c/g)) */
+        for (int i = 0; i < nr; i++) rem[i].k /= g;
+        uop *y = sum_build(dt, rem, nr, cr / g);
+        r = uop_binary(OP_MUL, uop_binary(OP_MOD, y, uop_const_int(dt, c / g)), uop_const_int(dt, g));
+      }
+    } else {
+      uop *rq = NULL;
+      if (changed) rq = uop_binary(OP_IDIV, rsum, cu);
+      else if (g > 1 && cr % g == 0) {  /* (g*y) // c -> y // (c/g) */
+        for (int i = 0; i < nr; i++) rem[i].k /= g;
+        rq = uop_binary(OP_IDIV, sum_build(dt, rem, nr, cr / g), uop_const_int(dt, c / g));
+        changed = true;
+      }
+      if (changed) r = uop_binary(OP_ADD, sum_build(dt, q, nq, cq), rq);
+    }
+  }
+  free(q);
+  free(rem);
+out:
+  free(s.t);
+  return r == u ? NULL : r;
+}
+
+static uop *rule_idiv(void *ctx, uop *u, uop **cap) { return divmod_fold(u, false); }
+static uop *rule_mod(void *ctx, uop *u, uop **cap) { return divmod_fold(u, true); }
+
+/* (x + c) < d -> x < d - c, and c*x < d for c > 0 -> x < ceil(d/c) (integers) */
+static uop *rule_cmplt_const(void *ctx, uop *u, uop **cap) {
+  uop *x = cap[0], *d = cap[1];
+  if (!is_intish(x)) return NULL;
+  tg_dtype dt = (tg_dtype)x->dtype;
+  if (x->op == OP_ADD && uop_is_const(x->src[1]))
+    return uop_binary(OP_CMPLT, x->src[0], uop_const_int(dt, d->arg.i - x->src[1]->arg.i));
+  if (x->op == OP_MUL && uop_is_const(x->src[1]) && x->src[1]->arg.i > 0) {
+    int64_t c = x->src[1]->arg.i;
+    return uop_binary(OP_CMPLT, x->src[0], uop_const_int(dt, -floordiv(-d->arg.i, c)));
+  }
+  return NULL;
+}
+
+static const rule symbolic_rules[] = {
+    {"(ADD x 0)", rule_identity},
+    {"(MUL x 1)", rule_identity},
+    {"(MUL x 0)", rule_zero_int},
+    {"(IDIV x 1)", rule_identity},
+    {"(WHERE _ x x)", rule_identity},
+    {"(CMPLT x x)", rule_false_int},
+    {"(CMPNE x x)", rule_false_int},
+    {"(CMPEQ x x)", rule_true_int},
+    {"(AND x c:CONST)", rule_bool_and},
+    {"(OR x c:CONST)", rule_bool_or},
+    {"(AND x x)", rule_identity},
+    {"(CAST x)", rule_cast_noop},
+    {"(MUL x c:CONST)", rule_mul_const},
+    {"(ADD _ _)", rule_sum},
+    {"(IDIV _ _)", rule_idiv},
+    {"(MOD _ _)", rule_mod},
+    {"(CMPLT x d:CONST)", rule_cmplt_const},
+    {"_", rule_fold_const},
+    {"_", rule_fold_range},
+    {NULL, NULL},
+};
+
+static matcher *sym;
+
+const matcher *symbolic_matcher(void) {
+  if (!sym) sym = matcher_new(symbolic_rules);
+  return sym;
+}
+
+uop *uop_simplify(uop *root) {
+  const matcher *m = symbolic_matcher();
+  if (!m) return NULL;
+  return graph_rewrite(root, m, NULL, false);
+}
+
+void symbolic_shutdown(void) {
+  matcher_free(sym);
+  sym = NULL;
+}
