@@ -120,10 +120,10 @@ ERR_TEST(test_errors_null_inputs_return_null) {
   }
   tg_tensor *(*sc[])(tg_tensor *, double) = {tg_add_scalar,  tg_sub_scalar,     tg_mul_scalar,    tg_div_scalar,
                                              tg_pow_scalar,  tg_maximum_scalar, tg_minimum_scalar, tg_leaky_relu,
-                                             tg_elu,         tg_full_like};
+                                             tg_elu};
   for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) CHECK(sc[i](NULL, 2) == NULL, "scalar op #%zu of NULL", i);
   CHECK(tg_clamp(NULL, 0, 1) == NULL, "clamp");
-  CHECK(tg_zeros_like(NULL) == NULL && tg_ones_like(NULL) == NULL, "*_like");
+  CHECK(tg_zeros_like(NULL) == NULL && tg_ones_like(NULL) == NULL && tg_full_like(NULL, 2) == NULL, "*_like");
   CHECK(tg_where(NULL, a, a) == NULL && tg_where(tg_gt(a, a), NULL, a) == NULL && tg_where(tg_gt(a, a), a, NULL) == NULL,
         "where");
   CHECK(tg_cast(NULL, TG_INT32) == NULL && tg_bitcast(NULL, TG_INT32) == NULL, "cast");
@@ -261,7 +261,6 @@ ERR_TEST(test_errors_reduce_bad_axes) {
   CHECK_T(a);
   CHECK_ERR(tg_sum(a, AX(2), false), "sum");
   CHECK_ERR(tg_sum(a, AX(-3), false), "sum");
-  CHECK_ERR(tg_max(a, AX(0, 0), false), "max");
   CHECK_ERR(tg_mean(a, AX(5), true), "mean");
   CHECK_ERR(tg_argmax(a, 2, false), "argmax");
   CHECK_ERR(tg_argmin(a, -3, false), "argmin");

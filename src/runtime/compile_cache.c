@@ -43,7 +43,7 @@ static struct {
   bool dir_ready;             /* dir resolved */
   char dir[PATH_MAX];         /* "" : no usable disk cache location */
   char cc[256];
-  bool native;
+  const char *flags[MAX_ARGS];  /* NULL-terminated; static strings */
   uint64_t key_seed;          /* hash of compiler, version, flags, CPU */
 } cfg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -126,7 +126,7 @@ __attribute__((format(printf, 3, 4))) static bool fmt_path(char *out, size_t cap
   return n >= 0 && (size_t)n < cap;
 }
 
-/* appends the first line starting with key in /proc/cpuinfo to buf */
+/* appends to buf the first line of /proc/cpuinfo for each of keys */
 static void append_cpuinfo(char *buf, size_t cap, const char *const *keys) {
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (!f) return;
@@ -136,7 +136,8 @@ static void append_cpuinfo(char *buf, size_t cap, const char *const *keys) {
   while (getline(&line, &n, f) > 0) {
     for (unsigned k = 0; keys[k]; k++) {
       size_t kl = strlen(keys[k]);
-      if (!(found & (1u << k)) && !strncmp(line, keys[k], kl) && (line[kl] == ' ' || line[kl] == '\t' || line[kl] == ':')) {
+      bool match = !strncmp(line, keys[k], kl) && (line[kl] == ' ' || line[kl] == '\t' || line[kl] == ':');
+      if (match && !(found & (1u << k))) {
         found |= 1u << k;
         size_t used = strlen(buf);
         if (used + 1 < cap) snprintf(buf + used, cap - used, "%s", line);
@@ -149,21 +150,29 @@ static void append_cpuinfo(char *buf, size_t cap, const char *const *keys) {
 
 static void mix_str(uint64_t *h, const char *s) { *h = hash_bytes(s, strlen(s) + 1, *h); }
 
-static const char *base_flags[] = {"-O2", "-fvect-cost-model=cheap", "-march=native", "-fPIC", "-shared",
-                                   "-nostdlib", NULL};
 
 /* with cfg.lock held */
 static void config_init(void) {
   if (cfg.ready) return;
   const char *cc = getenv("TG_CC");
   snprintf(cfg.cc, sizeof cfg.cc, "%s", cc && *cc ? cc : "cc");
-  const char *nn = getenv("TG_NO_NATIVE");
-  cfg.native = !(nn && *nn && strcmp(nn, "0") != 0);
-
   char version[OUT_CAP];
   char *argv[] = {cfg.cc, "--version", NULL};
   if (run_capture(argv, version, sizeof version) != 0) version[0] = 0;  /* the compile will report it */
   version[strcspn(version, "\n")] = 0;
+
+  /* gcc 12 vectorizes loops with run-time bounds at -O2 only with the cheap cost model (NOTES.md); clang
+   * does without it and rejects the flag. TG_NO_NATIVE=1 (valgrind runs) drops -march=native. */
+  const char *nn = getenv("TG_NO_NATIVE");
+  bool native = !(nn && *nn && strcmp(nn, "0") != 0), clang = strstr(version, "clang") != NULL;
+  int nf = 0;
+  cfg.flags[nf++] = "-O2";
+  if (!clang) cfg.flags[nf++] = "-fvect-cost-model=cheap";
+  if (native) cfg.flags[nf++] = "-march=native";
+  cfg.flags[nf++] = "-fPIC";
+  cfg.flags[nf++] = "-shared";
+  cfg.flags[nf++] = "-nostdlib";
+  cfg.flags[nf] = NULL;
 
   static const char *const keys[] = {"model name", "flags", "Features", "CPU implementer", "CPU part", NULL};
   static char cpu[16384];
@@ -173,8 +182,7 @@ static void config_init(void) {
   uint64_t h = 0x7467632d63707531ull;  /* "tgc-cpu1": bump when the file format or the kernel ABI changes */
   mix_str(&h, cfg.cc);
   mix_str(&h, version);
-  for (int i = 0; base_flags[i]; i++)
-    if (cfg.native || strcmp(base_flags[i], "-march=native")) mix_str(&h, base_flags[i]);
+  for (int i = 0; cfg.flags[i]; i++) mix_str(&h, cfg.flags[i]);
   mix_str(&h, "-lgcc");
   mix_str(&h, cpu);
   cfg.key_seed = h;
@@ -227,8 +235,8 @@ typedef enum { CC_OK, CC_IO, CC_FAIL } cc_result;
 /* writes src to a temporary file in dir and compiles it to out (an existing file name); CC_IO when the
  * directory cannot take the source file (tg_error untouched), CC_FAIL with tg_error set when the compiler
  * failed */
-static cc_result compile_into(const char *src, const char *dir, const char *hex, const char *cc, bool native,
-                              const char *out) {
+static cc_result compile_into(const char *src, const char *dir, const char *hex, const char *cc,
+                              const char *const *flags, const char *out) {
   char srcpath[PATH_MAX];
   if (!fmt_path(srcpath, sizeof srcpath, "%s/%s.XXXXXX.c", dir, hex)) return CC_IO;
   int fd = mkstemps(srcpath, 2);
@@ -248,8 +256,7 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
   char *argv[MAX_ARGS];
   int argc = 0;
   argv[argc++] = (char *)cc;
-  for (int i = 0; base_flags[i]; i++)
-    if (native || strcmp(base_flags[i], "-march=native")) argv[argc++] = (char *)base_flags[i];
+  for (int i = 0; flags[i]; i++) argv[argc++] = (char *)flags[i];
   argv[argc++] = "-o";
   argv[argc++] = (char *)out;
   argv[argc++] = "-x";
@@ -290,7 +297,7 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
 }
 
 /* a private object file in $TMPDIR or /tmp */
-static char *compile_private(const char *src, const char *hex, const char *cc, bool native) {
+static char *compile_private(const char *src, const char *hex, const char *cc, const char *const *flags) {
   const char *tmp = getenv("TMPDIR");
   if (!tmp || !*tmp) tmp = "/tmp";
   char dir[PATH_MAX];
@@ -308,7 +315,7 @@ static char *compile_private(const char *src, const char *hex, const char *cc, b
     return NULL;
   }
   close(fd);
-  cc_result r = compile_into(src, dir, hex, cc, native, out);
+  cc_result r = compile_into(src, dir, hex, cc, flags, out);
   if (r != CC_OK) {
     if (r == CC_IO) tg_set_error(TG_ERR_IO, "compile: cannot write a source file in %s", dir);
     unlink(out);
@@ -328,12 +335,13 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
     return NULL;
   }
   char dir[PATH_MAX], cc[sizeof cfg.cc];
+  const char *flags[MAX_ARGS];
   pthread_mutex_lock(&cfg.lock);
   config_init();
   dir_init();
   memcpy(dir, cfg.dir, sizeof dir);
   memcpy(cc, cfg.cc, sizeof cc);
-  bool native = cfg.native;
+  memcpy(flags, cfg.flags, sizeof flags);
   uint64_t key = hash_bytes(src, strlen(src), cfg.key_seed);
   pthread_mutex_unlock(&cfg.lock);
   char hex[17];
@@ -353,15 +361,16 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
         *from_disk = true;
         return path;
       }
-      if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: %s does not load (%s): compiling again\n", path, dlerror());
-      else dlerror();
+      const char *why = dlerror();
+      if (tg_debug_level() >= 4)
+        fprintf(stderr, "compile cache: %s does not load (%s): compiling again\n", path, why ? why : "?");
     }
     make_dirs(dir);
     char tmp[PATH_MAX];
     int fd = fits && fmt_path(tmp, sizeof tmp, "%s/%s.so.tmp.XXXXXX", dir, hex) ? mkstemp(tmp) : -1;
     if (fd >= 0) {
       close(fd);
-      cc_result r = compile_into(src, dir, hex, cc, native, tmp);
+      cc_result r = compile_into(src, dir, hex, cc, flags, tmp);
       if (r == CC_FAIL) {
         unlink(tmp);
         free(path);
@@ -384,7 +393,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
     if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: cannot write to %s: using a private file\n", dir);
     free(path);
   }
-  char *out = compile_private(src, hex, cc, native);
+  char *out = compile_private(src, hex, cc, flags);
   if (out) *is_temp = true;
   return out;
 }

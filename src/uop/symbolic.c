@@ -242,6 +242,7 @@ static uop *rule_bool_or(void *ctx, uop *u, uop **cap) {
   if (u->dtype != TG_BOOL) return NULL;
   return cap[1]->arg.i ? cap[1] : cap[0];
 }
+static uop *rule_where_const(void *ctx, uop *u, uop **cap) { return cap[0]->arg.i ? cap[1] : cap[2]; }
 static uop *rule_cast_noop(void *ctx, uop *u, uop **cap) { return cap[0]->dtype == u->dtype ? cap[0] : NULL; }
 
 /* ---- sums: flatten, merge like terms, fold div/mod pairs, canonical order ------------------------------ */
@@ -426,6 +427,7 @@ static const rule symbolic_rules[] = {
     {"(MUL x 0)", rule_zero_int},
     {"(IDIV x 1)", rule_identity},
     {"(WHERE _ x x)", rule_identity},
+    {"(WHERE c:CONST a b)", rule_where_const},
     {"(CMPLT x x)", rule_false_int},
     {"(CMPNE x x)", rule_false_int},
     {"(CMPEQ x x)", rule_true_int},

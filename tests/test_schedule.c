@@ -1,0 +1,266 @@
+/* test_schedule.c — fusion: the kernel counts tinygrad gets for known graphs, values checked too. */
+#include <stdlib.h>
+
+#include "test.h"
+
+static uint64_t xs = 88172645463325252ULL;
+static float frand(void) {
+  xs ^= xs << 13; xs ^= xs >> 7; xs ^= xs << 17;
+  return (float)((xs >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static tg_tensor *rand_t(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  float *d = malloc((size_t)n * sizeof *d);
+  for (int64_t i = 0; i < n; i++) d[i] = frand();
+  tg_tensor *t = tg_from_data(TG_FLOAT32, ndim, shape, d, (size_t)n * sizeof *d);
+  free(d);
+  return t;
+}
+
+static float *host(tg_tensor *t) {
+  int64_t n = tg_numel(t);
+  float *d = malloc((size_t)(n ? n : 1) * sizeof *d);
+  if (tg_to_host(t, d, (size_t)n * sizeof *d) != TG_OK) { free(d); return NULL; }
+  return d;
+}
+
+/* realizes t and returns how many kernels that took */
+static int kernels_of(tg_tensor *t) {
+  if (tg_realize(t) != TG_OK) return -1;
+  return (int)tg_kernel_count_last();
+}
+
+TEST(test_schedule_fuses_elementwise_into_reduce) {
+  tg_scope_begin();
+  tg_tensor *a = rand_t(2, (int64_t[]){16, 33}), *b = rand_t(2, (int64_t[]){16, 33});
+  float *ha = host(a), *hb = host(b);
+  tg_tensor *s = tg_sum(tg_add(a, b), 1, (int[]){1}, false);
+  CHECK_T(s);
+  CHECK(kernels_of(s) == 1, "(a+b).sum(1) took %d kernels, want 1", (int)tg_kernel_count_last());
+  float *hs = host(s), want[16];
+  for (int i = 0; i < 16; i++) {
+    double acc = 0;
+    for (int j = 0; j < 33; j++) acc += (double)ha[i * 33 + j] + hb[i * 33 + j];
+    want[i] = (float)acc;
+  }
+  CHECK_CLOSE("sum", hs, want, 16);
+  free(ha); free(hb); free(hs);
+  tg_scope_end();
+}
+
+static void ref_matmul(const float *a, const float *b, float *c, int n, int k, int m) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < m; j++) {
+      double acc = 0;
+      for (int p = 0; p < k; p++) acc += (double)a[i * k + p] * b[p * m + j];
+      c[i * m + j] = (float)acc;
+    }
+}
+
+TEST(test_schedule_matmul_relu_is_one_kernel) {
+  tg_scope_begin();
+  tg_tensor *a = rand_t(2, (int64_t[]){13, 7}), *b = rand_t(2, (int64_t[]){7, 9});
+  tg_tensor *r = tg_relu(tg_matmul(a, b));
+  CHECK_T(r);
+  CHECK(kernels_of(r) == 1, "matmul(a,b).relu() took %d kernels, want 1", (int)tg_kernel_count_last());
+  float *ha = host(a), *hb = host(b), *hr = host(r), want[13 * 9];
+  ref_matmul(ha, hb, want, 13, 7, 9);
+  for (int i = 0; i < 13 * 9; i++) want[i] = want[i] > 0 ? want[i] : 0;
+  CHECK_CLOSE("relu(matmul)", hr, want, 13 * 9);
+  free(ha); free(hb); free(hr);
+  tg_scope_end();
+}
+
+TEST(test_schedule_nested_reduce_is_one_kernel) {
+  tg_scope_begin();
+  tg_tensor *x = rand_t(2, (int64_t[]){8, 64}), *w = rand_t(2, (int64_t[]){64, 64});
+  tg_tensor *r = tg_sum(tg_relu(tg_matmul(x, w)), 1, (int[]){1}, false);
+  CHECK_T(r);
+  CHECK(kernels_of(r) == 1, "matmul(x,w).relu().sum(1) took %d kernels, want 1", (int)tg_kernel_count_last());
+  float *hx = host(x), *hw = host(w), *hr = host(r), mm[8 * 64], want[8];
+  ref_matmul(hx, hw, mm, 8, 64, 64);
+  for (int i = 0; i < 8; i++) {
+    double acc = 0;
+    for (int j = 0; j < 64; j++) acc += mm[i * 64 + j] > 0 ? mm[i * 64 + j] : 0;
+    want[i] = (float)acc;
+  }
+  CHECK_CLOSE("sum(relu(matmul))", hr, want, 8);
+  free(hx); free(hw); free(hr);
+  tg_scope_end();
+}
+
+TEST(test_schedule_elementwise_chain_of_ten_is_one_kernel) {
+  tg_scope_begin();
+  int64_t sh[2] = {31, 17};
+  tg_tensor *in[4];
+  float *h[4];
+  for (int i = 0; i < 4; i++) { in[i] = rand_t(2, sh); h[i] = host(in[i]); }
+  tg_tensor *y = tg_add(in[0], in[1]);                 /* 1 */
+  y = tg_mul(y, in[2]);                                 /* 2 */
+  y = tg_sub(y, in[3]);                                 /* 3 */
+  y = tg_relu(y);                                       /* 4 */
+  y = tg_add_scalar(y, 0.5);                            /* 5 */
+  y = tg_mul(y, in[0]);                                 /* 6 */
+  y = tg_maximum(y, in[1]);                             /* 7 */
+  y = tg_neg(y);                                        /* 8 */
+  y = tg_add(y, in[2]);                                 /* 9 */
+  y = tg_mul_scalar(y, 3.0);                            /* 10 */
+  CHECK_T(y);
+  CHECK(kernels_of(y) == 1, "10 elementwise ops took %d kernels, want 1", (int)tg_kernel_count_last());
+  float *hy = host(y), want[31 * 17];
+  for (int i = 0; i < 31 * 17; i++) {
+    float v = (h[0][i] + h[1][i]) * h[2][i] - h[3][i];
+    v = v > 0 ? v : 0;
+    v = (v + 0.5f) * h[0][i];
+    v = v > h[1][i] ? v : h[1][i];
+    want[i] = (-v + h[2][i]) * 3.0f;
+  }
+  CHECK_CLOSE("chain", hy, want, 31 * 17);
+  for (int i = 0; i < 4; i++) free(h[i]);
+  free(hy);
+  tg_scope_end();
+}
+
+TEST(test_schedule_permute_reshape_add_is_one_kernel) {
+  tg_scope_begin();
+  tg_tensor *a = rand_t(3, (int64_t[]){4, 6, 5});
+  tg_tensor *y = tg_add_scalar(tg_reshape(tg_permute(a, 3, (int[]){2, 0, 1}), 2, (int64_t[]){5, 24}), 1.0);
+  CHECK_T(y);
+  CHECK(kernels_of(y) == 1, "permute+reshape+add took %d kernels, want 1", (int)tg_kernel_count_last());
+  float *ha = host(a), *hy = host(y), want[120];
+  for (int k = 0; k < 5; k++)
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 6; j++) want[k * 24 + i * 6 + j] = ha[i * 30 + j * 5 + k] + 1.0f;
+  CHECK_CLOSE("permute reshape add", hy, want, 120);
+  free(ha); free(hy);
+  tg_scope_end();
+}
+
+TEST(test_schedule_softmax_at_most_three_kernels) {
+  tg_scope_begin();
+  tg_tensor *a = rand_t(2, (int64_t[]){9, 40});
+  tg_tensor *s = tg_softmax(a, 1);
+  CHECK_T(s);
+  int k = kernels_of(s);
+  CHECK(k >= 1 && k <= 3, "softmax took %d kernels, want at most 3", k);
+  float *ha = host(a), *hs = host(s), want[360];
+  for (int i = 0; i < 9; i++) {
+    double m = -1e30, sum = 0;
+    for (int j = 0; j < 40; j++) m = ha[i * 40 + j] > m ? ha[i * 40 + j] : m;
+    for (int j = 0; j < 40; j++) sum += exp(ha[i * 40 + j] - m);
+    for (int j = 0; j < 40; j++) want[i * 40 + j] = (float)(exp(ha[i * 40 + j] - m) / sum);
+  }
+  CHECK_CLOSE("softmax", hs, want, 360);
+  free(ha); free(hs);
+  tg_scope_end();
+}
+
+TEST(test_schedule_layernorm_at_most_three_kernels) {
+  tg_scope_begin();
+  tg_tensor *x = rand_t(2, (int64_t[]){6, 50});
+  tg_tensor *mean = tg_mean(x, 1, (int[]){1}, true);
+  tg_tensor *xc = tg_sub(x, mean);
+  tg_tensor *var = tg_mean(tg_mul(xc, xc), 1, (int[]){1}, true);
+  tg_tensor *y = tg_div(xc, tg_sqrt(tg_add_scalar(var, 1e-5)));
+  CHECK_T(y);
+  int k = kernels_of(y);
+  CHECK(k >= 1 && k <= 3, "layernorm took %d kernels, want at most 3", k);
+  float *hx = host(x), *hy = host(y), want[300];
+  for (int i = 0; i < 6; i++) {
+    double m = 0, v = 0;
+    for (int j = 0; j < 50; j++) m += hx[i * 50 + j];
+    m /= 50;
+    for (int j = 0; j < 50; j++) v += (hx[i * 50 + j] - m) * (hx[i * 50 + j] - m);
+    v /= 50;
+    for (int j = 0; j < 50; j++) want[i * 50 + j] = (float)((hx[i * 50 + j] - m) / sqrt(v + 1e-5));
+  }
+  CHECK_CLOSE("layernorm", hy, want, 300);
+  free(hx); free(hy);
+  tg_scope_end();
+}
+
+TEST(test_schedule_outputs_sharing_work_together_use_fewer_kernels) {
+  tg_scope_begin();
+  tg_tensor *x = rand_t(2, (int64_t[]){8, 24});
+  /* both outputs need the same row max */
+  tg_tensor *m = tg_max(x, 1, (int[]){1}, true);
+  tg_tensor *o1 = tg_mul_scalar(tg_sub(x, m), 2.0), *o2 = tg_exp(tg_sub(x, m));
+  CHECK_T(o2);
+  CHECK(tg_realize(o1) == TG_OK, "%s", tg_error());
+  int apart = (int)tg_kernel_count_last();
+  CHECK(tg_realize(o2) == TG_OK, "%s", tg_error());
+  apart += (int)tg_kernel_count_last();
+  tg_tensor *p1 = tg_mul_scalar(tg_sub(x, m), 2.0), *p2 = tg_exp(tg_sub(x, m));
+  CHECK_T(p2);
+  /* p1, p2: built again, they are the interned nodes of o1 and o2; q1, q2 are a fresh graph */
+  tg_tensor *y = tg_mul_scalar(x, 2.0);
+  tg_tensor *m2 = tg_max(y, 1, (int[]){1}, true);
+  tg_tensor *q1 = tg_mul_scalar(tg_sub(y, m2), 2.0), *q2 = tg_exp(tg_sub(y, m2));
+  tg_tensor *both[2] = {q1, q2};
+  CHECK(tg_realize_many(2, both) == TG_OK, "%s", tg_error());
+  int together = (int)tg_kernel_count_last();
+  CHECK(together < apart, "together %d kernels, apart %d", together, apart);
+  float *h1 = host(o1), *h2 = host(o2), *g1 = host(q1), *g2 = host(q2), *hx = host(x);
+  float w1[192], w2[192], v1[192], v2[192];
+  for (int i = 0; i < 8; i++) {
+    float mx = -1e30f, my = -1e30f;
+    for (int j = 0; j < 24; j++) {
+      mx = hx[i * 24 + j] > mx ? hx[i * 24 + j] : mx;
+      my = 2 * hx[i * 24 + j] > my ? 2 * hx[i * 24 + j] : my;
+    }
+    for (int j = 0; j < 24; j++) {
+      w1[i * 24 + j] = 2 * (hx[i * 24 + j] - mx);
+      w2[i * 24 + j] = expf(hx[i * 24 + j] - mx);
+      v1[i * 24 + j] = 2 * (2 * hx[i * 24 + j] - my);
+      v2[i * 24 + j] = expf(2 * hx[i * 24 + j] - my);
+    }
+  }
+  CHECK_CLOSE("o1", h1, w1, 192);
+  CHECK_CLOSE("o2", h2, w2, 192);
+  CHECK_CLOSE("q1", g1, v1, 192);
+  CHECK_CLOSE("q2", g2, v2, 192);
+  /* p1 and p2 are the already-realized o1 and o2: nothing runs again */
+  tg_tensor *pp[2] = {p1, p2};
+  CHECK(tg_realize_many(2, pp) == TG_OK, "%s", tg_error());
+  CHECK(tg_kernel_count_last() == 0, "realized values were recomputed: %d kernels", (int)tg_kernel_count_last());
+  free(h1); free(h2); free(g1); free(g2); free(hx);
+  tg_scope_end();
+}
+
+TEST(test_schedule_realized_tensor_is_not_recomputed) {
+  tg_scope_begin();
+  tg_tensor *a = rand_t(1, (int64_t[]){100});
+  tg_tensor *b = tg_mul_scalar(tg_exp(a), 2.0);
+  CHECK(kernels_of(b) == 1, "first realize");
+  CHECK(kernels_of(b) == 0, "second realize of the same tensor ran %d kernels", (int)tg_kernel_count_last());
+  tg_tensor *c = tg_add_scalar(b, 1.0);
+  CHECK(kernels_of(c) == 1, "a consumer of a realized tensor took %d kernels", (int)tg_kernel_count_last());
+  tg_scope_end();
+}
+
+TEST(test_schedule_kernels_run_in_dependency_order) {
+  tg_scope_begin();
+  tg_tensor *x = rand_t(2, (int64_t[]){5, 30});
+  /* a chain of three dependent materializations: each reduce is broadcast into the next */
+  tg_tensor *a = tg_sub(x, tg_max(x, 1, (int[]){1}, true));
+  tg_tensor *b = tg_sub(a, tg_mean(a, 1, (int[]){1}, true));
+  tg_tensor *c = tg_div(b, tg_add_scalar(tg_sum(tg_abs(b), 1, (int[]){1}, true), 1.0));
+  CHECK_T(c);
+  CHECK(kernels_of(c) == 4, "expected 4 kernels, got %d", (int)tg_kernel_count_last());
+  float *hx = host(x), *hc = host(c), want[150];
+  for (int i = 0; i < 5; i++) {
+    float m = -1e30f;
+    double mean = 0, s = 0;
+    float row[30];
+    for (int j = 0; j < 30; j++) m = hx[i * 30 + j] > m ? hx[i * 30 + j] : m;
+    for (int j = 0; j < 30; j++) { row[j] = hx[i * 30 + j] - m; mean += row[j]; }
+    mean /= 30;
+    for (int j = 0; j < 30; j++) { row[j] = (float)(row[j] - mean); s += fabsf(row[j]); }
+    for (int j = 0; j < 30; j++) want[i * 30 + j] = (float)(row[j] / (s + 1.0));
+  }
+  CHECK_CLOSE("chain of reductions", hc, want, 150);
+  free(hx); free(hc);
+  tg_scope_end();
+}

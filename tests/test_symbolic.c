@@ -1,0 +1,135 @@
+/* test_symbolic.c — the index simplifier: known folds, and a randomized check that a simplified
+ * expression equals the original at sampled values of its loop variables. */
+#include <stdlib.h>
+
+#include "test.h"
+#include "uop/uop.h"
+
+static uop *var(int id, int64_t bound) {
+  uop *b = uop_const_int(TG_INT32, bound);
+  int64_t type = AX_GLOBAL;
+  return uop_new(OP_RANGE, TG_INT32, 1, &b, (uop_arg){.i = id}, 1, &type);
+}
+static uop *c(int64_t v) { return uop_const_int(TG_INT32, v); }
+static uop *add(uop *a, uop *b) { return uop_binary(OP_ADD, a, b); }
+static uop *mul(uop *a, uop *b) { return uop_binary(OP_MUL, a, b); }
+static uop *idiv(uop *a, uop *b) { return uop_binary(OP_IDIV, a, b); }
+static uop *mod(uop *a, uop *b) { return uop_binary(OP_MOD, a, b); }
+
+/* an evaluator written for the test: C semantics on int64, ranges read from env */
+static int64_t eval(uop *u, const int64_t *env, bool *ok) {
+  int64_t a = u->nsrc > 0 && u->op != OP_RANGE ? eval(u->src[0], env, ok) : 0;
+  int64_t b = u->nsrc > 1 ? eval(u->src[1], env, ok) : 0;
+  switch (u->op) {
+    case OP_CONST: return u->arg.i;
+    case OP_CAST: return a;
+    case OP_RANGE: return env[u->arg.i];
+    case OP_ADD: return a + b;
+    case OP_MUL: return a * b;
+    case OP_NEG: return -a;
+    case OP_IDIV: if (!b) { *ok = false; return 0; } return a / b;
+    case OP_MOD: if (!b) { *ok = false; return 0; } return a % b;
+    case OP_MAX: return a > b ? a : b;
+    case OP_CMPLT: return a < b;
+    case OP_CMPNE: return a != b;
+    case OP_CMPEQ: return a == b;
+    case OP_AND: return a & b;
+    case OP_OR: return a | b;
+    case OP_WHERE: return a ? b : eval(u->src[2], env, ok);
+    default: *ok = false; return 0;
+  }
+}
+
+TEST(test_symbolic_reshape_roundtrip_folds_to_ranges) {
+  uop *r0 = var(0, 4), *r1 = var(1, 6);
+  uop *lin = add(mul(r0, c(6)), r1);
+  CHECK(uop_simplify(idiv(lin, c(6))) == r0, "(r0*6+r1)//6 is not r0");
+  CHECK(uop_simplify(mod(lin, c(6))) == r1, "(r0*6+r1)%%6 is not r1");
+  CHECK(uop_simplify(add(mul(idiv(lin, c(6)), c(6)), mod(lin, c(6)))) == uop_simplify(lin), "x//6*6 + x%%6 is not x");
+  uop *r2 = var(2, 24);
+  CHECK(uop_simplify(add(mul(idiv(r2, c(6)), c(6)), mod(r2, c(6)))) == r2, "r//6*6 + r%%6 is not r");
+}
+
+TEST(test_symbolic_constant_folding_and_identities) {
+  uop *r0 = var(0, 10);
+  CHECK(uop_simplify(add(c(2), c(3))) == c(5), "2+3");
+  CHECK(uop_simplify(add(r0, c(0))) == r0, "x+0");
+  CHECK(uop_simplify(mul(r0, c(1))) == r0, "x*1");
+  CHECK(uop_simplify(mul(r0, c(0))) == c(0), "x*0");
+  CHECK(uop_simplify(add(add(r0, c(3)), c(-3))) == r0, "(x+3)-3");
+  CHECK(uop_simplify(idiv(idiv(r0, c(2)), c(5))) == c(0), "r0//2//5 with r0<10");
+}
+
+TEST(test_symbolic_dead_masks_fold) {
+  uop *r0 = var(0, 10);
+  uop *t = uop_const_int(TG_BOOL, 1);
+  CHECK(uop_simplify(uop_binary(OP_CMPLT, r0, c(10))) == t, "r0 < 10 is not true");
+  CHECK(uop_simplify(uop_binary(OP_CMPLT, c(-1), r0)) == t, "-1 < r0 is not true");
+  CHECK(uop_simplify(uop_binary(OP_CMPLT, r0, c(0))) == uop_const_int(TG_BOOL, 0), "r0 < 0 is not false");
+  uop *m = uop_binary(OP_AND, uop_binary(OP_CMPLT, c(-1), r0), uop_binary(OP_CMPLT, add(r0, c(2)), c(20)));
+  CHECK(uop_simplify(m) == t, "a mask true on the whole range did not fold");
+  uop *w = uop_where(uop_binary(OP_CMPLT, r0, c(10)), r0, c(7));
+  CHECK(uop_simplify(w) == r0, "where(true, x, 7) is not x");
+}
+
+TEST(test_symbolic_value_ranges) {
+  uop *r0 = var(0, 10), *r1 = var(1, 4);
+  uop *e = add(mul(r0, c(4)), r1);
+  CHECK(uop_vmin(e) == 0 && uop_vmax(e) == 39, "range of r0*4+r1: [%lld, %lld]", (long long)uop_vmin(e), (long long)uop_vmax(e));
+  uop *m = mod(e, c(8));
+  CHECK(uop_vmin(m) == 0 && uop_vmax(m) == 7, "range of x%%8");
+  uop *d = idiv(e, c(8));
+  CHECK(uop_vmin(d) == 0 && uop_vmax(d) == 4, "range of x//8");
+}
+
+/* random expression over vars r0..r3 */
+static uint64_t rs;
+static int64_t rnd(int64_t n) {
+  rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+  return (int64_t)(rs % (uint64_t)n);
+}
+
+static uop *vars[4];
+static const int64_t bounds[4] = {3, 7, 13, 32};
+
+static uop *random_expr(int depth) {
+  if (depth == 0 || rnd(4) == 0) return rnd(3) ? vars[rnd(4)] : c(rnd(20) - 4);
+  switch (rnd(7)) {
+    case 0: return add(random_expr(depth - 1), random_expr(depth - 1));
+    case 1: return mul(random_expr(depth - 1), c(rnd(9) - 2));
+    case 2: return idiv(random_expr(depth - 1), c(1 + rnd(12)));
+    case 3: return mod(random_expr(depth - 1), c(1 + rnd(12)));
+    case 4: return uop_cast(uop_binary(OP_CMPLT, random_expr(depth - 1), c(rnd(30) - 5)), TG_INT32);
+    case 5: return uop_binary(OP_MAX, random_expr(depth - 1), random_expr(depth - 1));
+    default: return add(mul(random_expr(depth - 1), c(1 + rnd(8))), random_expr(depth - 1));
+  }
+}
+
+TEST(test_symbolic_random_expressions_keep_their_value) {
+  rs = 0x9e3779b97f4a7c15ULL;
+  for (int i = 0; i < 4; i++) vars[i] = var(i, bounds[i]);
+  int checked = 0;
+  for (int t = 0; t < 2000; t++) {
+    uop *e = random_expr(5);
+    uop *s = uop_simplify(e);
+    CHECK_T(s);
+    for (int k = 0; k < 24; k++) {
+      int64_t env[4];
+      for (int v = 0; v < 4; v++) env[v] = rnd(bounds[v]);
+      bool ok1 = true, ok2 = true;
+      int64_t a = eval(e, env, &ok1), b = eval(s, env, &ok2);
+      if (!ok1) continue;
+      checked++;
+      if (!ok2 || a != b) {
+        char *es = uop_to_string(e), *ss = uop_to_string(s);
+        CHECK(false, "case %d: original %lld, simplified %lld at (%lld,%lld,%lld,%lld)\noriginal:\n%s\nsimplified:\n%s", t,
+              (long long)a, (long long)b, (long long)env[0], (long long)env[1], (long long)env[2], (long long)env[3],
+              es, ss);
+        free(es);
+        free(ss);
+        return;
+      }
+    }
+  }
+  CHECK(checked > 10000, "too few samples checked: %d", checked);
+}
