@@ -1022,3 +1022,23 @@ OPS_TEST(test_ops_properties) {
   tg_tensor *s = tg_scalar(TG_FLOAT32, 1);
   CHECK(tg_ndim(s) == 0 && tg_numel(s) == 1, "0-d properties");
 }
+
+OPS_TEST(test_ops_half_dtypes) {
+  ref_arr *h = ref_rand(TG_FLOAT16, SHAPE(4, 6), -4, 4), *g = ref_rand(TG_FLOAT16, SHAPE(6), -4, 4);
+  CHECK_REF("float16 add", tg_add(T(h), T(g)), ref_binary(R_ADD, h, g));
+  CHECK_REF("float16 mul", tg_mul(T(h), T(g)), ref_binary(R_MUL, h, g));
+  CHECK_REF("float16 sum stays float16", tg_sum(T(h), AXES(1), false), ref_reduce(R_SUM, h, AXES(1), false));
+  /* tinygrad accumulates float16 sums in float32: 2048 + 1 is 2048 in float16 */
+  CHECK_REF("float16 sum of 4096 ones", tg_sum(tg_ones(TG_FLOAT16, SHAPE(4096)), 0, NULL, false),
+            ref_scalar(TG_FLOAT16, 4096));
+  CHECK_REF("float16 -> float32", tg_cast(T(h), TG_FLOAT32), ref_cast(h, TG_FLOAT32));
+  ref_arr *f = ref_rand(TG_FLOAT32, SHAPE(6), -4, 4);
+  CHECK_REF("float16 + float32 is float32", tg_add(T(g), T(f)), ref_binary(R_ADD, g, f));
+  ref_arr *b = ref_rand(TG_BFLOAT16, SHAPE(4, 6), -4, 4);
+  CHECK_REF("bfloat16 -> float32", tg_cast(T(b), TG_FLOAT32), ref_cast(b, TG_FLOAT32));
+  CHECK_REF("bfloat16 add", tg_add(T(b), T(b)), ref_binary(R_ADD, b, b));
+  CHECK_REF("float16 + bfloat16 is float32", tg_add(T(h), T(b)), ref_binary(R_ADD, h, b));
+  ref_arr *i = ref_rand(TG_INT32, SHAPE(5), -300, 300);
+  CHECK_REF("int32 -> bfloat16", tg_cast(T(i), TG_BFLOAT16), ref_cast(i, TG_BFLOAT16));
+  CHECK_REF("int32 -> float16", tg_cast(T(i), TG_FLOAT16), ref_cast(i, TG_FLOAT16));
+}

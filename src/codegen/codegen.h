@@ -18,6 +18,9 @@ typedef struct kernel_info {
   double bytes;       /* bytes of the buffers it reads and writes */
 } kernel_info;
 
+/* the AST with dtypes the target lacks computed in ones it has (bfloat16 in float32) */
+uop *decompose_dtypes(uop *ast);
+
 /* the AST with its loop structure chosen (the axis split across nthreads threads) */
 uop *codegen_optimize(uop *ast, int nthreads, kernel_info *info);
 

@@ -23,6 +23,7 @@ static void kernel_name(uop **order, int n, kernel_info *info) {
 }
 
 uop *codegen_optimize(uop *ast, int nthreads, kernel_info *info) {
+  if (!ast) return NULL;
   int n;
   uop **order = uop_toposort(ast, &n);
   if (!order) return NULL;

@@ -57,7 +57,7 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   }
   linear_program lp = {0};
   char *src = NULL;
-  uop *opt = codegen_optimize(ast, dev->num_threads(dev), &c->info);
+  uop *opt = codegen_optimize(decompose_dtypes(ast), dev->num_threads(dev), &c->info);
   if (!opt) goto fail;
   if (dbg >= 3) {
     char *s = uop_to_string(opt);
@@ -176,7 +176,7 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   /* outputs keep their buffers; tensors on them now read the buffer directly */
   for (int i = 0; i < n; i++) {
     uop *o = outs[i];
-    tg_buffer *b = umap_get(&made, o);
+    tg_buffer *b = umap_get(&made, s.roots[i]);
     if (!b) {
       if (!storage(dev, o)) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
       continue;

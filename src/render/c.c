@@ -41,6 +41,14 @@ typedef struct rctx {
   bool oom;
 } rctx;
 
+/* bfloat16 is stored as its upper 16 bits; float to bfloat16 rounds to nearest even, keeping nan a nan */
+#define BF16_HELPERS                                                                                    \
+  "static inline float tg_bf2f(unsigned short b) { union { unsigned int u; float f; } x; "               \
+  "x.u = (unsigned int)b << 16; return x.f; }\n"                                                        \
+  "static inline unsigned short tg_f2bf(float f) { union { unsigned int u; float f; } x; x.f = f; "      \
+  "if ((x.u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x.u >> 16) | 64u); "                  \
+  "return (unsigned short)((x.u + 0x7fffu + ((x.u >> 16) & 1u)) >> 16); }\n"
+
 static const char *ctype(tg_dtype dt) { return dtype_c_name(dt); }
 
 static void set_name(rctx *c, uop *u, char *s) {
@@ -138,6 +146,8 @@ static char *alu_text(rctx *c, uop *u) {
     case OP_TRUNC: return math1("trunc", dt, a);
     case OP_POW: return fl ? math1("pow", dt, a) : NULL;
     case OP_CAST:
+      if (dt == TG_BFLOAT16) return fmt("tg_f2bf((float)%s)", a);
+      if (u->src[0]->dtype == TG_BFLOAT16) return dt == TG_BOOL ? fmt("(tg_bf2f(%s)!=0)", a) : fmt("((%s)tg_bf2f(%s))", ctype(dt), a);
       if (dt == TG_BOOL) return fmt("(%s!=0)", a);
       return fmt("((%s)%s)", ctype(dt), a);
     case OP_BITCAST:
@@ -225,7 +235,7 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
       uop *q = p->ops[i]->src[s];
       if (q->op == OP_PARAM && q->arg.i < p->nparams) params[q->arg.i] = q;
     }
-  put(&o, "/* %s */\n", name);
+  put(&o, "/* %s */\n%s", name, BF16_HELPERS);
   put(&o, "static void %s_body(", name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;

@@ -10,22 +10,93 @@
 
 #include "schedule/schedule.h"
 
-typedef struct walk_ctx { uop_map *realized; } walk_ctx;
-
 static bool enter_no_storage(uop *u, void *ctx) { return !node_has_storage(u); }
+
+/* A big reduction into a small output runs as two kernels, as tinygrad's split_reduceop: the first
+ * reduces d contiguous chunks in parallel, the second the d partial results. Besides using every core,
+ * the partial sums keep float32 sums of millions of elements exact to rounding (one long float32
+ * accumulator stops growing at 2^24). */
+#define SPLIT_THRESHOLD 32768
+
+static uop *split_reduce(uop *r) {
+  uop *x = r->src[0];
+  int axis = -1;
+  for (int i = 0; i < r->ndim; i++)
+    if (r->aux[i] && x->shape[i] > 1) {
+      if (axis >= 0) return r;  /* one reduced axis only */
+      axis = i;
+    }
+  if (axis < 0 || x->ndim + 1 > TG_MAX_DIMS) return r;
+  int64_t n = x->shape[axis], out = uop_numel(r);
+  if (n < SPLIT_THRESHOLD || n / (out ? out : 1) < SPLIT_THRESHOLD) return r;
+  int64_t d = 0;
+  for (int64_t c = 256; c >= 8 && !d; c--)
+    if (n % c == 0) d = c;
+  if (!d) return r;
+  int64_t shape[TG_MAX_DIMS];
+  bool inner[TG_MAX_DIMS] = {0}, outer[TG_MAX_DIMS] = {0};
+  for (int i = 0, k = 0; i < x->ndim; i++) {
+    if (i == axis) {
+      shape[k] = d;
+      outer[k++] = true;
+      shape[k] = n / d;
+      inner[k++] = true;
+    } else shape[k++] = x->shape[i];
+  }
+  uop *split = uop_new_shaped(OP_RESHAPE, (tg_dtype)x->dtype, 1, &x, (uop_arg){0}, x->ndim + 1, shape, x->ndim + 1, shape);
+  int64_t aux_in[TG_MAX_DIMS], aux_out[TG_MAX_DIMS], s1[TG_MAX_DIMS], s2[TG_MAX_DIMS];
+  for (int i = 0; i <= x->ndim; i++) {
+    aux_in[i] = inner[i];
+    aux_out[i] = outer[i];
+    s1[i] = inner[i] ? 1 : shape[i];
+    s2[i] = inner[i] || outer[i] ? 1 : shape[i];
+  }
+  uop *part = uop_new_shaped(OP_REDUCE_AXIS, (tg_dtype)r->dtype, 1, &split, r->arg, x->ndim + 1, aux_in, x->ndim + 1, s1);
+  part = part ? uop_new_shaped(OP_CONTIGUOUS, (tg_dtype)r->dtype, 1, &part, (uop_arg){0}, 0, NULL, part->ndim, part->shape) : NULL;
+  uop *whole = part ? uop_new_shaped(OP_REDUCE_AXIS, (tg_dtype)r->dtype, 1, &part, r->arg, x->ndim + 1, aux_out, x->ndim + 1, s2) : NULL;
+  return whole ? uop_new_shaped(OP_RESHAPE, (tg_dtype)r->dtype, 1, &whole, (uop_arg){0}, r->ndim, r->shape, r->ndim, r->shape) : NULL;
+}
+
+/* the graph under root with big reductions split; nodes with storage are not entered */
+static uop *rewrite_reductions(uop *root, uop_map *memo) {
+  int nn;
+  uop **order = uop_toposort_filtered(root, enter_no_storage, NULL, &nn);
+  if (!order) return NULL;
+  uop *tmp[TG_MAX_DIMS + 4], *res = NULL;
+  for (int i = 0; i < nn; i++) {
+    uop *u = order[i], *v = u;
+    if (!node_has_storage(u)) {
+      uop **src = u->nsrc <= (int)(sizeof tmp / sizeof *tmp) ? tmp : malloc((size_t)u->nsrc * sizeof *src);
+      if (!src) goto out;
+      for (int k = 0; k < u->nsrc; k++) src[k] = umap_get(memo, u->src[k]);
+      v = uop_replace_src(u, u->nsrc, src);
+      if (src != tmp) free(src);
+      if (v && v->op == OP_REDUCE_AXIS) v = split_reduce(v);
+      if (!v) goto out;
+    }
+    if (!umap_put(memo, u, v)) goto out;
+  }
+  res = umap_get(memo, root);
+out:
+  free(order);
+  return res;
+}
 
 tg_status schedule_create(int n, uop *const *outs, schedule *s) {
   memset(s, 0, sizeof *s);
-  uop_map realized = {0}, expanded = {0};
+  uop_map realized = {0}, expanded = {0}, rewritten = {0};
   tg_status st = TG_OK;
+  uop **order = NULL;
+  s->roots = malloc(((size_t)n + 1) * sizeof *s->roots);
   uop *sink = uop_new(OP_SINK, TG_BOOL, n, outs, (uop_arg){.i = -2}, 0, NULL);
-  if (!sink) return TG_ERR_NOMEM;
+  if (!sink || !s->roots || !(sink = rewrite_reductions(sink, &rewritten))) goto nomem;
+  memcpy(s->roots, sink->src, (size_t)n * sizeof *s->roots);
   int nn;
-  uop **order = uop_toposort_filtered(sink, enter_no_storage, NULL, &nn);
-  if (!order) return TG_ERR_NOMEM;
+  order = uop_toposort_filtered(sink, enter_no_storage, NULL, &nn);
+  if (!order) goto nomem;
   static char yes;
   for (int i = 0; i < n; i++)
-    if (!node_has_storage(outs[i]) && !umap_put(&realized, outs[i], &yes)) goto nomem;
+    if (!node_has_storage(s->roots[i]) && !umap_put(&realized, s->roots[i], &yes)) goto nomem;
   /* consumers come before producers in reverse order, so a node's "seen through an EXPAND" flag is
    * final when the node is reached */
   for (int i = nn - 1; i >= 0; i--) {
@@ -66,6 +137,7 @@ out:
   free(order);
   umap_free(&realized);
   umap_free(&expanded);
+  umap_free(&rewritten);
   if (st != TG_OK) schedule_free(s);
   return st;
 }
@@ -74,5 +146,6 @@ void schedule_free(schedule *s) {
   for (int i = 0; i < s->nkernels; i++) free(s->kernels[i].bufs);
   free(s->kernels);
   free(s->realized);
+  free(s->roots);
   memset(s, 0, sizeof *s);
 }

@@ -21,6 +21,7 @@ typedef struct schedule {
   sched_kernel *kernels;
   int nrealized;
   uop **realized;   /* nodes that get a buffer in this schedule (kernel outputs), in kernel order */
+  uop **roots;      /* the outputs as scheduled: roots[i] computes outs[i] (big reductions are split) */
 } schedule;
 
 /* the kernels that compute outs[0..n); NULL-free on error with tg_error set */

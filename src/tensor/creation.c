@@ -30,14 +30,15 @@ static int64_t numel_of(int ndim, const int64_t *shape) {
   return n;
 }
 
-tg_tensor *tg_full(tg_dtype dt, int ndim, const int64_t *shape, double value) {
-  if (!check_new("tg_full", dt, ndim, shape)) return NULL;
+static tg_tensor *full(const char *op, tg_dtype dt, int ndim, const int64_t *shape, double value) {
+  if (!check_new(op, dt, ndim, shape)) return NULL;
   return tensor_new(mk_const(dt, value, ndim, shape));
 }
 
-tg_tensor *tg_zeros(tg_dtype dt, int ndim, const int64_t *shape) { return tg_full(dt, ndim, shape, 0); }
-tg_tensor *tg_ones(tg_dtype dt, int ndim, const int64_t *shape) { return tg_full(dt, ndim, shape, 1); }
-tg_tensor *tg_scalar(tg_dtype dt, double value) { return tg_full(dt, 0, NULL, value); }
+tg_tensor *tg_full(tg_dtype dt, int ndim, const int64_t *shape, double v) { return full("tg_full", dt, ndim, shape, v); }
+tg_tensor *tg_zeros(tg_dtype dt, int ndim, const int64_t *shape) { return full("tg_zeros", dt, ndim, shape, 0); }
+tg_tensor *tg_ones(tg_dtype dt, int ndim, const int64_t *shape) { return full("tg_ones", dt, ndim, shape, 1); }
+tg_tensor *tg_scalar(tg_dtype dt, double value) { return full("tg_scalar", dt, 0, NULL, value); }
 
 tg_tensor *tg_full_like(const tg_tensor *t, double value) {
   return t ? tg_full(TDT(t), TNDIM(t), TSHAPE(t), value) : NULL;

@@ -84,6 +84,20 @@ uop *mk_flip(uop *x, const bool *axes) {
 uop *mk_reduce(uop *x, uop_op op, const bool *axes) {
   if (!x) return NULL;
   int64_t aux[TG_MAX_DIMS], shape[TG_MAX_DIMS];
+  int reduced = 0, kept = 0;
+  for (int i = 0; i < x->ndim; i++)
+    if (x->shape[i] > 1) {
+      if (axes[i]) reduced++;
+      else kept++;
+    }
+  if (reduced > 1 && kept == 0) {  /* a full reduction is one axis: the scheduler can then split it */
+    int64_t n = uop_numel(x), ones[TG_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) ones[i] = 1;
+    uop *flat = mk_reshape(x, 1, &n);
+    uop *r = flat ? uop_new_shaped(OP_REDUCE_AXIS, (tg_dtype)x->dtype, 1, &flat, (uop_arg){.i = op}, 1,
+                                   (int64_t[]){1}, 1, (int64_t[]){1}) : NULL;
+    return mk_reshape(r, x->ndim, ones);
+  }
   bool any = false;
   for (int i = 0; i < x->ndim; i++) {
     aux[i] = axes[i];

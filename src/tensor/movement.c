@@ -133,7 +133,11 @@ tg_tensor *tg_flip(tg_tensor *t, int naxes, const int *axes) {
   for (int i = 0; i < naxes; i++) {
     int a = norm_axis("tg_flip", axes[i], TNDIM(t));
     if (a < 0) return NULL;
-    f[a] = !f[a];
+    if (f[a]) {
+      tg_set_error(TG_ERR_ARG, "tg_flip: axis %d is repeated", axes[i]);
+      return NULL;
+    }
+    f[a] = true;
   }
   return tensor_new(mk_flip(t->u, f));
 }
@@ -325,7 +329,11 @@ tg_tensor *tg_stack(int n, tg_tensor *const *ts, int axis) {
   if (ax >= 0) {
     bool ok = true;
     for (int i = 0; i < n && ok; i++) ok = (u[i] = tg_unsqueeze(ts[i], ax)) != NULL;
-    if (ok) r = tg_cat(n, u, ax);
+    if (ok && !(r = tg_cat(n, u, ax))) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", tg_error());
+      tg_set_error(tg_error_status(), "tg_stack: %s", msg);
+    }
   }
   for (int i = 0; i < n; i++) tg_free(u[i]);
   free(u);

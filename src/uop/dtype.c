@@ -40,14 +40,23 @@ static unsigned upper_set(tg_dtype dt) {  /* bit set of dt and everything above 
   return s | upper_set(parents[dt][0]) | upper_set(parents[dt][1]);
 }
 
-/* the least upper bound: the common upper dtype that every other common upper dtype lies above */
+/* tinygrad's priority order, which picks one dtype when the common upper set has no single least one
+ * (int64 and uint64 meet at float16 and bfloat16: tinygrad takes float16) */
+static const int priority[TG_DTYPE_COUNT] = {
+    [TG_BOOL] = 0, [TG_INT8] = 1, [TG_UINT8] = 2, [TG_INT16] = 3, [TG_UINT16] = 4, [TG_INT32] = 5,
+    [TG_UINT32] = 6, [TG_INT64] = 7, [TG_UINT64] = 8, [TG_FLOAT16] = 9, [TG_BFLOAT16] = 10,
+    [TG_FLOAT32] = 11, [TG_FLOAT64] = 12,
+};
+
+/* the lowest-priority dtype both promote to */
 tg_dtype dtype_promote(tg_dtype a, tg_dtype b) {
   if (!valid(a) || !valid(b)) return TG_FLOAT32;
   if (a == b) return a;
   unsigned common = upper_set(a) & upper_set(b);
+  int best = -1;
   for (int d = 0; d < TG_DTYPE_COUNT; d++)
-    if ((common >> d & 1) && (upper_set((tg_dtype)d) & common) == common) return (tg_dtype)d;
-  return TG_FLOAT64;
+    if ((common >> d & 1) && (best < 0 || priority[d] < priority[best])) best = d;
+  return best < 0 ? TG_FLOAT64 : (tg_dtype)best;
 }
 
 double dtype_min(tg_dtype dt) {

@@ -1,0 +1,744 @@
+/* core.c — the core benchmark: tgc next to the machine's own limits and next to numpy, in one run.
+ *
+ *   1. machine limits: STREAM triad a[i] = b[i] + s*c[i] on 1 and all threads (best of several runs), and the
+ *      cost of a first touch of a page (4 KiB pages and MADV_HUGEPAGE)
+ *   2. elementwise y = relu(a*b + c) * 0.5 over 2^24 float32      (GB/s, 16 bytes per element)
+ *   3. sum over the last axis of a 4096x4096 float32               (GB/s)
+ *   4. matmul 1024x1024 float32                                    (GFLOP/s, 2 N^3 flops), numpy via peers.py
+ *   5. compile time per kernel: cold (fresh TG_CACHE) and from the disk cache
+ *   6. launch overhead: pool_run of an empty task, and realizing a tiny already-compiled graph
+ *
+ * Usage: build/bench/core [--json]. --json prints one JSON line per (workload, implementation) instead of
+ * the table. Runs in about 20-40 s on a 2-core machine.
+ *
+ * How tgc is timed. UOps are interned and a realized node keeps its buffer, so building the same graph on the
+ * same input tensors again realizes nothing (0 kernels). Each timed iteration therefore wraps the input
+ * arrays in fresh tensors (tg_from_blob: no copy), builds the graph and realizes it: "e2e" is that whole
+ * cost (graph build + schedule + kernel-cache lookup + output buffer + launch), the median of the
+ * iterations. Freed tensors release their buffers only when the IR collector runs (uop_gc_maybe, when the
+ * node table has doubled), so after each iteration the benchmark calls uop_gc() outside the timed region:
+ * otherwise every iteration gets a fresh output block and pays its page faults. "kernel" is the compiled
+ * kernel alone, launched directly on the device (the program the engine uses, found through the same
+ * codegen → render → compile path, answered by the in-memory program cache) on pre-touched buffers.
+ * Byte counts are the arrays a kernel must read and write, without write-allocate traffic (the triad:
+ * 3 arrays x 4 bytes per element, so both sides of a ratio count the same way).
+ */
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tg.h"
+#include "codegen/codegen.h"
+#include "render/render.h"
+#include "runtime/device.h"
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
+
+#define MAX_CPUS 64
+#define TRIAD_N ((size_t)64 << 20)  /* 3 x 256 MiB: this VM reports a 260 MiB L3, so 3 x 32M would fit in it */
+#define TRIAD_BLOCK 1024            /* a constant inner trip count, so gcc -O2 vectorizes the triad */
+#define EW_N ((int64_t)1 << 24)
+#define SUM_N 4096
+#define MM_N 1024
+#define NCOMPILE 5
+#define POOL_ITERS 100000
+#define TINY_ITERS 20000
+
+static bool json_mode;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n) {
+  double s[256];
+  if (n <= 0 || n > 256) return NAN;
+  memcpy(s, v, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+static double minimum(const double *v, int n) {
+  double m = INFINITY;
+  for (int i = 0; i < n; i++) m = v[i] < m ? v[i] : m;
+  return m;
+}
+
+/* ---- output ---------------------------------------------------------------------------------------------- */
+
+static void json_line(const char *workload, const char *impl, double value, const char *unit, int threads) {
+  if (!json_mode) return;
+  if (isfinite(value))
+    printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"threads\": %d}\n",
+           workload, impl, value, unit, threads);
+  else
+    printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": null, \"unit\": \"%s\", \"threads\": %d}\n",
+           workload, impl, unit, threads);
+  fflush(stdout);
+}
+
+static void fmt_num(char *b, size_t n, double v) {
+  if (!isfinite(v)) snprintf(b, n, "n/a");
+  else if (v >= 100) snprintf(b, n, "%.0f", v);
+  else if (v >= 10) snprintf(b, n, "%.1f", v);
+  else if (v >= 1) snprintf(b, n, "%.2f", v);
+  else snprintf(b, n, "%.3f", v);
+}
+
+/* one table row: tgc value (NAN: "-"), the peer or limit with its label (NULL: none), ratio tgc/peer */
+static void row(const char *workload, double tgc, const char *peer_label, double peer) {
+  if (json_mode) return;
+  char t[32] = "-", p[64] = "", pv[32], r[32] = "";
+  if (isfinite(tgc)) fmt_num(t, sizeof t, tgc);
+  if (peer_label) {
+    fmt_num(pv, sizeof pv, peer);
+    snprintf(p, sizeof p, "%s%s%s", peer_label, *peer_label ? " " : "", pv);
+  }
+  if (isfinite(tgc) && peer_label && isfinite(peer) && peer > 0) snprintf(r, sizeof r, "%.3gx", tgc / peer);
+  printf("%-36s %-12s %-22s %s\n", workload, t, p, r);
+  fflush(stdout);
+}
+
+static void note(const char *fmt, ...) {
+  if (json_mode) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+/* ---- memory ---------------------------------------------------------------------------------------------- */
+
+typedef struct region { void *base; size_t len; float *p; } region;
+
+/* n floats, 2 MiB aligned, asking for huge pages (or refusing them); not touched yet */
+static bool region_map(region *r, size_t nfloats, bool huge) {
+  size_t align = (size_t)2 << 20, bytes = nfloats * sizeof(float);
+  r->len = bytes + align;
+  r->base = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (r->base == MAP_FAILED) {
+    r->base = NULL;
+    return false;
+  }
+  r->p = (float *)(((uintptr_t)r->base + align - 1) & ~(uintptr_t)(align - 1));
+  madvise(r->p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  return true;
+}
+
+static void region_unmap(region *r) {
+  if (r->base) munmap(r->base, r->len);
+  r->base = NULL;
+}
+
+/* touches one byte per 4 KiB page of [p, p + bytes); returns seconds */
+static double touch_pages(void *p, size_t bytes) {
+  double t0 = now_s();
+  volatile char *c = p;
+  for (size_t i = 0; i < bytes; i += 4096) c[i] = 0;
+  return now_s() - t0;
+}
+
+/* a reproducible pseudo-random float in [-1, 1) for element i */
+static float val(uint64_t i, uint64_t seed) {
+  uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed * 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 31;
+  h *= 0x94D049BB133111EBull;
+  h ^= h >> 29;
+  return (float)((double)(h >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+static void fill(float *p, size_t n, uint64_t seed) {
+  for (size_t i = 0; i < n; i++) p[i] = val(i, seed);
+}
+
+/* ---- 1. machine limits: STREAM triad ---------------------------------------------------------------------- */
+
+static void triad_block(float *restrict a, const float *restrict b, const float *restrict c, float s) {
+  for (int i = 0; i < TRIAD_BLOCK; i++) a[i] = b[i] + s * c[i];
+}
+
+typedef struct triad_ctx {
+  float *a, *b, *c;
+  size_t n;
+  int nthreads, reps;
+  pthread_barrier_t bar;
+  double touch_s;      /* first touch of all three arrays, all threads */
+  double times[64];    /* per rep, measured by thread 0 */
+} triad_ctx;
+
+typedef struct triad_arg { triad_ctx *ctx; int id; } triad_arg;
+
+static void *triad_thread(void *arg) {
+  triad_arg *ta = arg;
+  triad_ctx *x = ta->ctx;
+  size_t nblocks = x->n / TRIAD_BLOCK;
+  size_t lo = nblocks * (size_t)ta->id / (size_t)x->nthreads * TRIAD_BLOCK;
+  size_t hi = nblocks * (size_t)(ta->id + 1) / (size_t)x->nthreads * TRIAD_BLOCK;
+  /* first touch by the thread that will use the chunk; timed, then filled */
+  pthread_barrier_wait(&x->bar);
+  double t0 = now_s();
+  if (x->touch_s < 0) {
+    touch_pages(x->a + lo, (hi - lo) * sizeof(float));
+    touch_pages(x->b + lo, (hi - lo) * sizeof(float));
+    touch_pages(x->c + lo, (hi - lo) * sizeof(float));
+  }
+  pthread_barrier_wait(&x->bar);
+  if (ta->id == 0 && x->touch_s < 0) x->touch_s = now_s() - t0;
+  for (size_t i = lo; i < hi; i++) x->a[i] = 0, x->b[i] = 1.0f, x->c[i] = 2.0f;
+  for (int r = 0; r < x->reps; r++) {
+    pthread_barrier_wait(&x->bar);
+    double r0 = now_s();
+    for (size_t i = lo; i < hi; i += TRIAD_BLOCK) triad_block(x->a + i, x->b + i, x->c + i, 3.0f);
+    pthread_barrier_wait(&x->bar);
+    if (ta->id == 0) x->times[r] = now_s() - r0;
+  }
+  return NULL;
+}
+
+/* best triad GB/s on nthreads threads over arrays already mapped; touch_s < 0 asks for the first touch */
+static double triad_run(triad_ctx *x, int nthreads, int reps) {
+  pthread_t tids[MAX_CPUS];
+  triad_arg args[MAX_CPUS];
+  x->nthreads = nthreads;
+  x->reps = reps;
+  if (pthread_barrier_init(&x->bar, NULL, (unsigned)nthreads) != 0) return NAN;
+  int started = 1;
+  for (int t = 1; t < nthreads; t++, started++) {
+    args[t] = (triad_arg){x, t};
+    if (pthread_create(&tids[t], NULL, triad_thread, &args[t]) != 0) break;
+  }
+  if (started < nthreads) { /* cannot happen in practice; the barrier would hang */
+    fprintf(stderr, "core: could not start %d threads\n", nthreads);
+    exit(1);
+  }
+  args[0] = (triad_arg){x, 0};
+  triad_thread(&args[0]);
+  for (int t = 1; t < nthreads; t++) pthread_join(tids[t], NULL);
+  pthread_barrier_destroy(&x->bar);
+  for (size_t i = 0; i < x->n; i += x->n / 7 + 1)
+    if (x->a[i] != 7.0f) {
+      fprintf(stderr, "core: triad computed %g at %zu, expected 7\n", x->a[i], i);
+      return NAN;
+    }
+  return 3.0 * sizeof(float) * (double)x->n / minimum(x->times, reps) / 1e9;
+}
+
+typedef struct machine { int ncpu; double triad1, triadN, touch_huge_us, touch_4k_us; } machine;
+
+static machine measure_machine(void) {
+  machine m = {0};
+  long nc = sysconf(_SC_NPROCESSORS_ONLN);
+  m.ncpu = nc < 1 ? 1 : nc > MAX_CPUS ? MAX_CPUS : (int)nc;
+  m.triad1 = m.triadN = m.touch_huge_us = m.touch_4k_us = NAN;
+  region ra, rb, rc;
+  if (!region_map(&ra, TRIAD_N, true) || !region_map(&rb, TRIAD_N, true) || !region_map(&rc, TRIAD_N, true)) {
+    fprintf(stderr, "core: cannot map 3 x %zu MiB for the triad\n", TRIAD_N * 4 >> 20);
+    return m;
+  }
+  triad_ctx *x = calloc(1, sizeof *x);
+  if (!x) return m;
+  *x = (triad_ctx){.a = ra.p, .b = rb.p, .c = rc.p, .n = TRIAD_N, .touch_s = -1};
+  m.triadN = triad_run(x, m.ncpu, 10);
+  m.touch_huge_us = x->touch_s / (3.0 * (double)TRIAD_N * sizeof(float) / 4096) * 1e6 * m.ncpu;
+  m.triad1 = triad_run(x, 1, 5);
+  free(x);
+  region_unmap(&ra), region_unmap(&rb), region_unmap(&rc);
+  /* 4 KiB pages, one thread: 128 MiB */
+  region r4;
+  size_t n4 = (size_t)32 << 20;
+  if (region_map(&r4, n4, false)) {
+    m.touch_4k_us = touch_pages(r4.p, n4 * sizeof(float)) / (n4 * sizeof(float) / 4096.0) * 1e6;
+    region_unmap(&r4);
+  }
+  return m;
+}
+
+/* ---- tgc helpers ------------------------------------------------------------------------------------------- */
+
+static void die_tg(const char *what) {
+  fprintf(stderr, "core: %s failed: %s (status %d)\n", what, tg_error(), (int)tg_error_status());
+  exit(1);
+}
+
+static tg_tensor *wrap(float *p, int ndim, const int64_t *shape) {
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+  tg_tensor *t = tg_from_blob(TG_FLOAT32, ndim, shape, p, n * sizeof(float));
+  if (!t) die_tg("tg_from_blob");
+  return t;
+}
+
+/* the host pointer of a schedule leaf (a node with storage), or NULL */
+static void *leaf_ptr(uop *u) {
+  if (!u->buf && u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER) u = u->src[0];
+  tg_buffer *b = u->buf;
+  return b ? b->ptr : NULL;
+}
+
+/* Times the one kernel that realizing y would run, launched directly `reps` times with its output in out
+ * (numel(y) floats). Follows the engine's path (realize.c get_kernel): schedule → codegen_optimize →
+ * linearize → render_c → device compile, which the in-memory program cache answers once the engine has run
+ * the kernel. Fills times[0..reps) in seconds; false (with a message) if any step is not as expected. */
+static bool kernel_only(tg_tensor *y, float *out, int reps, double *times) {
+  const tg_device *dev = device_default();
+  schedule s;
+  if (!dev || schedule_create(1, &y->u, &s) != TG_OK) {
+    fprintf(stderr, "core: kernel-only: schedule failed: %s\n", tg_error());
+    return false;
+  }
+  bool ok = false;
+  tg_program *p = NULL;
+  char *src = NULL;
+  if (s.nkernels != 1) {
+    fprintf(stderr, "core: kernel-only: expected 1 kernel, the schedule has %d\n", s.nkernels);
+    goto out;
+  }
+  sched_kernel *k = &s.kernels[0];
+  kernel_info info;
+  memset(&info, 0, sizeof info);
+  linear_program lp = {0};
+  uop *opt = codegen_optimize(k->ast, dev->num_threads(dev), &info);
+  if (!opt || !linearize(opt, &lp, &info)) goto fail;
+  src = render_c(info.name, &lp, &info);
+  linear_program_free(&lp);
+  if (!src) goto fail;
+  uint64_t compiles0 = runtime_get_counters().compiles;
+  p = dev->compile(dev, info.name, src);
+  if (!p) goto fail;
+  if (runtime_get_counters().compiles != compiles0)
+    fprintf(stderr, "core: kernel-only: note: %s was compiled again (not the engine's program)\n", info.name);
+  void *bufs[32];
+  if (k->nbufs > 32) goto out;
+  bufs[0] = out;
+  for (int j = 1; j < k->nbufs; j++)
+    if (!(bufs[j] = leaf_ptr(k->bufs[j]))) {
+      fprintf(stderr, "core: kernel-only: input %d of %s has no storage\n", j, info.name);
+      goto out;
+    }
+  int nthreads = info.threaded ? 0 : 1;
+  if (dev->launch(p, bufs, k->nbufs, nthreads) != TG_OK) goto fail;  /* warm */
+  for (int r = 0; r < reps; r++) {
+    double t0 = now_s();
+    if (dev->launch(p, bufs, k->nbufs, nthreads) != TG_OK) goto fail;
+    times[r] = now_s() - t0;
+  }
+  ok = true;
+  goto out;
+fail:
+  fprintf(stderr, "core: kernel-only: %s\n", tg_error());
+out:
+  free(src);
+  program_release(p);
+  schedule_free(&s);
+  return ok;
+}
+
+/* builds a graph of fresh tensors over the inputs (see the top of the file) */
+typedef tg_tensor *(*graph_fn)(float **in);
+
+typedef struct timing { double e2e_med, kern_med; bool ok; } timing;
+
+/* warmup (compiles) + iters timed e2e realizes + kernel-only launches; checks one kernel per realize and the
+ * output against check(); out gets the result of the last realize */
+static timing time_graph(const char *name, graph_fn build, float **in, float *out, size_t out_n, int warm,
+                         int iters, int kreps, bool (*check)(const float *out, float **in)) {
+  timing r = {NAN, NAN, false};
+  double t[256];
+  for (int i = 0; i < warm + iters; i++) {
+    tg_scope_begin();
+    double t0 = now_s();
+    tg_tensor *y = build(in);
+    if (!y) die_tg(name);
+    if (tg_realize(y) != TG_OK) die_tg(name);
+    double dt = now_s() - t0;
+    if (tg_kernel_count_last() != 1)
+      fprintf(stderr, "core: %s: realize ran %llu kernels, expected 1\n", name,
+              (unsigned long long)tg_kernel_count_last());
+    if (i >= warm) t[i - warm] = dt;
+    if (i == warm + iters - 1) {
+      if (tg_to_host(y, out, out_n * sizeof(float)) != TG_OK) die_tg("tg_to_host");
+      r.ok = check(out, in);
+    }
+    tg_scope_end();
+    uop_gc();  /* frees the last output now, so the next iteration reuses its block (see the top) */
+  }
+  r.e2e_med = median(t, iters);
+  tg_scope_begin();
+  tg_tensor *y = build(in);
+  if (y && kreps > 0 && kernel_only(y, out, kreps, t)) {
+    r.kern_med = median(t, kreps);
+    if (!check(out, in)) {
+      fprintf(stderr, "core: %s: the kernel launched directly gave wrong values\n", name);
+      r.kern_med = NAN;
+    }
+  }
+  tg_scope_end();
+  uop_gc();
+  return r;
+}
+
+static bool close_to(double got, double want, double rtol, double atol) {
+  return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+/* ---- 2. elementwise -------------------------------------------------------------------------------------- */
+
+static tg_tensor *ew_graph(float **in) {
+  int64_t sh[1] = {EW_N};
+  tg_tensor *a = wrap(in[0], 1, sh), *b = wrap(in[1], 1, sh), *c = wrap(in[2], 1, sh);
+  return tg_mul_scalar(tg_relu(tg_add(tg_mul(a, b), c)), 0.5);
+}
+
+static bool ew_check(const float *out, float **in) {
+  for (int64_t i = 0; i < EW_N; i += 9973) {
+    double v = (double)in[0][i] * in[1][i] + in[2][i];
+    double want = (v > 0 ? v : 0) * 0.5;
+    if (!close_to(out[i], want, 1e-5, 1e-6)) {
+      fprintf(stderr, "core: elementwise: y[%lld] = %.8g, expected %.8g\n", (long long)i, out[i], want);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ---- 3. sum over the last axis ---------------------------------------------------------------------------- */
+
+static tg_tensor *sum_graph(float **in) {
+  int64_t sh[2] = {SUM_N, SUM_N};
+  int ax = -1;
+  return tg_sum(wrap(in[0], 2, sh), 1, &ax, false);
+}
+
+static bool sum_check(const float *out, float **in) {
+  for (int r = 0; r < SUM_N; r += 511) {
+    double want = 0;
+    for (int j = 0; j < SUM_N; j++) want += in[0][(size_t)r * SUM_N + j];
+    if (!close_to(out[r], want, 1e-4, 1e-3)) {
+      fprintf(stderr, "core: sum: row %d = %.8g, expected %.8g\n", r, out[r], want);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ---- 4. matmul ------------------------------------------------------------------------------------------- */
+
+static tg_tensor *mm_graph(float **in) {
+  int64_t sh[2] = {MM_N, MM_N};
+  return tg_matmul(wrap(in[0], 2, sh), wrap(in[1], 2, sh));
+}
+
+static bool mm_check(const float *out, float **in) {
+  for (int i = 0; i < MM_N; i += 241)
+    for (int j = 0; j < MM_N; j += 263) {
+      double want = 0;
+      for (int k = 0; k < MM_N; k++) want += (double)in[0][(size_t)i * MM_N + k] * in[1][(size_t)k * MM_N + j];
+      if (!close_to(out[(size_t)i * MM_N + j], want, 1e-3, 1e-3)) {
+        fprintf(stderr, "core: matmul: c[%d][%d] = %.8g, expected %.8g\n", i, j, out[(size_t)i * MM_N + j], want);
+        return false;
+      }
+    }
+  return true;
+}
+
+/* ---- 5. compile time --------------------------------------------------------------------------------------- */
+
+static int64_t compile_n;  /* the size of the next compile-time kernel */
+
+static tg_tensor *compile_graph(float **in) {
+  int64_t sh[1] = {compile_n};
+  tg_tensor *a = wrap(in[0], 1, sh), *b = wrap(in[1], 1, sh);
+  return tg_sqrt(tg_add_scalar(tg_mul(tg_exp(a), tg_abs(b)), 1.0));
+}
+
+typedef struct compile_times { double cold_ms, disk_ms; int cold_ok, disk_ok; } compile_times;
+
+/* realizes compile_graph once for each of NCOMPILE sizes never used before, timing it, and checks with the
+ * engine's counters which path ran; want_disk: the disk cache, else the compiler */
+static double compile_pass(float **in, bool want_disk, int *ok) {
+  double ms[NCOMPILE];
+  *ok = 0;
+  for (int k = 0; k < NCOMPILE; k++) {
+    compile_n = 4093 + 16 * k;
+    tg_scope_begin();
+    tg_stats s0 = tg_get_stats();
+    double t0 = now_s();
+    tg_tensor *y = compile_graph(in);
+    if (!y || tg_realize(y) != TG_OK) die_tg("compile kernel");
+    ms[k] = (now_s() - t0) * 1e3;
+    tg_stats s1 = tg_get_stats();
+    uint64_t dc = s1.kernels_compiled - s0.kernels_compiled, dd = s1.disk_cache_hits - s0.disk_cache_hits;
+    if (want_disk ? (dc == 0 && dd == 1) : (dc == 1 && dd == 0)) (*ok)++;
+    else
+      fprintf(stderr, "core: compile %s kernel %d: kernels_compiled +%llu, disk_cache_hits +%llu\n",
+              want_disk ? "disk" : "cold", k, (unsigned long long)dc, (unsigned long long)dd);
+    tg_scope_end();
+    uop_gc();
+  }
+  return median(ms, NCOMPILE);
+}
+
+static compile_times measure_compile(void) {
+  compile_times c;
+  float *a = malloc(8192 * sizeof *a), *b = malloc(8192 * sizeof *b);
+  if (!a || !b) exit(1);
+  fill(a, 8192, 11), fill(b, 8192, 12);
+  float *in[2] = {a, b};
+  c.cold_ms = compile_pass(in, false, &c.cold_ok);
+  /* drop both in-memory caches: the engine's (tg_collect) and the CPU device's program cache */
+  tg_collect();
+  cpu_program_cache_clear();
+  c.disk_ms = compile_pass(in, true, &c.disk_ok);
+  free(a), free(b);
+  return c;
+}
+
+/* ---- 6. launch overhead ---------------------------------------------------------------------------------- */
+
+static void empty_task(void *ctx, int64_t core_id, int64_t ncores) { (void)ctx, (void)core_id, (void)ncores; }
+
+static double pool_launch_us(void) {
+  for (int i = 0; i < 1000; i++) pool_run(empty_task, NULL, 0);
+  double t0 = now_s();
+  for (int i = 0; i < POOL_ITERS; i++) pool_run(empty_task, NULL, 0);
+  return (now_s() - t0) / POOL_ITERS * 1e6;
+}
+
+/* realize of a 16-element add on fresh input tensors (so it is not memoized), kernel compiled already;
+ * every cost a user pays per realize, the collector's amortized share included */
+static double tiny_realize_us(bool *ok) {
+  float a[16], b[16], y[16];
+  fill(a, 16, 21), fill(b, 16, 22);
+  int64_t sh[1] = {16};
+  uint64_t run0 = 0;
+  double t0 = 0;
+  for (int i = 0; i < 100 + TINY_ITERS; i++) {
+    if (i == 100) {
+      run0 = tg_get_stats().kernels_run;
+      t0 = now_s();
+    }
+    tg_scope_begin();
+    tg_tensor *s = tg_add(wrap(a, 1, sh), wrap(b, 1, sh));
+    if (!s || tg_realize(s) != TG_OK) die_tg("tiny realize");
+    if (i == 0 && tg_to_host(s, y, sizeof y) != TG_OK) die_tg("tiny to_host");
+    tg_scope_end();
+  }
+  double us = (now_s() - t0) / TINY_ITERS * 1e6;
+  *ok = tg_get_stats().kernels_run - run0 == TINY_ITERS;
+  for (int i = 0; i < 16; i++) *ok = *ok && y[i] == a[i] + b[i];
+  return us;
+}
+
+/* ---- numpy (bench/peers.py) ------------------------------------------------------------------------------- */
+
+typedef struct peers { bool ran, have_numpy; char version[32]; int threads; double mm, ew, sum; } peers;
+
+static double json_num(const char *s, const char *key) {
+  char k[64];
+  snprintf(k, sizeof k, "\"%s\":", key);
+  const char *p = strstr(s, k);
+  if (!p) return NAN;
+  p += strlen(k);
+  while (*p == ' ') p++;
+  char *end;
+  double v = strtod(p, &end);
+  return end == p ? NAN : v;
+}
+
+/* the path of peers.py: next to this source in the tree (../../bench from build/bench/core), else ./bench */
+static void peers_path(char *out, size_t n) {
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) {
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      snprintf(out, n, "%s/../../bench/peers.py", exe);
+      if (access(out, R_OK) == 0) return;
+    }
+  }
+  snprintf(out, n, "bench/peers.py");
+}
+
+static peers run_peers(void) {
+  peers p = {.threads = -1, .mm = NAN, .ew = NAN, .sum = NAN};
+  char path[4200], cmd[4400], line[4096] = "";
+  peers_path(path, sizeof path);
+  if (access(path, R_OK) != 0) return p;
+  snprintf(cmd, sizeof cmd, "python3 '%s' 2>/dev/null", path);
+  FILE *f = popen(cmd, "r");
+  if (!f) return p;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, f))
+    if (buf[0] == '{') snprintf(line, sizeof line, "%s", buf);
+  pclose(f);
+  if (!line[0]) return p;
+  p.ran = true;
+  p.have_numpy = strstr(line, "\"numpy\": true") != NULL;
+  const char *v = strstr(line, "\"version\": \"");
+  if (v) {
+    v += strlen("\"version\": \"");
+    size_t k = strcspn(v, "\"");
+    snprintf(p.version, sizeof p.version, "%.*s", (int)(k < 31 ? k : 31), v);
+  }
+  double t = json_num(line, "threads");
+  p.threads = isfinite(t) ? (int)t : -1;
+  p.mm = json_num(line, "matmul_1024_gflops");
+  p.ew = json_num(line, "elementwise_16M_gbs");
+  p.sum = json_num(line, "sum_4096_gbs");
+  return p;
+}
+
+/* ---- the cache directory ------------------------------------------------------------------------------------ */
+
+static char cache_dir[64];
+
+static void remove_cache_dir(void) {
+  if (!cache_dir[0]) return;
+  DIR *d = opendir(cache_dir);
+  if (d) {
+    struct dirent *e;
+    char p[512];
+    while ((e = readdir(d)))
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+        snprintf(p, sizeof p, "%s/%s", cache_dir, e->d_name);
+        unlink(p);
+      }
+    closedir(d);
+  }
+  rmdir(cache_dir);
+}
+
+/* ---- main ------------------------------------------------------------------------------------------------ */
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) json_mode = true;
+    else {
+      fprintf(stderr, "usage: %s [--json]\n", argv[0]);
+      return 2;
+    }
+  }
+  /* a fresh compile cache before any tgc call, so section 5 sees a cold cache (and we leave nothing behind) */
+  const char *tmp = getenv("TMPDIR");
+  snprintf(cache_dir, sizeof cache_dir, "%s/tgc-bench-XXXXXX", tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+  if (!mkdtemp(cache_dir)) {
+    perror("core: mkdtemp");
+    return 1;
+  }
+  atexit(remove_cache_dir);
+  setenv("TG_CACHE", cache_dir, 1);
+  double t_start = now_s();
+
+  /* 1. machine limits, before tgc starts its thread pool */
+  machine m = measure_machine();
+  int nt = tg_num_threads();
+  note("tgc core benchmark: %d CPUs, tgc pool %d threads, triad %d threads; TG_CACHE=%s (fresh)\n", m.ncpu, nt,
+       m.ncpu, cache_dir);
+  note("GB/s = 1e9 B/s of the arrays read + written (no write-allocate: triad 12 B/elem, elementwise 16 B/elem);\n"
+       "tgc e2e = median of fresh-graph build + tg_realize; kernel = median of direct launches of its kernel\n\n");
+  note("%-36s %-12s %-22s %s\n", "workload", "tgc", "peer/limit", "ratio");
+  row("triad 1 thread, best of 5 (GB/s)", NAN, "", m.triad1);
+  row("triad all threads, best of 10 (GB/s)", NAN, "", m.triadN);
+  row("first touch THP madvise (us/4KiB)", NAN, "", m.touch_huge_us);
+  row("first touch 4 KiB pages (us/4KiB)", NAN, "", m.touch_4k_us);
+  json_line("triad", "c_pthreads", m.triad1, "GB/s", 1);
+  json_line("triad", "c_pthreads", m.triadN, "GB/s", m.ncpu);
+  json_line("first_touch_thp", "c", m.touch_huge_us, "us/4KiB", m.ncpu);
+  json_line("first_touch_4k", "c", m.touch_4k_us, "us/4KiB", 1);
+
+  /* inputs: our own pre-touched huge-page memory, wrapped without copies */
+  region rin[3], rout;
+  for (int i = 0; i < 3; i++)
+    if (!region_map(&rin[i], (size_t)EW_N, true)) return 1;
+  if (!region_map(&rout, (size_t)EW_N, true)) return 1;
+  float *in[3] = {rin[0].p, rin[1].p, rin[2].p}, *out = rout.p;
+  for (int i = 0; i < 3; i++) fill(in[i], (size_t)EW_N, (uint64_t)i + 1);
+  memset(out, 0, (size_t)EW_N * sizeof(float));
+
+  /* 2. elementwise */
+  timing ew = time_graph("elementwise", ew_graph, in, out, (size_t)EW_N, 2, 20, 20, ew_check);
+  double ew_bytes = 16.0 * (double)EW_N;
+  double ew_e2e = ew.ok ? ew_bytes / ew.e2e_med / 1e9 : NAN, ew_k = ew.ok ? ew_bytes / ew.kern_med / 1e9 : NAN;
+
+  /* 3. sum (the first 4096^2 floats of the elementwise input a) */
+  timing sm = time_graph("sum", sum_graph, in, out, SUM_N, 2, 20, 20, sum_check);
+  double sum_bytes = 4.0 * ((double)SUM_N * SUM_N + SUM_N);
+  double sum_e2e = sm.ok ? sum_bytes / sm.e2e_med / 1e9 : NAN, sum_k = sm.ok ? sum_bytes / sm.kern_med / 1e9 : NAN;
+
+  /* 4. matmul (a and b, 1024^2 each, from the start of the elementwise inputs) */
+  timing mm = time_graph("matmul", mm_graph, in, out, (size_t)MM_N * MM_N, 1, 5, 3, mm_check);
+  double mm_flops = 2.0 * MM_N * MM_N * MM_N;
+  double mm_e2e = mm.ok ? mm_flops / mm.e2e_med / 1e9 : NAN, mm_k = mm.ok ? mm_flops / mm.kern_med / 1e9 : NAN;
+
+  for (int i = 0; i < 3; i++) region_unmap(&rin[i]);
+  region_unmap(&rout);
+
+  /* 5. compile time */
+  compile_times ct = measure_compile();
+
+  /* 6. launch overhead */
+  double pool_us = pool_launch_us();
+  bool tiny_ok;
+  double tiny_us = tiny_realize_us(&tiny_ok);
+
+  /* numpy, in a subprocess, after tgc's work (tgc's pool workers sleep by then) */
+  peers np = run_peers();
+  char np_label[48];
+  snprintf(np_label, sizeof np_label, "numpy");
+
+  row("elementwise 16M e2e (GB/s)", ew_e2e, "triad", m.triadN);
+  row("elementwise 16M kernel (GB/s)", ew_k, "triad", m.triadN);
+  if (np.have_numpy) row("elementwise 16M e2e (GB/s)", ew_e2e, np_label, np.ew);
+  row("sum 4096x4096 axis -1 e2e (GB/s)", sum_e2e, "triad", m.triadN);
+  row("sum 4096x4096 axis -1 kernel (GB/s)", sum_k, "triad", m.triadN);
+  if (np.have_numpy) row("sum 4096x4096 axis -1 e2e (GB/s)", sum_e2e, np_label, np.sum);
+  row("matmul 1024 e2e (GFLOP/s)", mm_e2e, np.have_numpy ? np_label : NULL, np.mm);
+  row("matmul 1024 kernel (GFLOP/s)", mm_k, np.have_numpy ? np_label : NULL, np.mm);
+  row("compile cold, median of 5 (ms/kernel)", ct.cold_ms, NULL, NAN);
+  row("compile disk cache, med 5 (ms/kernel)", ct.disk_ms, "cold", ct.cold_ms);
+  row("pool_run empty task (us/launch)", pool_us, NULL, NAN);
+  row("realize 16-elem add, compiled (us)", tiny_ok ? tiny_us : NAN, NULL, NAN);
+
+  json_line("elementwise_16M", "tgc", ew_e2e, "GB/s", nt);
+  json_line("elementwise_16M", "tgc_kernel", ew_k, "GB/s", nt);
+  json_line("sum_4096x4096", "tgc", sum_e2e, "GB/s", nt);
+  json_line("sum_4096x4096", "tgc_kernel", sum_k, "GB/s", nt);
+  json_line("matmul_1024", "tgc", mm_e2e, "GFLOP/s", nt);
+  json_line("matmul_1024", "tgc_kernel", mm_k, "GFLOP/s", nt);
+  if (np.have_numpy) {
+    json_line("elementwise_16M", "numpy", np.ew, "GB/s", np.threads);
+    json_line("sum_4096x4096", "numpy", np.sum, "GB/s", np.threads);
+    json_line("matmul_1024", "numpy", np.mm, "GFLOP/s", np.threads);
+  }
+  json_line("compile_cold", "tgc", ct.cold_ms, "ms/kernel", 1);
+  json_line("compile_disk_cache", "tgc", ct.disk_ms, "ms/kernel", 1);
+  json_line("pool_run_empty", "tgc", pool_us, "us/launch", nt);
+  json_line("realize_tiny_add", "tgc", tiny_ok ? tiny_us : NAN, "us/realize", nt);
+
+  note("\nthreads: tgc %d (tg_num_threads), triad %d", nt, m.ncpu);
+  if (np.have_numpy) note(", numpy %s: %d (BLAS threads)\n", np.version, np.threads);
+  else note("\nnumpy: %s\n", np.ran ? "not installed (skipped)" : "python3 or bench/peers.py unavailable (skipped)");
+  note("checks: elementwise %s, sum %s, matmul %s, tiny add %s; compile paths confirmed by tg_get_stats: "
+       "cold %d/%d compiled, disk %d/%d disk_cache_hits\n",
+       ew.ok ? "ok" : "WRONG", sm.ok ? "ok" : "WRONG", mm.ok ? "ok" : "WRONG", tiny_ok ? "ok" : "WRONG",
+       ct.cold_ok, NCOMPILE, ct.disk_ok, NCOMPILE);
+  note("total %.1f s\n", now_s() - t_start);
+  return 0;
+}
