@@ -5,7 +5,8 @@
  * operand that is broadcast, permuted back, flipped, padded or the chain itself. The same op is applied to
  * the tg tensor and to the ref array, so the only thing compared is the library's index arithmetic and
  * fusion. Cases are realized BATCH at a time with one tg_realize_many. A mismatch prints the seed, the case
- * number and the whole chain. TG_SEED and TG_CASES override the defaults (seed 1, 300 cases). */
+ * number and the whole chain. TG_SEED, TG_CASES and TG_CASE (run one case) override the defaults: seed 1 and
+ * 300 cases for the plain chains, seed 7 and 80 cases for chains that end in a sum or max. */
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -20,6 +21,7 @@ typedef struct mcase {
   ref_arr *r;
   char desc[2048];
   bool broken;  /* tg returned NULL for a valid op */
+  double atol;  /* 1e-6, or more after a sum: float32 accumulation of cancelling terms */
 } mcase;
 
 static void say(mcase *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -319,6 +321,7 @@ static void op_binary(mcase *c) {
 static void make_case(mcase *c) {
   c->desc[0] = 0;
   c->broken = false;
+  c->atol = 1e-6;
   int li = rnd(0, (int)(sizeof leaf_shapes / sizeof leaf_shapes[0]) - 1);
   make_leaf(c, leaf_shapes[li].n, leaf_shapes[li].s);
   int len = rnd(1, 6);
@@ -350,10 +353,30 @@ static void make_case(mcase *c) {
   }
 }
 
-TEST(test_movement_random_chains) {
+/* ends a chain with sum or max over random axes, keepdim random: the reduce of a movement chain */
+static void op_reduce(mcase *c) {
+  int n = c->r->ndim, axes[TG_MAX_DIMS], na = 0;
+  for (int i = 0; i < n; i++)
+    if (rnd(0, 1)) axes[na++] = rnd(0, 2) == 0 ? i - n : i;
+  bool keep = rnd(0, 1), is_max = rnd(0, 1);
+  say(c, " -> %s(", is_max ? "max" : "sum");
+  for (int i = 0; i < na; i++) say(c, "%s%d", i ? "," : "", axes[i]);
+  say(c, "%skeepdim=%d)", na ? ", " : "", keep);
+  if (!is_max) {
+    ref_arr *mag = ref_reduce(R_SUM, ref_unary(R_ABS, c->r, 0, 0), na, axes, keep);
+    double m = 0;
+    for (int64_t i = 0; i < mag->numel; i++) m = mag->data[i] > m ? mag->data[i] : m;
+    c->atol = 1e-6 + 5e-7 * m;
+  }
+  c->t = (is_max ? tg_max : tg_sum)(c->t, na, axes, keep);
+  c->r = ref_reduce(is_max ? R_MAX : R_SUM, c->r, na, axes, keep);
+  note_null(c, c->t, is_max ? "max" : "sum");
+}
+
+static void run_cases(int default_cases, bool reduce_at_end) {
   const char *es = getenv("TG_SEED"), *ec = getenv("TG_CASES");
   uint64_t seed = es ? strtoull(es, NULL, 10) : 1;
-  int ncases = ec ? atoi(ec) : 300, only = getenv("TG_CASE") ? atoi(getenv("TG_CASE")) : -1;
+  int ncases = ec ? atoi(ec) : default_cases, only = getenv("TG_CASE") ? atoi(getenv("TG_CASE")) : -1;
   static mcase cases[BATCH];
   int failed = 0;
   for (int start = 0; start < ncases; start += BATCH) {
@@ -364,6 +387,7 @@ TEST(test_movement_random_chains) {
     for (int i = 0; i < nb; i++) {
       ref_seed(seed * 1000003u + (uint64_t)(start + i));  /* each case reproducible on its own (TG_CASE) */
       make_case(&cases[i]);
+      if (reduce_at_end && !cases[i].broken) op_reduce(&cases[i]);
       if (only >= 0 && start + i != only) cases[i].broken = true, cases[i].desc[0] = 0;
       else if (!cases[i].broken) ts[nt++] = cases[i].t;
     }
@@ -376,7 +400,7 @@ TEST(test_movement_random_chains) {
       snprintf(what, sizeof what, "seed %llu case %d", (unsigned long long)seed, start + i);
       if (only >= 0 && start + i != only) continue;
       if (only >= 0) fprintf(stderr, "  case %d chain: %s\n", only, c->desc);
-      bool ok = !c->broken && ref_check_tol(what, c->t, c->r, true, 1e-6, 1e-3, __FILE__, __LINE__);
+      bool ok = !c->broken && ref_check_tol(what, c->t, c->r, true, c->atol, 1e-3, __FILE__, __LINE__);
       if (!ok) {
         failed++;
         fprintf(stderr, "  seed %llu case %d chain: %s\n", (unsigned long long)seed, start + i, c->desc);
@@ -388,4 +412,14 @@ TEST(test_movement_random_chains) {
   }
   if (failed) test_fail(__FILE__, __LINE__, "%d of %d random chains differ (rerun one with TG_SEED=%llu)", failed,
                         ncases, (unsigned long long)seed);
+}
+
+TEST(test_movement_random_chains) { run_cases(300, false); }
+
+/* the same chains (other seeds) ending in a reduction: fusion of movement into a reduce */
+TEST(test_movement_random_chains_then_reduce) {
+  const char *es = getenv("TG_SEED");
+  if (!es) setenv("TG_SEED", "7", 1);
+  run_cases(80, true);
+  if (!es) unsetenv("TG_SEED");
 }

@@ -14,12 +14,14 @@ static void kernel_name(uop **order, int n, kernel_info *info) {
   bool has_reduce = false;
   for (int i = 0; i < n; i++) has_reduce |= order[i]->op == OP_REDUCE;
   size_t k = (size_t)snprintf(info->name, sizeof info->name, "%s", has_reduce ? "r" : "E");
+  /* loop sizes as tinygrad prints them: output loops, then reduce loops, each in loop order */
   for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < n && k < sizeof info->name - 24; i++) {
-      uop *u = order[i];
-      if (u->op != OP_RANGE || (u->aux[0] == AX_REDUCE) != (pass == 1) || !uop_is_const(u->src[0])) continue;
-      k += (size_t)snprintf(info->name + k, sizeof info->name - k, "_%lld", (long long)u->src[0]->arg.i);
-    }
+    for (int64_t id = 0; id < 64; id++)
+      for (int i = 0; i < n && k < sizeof info->name - 24; i++) {
+        uop *u = order[i];
+        if (u->op != OP_RANGE || u->arg.i != id || (u->aux[0] == AX_REDUCE) != (pass == 1) || !uop_is_const(u->src[0])) continue;
+        k += (size_t)snprintf(info->name + k, sizeof info->name - k, "_%lld", (long long)u->src[0]->arg.i);
+      }
 }
 
 uop *codegen_optimize(uop *ast, int nthreads, kernel_info *info) {

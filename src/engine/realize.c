@@ -73,8 +73,6 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   c->prog = dev->compile(dev, c->info.name, src);
   free(src);
   if (!c->prog) goto fail;
-  if (c->prog->from_disk) stats.disk_cache_hits++;
-  else stats.kernels_compiled++;
   if (kcache.n >= KCACHE_MAX) kcache_clear();
   if (!kcache.n) uop_gc_add_roots(mark_kcache, NULL);
   if (!umap_put(&kcache, ast, c)) {
@@ -256,6 +254,9 @@ double tg_item(tg_tensor *t) {
 
 tg_stats tg_get_stats(void) {
   tg_stats s = stats;
+  runtime_counters rc = runtime_get_counters();
+  s.kernels_compiled = rc.compiles;
+  s.disk_cache_hits = rc.disk_hits;
   s.uops_live = uop_live_count();
   return s;
 }
@@ -271,5 +272,6 @@ tg_status tg_collect(void) {
   kcache_clear();
   uop_gc_remove_roots(mark_kcache, NULL);
   uop_gc();
+  runtime_shutdown();
   return TG_OK;
 }

@@ -13,6 +13,7 @@ tg_dtype sum_acc_dtype(tg_dtype dt) {
   switch (dt) {
     case TG_BOOL: case TG_INT8: case TG_INT16: return TG_INT32;
     case TG_UINT8: case TG_UINT16: return TG_UINT32;
+    case TG_FLOAT16: case TG_BFLOAT16: return TG_FLOAT32;  /* accumulated in float32, cast back after */
     default: return dt;
   }
 }
@@ -76,6 +77,7 @@ tg_tensor *reduce_op(const char *name, tg_tensor *t, uop_op op, int naxes, const
   if (op == OP_ADD || op == OP_MUL) {
     tg_dtype acc = sum_acc_dtype(TDT(t));
     r = mk_reduce(mk_cast(x, acc), op, f);
+    if (dtype_is_float(TDT(t))) r = mk_cast(r, TDT(t));
   } else if (op == OP_MAX) r = max_r(x, f);
   else r = min_r(x, f);
   return tensor_new(finish(r, f, keepdim));
@@ -275,6 +277,7 @@ tg_tensor *tg_matmul(tg_tensor *ta, tg_tensor *tb) {
   bool f[TG_MAX_DIMS] = {0};
   f[pa->ndim - 1] = true;
   uop *r = mk_reduce(mk_cast(prod, acc), OP_ADD, f);
+  if (dtype_is_float((tg_dtype)pa->dtype)) r = mk_cast(r, (tg_dtype)pa->dtype);
   /* drop k, then the axes that were added for 1-d operands */
   int64_t out[TG_MAX_DIMS];
   int n = 0;

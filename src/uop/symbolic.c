@@ -324,7 +324,7 @@ static uop *rule_sum(void *ctx, uop *u, uop **cap) {
     int m = 0;
     for (int i = 0; i < s.n; i++)
       if (s.t[i].k) s.t[m++] = s.t[i];
-    qsort(s.t, (size_t)m, sizeof *s.t, cmp_term);
+    if (m > 1) qsort(s.t, (size_t)m, sizeof *s.t, cmp_term);
     r = sum_build((tg_dtype)u->dtype, s.t, m, s.c);
   }
   free(s.t);

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# deps.sh — installs what building and testing tgc needs on Debian, when it is missing.
+set -euo pipefail
+need=()
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v make >/dev/null 2>&1 || need+=(make)
+if [ "${TG_WITH_CLANG:-0}" = 1 ] && ! command -v clang >/dev/null 2>&1; then need+=(clang); fi
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "installing: ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
