@@ -498,6 +498,16 @@ OPS_TEST(test_ops_cast) {
   CHECK_REF("float32->float64", tg_cast(T(f), TG_FLOAT64), ref_cast(f, TG_FLOAT64));
   CHECK_REF("float32->float16", tg_cast(T(f), TG_FLOAT16), ref_cast(f, TG_FLOAT16));
   CHECK_REF("float32->bfloat16", tg_cast(T(f), TG_BFLOAT16), ref_cast(f, TG_BFLOAT16));
+  /* casts of constants (may be folded when the graph is built) */
+  CHECK_REF("scalar float32->bfloat16", tg_cast(tg_scalar(TG_FLOAT32, 20.125), TG_BFLOAT16),
+            ref_scalar(TG_BFLOAT16, 20.125));
+  CHECK_REF("full float32->bfloat16", tg_cast(tg_full(TG_FLOAT32, SHAPE(3), -30.75), TG_BFLOAT16),
+            ref_full(TG_BFLOAT16, SHAPE(3), -30.75));
+  CHECK_REF("scalar float32->float16", tg_cast(tg_scalar(TG_FLOAT32, 1.0 / 3), TG_FLOAT16), ref_scalar(TG_FLOAT16, 1.0 / 3));
+  CHECK_REF("scalar float32->int32", tg_cast(tg_scalar(TG_FLOAT32, -2.75), TG_INT32), ref_scalar(TG_INT32, -2.75));
+  CHECK_REF("scalar float32->uint8", tg_cast(tg_scalar(TG_FLOAT32, 200.5), TG_UINT8), ref_scalar(TG_UINT8, 200.5));
+  CHECK_REF("scalar int32->int8 wraps", tg_cast(tg_scalar(TG_INT32, 200), TG_INT8), ref_scalar(TG_INT8, -56));
+  CHECK_REF("scalar float32->bool", tg_cast(tg_scalar(TG_FLOAT32, 0.25), TG_BOOL), ref_scalar(TG_BOOL, 1));
   ref_arr *fu = ref_rand(TG_FLOAT32, SHAPE(16), 0, 255.9);
   CHECK_REF("float32->uint8", tg_cast(T(fu), TG_UINT8), ref_cast(fu, TG_UINT8));
   ref_arr *i = ref_rand(TG_INT32, SHAPE(4, 8), -100000, 100000);

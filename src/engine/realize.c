@@ -244,7 +244,7 @@ double tg_item(tg_tensor *t) {
     case TG_UINT16: return *(uint16_t *)v;
     case TG_UINT32: return *(uint32_t *)v;
     case TG_UINT64: return (double)*(uint64_t *)v;
-    case TG_FLOAT16: { _Float16 h; memcpy(&h, v, 2); return (double)h; }
+    case TG_FLOAT16: { uint16_t h; memcpy(&h, v, 2); return half_to_float(h); }
     case TG_BFLOAT16: { uint32_t bits = (uint32_t)(*(uint16_t *)v) << 16; float f; memcpy(&f, &bits, 4); return f; }
     case TG_FLOAT32: return *(float *)v;
     case TG_FLOAT64: return *(double *)v;

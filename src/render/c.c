@@ -67,6 +67,7 @@ static char *fmt(const char *f, ...) {
 
 static char *const_text(uop *u) {
   tg_dtype dt = (tg_dtype)u->dtype;
+  if (dt == TG_BFLOAT16) return fmt("((unsigned short)0x%04x)", float_to_bf16((float)u->arg.f));
   if (dtype_is_float(dt)) {
     double v = u->arg.f;
     const char *suf = dt == TG_FLOAT64 ? "" : "f";

@@ -130,7 +130,7 @@ tg_tensor *tg_arange(tg_dtype dt, double start, double stop, double step) {
       case TG_UINT64: *(uint64_t *)p = (uint64_t)v; break;
       case TG_FLOAT32: *(float *)p = (float)v; break;
       case TG_FLOAT64: *(double *)p = v; break;
-      case TG_FLOAT16: { _Float16 h = (_Float16)v; memcpy(p, &h, 2); break; }
+      case TG_FLOAT16: { uint16_t h = float_to_half((float)v); memcpy(p, &h, 2); break; }
       case TG_BFLOAT16: {
         float f = (float)v;
         uint32_t bits;

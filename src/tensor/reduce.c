@@ -74,7 +74,8 @@ tg_tensor *reduce_op(const char *name, tg_tensor *t, uop_op op, int naxes, const
   bool f[TG_MAX_DIMS];
   if (!axes_flags(name, t->u, naxes, axes, f)) return NULL;
   uop *x = t->u, *r;
-  if (op == OP_ADD || op == OP_MUL) {
+  if (op == OP_MUL) r = mk_reduce(x, op, f);  /* prod keeps the dtype, as tinygrad's */
+  else if (op == OP_ADD) {
     tg_dtype acc = sum_acc_dtype(TDT(t));
     r = mk_reduce(mk_cast(x, acc), op, f);
     if (dtype_is_float(TDT(t))) r = mk_cast(r, TDT(t));

@@ -1,6 +1,7 @@
 /* dtype.c — tinygrad's dtypes: sizes, names, C names, value limits and the promotion lattice. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "uop/uop.h"
 
@@ -90,7 +91,8 @@ double dtype_cast_value(tg_dtype dt, double v) {
   switch (dt) {
     case TG_BOOL: return v != 0;
     case TG_FLOAT32: return (double)(float)v;
-    case TG_FLOAT16: case TG_BFLOAT16: return (double)(float)v; /* kept at float precision in the IR */
+    case TG_FLOAT16: return isnan(v) ? v : (double)half_to_float(float_to_half((float)v));
+    case TG_BFLOAT16: return isnan(v) ? v : (double)bf16_to_float(float_to_bf16((float)v));
     case TG_FLOAT64: return v;
     default: break;
   }
@@ -110,4 +112,54 @@ double dtype_cast_value(tg_dtype dt, double v) {
     }
   }
   return t < 0 ? dtype_min(dt) : dtype_max(dt);
+}
+
+/* IEEE half <-> float by hand: clang 14 has no _Float16 on x86 (NOTES) */
+float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, bits;
+  if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
+  else if (exp) bits = sign | ((exp + 112) << 23) | (man << 13);
+  else if (!man) bits = sign;
+  else {  /* subnormal: normalize */
+    int e = -1;
+    do { e++; man <<= 1; } while (!(man & 1024));
+    bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 1023) << 13);
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 255, man = x & 0x7fffffu;
+  if (exp == 255) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+  int e = (int)exp - 112;
+  if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (e <= 0) {  /* subnormal or zero, round to nearest even */
+    if (e < -10) return (uint16_t)sign;
+    man |= 0x800000u;
+    int shift = 14 - e;
+    uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) half++;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t h = sign | ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;  /* a carry into the exponent is still right */
+  return (uint16_t)h;
+}
+
+float bf16_to_float(uint16_t b) {
+  uint32_t bits = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {  /* round to nearest even; nan stays nan */
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 64u);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }

@@ -110,6 +110,10 @@ tg_dtype dtype_promote(tg_dtype a, tg_dtype b);  /* tinygrad's least upper dtype
 double dtype_min(tg_dtype dt);
 double dtype_max(tg_dtype dt);
 double dtype_cast_value(tg_dtype dt, double v);  /* v as the dtype would hold it */
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bf16_to_float(uint16_t b);
+uint16_t float_to_bf16(float f);
 
 /* ---- memory ---------------------------------------------------------------------------------------- */
 typedef void (*uop_root_fn)(void *ctx);
