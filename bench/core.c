@@ -423,7 +423,7 @@ typedef struct timing { double e2e_med, kern_best; bool ok; } timing;
 static timing time_graph(const char *name, graph_fn build, float **in, float *out, float *kout, size_t out_n,
                          int warm, int iters, bool (*check)(const float *out, float **in)) {
   timing r = {NAN, NAN, false};
-  double te[256], tk[256];
+  double te[256] = {0}, tk[256] = {0};
   if (iters > 256) iters = 256;
   direct d = {0};
   bool have_direct = false;
@@ -839,6 +839,8 @@ int main(int argc, char **argv) {
   json_line("pool_run_empty", "tgc", pool_us, "us/launch", nt);
   json_line("realize_tiny_add", "tgc", tiny_ok ? tiny_us : NAN, "us/realize", nt);
 
+  if (json_mode && !np.have_numpy)
+    fprintf(stderr, "numpy: %s\n", np.ran ? "not installed (skipped)" : "python3 or bench/peers.py unavailable (skipped)");
   note("\nthreads: tgc %d (tg_num_threads), triad %d", nt, m.ncpu);
   if (np.have_numpy) note(", numpy %s: %d (BLAS threads)\n", np.version, np.threads);
   else note("\nnumpy: %s\n", np.ran ? "not installed (skipped)" : "python3 or bench/peers.py unavailable (skipped)");

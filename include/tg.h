@@ -194,6 +194,89 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts);   /* one schedule for al
 tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes);
 double tg_item(tg_tensor *t);   /* the one element of a numel-1 tensor as a double; NaN on error */
 
+/* ---- autograd ---------------------------------------------------------------------------------------- */
+/* Gradients are more lazy graph: tg_backward builds them (one rule per primitive op) and runs nothing, so
+ * the forward and backward of a step schedule and fuse together. */
+tg_tensor *tg_set_requires_grad(tg_tensor *t, bool on);  /* returns t */
+bool tg_requires_grad(const tg_tensor *t);
+/* adds d(loss)/d(t) to the gradient of every tensor t that requires one and that loss depends on;
+ * loss must have one element */
+tg_status tg_backward(tg_tensor *loss);
+tg_tensor *tg_grad(const tg_tensor *t);   /* t's gradient (owned by t: do not free), NULL if none */
+void tg_zero_grad(tg_tensor *t);          /* drops t's gradient */
+/* functional form: grads[i] = d(loss)/d(targets[i]) (new tensors, zeros where loss does not depend on it) */
+tg_status tg_gradient(tg_tensor *loss, int n, tg_tensor *const *targets, tg_tensor **grads);
+tg_tensor *tg_detach(tg_tensor *t);       /* the same value, with no gradient flowing back */
+/* dst takes the value of src (same shape and dtype): parameters and optimizer state update in place,
+ * lazily; the new value is computed at the next realize */
+tg_status tg_assign(tg_tensor *dst, tg_tensor *src);
+
+/* ---- random numbers: a counter-based generator that runs inside kernels ------------------------------ */
+void tg_manual_seed(uint64_t seed);
+tg_tensor *tg_rand(tg_dtype dt, int ndim, const int64_t *shape);            /* uniform [0, 1) */
+tg_tensor *tg_randn(tg_dtype dt, int ndim, const int64_t *shape);           /* standard normal */
+tg_tensor *tg_randint(int64_t low, int64_t high, int ndim, const int64_t *shape);  /* int32 in [low, high) */
+tg_tensor *tg_uniform(tg_dtype dt, int ndim, const int64_t *shape, double low, double high);
+tg_tensor *tg_normal(tg_dtype dt, int ndim, const int64_t *shape, double mean, double std);
+/* fan_in = shape[1] * prod(shape[2:]), as tinygrad/PyTorch */
+tg_tensor *tg_kaiming_uniform(tg_dtype dt, int ndim, const int64_t *shape, double a);
+tg_tensor *tg_kaiming_normal(tg_dtype dt, int ndim, const int64_t *shape, double a);
+tg_tensor *tg_glorot_uniform(tg_dtype dt, int ndim, const int64_t *shape);
+
+/* ---- neural network ops (compositions of the primitives, so they fuse) ------------------------------ */
+#define TG_CONV_DIMS 3
+/* per spatial dimension; a value given only in [0] applies to every dimension; 0 means the default */
+typedef struct tg_conv_opts {
+  int64_t groups;                          /* default 1 */
+  int64_t stride[TG_CONV_DIMS];            /* default 1 */
+  int64_t dilation[TG_CONV_DIMS];          /* default 1 */
+  int64_t padding[TG_CONV_DIMS];           /* symmetric zero padding, default 0 */
+  int64_t output_padding[TG_CONV_DIMS];    /* conv_transpose2d only */
+} tg_conv_opts;
+/* x (N, Cin, *spatial), w (Cout, Cin/groups, *kernel), bias (Cout) or NULL; 1 to 3 spatial dims */
+tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o);
+/* w (Cin, Cout/groups, *kernel) as PyTorch */
+tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o);
+typedef struct tg_pool_opts {
+  int64_t kernel[TG_CONV_DIMS];            /* required */
+  int64_t stride[TG_CONV_DIMS];            /* default: the kernel size */
+  int64_t dilation[TG_CONV_DIMS];          /* default 1 */
+  int64_t padding[TG_CONV_DIMS];           /* default 0 */
+  bool ceil_mode;
+  bool count_exclude_pad;                  /* avg_pool: PyTorch's count_include_pad=False */
+  int ndims;                               /* spatial dims, default 2 */
+} tg_pool_opts;
+tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts o);
+tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts o);
+/* normalizes over the last naxes axes */
+tg_tensor *tg_layernorm(tg_tensor *x, int naxes, double eps);
+tg_tensor *tg_rmsnorm(tg_tensor *x, int naxes, double eps);
+/* x (N, C, ...): (x - mean) * invstd * weight + bias, per channel; weight/bias may be NULL */
+tg_tensor *tg_batchnorm(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_tensor *mean, tg_tensor *invstd);
+tg_tensor *tg_group_norm(tg_tensor *x, int64_t groups, tg_tensor *weight, tg_tensor *bias, double eps);
+tg_tensor *tg_dropout(tg_tensor *x, double p);     /* identity unless tg_training(true) */
+void tg_set_training(bool on);
+bool tg_training(void);
+tg_tensor *tg_one_hot(tg_tensor *labels, int64_t num_classes);  /* int labels -> int32 (..., num_classes) */
+tg_tensor *tg_gather(tg_tensor *x, int axis, tg_tensor *index);
+/* x[index] along axis with an integer index tensor of any shape: the result replaces that axis by index's shape */
+tg_tensor *tg_index_select(tg_tensor *x, int axis, tg_tensor *index);
+tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *index);   /* weight (V, D), index int (...) -> (..., D) */
+tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *mask, bool is_causal);
+typedef struct tg_loss_opts { double label_smoothing; int64_t ignore_index; bool use_ignore_index; } tg_loss_opts;
+/* logits (N, C) or (N, C, ...), labels int (N) or (N, ...): mean cross entropy */
+tg_tensor *tg_sparse_categorical_crossentropy(tg_tensor *logits, tg_tensor *labels, tg_loss_opts o);
+tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target_probs, double label_smoothing);
+tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *labels, tg_loss_opts o);
+tg_tensor *tg_binary_crossentropy(tg_tensor *probs, tg_tensor *targets);
+tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets);
+tg_tensor *tg_cumsum(tg_tensor *x, int axis);
+tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal);
+tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal);
+typedef enum tg_interp_mode { TG_INTERP_NEAREST, TG_INTERP_LINEAR } tg_interp_mode;
+/* resizes the trailing spatial axes (ndim sizes) as PyTorch's interpolate (align_corners false) */
+tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp_mode mode);
+
 /* ---- engine statistics, for tests and tools --------------------------------------------------------- */
 typedef struct tg_stats {
   uint64_t kernels_run;       /* kernels launched */
