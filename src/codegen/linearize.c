@@ -13,6 +13,8 @@
 typedef struct lin_ctx {
   uop_map deps;      /* node -> range bit set (boxed) */
   uop_map emitted;
+  uop_map seen;      /* node -> hoist pass that visited it: a DAG is walked once per pass, not per path */
+  intptr_t pass;
   uop **ranges;      /* range id -> RANGE node */
   int nranges;
   uint64_t open;
@@ -64,12 +66,18 @@ static void mark(lin_ctx *c, uop *u) {
 
 static void emit(lin_ctx *c, uop *u);
 
+static void hoist_walk(lin_ctx *c, uop *u) {
+  if (c->fail || emitted(c, u) || (intptr_t)umap_get(&c->seen, u) == c->pass) return;
+  if (!umap_put(&c->seen, u, (void *)c->pass)) { c->fail = true; return; }
+  if ((deps(c, u) & ~c->open) == 0) { emit(c, u); return; }
+  if (u->op == OP_REDUCE) { hoist_walk(c, u->src[0]); return; }
+  for (int i = 0; i < u->nsrc; i++) hoist_walk(c, u->src[i]);
+}
+
 /* emits every node under u that only uses open loop variables */
 static void hoist(lin_ctx *c, uop *u) {
-  if (c->fail || emitted(c, u)) return;
-  if ((deps(c, u) & ~c->open) == 0) { emit(c, u); return; }
-  if (u->op == OP_REDUCE) { hoist(c, u->src[0]); return; }
-  for (int i = 0; i < u->nsrc; i++) hoist(c, u->src[i]);
+  c->pass++;
+  hoist_walk(c, u);
 }
 
 static void open_loop(lin_ctx *c, uop *r) {
@@ -157,6 +165,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
     if (c.deps.keys[i]) free(c.deps.vals[i]);
   umap_free(&c.deps);
   umap_free(&c.emitted);
+  umap_free(&c.seen);
   if (c.fail) {
     free(c.out);
     if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "linearize: out of memory");

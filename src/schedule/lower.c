@@ -109,7 +109,9 @@ static uop *lower_uncached(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   uop *src = n->nsrc ? n->src[0] : NULL;
   switch (n->op) {
     case OP_CONST: return n;
-    case OP_CONTIGUOUS: return lower(c, src, idx, valid);
+    case OP_CONTIGUOUS:
+    case OP_DETACH: return lower(c, src, idx, valid);
+    case OP_IOTA: return uop_cast(idx[0], (tg_dtype)n->dtype);
     case OP_RESHAPE: {
       uop *lin = linear_index(c, n->ndim, n->shape, idx);
       int64_t stride = 1;

@@ -96,7 +96,7 @@ tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data,
   return from_buffer(dt, ndim, shape, b);
 }
 
-/* arange is filled on the host: a creation op, like from_data (tinygrad builds it with a cumsum kernel) */
+/* start + i*step, computed in the kernel that uses it (nothing is stored) */
 tg_tensor *tg_arange(tg_dtype dt, double start, double stop, double step) {
   if ((unsigned)dt >= TG_DTYPE_COUNT || step == 0 || isnan(start) || isnan(stop) || isnan(step)) {
     tg_set_error(TG_ERR_ARG, "tg_arange: bad arguments (start %g, stop %g, step %g, dtype %d)", start, stop, step, (int)dt);
@@ -104,47 +104,19 @@ tg_tensor *tg_arange(tg_dtype dt, double start, double stop, double step) {
   }
   double cnt = ceil((stop - start) / step);
   if (cnt < 0) cnt = 0;
-  if (cnt > 1e12) {
+  if (cnt > 1e15) {
     tg_set_error(TG_ERR_ARG, "tg_arange: %g elements is too many", cnt);
     return NULL;
   }
   int64_t n = (int64_t)cnt;
-  size_t esz = tg_dtype_size(dt);
-  unsigned char *host = malloc(n ? (size_t)n * esz : 1);
-  if (!host) {
-    tg_set_error(TG_ERR_NOMEM, "tg_arange: out of memory for %lld elements", (long long)n);
-    return NULL;
-  }
-  for (int64_t i = 0; i < n; i++) {
-    double v = dtype_cast_value(dt, start + (double)i * step);
-    unsigned char *p = host + (size_t)i * esz;
-    switch (dt) {
-      case TG_BOOL: *(bool *)p = v != 0; break;
-      case TG_INT8: *(int8_t *)p = (int8_t)v; break;
-      case TG_INT16: *(int16_t *)p = (int16_t)v; break;
-      case TG_INT32: *(int32_t *)p = (int32_t)v; break;
-      case TG_INT64: *(int64_t *)p = (int64_t)v; break;
-      case TG_UINT8: *(uint8_t *)p = (uint8_t)v; break;
-      case TG_UINT16: *(uint16_t *)p = (uint16_t)v; break;
-      case TG_UINT32: *(uint32_t *)p = (uint32_t)v; break;
-      case TG_UINT64: *(uint64_t *)p = (uint64_t)v; break;
-      case TG_FLOAT32: *(float *)p = (float)v; break;
-      case TG_FLOAT64: *(double *)p = v; break;
-      case TG_FLOAT16: { uint16_t h = float_to_half((float)v); memcpy(p, &h, 2); break; }
-      case TG_BFLOAT16: {
-        float f = (float)v;
-        uint32_t bits;
-        memcpy(&bits, &f, 4);
-        uint16_t h = (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-        memcpy(p, &h, 2);
-        break;
-      }
-      default: break;
-    }
-  }
-  tg_tensor *t = tg_from_data(dt, 1, &n, host, (size_t)n * esz);
-  free(host);
-  return t;
+  tg_dtype it = n > INT32_MAX ? TG_INT64 : TG_INT32;
+  uop *i = mk_iota(dtype_is_float(dt) || dt == TG_BOOL ? it : dt, n);
+  if (dt == TG_BOOL) return tensor_new(mk_cast(mk_alu(OP_ADD, it, 2, (uop *[]){i, mk_const(it, start, 1, &n)}), dt));
+  if (dtype_is_float(dt)) i = mk_cast(i, dt);
+  uop *v = i;
+  if (step != 1) v = mk_alu(OP_MUL, dt, 2, (uop *[]){v, mk_const(dt, step, 1, &n)});
+  if (start != 0) v = mk_alu(OP_ADD, dt, 2, (uop *[]){v, mk_const(dt, start, 1, &n)});
+  return tensor_new(v);
 }
 
 /* eye from movement ops alone: ones (k, 1) padded to (k, k+1), flattened and cut to (k, k) puts the ones

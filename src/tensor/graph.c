@@ -20,8 +20,7 @@ static bool same_shape(const uop *x, int ndim, const int64_t *shape) {
 
 uop *mk_reshape(uop *x, int ndim, const int64_t *shape) {
   if (!x) return NULL;
-  if (same_shape(x, ndim, shape)) return x;
-  if (x->op == OP_RESHAPE) x = x->src[0];  /* a reshape of a reshape is one reshape */
+  /* a reshape of a reshape stays two nodes: the inner one may be a tensor that wants its gradient */
   if (same_shape(x, ndim, shape)) return x;
   return shaped(OP_RESHAPE, (tg_dtype)x->dtype, x, 0, ndim, shape, ndim, shape);
 }
@@ -135,4 +134,9 @@ uop *mk_buffer(tg_dtype dt, int64_t numel, void *buf) {
   uop *u = uop_new_shaped(OP_BUFFER, dt, 0, NULL, (uop_arg){.i = ++buffer_ids}, 1, shape, 1, shape);
   if (u) u->buf = buf;
   return u;
+}
+
+uop *mk_iota(tg_dtype dt, int64_t n) {
+  int64_t shape[1] = {n};
+  return uop_new_shaped(OP_IOTA, dt, 0, NULL, (uop_arg){0}, 1, shape, 1, shape);
 }

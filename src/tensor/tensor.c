@@ -41,7 +41,7 @@ static void scope_remove(scope *s, tg_tensor *t) {
     }
 }
 
-tg_tensor *tensor_new(uop *u) {
+static tg_tensor *tensor_alloc(uop *u, bool scoped) {
   if (!u) return NULL;
   tg_tensor *t = calloc(1, sizeof *t);
   if (!t) {
@@ -50,7 +50,7 @@ tg_tensor *tensor_new(uop *u) {
   }
   t->refcnt = 1;
   t->u = u;
-  if (nscopes) {
+  if (scoped && nscopes) {
     if (!scope_push(&scopes[nscopes - 1], t)) {
       free(t);
       tg_set_error(TG_ERR_NOMEM, "out of memory recording a tensor in its scope");
@@ -68,7 +68,11 @@ tg_tensor *tensor_new(uop *u) {
   return t;
 }
 
+tg_tensor *tensor_new(uop *u) { return tensor_alloc(u, true); }
+tg_tensor *tensor_new_unscoped(uop *u) { return tensor_alloc(u, false); }
+
 static void tensor_destroy(tg_tensor *t) {
+  tg_free(t->grad);
   if (t->prev) t->prev->next = t->next;
   else live = t->next;
   if (t->next) t->next->prev = t->prev;

@@ -13,11 +13,17 @@ struct tg_tensor {
   int refcnt;
   int scope;             /* depth of the scope that owns a reference, 0: the caller owns it */
   uop *u;                /* the lazy value; its shape and dtype are the tensor's */
+  bool requires_grad;
+  tg_tensor *grad;       /* owned reference, NULL if none */
   tg_tensor *prev, *next; /* every live tensor, the roots of the collector */
 };
 
 /* a new tensor on node u (NULL if u is NULL); owned as tg.h says */
 tg_tensor *tensor_new(uop *u);
+/* a new tensor owned by the caller alone, never by a scope (gradients, kept state) */
+tg_tensor *tensor_new_unscoped(uop *u);
+/* a new tensor owned by the caller alone, never by a scope (gradients, kept state) */
+tg_tensor *tensor_new_unscoped(uop *u);
 /* every live tensor, for the engine (realize replaces nodes of tensors that share a realized graph) */
 tg_tensor *tensor_live_first(void);
 
@@ -33,6 +39,7 @@ uop *mk_const(tg_dtype dt, double v, int ndim, const int64_t *shape);  /* broadc
 uop *mk_alu(uop_op op, tg_dtype dt, int nsrc, uop *const *src);  /* same shapes required */
 uop *mk_cast(uop *x, tg_dtype dt);
 uop *mk_buffer(tg_dtype dt, int64_t numel, void *buf);  /* a BUFFER node (1-d); buf may be NULL */
+uop *mk_iota(tg_dtype dt, int64_t n);                     /* 0, 1, ..., n-1 computed in the kernel */
 
 /* normalizes a possibly negative axis; -1 with an error naming op if out of range */
 int norm_axis(const char *op, int axis, int ndim);

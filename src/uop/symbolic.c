@@ -119,6 +119,11 @@ static void compute_range(uop *u) {
       break;
     default: break;
   }
+  {
+    int64_t dlo, dhi;  /* a range past the dtype's means the value wraps: know nothing then */
+    dtype_range((tg_dtype)u->dtype, &dlo, &dhi);
+    if (lo < dlo || hi > dhi) { lo = dlo; hi = dhi; }
+  }
 done:
   u->vmin = lo;
   u->vmax = hi;

@@ -25,6 +25,8 @@ typedef enum uop_op {
   OP_RESHAPE, OP_PERMUTE, OP_EXPAND, OP_PAD, OP_SHRINK, OP_FLIP,  /* aux: new shape/order/pairs/flags */
   OP_REDUCE_AXIS, /* arg.i: OP_ADD|OP_MUL|OP_MAX; aux: 1 for each reduced axis (kept as size 1) */
   OP_CONTIGUOUS,  /* forces its source into a buffer */
+  OP_DETACH,      /* its source's value; gradients stop here */
+  OP_IOTA,        /* 0, 1, 2, ... (1-d): the element index, computed in the kernel (arange, random counters) */
   /* kernel graph */
   OP_PARAM,       /* arg.i: kernel argument slot; aux[0]: element count */
   OP_RANGE,       /* src[0]: bound (CONST); arg.i: id; aux[0]: axis type */

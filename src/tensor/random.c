@@ -1,0 +1,159 @@
+/* random.c — random numbers computed inside kernels: Threefry-2x32 (20 rounds, Random123's constants)
+ * applied to a counter (each element's index plus a per-call offset) under a key made from the seed.
+ * The numbers depend only on the seed, the call order and the element index: the same on every run, for
+ * every thread count and every device. */
+#include <math.h>
+#include <stdint.h>
+
+#include "tensor/tensor.h"
+
+static uint64_t seed = 0x5eed;
+static uint64_t counter;  /* elements drawn since the seed was set */
+
+void tg_manual_seed(uint64_t s) {
+  seed = s;
+  counter = 0;
+}
+
+static uop *u32c(uop *like, uint64_t v) { return mk_const(TG_UINT32, (double)(uint32_t)v, like->ndim, like->shape); }
+static uop *add(uop *a, uop *b) { return mk_alu(OP_ADD, TG_UINT32, 2, (uop *[]){a, b}); }
+static uop *rotl(uop *x, int r) {
+  uop *l = mk_alu(OP_SHL, TG_UINT32, 2, (uop *[]){x, u32c(x, (uint64_t)r)});
+  uop *h = mk_alu(OP_SHR, TG_UINT32, 2, (uop *[]){x, u32c(x, (uint64_t)(32 - r))});
+  return mk_alu(OP_OR, TG_UINT32, 2, (uop *[]){l, h});
+}
+
+/* Threefry-2x32-20 of (x0, x1) under key (k0, k1); returns the first output word */
+static uop *threefry(uop *x0, uop *x1, uint32_t k0, uint32_t k1) {
+  static const int R[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  uint32_t ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
+  x0 = add(x0, u32c(x0, ks[0]));
+  x1 = add(x1, u32c(x1, ks[1]));
+  for (int i = 0; i < 20; i++) {
+    x0 = add(x0, x1);
+    x1 = rotl(x1, R[i % 8]);
+    x1 = mk_alu(OP_XOR, TG_UINT32, 2, (uop *[]){x1, x0});
+    if (i % 4 == 3) {
+      uint32_t s = (uint32_t)(i + 1) / 4;
+      x0 = add(x0, u32c(x0, ks[s % 3]));
+      x1 = add(x1, u32c(x1, ks[(s + 1) % 3] + s));
+    }
+  }
+  return x0;
+}
+
+/* n uniform floats in [0, 1) as float32, shape (n,) */
+static uop *uniform_bits(int64_t n) {
+  uint64_t base = counter;
+  counter += (uint64_t)n;
+  uop *idx = mk_iota(TG_UINT32, n);
+  uop *lo = add(idx, u32c(idx, base));
+  uop *hi = u32c(idx, base >> 32);
+  uop *bits = threefry(lo, hi, (uint32_t)seed, (uint32_t)(seed >> 32));
+  /* the top 24 bits as a float in [0, 1) */
+  uop *top = mk_alu(OP_SHR, TG_UINT32, 2, (uop *[]){bits, u32c(bits, 8)});
+  uop *f = mk_cast(top, TG_FLOAT32);
+  return mk_alu(OP_MUL, TG_FLOAT32, 2, (uop *[]){f, mk_const(TG_FLOAT32, 1.0 / 16777216.0, 1, &n)});
+}
+
+static bool check(const char *op, tg_dtype dt, int ndim, const int64_t *shape, int64_t *n) {
+  if ((unsigned)dt >= TG_DTYPE_COUNT || ndim < 0 || ndim > TG_MAX_DIMS || (ndim && !shape)) {
+    tg_set_error(TG_ERR_ARG, "%s: bad dtype or shape", op);
+    return false;
+  }
+  *n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0) {
+      char b[256];
+      tg_set_error(TG_ERR_ARG, "%s: negative size in shape %s", op, shape_str(b, sizeof b, ndim, shape));
+      return false;
+    }
+    *n *= shape[i];
+  }
+  return true;
+}
+
+static uop *scale_shift(uop *x, double mul, double add_) {
+  if (mul != 1) x = mk_alu(OP_MUL, (tg_dtype)x->dtype, 2, (uop *[]){x, mk_const((tg_dtype)x->dtype, mul, x->ndim, x->shape)});
+  if (add_ != 0) x = mk_alu(OP_ADD, (tg_dtype)x->dtype, 2, (uop *[]){x, mk_const((tg_dtype)x->dtype, add_, x->ndim, x->shape)});
+  return x;
+}
+
+tg_tensor *tg_uniform(tg_dtype dt, int ndim, const int64_t *shape, double low, double high) {
+  int64_t n;
+  if (!check("tg_uniform", dt, ndim, shape, &n)) return NULL;
+  uop *u = scale_shift(uniform_bits(n), high - low, low);
+  return tensor_new(mk_cast(mk_reshape(u, ndim, shape), dt));
+}
+
+tg_tensor *tg_rand(tg_dtype dt, int ndim, const int64_t *shape) {
+  int64_t n;
+  if (!check("tg_rand", dt, ndim, shape, &n)) return NULL;
+  return tensor_new(mk_cast(mk_reshape(uniform_bits(n), ndim, shape), dt));
+}
+
+/* Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2) */
+tg_tensor *tg_normal(tg_dtype dt, int ndim, const int64_t *shape, double mean, double std) {
+  int64_t n;
+  if (!check("tg_normal", dt, ndim, shape, &n)) return NULL;
+  uop *u1 = uniform_bits(n), *u2 = uniform_bits(n);
+  uop *one_minus = scale_shift(u1, -1, 1);
+  uop *lg = mk_alu(OP_LOG2, TG_FLOAT32, 1, &one_minus);
+  uop *r = scale_shift(lg, -2.0 * 0.69314718055994530942, 0);
+  r = mk_alu(OP_SQRT, TG_FLOAT32, 1, &r);
+  uop *ang = scale_shift(u2, -2 * M_PI, M_PI / 2);  /* cos(2 pi u) = sin(pi/2 - 2 pi u) */
+  uop *c = mk_alu(OP_SIN, TG_FLOAT32, 1, &ang);
+  uop *z = scale_shift(mk_alu(OP_MUL, TG_FLOAT32, 2, (uop *[]){r, c}), std, mean);
+  return tensor_new(mk_cast(mk_reshape(z, ndim, shape), dt));
+}
+
+tg_tensor *tg_randn(tg_dtype dt, int ndim, const int64_t *shape) { return tg_normal(dt, ndim, shape, 0, 1); }
+
+tg_tensor *tg_randint(int64_t low, int64_t high, int ndim, const int64_t *shape) {
+  int64_t n;
+  if (!check("tg_randint", TG_INT32, ndim, shape, &n)) return NULL;
+  if (high <= low) {
+    tg_set_error(TG_ERR_ARG, "tg_randint: empty range [%lld, %lld)", (long long)low, (long long)high);
+    return NULL;
+  }
+  uop *u = scale_shift(uniform_bits(n), (double)(high - low), 0);
+  uop *t = mk_alu(OP_TRUNC, TG_FLOAT32, 1, &u);
+  uop *i = scale_shift(mk_cast(t, TG_INT32), 1, (double)low);
+  return tensor_new(mk_reshape(i, ndim, shape));
+}
+
+static double fan_in(int ndim, const int64_t *shape) {
+  double f = ndim > 1 ? (double)shape[1] : 1;
+  for (int i = 2; i < ndim; i++) f *= (double)shape[i];
+  return f;
+}
+
+tg_tensor *tg_kaiming_uniform(tg_dtype dt, int ndim, const int64_t *shape, double a) {
+  if (ndim < 1 || !shape) {
+    tg_set_error(TG_ERR_ARG, "tg_kaiming_uniform: needs at least one dimension");
+    return NULL;
+  }
+  double bound = sqrt(2.0 / (1 + a * a)) * sqrt(3.0 / fan_in(ndim, shape));
+  return tg_uniform(dt, ndim, shape, -bound, bound);
+}
+
+tg_tensor *tg_kaiming_normal(tg_dtype dt, int ndim, const int64_t *shape, double a) {
+  if (ndim < 1 || !shape) {
+    tg_set_error(TG_ERR_ARG, "tg_kaiming_normal: needs at least one dimension");
+    return NULL;
+  }
+  double std = sqrt(2.0 / (1 + a * a)) / sqrt(fan_in(ndim, shape));
+  return tg_normal(dt, ndim, shape, 0, std);
+}
+
+/* tinygrad's: bound sqrt(6 / (shape[0] + prod(shape[1:]))) */
+tg_tensor *tg_glorot_uniform(tg_dtype dt, int ndim, const int64_t *shape) {
+  if (ndim < 1 || !shape) {
+    tg_set_error(TG_ERR_ARG, "tg_glorot_uniform: needs at least one dimension");
+    return NULL;
+  }
+  double rest = 1;
+  for (int i = 1; i < ndim; i++) rest *= (double)shape[i];
+  double bound = sqrt(6.0 / ((double)shape[0] + rest));
+  return tg_uniform(dt, ndim, shape, -bound, bound);
+}
