@@ -480,3 +480,51 @@ NN_TEST(test_nn_ops_errors_name_op_and_propagate_null) {
         "an op given NULL returned a tensor");
   CHECK(tg_error()[0] == 0, "an op given NULL set an error: %s", tg_error());
 }
+
+/* ---- views and handles ------------------------------------------------------------------------------ */
+
+/* the ops see through views: a transposed, a lazily computed and a batch-free input give the same values */
+NN_TEST(test_nn_ops_on_views_and_lazy_inputs) {
+  const fx_rec *xr = fx_get(f, "conv2d/0/x"), *p = fx_get(f, "conv2d/0/p");
+  tg_tensor *x = fx_tensor(xr), *w = fx_tensor(fx_get(f, "conv2d/0/w")), *b = fx_tensor(fx_get(f, "conv2d/0/b"));
+  tg_tensor *xt = tg_transpose(tg_contiguous(tg_transpose(x, 2, 3)), 2, 3);  /* same values, strided view */
+  CHECK_FX("conv2d of a transposed view", tg_conv2d(xt, w, b, conv_opts(p)), fx_get(f, "conv2d/0/y"));
+  CHECK_FX("conv2d of a lazy input", tg_conv2d(tg_add_scalar(tg_mul_scalar(x, 2), 0), tg_mul_scalar(w, 0.5), b, conv_opts(p)),
+           fx_get(f, "conv2d/0/y"));
+  /* pool case 1 (max, 3x3 stride 2 pad 1) on (N*C, H, W): leading axes are free */
+  const fx_rec *pr = fx_get(f, "pool/1/x"), *py = fx_get(f, "pool/1/y");
+  tg_tensor *x3 = tg_reshape(fx_tensor(pr), 3, (int64_t[]){pr->shape[0] * pr->shape[1], pr->shape[2], pr->shape[3]});
+  tg_tensor *y3 = tg_max_pool2d(x3, (tg_pool_opts){.kernel = {3}, .stride = {2}, .padding = {1}});
+  CHECK_T(y3);
+  CHECK_FX("max_pool2d of (N*C, H, W)", tg_reshape(y3, 4, py->shape), py);
+}
+
+/* an op leaves exactly its result behind: freeing it frees every node it built */
+NN_TEST(test_nn_ops_free_their_intermediates) {
+  tg_tensor *x = fx_tensor(fx_get(f, "conv2d/0/x")), *w = fx_tensor(fx_get(f, "conv2d/0/w"));
+  tg_tensor *lg = fx_tensor(fx_get(f, "sce/4/x")), *lab = fx_tensor(fx_get(f, "sce/4/t"));
+  CHECK_T(x);
+  CHECK_T(w);
+  CHECK_T(lg);
+  tg_tensor *bad_w = tg_zeros(TG_FLOAT32, 4, (int64_t[]){2, 7, 3, 3}), *wt = tg_transpose(w, 0, 1);
+  CHECK_T(lab);
+  CHECK_T(bad_w);
+  tg_collect();
+  uint64_t before = tg_get_stats().uops_live;
+  for (int i = 0; i < 3; i++) {
+    tg_tensor *ys[] = {
+        tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = {1}}), tg_conv_transpose2d(x, wt, NULL, (tg_conv_opts){.stride = {2}}),
+        tg_avg_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {2}, .padding = {1}, .ceil_mode = true}), tg_group_norm(x, 3, NULL, NULL, 1e-5),
+        tg_sparse_categorical_crossentropy(lg, lab, (tg_loss_opts){.label_smoothing = 0.1}), tg_cumsum(x, 3),
+        tg_interpolate(x, 2, (int64_t[]){9, 4}, TG_INTERP_LINEAR), tg_scaled_dot_product_attention(x, x, x, NULL, true),
+        tg_conv2d(x, bad_w, NULL, (tg_conv_opts){0}) /* an error */};
+    for (size_t k = 0; k < sizeof ys / sizeof ys[0]; k++) {
+      CHECK(k == sizeof ys / sizeof ys[0] - 1 ? !ys[k] : ys[k] != NULL, "op %zu: %s", k, tg_error());
+      tg_free(ys[k]);
+    }
+  }
+  tg_collect();
+  uint64_t after = tg_get_stats().uops_live;
+  CHECK(after <= before, "%llu IR nodes before, %llu after the ops' results were freed", (unsigned long long)before,
+        (unsigned long long)after);
+}
