@@ -528,3 +528,31 @@ NN_TEST(test_nn_ops_free_their_intermediates) {
   CHECK(after <= before, "%llu IR nodes before, %llu after the ops' results were freed", (unsigned long long)before,
         (unsigned long long)after);
 }
+
+/* fusion guards: the kernels each composite op takes today (at most; fewer is better). Each input is a
+ * realized buffer, so only the op's own kernels count. */
+NN_TEST(test_nn_ops_kernel_counts) {
+  tg_tensor *x = fx_tensor(fx_get(f, "conv2d/0/x")), *w = fx_tensor(fx_get(f, "conv2d/0/w")), *b = fx_tensor(fx_get(f, "conv2d/0/b"));
+  tg_tensor *lg = fx_tensor(fx_get(f, "sce/0/x")), *lab = fx_tensor(fx_get(f, "sce/0/t"));
+  tg_tensor *big = tg_contiguous(tg_ones(TG_FLOAT32, 2, (int64_t[]){2, 1500}));
+  CHECK(tg_realize(big) == TG_OK, "%s", tg_error());
+  struct { const char *name; tg_tensor *t; uint64_t most; } cases[] = {
+      {"conv2d + bias + relu", tg_relu(tg_conv2d(x, w, b, (tg_conv_opts){.padding = {1}})), 1},
+      {"conv_transpose2d stride 2", tg_conv_transpose2d(x, tg_transpose(w, 0, 1), NULL, (tg_conv_opts){.stride = {2}}), 1},
+      {"max_pool2d 3x3 stride 2", tg_max_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {2}, .padding = {1}}), 1},
+      {"avg_pool2d ceil, count_exclude_pad", tg_avg_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {2}, .ceil_mode = true, .count_exclude_pad = true}), 1},
+      {"layernorm", tg_layernorm(x, 2, 1e-5), 3},
+      {"rmsnorm", tg_rmsnorm(x, 1, 1e-5), 2},
+      {"sparse_categorical_crossentropy", tg_sparse_categorical_crossentropy(lg, lab, (tg_loss_opts){.label_smoothing = 0.1}), 3},
+      {"embedding", tg_embedding(tg_reshape(w, 2, (int64_t[]){4, 27}), lab), 1},
+      {"cumsum of 7", tg_cumsum(x, 3), 1},
+      {"cumsum of 1500 (two stages)", tg_cumsum(big, 1), 3},
+      {"triu", tg_triu(x, 1), 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (!cases[i].t) { CHECK(0, "%s: %s", cases[i].name, tg_error()); continue; }
+    CHECK(tg_realize(cases[i].t) == TG_OK, "%s: %s", cases[i].name, tg_error());
+    CHECK(tg_kernel_count_last() <= cases[i].most, "%s ran %llu kernels, expected at most %llu", cases[i].name,
+          (unsigned long long)tg_kernel_count_last(), (unsigned long long)cases[i].most);
+  }
+}
