@@ -1,0 +1,244 @@
+/* conv.c — convolution, transposed convolution and pooling as tinygrad builds them: pad, cut the input
+ * into windows with movement ops alone (pool_windows: repeat, shrink, reshape, permute), then one
+ * broadcasted multiply and one reduce. No im2col buffer exists: the windows are index arithmetic inside
+ * the one kernel that does the multiply-and-sum, and an elementwise epilogue (bias, relu) fuses into it. */
+#include <stdio.h>
+
+#include "tensor/compose.h"
+
+#define SB 256
+
+/* x (N, Cin, *S), w (Cout, Cin/g, *K): pads[2*j], pads[2*j+1] before/after spatial axis j (negative shrinks) */
+static tg_tensor *conv_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor *bias, int64_t g, int nd,
+                            const int64_t *stride, const int64_t *dil, const int64_t *pads) {
+  int64_t n = TSHAPE(x)[0], cin = TSHAPE(w)[1], cout = TSHAPE(w)[0], rcout = cout / g;
+  const int64_t *k = TSHAPE(w) + 2;
+  int64_t p[2 * TG_MAX_DIMS] = {0};
+  for (int j = 0; j < 2 * nd; j++) p[4 + j] = pads[j];
+  x = pad_const(s, x, p, 0);
+  x = pool_windows(s, x, nd, k, stride, dil);  /* (N, Cin, *O, *K) */
+  if (!x) return NULL;
+  const int64_t *o = TSHAPE(x) + 2;
+  /* (N, g, cin, 1, *O, *K) -> expand rcout -> (N, g, rcout, *O, cin, *K) */
+  int64_t sh[TG_MAX_DIMS];
+  int perm[TG_MAX_DIMS], r = 0;
+  sh[0] = n; sh[1] = g; sh[2] = cin; sh[3] = 1;
+  for (int j = 0; j < nd; j++) { sh[4 + j] = o[j]; sh[4 + nd + j] = k[j]; }
+  x = tmp(s, tg_reshape(x, 4 + 2 * nd, sh));
+  sh[3] = rcout;
+  x = tmp(s, tg_expand(x, 4 + 2 * nd, sh));
+  perm[r++] = 0; perm[r++] = 1; perm[r++] = 3;
+  for (int j = 0; j < nd; j++) perm[r++] = 4 + j;
+  perm[r++] = 2;
+  for (int j = 0; j < nd; j++) perm[r++] = 4 + nd + j;
+  x = tmp(s, tg_permute(x, r, perm));
+  /* w as (1, g, rcout, 1 x nd, cin, *K) */
+  sh[0] = 1; sh[1] = g; sh[2] = rcout;
+  for (int j = 0; j < nd; j++) { sh[3 + j] = 1; sh[4 + nd + j] = k[j]; }
+  sh[3 + nd] = cin;
+  tg_tensor *wr = tmp(s, tg_reshape(w, 4 + 2 * nd, sh));
+  int axes[1 + TG_CONV_DIMS];
+  for (int j = 0; j <= nd; j++) axes[j] = -1 - j;
+  tg_tensor *y = tmp(s, tg_sum(tmp(s, tg_mul(x, wr)), nd + 1, axes, false));  /* (N, g, rcout, *O) */
+  sh[0] = n; sh[1] = cout;
+  for (int j = 0; j < nd; j++) sh[2 + j] = o[j];
+  y = tmp(s, tg_reshape(y, 2 + nd, sh));
+  if (!bias) return y;
+  for (int j = 0; j < nd; j++) sh[2 + j] = 1;
+  sh[0] = 1;
+  return tmp(s, tg_add(y, tmp(s, tg_reshape(bias, 2 + nd, sh))));
+}
+
+/* shared argument checks; fills nd, g and the per-dimension options */
+static bool conv_args(const char *op, tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o, bool transposed,
+                      int *nd, int64_t *g, int64_t *stride, int64_t *dil, int64_t *pad, int64_t *opad) {
+  char a[SB], b[SB];
+  int xn = TNDIM(x);
+  if (xn < 3 || xn > 2 + TG_CONV_DIMS || TNDIM(w) != xn) {
+    tg_set_error(TG_ERR_ARG, "%s: input %s and weight %s: need (N, C, *spatial) with 1 to %d spatial dims and a weight of the same rank",
+                 op, shape_str(a, sizeof a, xn, TSHAPE(x)), shape_str(b, sizeof b, TNDIM(w), TSHAPE(w)), TG_CONV_DIMS);
+    return false;
+  }
+  *nd = xn - 2;
+  *g = o.groups ? o.groups : 1;
+  if (*g < 1 || !resolve_dims(o.stride, *nd, 1, stride) || !resolve_dims(o.dilation, *nd, 1, dil) ||
+      !resolve_dims(o.padding, *nd, 0, pad) || !resolve_dims(o.output_padding, *nd, 0, opad)) {
+    tg_set_error(TG_ERR_ARG, "%s: groups, strides, dilations and paddings must not be negative", op);
+    return false;
+  }
+  int64_t cin = TSHAPE(x)[1];
+  bool ok = cin % *g == 0;
+  if (transposed) ok = ok && TSHAPE(w)[0] == cin;
+  else ok = ok && TSHAPE(w)[1] * *g == cin && TSHAPE(w)[0] % *g == 0;
+  if (!ok) {
+    tg_set_error(TG_ERR_ARG, "%s: input %s does not match weight %s with %lld groups", op,
+                 shape_str(a, sizeof a, xn, TSHAPE(x)), shape_str(b, sizeof b, xn, TSHAPE(w)), (long long)*g);
+    return false;
+  }
+  int64_t cout = transposed ? TSHAPE(w)[1] * *g : TSHAPE(w)[0];
+  if (bias && tg_numel(bias) != cout) {
+    tg_set_error(TG_ERR_ARG, "%s: bias %s for %lld output channels", op, shape_str(a, sizeof a, TNDIM(bias), TSHAPE(bias)),
+                 (long long)cout);
+    return false;
+  }
+  for (int j = 0; j < *nd; j++) {
+    int64_t i = TSHAPE(x)[2 + j], k = TSHAPE(w)[2 + j], out;
+    if (transposed) {
+      if (opad[j] >= stride[j] && opad[j] >= dil[j]) {
+        tg_set_error(TG_ERR_ARG, "%s: output_padding %lld must be smaller than stride %lld or dilation %lld", op,
+                     (long long)opad[j], (long long)stride[j], (long long)dil[j]);
+        return false;
+      }
+      out = (i - 1) * stride[j] - 2 * pad[j] + dil[j] * (k - 1) + opad[j] + 1;
+    } else {
+      out = i + 2 * pad[j] - dil[j] * (k - 1) - 1;  /* one less than the output size */
+      out = out < 0 ? 0 : out / stride[j] + 1;
+    }
+    if (k < 1 || i < 1 || out < 1) {
+      tg_set_error(TG_ERR_ARG, "%s: input %s, weight %s: spatial dim %d gives no output (padding %lld, dilation %lld)", op,
+                   shape_str(a, sizeof a, xn, TSHAPE(x)), shape_str(b, sizeof b, xn, TSHAPE(w)), j, (long long)pad[j],
+                   (long long)dil[j]);
+      return false;
+    }
+  }
+  return true;
+}
+
+tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o) {
+  if (!x || !w) return NULL;
+  int nd;
+  int64_t g, st[TG_CONV_DIMS], dl[TG_CONV_DIMS], pd[TG_CONV_DIMS], op[TG_CONV_DIMS], pads[2 * TG_CONV_DIMS];
+  if (!conv_args("tg_conv2d", x, w, bias, o, false, &nd, &g, st, dl, pd, op)) return NULL;
+  for (int j = 0; j < nd; j++) pads[2 * j] = pads[2 * j + 1] = pd[j];
+  tmps s = TMPS("tg_conv2d");
+  return tmps_end(&s, conv_core(&s, x, w, bias, g, nd, st, dl, pads));
+}
+
+/* tinygrad's: a stride-1 convolution of the zero-stuffed input with the flipped, group-transposed weight */
+tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o) {
+  if (!x || !w) return NULL;
+  int nd;
+  int64_t g, st[TG_CONV_DIMS], dl[TG_CONV_DIMS], pd[TG_CONV_DIMS], op[TG_CONV_DIMS];
+  if (!conv_args("tg_conv_transpose2d", x, w, bias, o, true, &nd, &g, st, dl, pd, op)) return NULL;
+  tmps s = TMPS("tg_conv_transpose2d");
+  int xn = 2 + nd;
+  int64_t cin = TSHAPE(w)[0], rcout = TSHAPE(w)[1], sh[TG_MAX_DIMS], b[2 * TG_MAX_DIMS];
+  const int64_t *k = TSHAPE(w) + 2;
+  /* w (Cin, Cout/g, *K) -> (g, Cin/g, Cout/g, *K) -> (g, Cout/g, Cin/g, *K) flipped -> (Cout, Cin/g, *K) */
+  sh[0] = g; sh[1] = cin / g; sh[2] = rcout;
+  for (int j = 0; j < nd; j++) sh[3 + j] = k[j];
+  tg_tensor *wt = tmp(&s, tg_transpose(tmp(&s, tg_reshape(w, 3 + nd, sh)), 1, 2));
+  int flip[TG_CONV_DIMS];
+  for (int j = 0; j < nd; j++) flip[j] = 3 + j;
+  wt = tmp(&s, tg_flip(wt, nd, flip));
+  sh[0] = g * rcout; sh[1] = cin / g;
+  for (int j = 0; j < nd; j++) sh[2 + j] = k[j];
+  wt = tmp(&s, tg_reshape(wt, xn, sh));
+  bool strided = false;
+  for (int j = 0; j < nd; j++) strided |= st[j] > 1;
+  if (strided) {  /* (i) -> (i, 1) -> pad -> (i, s) -> (i*s) -> first i*s - (s-1): s-1 zeros between inputs */
+    int64_t p[2 * TG_MAX_DIMS] = {0};
+    sh[0] = TSHAPE(x)[0]; sh[1] = TSHAPE(x)[1];
+    for (int j = 0; j < nd; j++) { sh[2 + 2 * j] = TSHAPE(x)[2 + j]; sh[3 + 2 * j] = 1; p[2 * (3 + 2 * j) + 1] = st[j] - 1; }
+    x = tmp(&s, tg_reshape(x, 2 + 2 * nd, sh));
+    x = tmp(&s, tg_pad(x, 2 + 2 * nd, p, 0));
+    if (!x) return tmps_end(&s, NULL);
+    for (int j = 0; j < nd; j++) sh[2 + j] = TSHAPE(x)[2 + 2 * j] * st[j];
+    x = tmp(&s, tg_reshape(x, xn, sh));
+    for (int j = 0; j < xn; j++) { b[2 * j] = 0; b[2 * j + 1] = j < 2 ? sh[j] : sh[j] - (st[j - 2] - 1); }
+    x = tmp(&s, tg_shrink(x, xn, b));
+  }
+  int64_t one[TG_CONV_DIMS], pads[2 * TG_CONV_DIMS];
+  for (int j = 0; j < nd; j++) {
+    one[j] = 1;
+    pads[2 * j] = (k[j] - 1) * dl[j] - pd[j];
+    pads[2 * j + 1] = (k[j] - 1) * dl[j] - pd[j] + op[j];
+  }
+  if (!x || !wt) return tmps_end(&s, NULL);
+  return tmps_end(&s, conv_core(&s, x, wt, bias, g, nd, one, dl, pads));
+}
+
+/* ---- pooling ------------------------------------------------------------------------------------------ */
+
+typedef struct pool_args { int nd; int64_t k[TG_CONV_DIMS], st[TG_CONV_DIMS], dl[TG_CONV_DIMS], pads[2 * TG_CONV_DIMS], reg[2 * TG_CONV_DIMS]; } pool_args;
+
+/* resolves the options; pads are the padding after tinygrad's _apply_ceil_mode, reg the plain padding */
+static bool pool_setup(const char *op, tg_tensor *x, tg_pool_opts o, pool_args *a) {
+  char b[SB];
+  a->nd = o.ndims ? o.ndims : 2;
+  int64_t pd[TG_CONV_DIMS];
+  if (a->nd < 1 || a->nd > TG_CONV_DIMS || TNDIM(x) < a->nd) {
+    tg_set_error(TG_ERR_ARG, "%s: %d pooled dims for an input of shape %s", op, a->nd, shape_str(b, sizeof b, TNDIM(x), TSHAPE(x)));
+    return false;
+  }
+  bool ok = resolve_dims(o.kernel, a->nd, 0, a->k) && resolve_dims(o.stride, a->nd, 0, a->st) &&
+            resolve_dims(o.dilation, a->nd, 1, a->dl) && resolve_dims(o.padding, a->nd, 0, pd);
+  for (int j = 0; ok && j < a->nd; j++) {
+    ok = a->k[j] > 0;
+    if (!a->st[j]) a->st[j] = a->k[j];
+  }
+  if (!ok) {
+    tg_set_error(TG_ERR_ARG, "%s: kernel sizes must be given and positive; strides, dilations, paddings not negative", op);
+    return false;
+  }
+  int lead = TNDIM(x) - a->nd;
+  for (int j = 0; j < a->nd; j++) {
+    int64_t i = TSHAPE(x)[lead + j], k = a->k[j], s = a->st[j], d = a->dl[j], pb = pd[j], pa = pd[j];
+    a->reg[2 * j] = a->pads[2 * j] = pb;
+    a->reg[2 * j + 1] = a->pads[2 * j + 1] = pa;
+    if (i + pb + pa < d * (k - 1) + 1) {
+      tg_set_error(TG_ERR_ARG, "%s: window %lld (dilation %lld) is larger than the padded input %lld of shape %s", op,
+                   (long long)k, (long long)d, (long long)(i + pb + pa), shape_str(b, sizeof b, TNDIM(x), TSHAPE(x)));
+      return false;
+    }
+    if (o.ceil_mode) {  /* https://arxiv.org/pdf/1603.07285 section 5.1, relationship 15, as tinygrad */
+      int64_t out = ceildiv(i + pb + pa - (d * (k - 1) + 1), s) + 1;
+      int64_t past = s * (out - 1) - (pb + i - 1);
+      a->pads[2 * j + 1] = pa + s * (out - 1) + (d * (k - 1) + 1) - (i + pb + pa) - (past > 0 ? past : 0);
+    }
+  }
+  return true;
+}
+
+/* the windows (..., *O, *K) of x padded with value */
+static tg_tensor *pool_of(tmps *s, tg_tensor *x, const pool_args *a, const int64_t *pads, double value) {
+  int64_t p[2 * TG_MAX_DIMS] = {0};
+  int lead = TNDIM(x) - a->nd;
+  for (int j = 0; j < 2 * a->nd; j++) p[2 * lead + j] = pads[j];
+  return pool_windows(s, pad_const(s, x, p, value), a->nd, a->k, a->st, a->dl);
+}
+
+tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts o) {
+  if (!x) return NULL;
+  pool_args a;
+  if (!pool_setup("tg_max_pool2d", x, o, &a)) return NULL;
+  tmps s = TMPS("tg_max_pool2d");
+  int axes[TG_CONV_DIMS];
+  for (int j = 0; j < a.nd; j++) axes[j] = -1 - j;
+  tg_tensor *w = pool_of(&s, x, &a, a.pads, dtype_min(TDT(x)));
+  return tmps_end(&s, tmp(&s, tg_max(w, a.nd, axes, false)));
+}
+
+tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts o) {
+  if (!x) return NULL;
+  pool_args a;
+  if (!pool_setup("tg_avg_pool2d", x, o, &a)) return NULL;
+  tmps s = TMPS("tg_avg_pool2d");
+  int axes[TG_CONV_DIMS];
+  for (int j = 0; j < a.nd; j++) axes[j] = -1 - j;
+  tg_tensor *sum = tmp(&s, tg_sum(pool_of(&s, x, &a, a.pads, 0), a.nd, axes, false)), *count;
+  if (o.count_exclude_pad) {
+    count = tmp(&s, tg_sum(pool_of(&s, tmp(&s, tg_ones_like(x)), &a, a.pads, 0), a.nd, axes, false));
+  } else if (!o.ceil_mode) {
+    return tmps_end(&s, tmp(&s, tg_mean(pool_of(&s, x, &a, a.pads, 0), a.nd, axes, false)));
+  } else {  /* the regular padding counts, the extra padding of ceil_mode does not */
+    int64_t sh[TG_MAX_DIMS], extra[2 * TG_CONV_DIMS];
+    int lead = TNDIM(x) - a.nd;
+    for (int i = 0; i < TNDIM(x); i++) sh[i] = TSHAPE(x)[i];
+    for (int j = 0; j < a.nd; j++) sh[lead + j] += a.reg[2 * j] + a.reg[2 * j + 1];
+    for (int j = 0; j < 2 * a.nd; j++) extra[j] = a.pads[j] - a.reg[j];
+    tg_tensor *ones = tmp(&s, tg_ones(TDT(x), TNDIM(x), sh));
+    count = tmp(&s, tg_sum(pool_of(&s, ones, &a, extra, 0), a.nd, axes, false));
+  }
+  return tmps_end(&s, tmp(&s, tg_div(sum, count)));
+}

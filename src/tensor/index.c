@@ -1,0 +1,273 @@
+/* index.c — ops that pick elements by integer indices, written as tinygrad writes them: the index is
+ * compared with an arange (a one-hot mask), the mask selects with where, and a sum over the indexed axis
+ * collapses it. No gather primitive exists; the selection fuses with what comes before and after it.
+ * Also cumsum (tinygrad's pad + pool trick: one reduce), triu/tril and interpolate (gathers on each axis). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tensor/compose.h"
+
+#define SB 256
+
+static bool check_int(const char *op, const char *what, tg_tensor *t) {
+  if (!dtype_is_int(TDT(t))) {
+    tg_set_error(TG_ERR_ARG, "%s: %s must be an integer tensor, got %s", op, what, tg_dtype_name(TDT(t)));
+    return false;
+  }
+  return true;
+}
+
+tg_tensor *tg_one_hot(tg_tensor *labels, int64_t num_classes) {
+  if (!labels || !check_int("tg_one_hot", "labels", labels)) return NULL;
+  if (num_classes < 0 || num_classes > INT32_MAX || TNDIM(labels) + 1 > TG_MAX_DIMS) {
+    tg_set_error(TG_ERR_ARG, "tg_one_hot: %lld classes for labels of %d dimensions", (long long)num_classes, TNDIM(labels));
+    return NULL;
+  }
+  tmps s = TMPS("tg_one_hot");
+  return tmps_end(&s, tmp(&s, tg_cast(one_hot_mask(&s, labels, num_classes), TG_INT32)));
+}
+
+/* tinygrad's gather: out[..., i, ...] = x[..., index[..., i, ...], ...] along axis; index has x's rank and
+ * is no larger than x outside axis */
+tg_tensor *tg_gather(tg_tensor *x, int axis, tg_tensor *index) {
+  if (!x || !index || !check_int("tg_gather", "index", index)) return NULL;
+  char a[SB], b[SB];
+  int nd = TNDIM(x);
+  bool ok = TNDIM(index) == nd && nd + 1 <= TG_MAX_DIMS;
+  int ax = ok ? norm_axis("tg_gather", axis, nd) : 0;
+  if (ax < 0) return NULL;
+  for (int d = 0; ok && d < nd; d++) ok = d == ax || TSHAPE(index)[d] <= TSHAPE(x)[d];
+  if (!ok || nd == 0) {
+    tg_set_error(TG_ERR_ARG, "tg_gather: index %s does not fit x %s along axis %d (same rank, no larger outside the axis)",
+                 shape_str(a, sizeof a, TNDIM(index), TSHAPE(index)), shape_str(b, sizeof b, nd, TSHAPE(x)), axis);
+    return NULL;
+  }
+  tmps s = TMPS("tg_gather");
+  int64_t bnd[2 * TG_MAX_DIMS];
+  for (int d = 0; d < nd; d++) { bnd[2 * d] = 0; bnd[2 * d + 1] = d == ax ? TSHAPE(x)[d] : TSHAPE(index)[d]; }
+  /* x as (..., 1 at axis, ..., S): each output position sees the whole indexed axis last */
+  tg_tensor *xs = tmp(&s, tg_transpose(tmp(&s, tg_unsqueeze(tmp(&s, tg_shrink(x, nd, bnd)), -1)), -1, ax));
+  tg_tensor *m = one_hot_mask(&s, index, TSHAPE(x)[ax]);
+  tg_tensor *sel = tmp(&s, tg_where(m, xs, tmp(&s, tg_scalar(TDT(x), 0))));
+  return tmps_end(&s, tmp(&s, tg_cast(tmp(&s, tg_sum(sel, 1, (int[]){-1}, false)), TDT(x))));
+}
+
+/* x (A..., S, B...) and index (I...) -> (A..., I..., B...); wrap: negative indices count from the end */
+static tg_tensor *select_axis(tmps *s, tg_tensor *x, int ax, tg_tensor *index, bool wrap) {
+  int na = ax, nb = TNDIM(x) - ax - 1, ni = TNDIM(index);
+  int64_t n = TSHAPE(x)[ax], sh[TG_MAX_DIMS];
+  if (wrap) {
+    tg_tensor *neg = tmp(s, tg_lt(index, tmp(s, tg_scalar(TDT(index), 0))));
+    index = tmp(s, tg_where(neg, tmp(s, tg_add_scalar(index, (double)n)), index));
+  }
+  /* mask (1 x na, I..., S, 1 x nb) */
+  tg_tensor *m = one_hot_mask(s, index, n);
+  int k = 0;
+  for (int i = 0; i < na; i++) sh[k++] = 1;
+  for (int i = 0; i < ni; i++) sh[k++] = TSHAPE(index)[i];
+  sh[k++] = n;
+  for (int i = 0; i < nb; i++) sh[k++] = 1;
+  m = tmp(s, tg_reshape(m, k, sh));
+  /* x (A..., 1 x ni, S, B...) */
+  k = 0;
+  for (int i = 0; i < na; i++) sh[k++] = TSHAPE(x)[i];
+  for (int i = 0; i < ni; i++) sh[k++] = 1;
+  for (int i = 0; i <= nb; i++) sh[k++] = TSHAPE(x)[ax + i];
+  tg_tensor *xr = tmp(s, tg_reshape(x, k, sh));
+  tg_tensor *sel = tmp(s, tg_where(m, xr, tmp(s, tg_scalar(TDT(x), 0))));
+  return tmp(s, tg_cast(tmp(s, tg_sum(sel, 1, (int[]){na + ni}, false)), TDT(x)));
+}
+
+static bool check_select(const char *op, tg_tensor *x, int ax, tg_tensor *index) {
+  if (!check_int(op, "index", index)) return false;
+  if (TNDIM(x) + TNDIM(index) > TG_MAX_DIMS) {
+    char a[SB], b[SB];
+    tg_set_error(TG_ERR_ARG, "%s: x %s and index %s make more than %d dimensions", op, shape_str(a, sizeof a, TNDIM(x), TSHAPE(x)),
+                 shape_str(b, sizeof b, TNDIM(index), TSHAPE(index)), TG_MAX_DIMS);
+    return false;
+  }
+  return ax >= 0;
+}
+
+tg_tensor *tg_index_select(tg_tensor *x, int axis, tg_tensor *index) {
+  if (!x || !index) return NULL;
+  if (TNDIM(x) == 0) {
+    tg_set_error(TG_ERR_ARG, "tg_index_select: cannot index a 0-d tensor");
+    return NULL;
+  }
+  int ax = norm_axis("tg_index_select", axis, TNDIM(x));
+  if (!check_select("tg_index_select", x, ax, index)) return NULL;
+  tmps s = TMPS("tg_index_select");
+  return tmps_end(&s, select_axis(&s, x, ax, index, true));
+}
+
+/* tinygrad's _embedding_fwd: (arange(V) == index[..., None])[..., None].where(weight, 0).sum(-2) */
+tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *index) {
+  if (!weight || !index) return NULL;
+  if (TNDIM(weight) != 2) {
+    char a[SB];
+    tg_set_error(TG_ERR_ARG, "tg_embedding: weight %s must be (vocabulary, dim)", shape_str(a, sizeof a, TNDIM(weight), TSHAPE(weight)));
+    return NULL;
+  }
+  if (!check_select("tg_embedding", weight, 0, index)) return NULL;
+  tmps s = TMPS("tg_embedding");
+  return tmps_end(&s, select_axis(&s, weight, 0, index, false));
+}
+
+/* ---- cumsum ------------------------------------------------------------------------------------------- */
+
+/* the running sum along the last axis (n > 0): pad n-1 zeros in front, take the n windows of n, sum each */
+static tg_tensor *cumsum_last(tmps *s, tg_tensor *x) {
+  int nd = TNDIM(x);
+  int64_t n = TSHAPE(x)[nd - 1], p[2 * TG_MAX_DIMS] = {0}, one = 1;
+  p[2 * (nd - 1)] = n - 1;
+  tg_tensor *w = pool_windows(s, pad_const(s, x, p, 0), 1, &n, &one, &one);
+  return tmp(s, tg_sum(w, 1, (int[]){-1}, false));
+}
+
+#define CUMSUM_SPLIT 256
+
+tg_tensor *tg_cumsum(tg_tensor *x, int axis) {
+  if (!x) return NULL;
+  if (TNDIM(x) == 0 || tg_numel(x) == 0) {
+    if (TNDIM(x) && norm_axis("tg_cumsum", axis, TNDIM(x)) < 0) return NULL;
+    tg_dtype dt = dtype_is_float(TDT(x)) ? TDT(x) : sum_acc_dtype(TDT(x));
+    return tg_cast(x, dt);
+  }
+  int ax = norm_axis("tg_cumsum", axis, TNDIM(x));
+  if (ax < 0) return NULL;
+  if (TNDIM(x) + 2 > TG_MAX_DIMS) {
+    tg_set_error(TG_ERR_ARG, "tg_cumsum: a tensor of %d dimensions needs more than %d for its windows", TNDIM(x), TG_MAX_DIMS);
+    return NULL;
+  }
+  tmps s = TMPS("tg_cumsum");
+  int nd = TNDIM(x);
+  int64_t n = TSHAPE(x)[ax];
+  tg_tensor *t = tmp(&s, tg_transpose(x, ax, -1)), *y;
+  if (n <= 2 * CUMSUM_SPLIT) {
+    y = cumsum_last(&s, t);
+  } else {
+    /* tinygrad's two stages: running sums inside chunks of 256, plus the running sum of the chunk totals
+     * shifted by one chunk; n^2 work becomes n * 256 */
+    int64_t nc = ceildiv(n, CUMSUM_SPLIT), p[2 * TG_MAX_DIMS] = {0}, sh[TG_MAX_DIMS], b[2 * TG_MAX_DIMS];
+    p[2 * (nd - 1)] = nc * CUMSUM_SPLIT - n;
+    t = pad_const(&s, t, p, 0);
+    for (int i = 0; i < nd - 1; i++) sh[i] = TSHAPE(x)[i == ax ? nd - 1 : i];
+    sh[nd - 1] = nc;
+    sh[nd] = CUMSUM_SPLIT;
+    tg_tensor *chunks = cumsum_last(&s, tmp(&s, tg_reshape(t, nd + 1, sh)));  /* (..., nc, 256) */
+    for (int i = 0; i <= nd; i++) { b[2 * i] = 0; b[2 * i + 1] = sh[i]; }
+    b[2 * nd] = CUMSUM_SPLIT - 1;
+    tg_tensor *last = tmp(&s, tg_reshape(tmp(&s, tg_shrink(chunks, nd + 1, b)), nd, sh));  /* (..., nc) */
+    int64_t q[2 * TG_MAX_DIMS] = {0};
+    q[2 * (nd - 1)] = 1;
+    q[2 * (nd - 1) + 1] = -1;
+    tg_tensor *base = pad_const(&s, cumsum_last(&s, last), q, 0);
+    y = tmp(&s, tg_add(chunks, tmp(&s, tg_unsqueeze(base, -1))));
+    sh[nd - 1] = nc * CUMSUM_SPLIT;
+    y = tmp(&s, tg_reshape(y, nd, sh));
+    for (int i = 0; i < nd; i++) { b[2 * i] = 0; b[2 * i + 1] = sh[i]; }
+    b[2 * (nd - 1)] = nc * CUMSUM_SPLIT - n;
+    y = tmp(&s, tg_shrink(y, nd, b));
+  }
+  return tmps_end(&s, tmp(&s, tg_transpose(y, ax, -1)));
+}
+
+/* ---- triu / tril --------------------------------------------------------------------------------------- */
+
+/* tinygrad's _tri: arange(r)[:, None] + diagonal <= arange(c) */
+static tg_tensor *tri(tmps *s, int64_t r, int64_t c, int64_t diag) {
+  if (diag < -r - 1) diag = -r - 1;  /* beyond these the mask no longer changes; keeps it in int32 */
+  if (diag > c + 1) diag = c + 1;
+  tg_tensor *rows = tmp(s, tg_add_scalar(arange_col(s, r, 1), (double)diag));
+  return tmp(s, tg_le(rows, arange_col(s, c, 0)));
+}
+
+static tg_tensor *tri_op(const char *op, tg_tensor *x, int64_t diagonal, bool upper) {
+  if (!x) return NULL;
+  if (TNDIM(x) < 2) {
+    char a[SB];
+    tg_set_error(TG_ERR_ARG, "%s: needs at least 2 dimensions, got shape %s", op, shape_str(a, sizeof a, TNDIM(x), TSHAPE(x)));
+    return NULL;
+  }
+  tmps s = TMPS(op);
+  int64_t r = TSHAPE(x)[TNDIM(x) - 2], c = TSHAPE(x)[TNDIM(x) - 1];
+  tg_tensor *zero = tmp(&s, tg_scalar(TDT(x), 0));
+  if (upper) return tmps_end(&s, tmp(&s, tg_where(tri(&s, r, c, diagonal), x, zero)));
+  return tmps_end(&s, tmp(&s, tg_where(tri(&s, r, c, diagonal + 1), zero, x)));
+}
+
+tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal) { return tri_op("tg_triu", x, diagonal, true); }
+tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal) { return tri_op("tg_tril", x, diagonal, false); }
+
+/* ---- interpolate ---------------------------------------------------------------------------------------- */
+
+/* an int32 (n) tensor of host values */
+static tg_tensor *int_vec(tmps *s, const int32_t *v, int64_t n) {
+  return tmp(s, tg_from_data(TG_INT32, 1, &n, v, (size_t)n * sizeof *v));
+}
+
+/* one axis: nearest picks PyTorch's floor(i * (float)in / out); linear blends the two neighbours of
+ * (i + 0.5) * in / out - 0.5 (clamped at 0), with tinygrad's exact integer form of that position */
+static tg_tensor *interp_axis(tmps *s, tg_tensor *x, int ax, int64_t out, tg_interp_mode mode) {
+  int64_t in = TSHAPE(x)[ax];
+  int32_t *lo = malloc((size_t)out * sizeof *lo), *hi = malloc((size_t)out * sizeof *hi);
+  float *w = malloc((size_t)out * sizeof *w);
+  tg_tensor *y = NULL;
+  if (!lo || !hi || !w) {
+    tg_set_error(TG_ERR_NOMEM, "%s: out of memory", s->op);
+    goto done;
+  }
+  float scale = (float)in / (float)out;
+  for (int64_t i = 0; i < out; i++) {
+    if (mode == TG_INTERP_NEAREST) {
+      int64_t j = (int64_t)floorf((float)i * scale);
+      lo[i] = (int32_t)(j < in - 1 ? j : in - 1);
+    } else {
+      int64_t num = (2 * i + 1) * in - out, den = 2 * out;
+      if (num < 0) num = 0;
+      if (num > (in - 1) * den) num = (in - 1) * den;
+      lo[i] = (int32_t)(num / den);
+      hi[i] = (int32_t)ceildiv(num, den);
+      w[i] = (float)((double)(num % den) / (double)den);
+    }
+  }
+  y = select_axis(s, x, ax, int_vec(s, lo, out), false);
+  if (mode == TG_INTERP_LINEAR) {
+    tg_tensor *yh = select_axis(s, x, ax, int_vec(s, hi, out), false);
+    int64_t sh[TG_MAX_DIMS];
+    for (int i = 0; i < TNDIM(x) - ax; i++) sh[i] = i ? 1 : out;
+    tg_tensor *wt = tmp(s, tg_reshape(tmp(s, tg_from_data(TG_FLOAT32, 1, &out, w, (size_t)out * sizeof *w)), TNDIM(x) - ax, sh));
+    y = tmp(s, tg_add(y, tmp(s, tg_mul(tmp(s, tg_sub(yh, y)), tmp(s, tg_cast(wt, TDT(x)))))));
+  }
+done:
+  free(lo);
+  free(hi);
+  free(w);
+  return y;
+}
+
+tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp_mode mode) {
+  if (!x) return NULL;
+  char a[SB];
+  bool ok = ndim >= 1 && ndim <= TNDIM(x) && size && (mode == TG_INTERP_NEAREST || mode == TG_INTERP_LINEAR);
+  for (int i = 0; ok && i < ndim; i++) ok = size[i] >= 1 && size[i] <= INT32_MAX;
+  if (!ok) {
+    tg_set_error(TG_ERR_ARG, "tg_interpolate: bad sizes (%d of them, mode %d) for the trailing axes of shape %s", ndim,
+                 (int)mode, shape_str(a, sizeof a, TNDIM(x), TSHAPE(x)));
+    return NULL;
+  }
+  tmps s = TMPS("tg_interpolate");
+  tg_dtype dt = TDT(x);
+  tg_tensor *y = mode == TG_INTERP_LINEAR && !dtype_is_float(dt) ? tmp(&s, tg_cast(x, TG_FLOAT32)) : x;
+  for (int i = ndim - 1; i >= 0 && y; i--) {
+    int ax = TNDIM(x) - ndim + i;
+    if (TSHAPE(x)[ax] == 0) {
+      tg_set_error(TG_ERR_ARG, "tg_interpolate: cannot resize an empty axis of shape %s", shape_str(a, sizeof a, TNDIM(x), TSHAPE(x)));
+      return tmps_end(&s, NULL);
+    }
+    if (TSHAPE(x)[ax] != size[i]) y = interp_axis(&s, y, ax, size[i], mode);
+  }
+  return tmps_end(&s, tmp(&s, tg_cast(y, dt)));
+}

@@ -1,0 +1,139 @@
+/* loss.c — the losses, as tinygrad formulates them: log_softmax, a one-hot mask of the labels built by
+ * comparison with an arange (no gather kernel), and means. Class axis: 1, or 0 for a 1-d input, as
+ * PyTorch; every loss is the mean over the batch (and the ignored labels left out). */
+#include <stdio.h>
+
+#include "tensor/compose.h"
+
+#define SB 256
+
+/* logits (N, C, ...) or (C), labels (N, ...) or (): labels int with the shape of logits without the class axis */
+static bool check_labels(const char *op, tg_tensor *x, tg_tensor *labels, bool need_int) {
+  char a[SB], b[SB];
+  int nd = TNDIM(x), ca = nd == 1 ? 0 : 1;
+  bool ok = nd >= 1 && TNDIM(labels) == nd - 1;
+  for (int i = 0, j = 0; ok && i < nd; i++)
+    if (i != ca) ok = TSHAPE(labels)[j++] == TSHAPE(x)[i];
+  if (!ok) {
+    tg_set_error(TG_ERR_ARG, "%s: labels %s do not match input %s (class axis %d removed)", op,
+                 shape_str(a, sizeof a, TNDIM(labels), TSHAPE(labels)), shape_str(b, sizeof b, nd, TSHAPE(x)), ca);
+    return false;
+  }
+  if (need_int && !dtype_is_int(TDT(labels))) {
+    tg_set_error(TG_ERR_ARG, "%s: labels must be an integer tensor, got %s", op, tg_dtype_name(TDT(labels)));
+    return false;
+  }
+  return true;
+}
+
+static bool check_smoothing(const char *op, double ls) {
+  if (!(ls >= 0 && ls <= 1)) {
+    tg_set_error(TG_ERR_ARG, "%s: label_smoothing %g is outside [0, 1]", op, ls);
+    return false;
+  }
+  return true;
+}
+
+/* the labels that count: labels != ignore_index, or all of them (bool, the labels' shape) */
+static tg_tensor *label_mask(tmps *s, tg_tensor *labels, tg_loss_opts o) {
+  if (!o.use_ignore_index) return tmp(s, tg_full(TG_BOOL, TNDIM(labels), TSHAPE(labels), 1));
+  return tmp(s, tg_ne(labels, tmp(s, tg_scalar(TDT(labels), (double)o.ignore_index))));
+}
+
+/* tinygrad's sparse_categorical_crossentropy, with the class axis moved last:
+ *   -sum((1 - ls) * sum(log_probs * onehot * mask) + ls * mean(log_probs) * mask) / sum(mask) */
+tg_tensor *tg_sparse_categorical_crossentropy(tg_tensor *logits, tg_tensor *labels, tg_loss_opts o) {
+  const char *op = "tg_sparse_categorical_crossentropy";
+  if (!logits || !labels) return NULL;
+  if (!check_labels(op, logits, labels, true) || !check_smoothing(op, o.label_smoothing)) return NULL;
+  tmps s = TMPS(op);
+  int nd = TNDIM(logits);
+  tg_tensor *x = logits;
+  if (nd > 2) {
+    int perm[TG_MAX_DIMS], k = 0;
+    perm[k++] = 0;
+    for (int i = 2; i < nd; i++) perm[k++] = i;
+    perm[k++] = 1;
+    x = tmp(&s, tg_permute(x, nd, perm));
+  }
+  double ls = o.label_smoothing;
+  tg_tensor *lp = tmp(&s, tg_log_softmax(x, -1));
+  tg_tensor *mask = label_mask(&s, labels, o);
+  tg_tensor *hot = tmp(&s, tg_mul(one_hot_mask(&s, labels, TSHAPE(x)[nd - 1]), tmp(&s, tg_unsqueeze(mask, -1))));
+  tg_tensor *zero = tmp(&s, tg_scalar(TDT(lp), 0));
+  tg_tensor *picked = tmp(&s, tg_sum(tmp(&s, tg_where(hot, lp, zero)), 1, (int[]){-1}, false));
+  tg_tensor *unreduced = tmp(&s, tg_mul_scalar(picked, 1 - ls));
+  if (ls != 0) {
+    tg_tensor *smooth = tmp(&s, tg_mul(tmp(&s, tg_mul_scalar(tmp(&s, tg_mean(lp, 1, (int[]){-1}, false)), ls)), mask));
+    unreduced = tmp(&s, tg_add(unreduced, smooth));
+  }
+  tg_tensor *total = tmp(&s, tg_neg(tmp(&s, tg_sum(unreduced, 0, NULL, false))));
+  return tmps_end(&s, tmp(&s, tg_div(total, tmp(&s, tg_sum(mask, 0, NULL, false)))));
+}
+
+/* tinygrad's cross_entropy: targets are probabilities of the logits' shape, or integer labels (one-hot) */
+tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target, double label_smoothing) {
+  const char *op = "tg_cross_entropy";
+  if (!logits || !target) return NULL;
+  if (!check_smoothing(op, label_smoothing)) return NULL;
+  int nd = TNDIM(logits), ca = nd == 1 ? 0 : 1;
+  bool same = TNDIM(target) == nd;
+  for (int i = 0; same && i < nd; i++) same = TSHAPE(target)[i] == TSHAPE(logits)[i];
+  if (nd < 1 || (!same && !check_labels(op, logits, target, true))) {
+    if (nd < 1) tg_set_error(TG_ERR_ARG, "%s: logits need at least 1 dimension", op);
+    return NULL;
+  }
+  tmps s = TMPS(op);
+  tg_dtype dt = dtype_is_float(TDT(logits)) ? TDT(logits) : TG_FLOAT32;
+  int64_t c = TSHAPE(logits)[ca];
+  tg_tensor *y = target;
+  if (!same) y = tmp(&s, tg_eq(tmp(&s, tg_unsqueeze(target, ca)), arange_col(&s, c, nd - ca - 1)));
+  y = tmp(&s, tg_cast(y, dt));
+  y = tmp(&s, tg_add_scalar(tmp(&s, tg_mul_scalar(y, 1 - label_smoothing)), label_smoothing / (double)c));
+  tg_tensor *l = tmp(&s, tg_sum(tmp(&s, tg_mul(tmp(&s, tg_log_softmax(logits, ca)), y)), 1, &ca, false));
+  return tmps_end(&s, tmp(&s, tg_neg(tmp(&s, tg_mean(l, 0, NULL, false)))));
+}
+
+/* tinygrad's nll_loss: -sum(log_probs picked by the labels * mask) / sum(mask) */
+tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *labels, tg_loss_opts o) {
+  const char *op = "tg_nll_loss";
+  if (!log_probs || !labels) return NULL;
+  if (!check_labels(op, log_probs, labels, true)) return NULL;
+  if (o.label_smoothing != 0) {
+    tg_set_error(TG_ERR_ARG, "%s: label_smoothing %g is not supported (PyTorch's nll_loss has none)", op, o.label_smoothing);
+    return NULL;
+  }
+  tmps s = TMPS(op);
+  int ca = TNDIM(log_probs) == 1 ? 0 : 1;
+  tg_tensor *picked = tmp(&s, tg_gather(log_probs, ca, tmp(&s, tg_unsqueeze(labels, ca))));
+  picked = tmp(&s, tg_squeeze(picked, ca));
+  tg_tensor *mask = label_mask(&s, labels, o);
+  tg_tensor *total = tmp(&s, tg_neg(tmp(&s, tg_sum(tmp(&s, tg_mul(picked, mask)), 0, NULL, false))));
+  return tmps_end(&s, tmp(&s, tg_div(total, tmp(&s, tg_sum(mask, 0, NULL, false)))));
+}
+
+/* integer or bool targets as float32, so that 1 - y is arithmetic */
+static tg_tensor *as_float(tmps *s, tg_tensor *t) { return dtype_is_float(TDT(t)) ? t : tmp(s, tg_cast(t, TG_FLOAT32)); }
+
+/* mean(-y log p - (1 - y) log(1 - p)); as tinygrad, the logs are not clamped at -100 as PyTorch's are */
+tg_tensor *tg_binary_crossentropy(tg_tensor *probs, tg_tensor *targets) {
+  if (!probs || !targets) return NULL;
+  tmps s = TMPS("tg_binary_crossentropy");
+  targets = as_float(&s, targets);
+  tg_tensor *one_m_y = tmp(&s, tg_add_scalar(tmp(&s, tg_neg(targets)), 1));
+  tg_tensor *one_m_p = tmp(&s, tg_add_scalar(tmp(&s, tg_neg(probs)), 1));
+  tg_tensor *a = tmp(&s, tg_mul(targets, tmp(&s, tg_log(probs))));
+  tg_tensor *b = tmp(&s, tg_mul(one_m_y, tmp(&s, tg_log(one_m_p))));
+  return tmps_end(&s, tmp(&s, tg_neg(tmp(&s, tg_mean(tmp(&s, tg_add(a, b)), 0, NULL, false)))));
+}
+
+/* mean(y * softplus(-x) + (1 - y) * softplus(x)): tinygrad's -(y logsigmoid(x) + (1-y) logsigmoid(-x)) */
+tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets) {
+  if (!logits || !targets) return NULL;
+  tmps s = TMPS("tg_binary_crossentropy_logits");
+  targets = as_float(&s, targets);
+  tg_tensor *one_m_y = tmp(&s, tg_add_scalar(tmp(&s, tg_neg(targets)), 1));
+  tg_tensor *a = tmp(&s, tg_mul(targets, tmp(&s, tg_softplus(tmp(&s, tg_neg(logits))))));
+  tg_tensor *b = tmp(&s, tg_mul(one_m_y, tmp(&s, tg_softplus(logits))));
+  return tmps_end(&s, tmp(&s, tg_mean(tmp(&s, tg_add(a, b)), 0, NULL, false)));
+}
