@@ -96,6 +96,7 @@ static tg_buffer *storage(const tg_device *dev, uop *u) {
     size_t n = (size_t)u->aux[0] * tg_dtype_size((tg_dtype)u->dtype);
     u->buf = buffer_new(dev, n ? n : 1);
     if (u->buf) stats.buffers_allocated++;
+    uop_gc_note_bytes(n);
   }
   return u->buf;
 }
@@ -136,6 +137,7 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
       goto out;
     }
     stats.buffers_allocated++;
+    uop_gc_note_bytes(nb);
   }
   double total_ms = 0;
   for (int k = 0; k < s.nkernels; k++) {

@@ -80,6 +80,7 @@ tg_tensor *tg_from_data(tg_dtype dt, int ndim, const int64_t *shape, const void 
   if (!dev) return NULL;
   tg_buffer *b = buffer_new(dev, nbytes);
   if (!b) return NULL;
+  uop_gc_note_bytes(nbytes);
   if (nbytes && dev->copyin(b, data, nbytes) != TG_OK) {
     buffer_release(b);
     return NULL;

@@ -264,14 +264,23 @@ size_t uop_gc(void) {
   }
   table.count -= freed;
   table.count_after_gc = table.count;
+  bytes_since_gc = 0;
   free(mark_stack);
   mark_stack = NULL;
   mark_n = mark_cap = 0;
   return freed;
 }
 
+/* bytes of storage made since the last collection: dead tensors' buffers are only freed by a collection,
+ * so big buffers trigger one long before the node count would */
+static size_t bytes_since_gc;
+#define GC_BYTES (256u << 20)
+
+void uop_gc_note_bytes(size_t n) { bytes_since_gc += n; }
+
 size_t uop_gc_maybe(void) {
-  if (table.count < 20000 || table.count < 2 * table.count_after_gc) return 0;
+  bool nodes = table.count >= 20000 && table.count >= 2 * table.count_after_gc;
+  if (!nodes && bytes_since_gc < GC_BYTES) return 0;
   return uop_gc();
 }
 

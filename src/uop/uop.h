@@ -124,7 +124,8 @@ void uop_gc_remove_roots(uop_root_fn fn, void *ctx);
 void uop_mark(uop *u);
 void uop_set_buf_release(void (*release)(void *buf));
 size_t uop_gc(void);                 /* frees unreachable nodes; returns how many */
-size_t uop_gc_maybe(void);           /* collects when the table doubled since the last collection */
+size_t uop_gc_maybe(void);           /* collects when the table doubled or much storage was made since the last */
+void uop_gc_note_bytes(size_t n);    /* storage of n bytes was attached to nodes */
 size_t uop_live_count(void);
 void uop_shutdown(void);             /* frees everything (at exit) */
 
