@@ -195,6 +195,11 @@ int64_t uop_numel(const uop *u) {
 
 /* ---- the collector ------------------------------------------------------------------------------------- */
 
+/* bytes of storage made since the last collection: dead tensors' buffers are only freed by a collection,
+ * so big buffers trigger one long before the node count would */
+static size_t bytes_since_gc;
+#define GC_BYTES (256u << 20)
+
 typedef struct root_entry { uop_root_fn fn; void *ctx; } root_entry;
 static root_entry roots[32];
 static int nroots;
@@ -271,10 +276,6 @@ size_t uop_gc(void) {
   return freed;
 }
 
-/* bytes of storage made since the last collection: dead tensors' buffers are only freed by a collection,
- * so big buffers trigger one long before the node count would */
-static size_t bytes_since_gc;
-#define GC_BYTES (256u << 20)
 
 void uop_gc_note_bytes(size_t n) { bytes_since_gc += n; }
 
