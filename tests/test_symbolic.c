@@ -50,6 +50,13 @@ TEST(test_symbolic_reshape_roundtrip_folds_to_ranges) {
   CHECK(uop_simplify(add(mul(idiv(r2, c(6)), c(6)), mod(r2, c(6)))) == r2, "r//6*6 + r%%6 is not r");
 }
 
+TEST(test_symbolic_window_index_folds) {
+  uop *r0 = var(0, 2), *r1 = var(1, 8);
+  uop *x = add(r1, mul(r0, c(13)));
+  CHECK(uop_simplify(mod(x, c(12))) == uop_simplify(add(r1, r0)), "(r1 + 13*r0) %% 12 is not r1 + r0");
+  CHECK(uop_simplify(idiv(x, c(12))) == r0, "(r1 + 13*r0) // 12 is not r0");
+}
+
 TEST(test_symbolic_constant_folding_and_identities) {
   uop *r0 = var(0, 10);
   CHECK(uop_simplify(add(c(2), c(3))) == c(5), "2+3");
@@ -109,7 +116,7 @@ TEST(test_symbolic_random_expressions_keep_their_value) {
   rs = 0x9e3779b97f4a7c15ULL;
   for (int i = 0; i < 4; i++) vars[i] = var(i, bounds[i]);
   int checked = 0;
-  for (int t = 0; t < 2000; t++) {
+  for (int t = 0; t < 5000; t++) {
     uop *e = random_expr(5);
     uop *s = uop_simplify(e);
     CHECK_T(s);

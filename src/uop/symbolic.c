@@ -381,6 +381,29 @@ static uop *divmod_fold(uop *u, bool is_mod) {
     else { rem[nr++] = s.t[i]; g = gcd(g, s.t[i].k); }
   }
   int64_t cq = floordiv(s.c, c), cr = s.c - cq * c;
+  /* split every coefficient k of a non-negative term into (k/c)*c + k%c: when what is left stays below c
+   * the division is exact ((r1 + 13*r0) % 12 -> r1 + r0 for r0 < 2, r1 < 8: windows of convolutions) */
+  {
+    term *q2 = malloc((size_t)(s.n + 1) * sizeof *q2), *r2 = malloc((size_t)(s.n + 1) * sizeof *r2);
+    int n2q = 0, n2r = 0;
+    bool ok = q2 && r2;
+    for (int i = 0; i < s.n && ok; i++) {
+      int64_t k = s.t[i].k, kq = floordiv(k, c), kr = k - kq * c;
+      if (kq && uop_vmin(s.t[i].x) < 0) ok = false;
+      if (kq) q2[n2q++] = (term){s.t[i].x, kq};
+      if (kr) r2[n2r++] = (term){s.t[i].x, kr};
+    }
+    uop *r2sum = ok ? sum_build(dt, r2, n2r, cr) : NULL;
+    bool split = ok && n2q > nq && r2sum && uop_vmin(r2sum) >= 0 && uop_vmax(r2sum) < c;
+    if (split) r = is_mod ? r2sum : sum_build(dt, q2, n2q, cq);
+    free(q2);
+    free(r2);
+    if (split) {
+      free(q);
+      free(rem);
+      goto out;
+    }
+  }
   uop *rsum = sum_build(dt, rem, nr, cr);
   bool changed = nq > 0 || cq != 0;
   if (rsum && uop_vmin(rsum) >= 0) {
