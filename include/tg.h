@@ -277,6 +277,120 @@ typedef enum tg_interp_mode { TG_INTERP_NEAREST, TG_INTERP_LINEAR } tg_interp_mo
 /* resizes the trailing spatial axes (ndim sizes) as PyTorch's interpolate (align_corners false) */
 tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp_mode mode);
 
+/* ---- nn: named parameters ---------------------------------------------------------------------------- */
+/* A list of (name, tensor) pairs: what a model exposes to optimizers and to state files. It holds a
+ * reference to each tensor. */
+typedef struct tg_params tg_params;
+tg_params *tg_params_new(void);
+void tg_params_free(tg_params *p);
+tg_status tg_params_add(tg_params *p, const char *name, tg_tensor *t);
+int tg_params_count(const tg_params *p);
+const char *tg_params_name(const tg_params *p, int i);
+tg_tensor *tg_params_tensor(const tg_params *p, int i);
+tg_tensor *tg_params_find(const tg_params *p, const char *name);  /* NULL if absent */
+
+/* ---- nn: layers (weights initialized as tinygrad's nn does; tg_manual_seed makes them reproducible) --- */
+typedef struct tg_linear { tg_tensor *weight, *bias; } tg_linear;            /* weight (out, in) */
+tg_status tg_linear_init(tg_linear *l, int64_t in, int64_t out, bool bias);
+tg_tensor *tg_linear_forward(const tg_linear *l, tg_tensor *x);
+tg_status tg_linear_params(const tg_linear *l, const char *prefix, tg_params *p);
+void tg_linear_free(tg_linear *l);
+
+typedef struct tg_conv2d_layer { tg_tensor *weight, *bias; tg_conv_opts opts; } tg_conv2d_layer;
+tg_status tg_conv2d_layer_init(tg_conv2d_layer *l, int64_t cin, int64_t cout, int64_t kernel, bool bias, tg_conv_opts o);
+tg_tensor *tg_conv2d_layer_forward(const tg_conv2d_layer *l, tg_tensor *x);
+tg_status tg_conv2d_layer_params(const tg_conv2d_layer *l, const char *prefix, tg_params *p);
+void tg_conv2d_layer_free(tg_conv2d_layer *l);
+
+typedef struct tg_conv_transpose2d_layer { tg_tensor *weight, *bias; tg_conv_opts opts; } tg_conv_transpose2d_layer;
+tg_status tg_conv_transpose2d_layer_init(tg_conv_transpose2d_layer *l, int64_t cin, int64_t cout, int64_t kernel,
+                                         bool bias, tg_conv_opts o);
+tg_tensor *tg_conv_transpose2d_layer_forward(const tg_conv_transpose2d_layer *l, tg_tensor *x);
+tg_status tg_conv_transpose2d_layer_params(const tg_conv_transpose2d_layer *l, const char *prefix, tg_params *p);
+void tg_conv_transpose2d_layer_free(tg_conv_transpose2d_layer *l);
+
+/* batch statistics while tg_training(), running statistics otherwise (updated in training, momentum 0.1) */
+typedef struct tg_batchnorm2d {
+  tg_tensor *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
+  double eps, momentum;
+} tg_batchnorm2d;
+tg_status tg_batchnorm2d_init(tg_batchnorm2d *l, int64_t channels);
+tg_tensor *tg_batchnorm2d_forward(tg_batchnorm2d *l, tg_tensor *x);
+tg_status tg_batchnorm2d_params(const tg_batchnorm2d *l, const char *prefix, tg_params *p);  /* incl. running stats */
+void tg_batchnorm2d_free(tg_batchnorm2d *l);
+
+typedef struct tg_layernorm_layer { tg_tensor *weight, *bias; int naxes; double eps; } tg_layernorm_layer;
+tg_status tg_layernorm_layer_init(tg_layernorm_layer *l, int64_t dim, double eps);   /* over the last axis */
+tg_tensor *tg_layernorm_layer_forward(const tg_layernorm_layer *l, tg_tensor *x);
+tg_status tg_layernorm_layer_params(const tg_layernorm_layer *l, const char *prefix, tg_params *p);
+void tg_layernorm_layer_free(tg_layernorm_layer *l);
+
+typedef struct tg_rmsnorm_layer { tg_tensor *weight; double eps; } tg_rmsnorm_layer;
+tg_status tg_rmsnorm_layer_init(tg_rmsnorm_layer *l, int64_t dim, double eps);
+tg_tensor *tg_rmsnorm_layer_forward(const tg_rmsnorm_layer *l, tg_tensor *x);
+tg_status tg_rmsnorm_layer_params(const tg_rmsnorm_layer *l, const char *prefix, tg_params *p);
+void tg_rmsnorm_layer_free(tg_rmsnorm_layer *l);
+
+typedef struct tg_groupnorm_layer { tg_tensor *weight, *bias; int64_t groups; double eps; } tg_groupnorm_layer;
+tg_status tg_groupnorm_layer_init(tg_groupnorm_layer *l, int64_t groups, int64_t channels, double eps);
+tg_tensor *tg_groupnorm_layer_forward(const tg_groupnorm_layer *l, tg_tensor *x);
+tg_status tg_groupnorm_layer_params(const tg_groupnorm_layer *l, const char *prefix, tg_params *p);
+void tg_groupnorm_layer_free(tg_groupnorm_layer *l);
+
+typedef struct tg_embedding_layer { tg_tensor *weight; } tg_embedding_layer;
+tg_status tg_embedding_layer_init(tg_embedding_layer *l, int64_t vocab, int64_t dim);
+tg_tensor *tg_embedding_layer_forward(const tg_embedding_layer *l, tg_tensor *idx);
+tg_status tg_embedding_layer_params(const tg_embedding_layer *l, const char *prefix, tg_params *p);
+void tg_embedding_layer_free(tg_embedding_layer *l);
+
+/* ---- nn: optimizers ------------------------------------------------------------------------------------ */
+/* step() builds the update of every parameter (and its state) as lazy graph, assigns it, and realizes all
+ * of it in one schedule together with `extra` tensors (the loss, say), then drops the gradients. */
+typedef struct tg_optim tg_optim;
+typedef struct tg_sgd_opts { double lr, momentum, weight_decay; bool nesterov; } tg_sgd_opts;
+typedef struct tg_adam_opts { double lr, b1, b2, eps, weight_decay; } tg_adam_opts;  /* 0: 1e-3, .9, .999, 1e-8 */
+tg_optim *tg_sgd_new(const tg_params *p, tg_sgd_opts o);
+tg_optim *tg_adam_new(const tg_params *p, tg_adam_opts o);   /* weight_decay: L2 added to the gradient */
+tg_optim *tg_adamw_new(const tg_params *p, tg_adam_opts o);  /* decoupled weight decay, default 0.01 */
+tg_status tg_optim_step(tg_optim *o, int nextra, tg_tensor *const *extra);
+void tg_optim_zero_grad(tg_optim *o);
+void tg_optim_set_lr(tg_optim *o, double lr);
+double tg_optim_lr(const tg_optim *o);
+void tg_optim_free(tg_optim *o);
+/* learning-rate schedules: the rate for step `step` (0-based) */
+double tg_lr_step(double base, int64_t step, int64_t step_size, double gamma);
+double tg_lr_cosine(double base, int64_t step, int64_t total, double min_lr);
+double tg_lr_onecycle(double max_lr, int64_t step, int64_t total, double pct_start, double div_factor,
+                      double final_div_factor);
+
+/* ---- nn: state (safetensors) ----------------------------------------------------------------------- */
+tg_status tg_safetensors_save(const char *path, const tg_params *p);
+/* loads a file into p's tensors by name (the file is mapped, not read into a second copy). Every name of p
+ * must be in the file with the same shape and dtype, and the file must hold no other names, unless
+ * allow_partial: then missing and unexpected names are allowed. A malformed or truncated file is refused. */
+tg_status tg_safetensors_load(const char *path, tg_params *p, bool allow_partial);
+/* every tensor of a file, as new params (names in file order) */
+tg_params *tg_safetensors_read(const char *path);
+
+/* ---- nn: datasets ---------------------------------------------------------------------------------- */
+typedef struct tg_dataset {
+  tg_tensor *x;      /* uint8 (N, 1, H, W) images, or float32 (N, F) features */
+  tg_tensor *y;      /* int32 (N) labels */
+  int64_t n;
+} tg_dataset;
+/* MNIST (fashion: Fashion-MNIST) from dir, else $TG_DATA, else ~/.cache/tgc/mnist (or fashion-mnist),
+ * else /usr/share/datasets/fashion-mnist; the IDX files may be gzipped. On failure the error lists where it
+ * looked and how to get the files. */
+tg_status tg_mnist_load(const char *dir, bool fashion, tg_dataset *train, tg_dataset *test);
+/* scikit-learn's 8x8 digits CSV (64 pixels 0..16 then the label), gzipped or not: x float32 (N, 64) */
+tg_status tg_digits_load(const char *path, tg_dataset *all);
+/* batch i of a shuffled epoch: the rows perm[i*batch, ...) of x and y as new tensors (copied rows) */
+tg_status tg_dataset_batch(const tg_dataset *d, const int64_t *perm, int64_t start, int64_t count, tg_tensor **x,
+                           tg_tensor **y);
+/* a seeded permutation of 0..n-1 into perm (Fisher-Yates on a fixed generator: the same on every machine) */
+void tg_shuffle(int64_t *perm, int64_t n, uint64_t seed);
+void tg_dataset_free(tg_dataset *d);
+
 /* ---- engine statistics, for tests and tools --------------------------------------------------------- */
 typedef struct tg_stats {
   uint64_t kernels_run;       /* kernels launched */
