@@ -5,7 +5,7 @@ PREFIX  ?= /usr/local
 BUILD   ?= build
 SAN     ?=
 OPT     ?= -O2 -g
-CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -fPIC \
+CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -fPIC -Itests \
            -Iinclude -Isrc -pthread $(SAN) $(EXTRA_CFLAGS)
 LDLIBS  := -ldl -lm -pthread $(SAN)
 

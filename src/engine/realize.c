@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "codegen/codegen.h"
+#include "engine/engine.h"
 #include "render/render.h"
 #include "runtime/device.h"
 #include "schedule/schedule.h"
@@ -276,4 +277,19 @@ tg_status tg_collect(void) {
   uop_gc();
   runtime_shutdown();
   return TG_OK;
+}
+
+tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes) {
+  if (!t) return TG_ERR_ARG;
+  size_t want = (size_t)uop_numel(t->u) * tg_dtype_size(TDT(t));
+  if (nbytes != want) {
+    tg_set_error(TG_ERR_ARG, "tensor_write: %zu bytes for a tensor of %zu", nbytes, want);
+    return TG_ERR_ARG;
+  }
+  tg_status st = tg_realize(t);
+  if (st != TG_OK) return st;
+  const tg_device *dev = device_default();
+  tg_buffer *b = dev ? storage(dev, t->u) : NULL;
+  if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
+  return dev->copyin(b, src, nbytes);
 }

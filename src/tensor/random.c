@@ -42,13 +42,27 @@ static uop *threefry(uop *x0, uop *x1, uint32_t k0, uint32_t k1) {
   return x0;
 }
 
+/* the counter offset as a one-element buffer, broadcast to n: a constant would make every call's kernel
+ * new code to compile */
+static uop *offset_of(uint64_t base, int64_t n) {
+  uint32_t v[2] = {(uint32_t)base, (uint32_t)(base >> 32)};
+  tg_tensor *t = tg_from_data(TG_UINT32, 1, (int64_t[]){2}, v, sizeof v);
+  if (!t) return NULL;
+  uop *u = t->u;
+  tg_free(t);  /* the node keeps its buffer */
+  return u ? mk_expand(mk_reshape(u, 2, (int64_t[]){1, 2}), 2, (int64_t[]){n, 2}) : NULL;
+}
+
 /* n uniform floats in [0, 1) as float32, shape (n,) */
 static uop *uniform_bits(int64_t n) {
   uint64_t base = counter;
   counter += (uint64_t)n;
   uop *idx = mk_iota(TG_UINT32, n);
-  uop *lo = add(idx, u32c(idx, base));
-  uop *hi = u32c(idx, base >> 32);
+  uop *off = offset_of(base, n);
+  if (!idx || !off) return NULL;
+  uop *lo_off = mk_reshape(mk_shrink(off, (int64_t[]){0, n, 0, 1}), 1, &n);
+  uop *hi = mk_reshape(mk_shrink(off, (int64_t[]){0, n, 1, 2}), 1, &n);
+  uop *lo = add(idx, lo_off);
   uop *bits = threefry(lo, hi, (uint32_t)seed, (uint32_t)(seed >> 32));
   /* the top 24 bits as a float in [0, 1) */
   uop *top = mk_alu(OP_SHR, TG_UINT32, 2, (uop *[]){bits, u32c(bits, 8)});

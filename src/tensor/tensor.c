@@ -121,6 +121,13 @@ void tg_scope_end(void) {
   uop_gc_maybe();
 }
 
+tg_tensor *tensor_unscope(tg_tensor *t) {
+  if (!t || t->scope <= 0 || t->scope > nscopes) return t;
+  scope_remove(&scopes[t->scope - 1], t);
+  t->scope = 0;
+  return t;
+}
+
 tg_tensor *tg_keep(tg_tensor *t) {
   if (!t || t->scope <= 0 || t->scope > nscopes) return t;
   scope_remove(&scopes[t->scope - 1], t);

@@ -22,8 +22,12 @@ struct tg_tensor {
 tg_tensor *tensor_new(uop *u);
 /* a new tensor owned by the caller alone, never by a scope (gradients, kept state) */
 tg_tensor *tensor_new_unscoped(uop *u);
+/* takes t out of whatever scope owns it: the caller owns it now */
+tg_tensor *tensor_unscope(tg_tensor *t);
 /* a new tensor owned by the caller alone, never by a scope (gradients, kept state) */
 tg_tensor *tensor_new_unscoped(uop *u);
+/* takes t out of whatever scope owns it: the caller owns it now */
+tg_tensor *tensor_unscope(tg_tensor *t);
 /* every live tensor, for the engine (realize replaces nodes of tensors that share a realized graph) */
 tg_tensor *tensor_live_first(void);
 

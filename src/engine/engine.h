@@ -1,0 +1,11 @@
+/* engine.h — what the layers above the frontend (nn/) may ask of the engine beyond tg.h. */
+#ifndef TG_ENGINE_H
+#define TG_ENGINE_H
+
+#include "tg.h"
+
+/* overwrites the storage of a realized, contiguous tensor with nbytes from src (an optimizer's learning
+ * rate: the kernels that read it stay the same) */
+tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes);
+
+#endif
