@@ -254,6 +254,11 @@ TEST(test_safetensors_load_shares_the_mapping) {
   CHECK(got && host_bytes(b, got) && !memcmp(got, w, 1000 * sizeof *w), "b's values");
   CHECK(tg_get_stats().buffers_allocated == s0.buffers_allocated, "loading and reading allocated %llu buffers",
         (unsigned long long)(tg_get_stats().buffers_allocated - s0.buffers_allocated));
+  /* saving over the file these tensors map is safe: the new file replaces the name, the old one stays mapped */
+  CHECK(tg_safetensors_save(path, q) == TG_OK, "save over the mapped file: %s", tg_error());
+  CHECK(got && host_bytes(b, got) && !memcmp(got, w, 1000 * sizeof *w), "b after saving over its file");
+  CHECK(tg_safetensors_load(path, q, false) == TG_OK, "%s", tg_error());
+  CHECK(got && host_bytes(tg_params_find(q, "a"), got) && !memcmp(got, w, N * sizeof *w), "a reloaded");
   free(got);
   free(w);
   /* the mapping goes away with the last tensor on it */
