@@ -7,7 +7,7 @@ SAN     ?=
 OPT     ?= -O2 -g
 CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -fPIC -Itests \
            -Iinclude -Isrc -pthread $(SAN) $(EXTRA_CFLAGS)
-LDLIBS  := -ldl -lm -pthread $(SAN)
+LDLIBS  := -lz -ldl -lm -pthread $(SAN)
 
 LIB_SRC   := $(wildcard src/*/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -31,7 +31,7 @@ $(BUILD)/libtg.so: $(LIB_OBJ)
 
 $(BUILD)/tg.pc: Makefile
 	@mkdir -p $(BUILD)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: tg\nDescription: tgc, lazy tensors compiled to fused kernels\nVersion: 0.1.0\nLibs: -L$${libdir} -ltg\nLibs.private: -ldl -lm -pthread\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: tg\nDescription: tgc, lazy tensors compiled to fused kernels\nVersion: 0.1.0\nLibs: -L$${libdir} -ltg\nLibs.private: -lz -ldl -lm -pthread\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtg.a
 	$(CC) -o $@ $(TEST_OBJ) $(BUILD)/libtg.a $(LDLIBS)

@@ -4,6 +4,8 @@ set -euo pipefail
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
+# zlib: gzipped datasets (src/nn/data.c)
+dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
 if [ "${TG_WITH_CLANG:-0}" = 1 ] && ! command -v clang >/dev/null 2>&1; then need+=(clang); fi
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""

@@ -73,8 +73,12 @@ void buffer_retain(tg_buffer *b) {
 
 void buffer_release(tg_buffer *b) {
   if (!b || RC_DEC(b->refcnt) > 0) return;
-  if (b->wrapped) free(b);  /* the memory is the user's */
-  else b->dev->buffer_free(b);
+  if (b->wrapped) {  /* the memory is the user's, or the owner's hook lets go of it */
+    if (b->on_free) b->on_free(b->ctx);
+    free(b);
+  } else {
+    b->dev->buffer_free(b);
+  }
 }
 
 void program_retain(tg_program *p) {

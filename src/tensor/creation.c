@@ -97,6 +97,26 @@ tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data,
   return from_buffer(dt, ndim, shape, b);
 }
 
+tg_tensor *tensor_wrap_memory(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
+                              void (*on_free)(void *ctx), void *ctx) {
+  const tg_device *dev = NULL;
+  tg_buffer *b = NULL;
+  if (check_bytes("tensor_wrap_memory", dt, ndim, shape, data, nbytes) && (dev = device_default()))
+    b = buffer_wrap(dev, data, nbytes);
+  if (!b) {
+    if (on_free) on_free(ctx);
+    return NULL;
+  }
+  b->on_free = on_free;
+  b->ctx = ctx;
+  uop *buf = mk_buffer(dt, numel_of(ndim, shape), b);
+  if (!buf) {
+    buffer_release(b);
+    return NULL;
+  }
+  return tensor_new_unscoped(mk_reshape(buf, ndim, shape));
+}
+
 /* start + i*step, computed in the kernel that uses it (nothing is stored) */
 tg_tensor *tg_arange(tg_dtype dt, double start, double stop, double step) {
   if ((unsigned)dt >= TG_DTYPE_COUNT || step == 0 || isnan(start) || isnan(stop) || isnan(step)) {

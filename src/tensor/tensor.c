@@ -81,7 +81,9 @@ static void tensor_destroy(tg_tensor *t) {
 
 void tg_free(tg_tensor *t) {
   if (!t) return;
-  if (t->refcnt == 1 && t->scope > 0 && t->scope <= nscopes) {
+  /* the reference a scope holds is the creation reference: freeing it takes the tensor out of the scope,
+   * whoever else (a parameter list, a retain) still holds it */
+  if (t->scope > 0 && t->scope <= nscopes) {
     scope_remove(&scopes[t->scope - 1], t);
     t->scope = 0;
   }

@@ -24,10 +24,11 @@ tg_tensor *tensor_new(uop *u);
 tg_tensor *tensor_new_unscoped(uop *u);
 /* takes t out of whatever scope owns it: the caller owns it now */
 tg_tensor *tensor_unscope(tg_tensor *t);
-/* a new tensor owned by the caller alone, never by a scope (gradients, kept state) */
-tg_tensor *tensor_new_unscoped(uop *u);
-/* takes t out of whatever scope owns it: the caller owns it now */
-tg_tensor *tensor_unscope(tg_tensor *t);
+/* a tensor on memory the caller owns, as tg_from_blob, but owned by the caller alone (never by a scope):
+ * on_free(ctx) is called once when the storage is dropped, and also when this call fails (so one
+ * reference to the memory always passes in) */
+tg_tensor *tensor_wrap_memory(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
+                              void (*on_free)(void *ctx), void *ctx);
 /* every live tensor, for the engine (realize replaces nodes of tensors that share a realized graph) */
 tg_tensor *tensor_live_first(void);
 

@@ -1,0 +1,226 @@
+/* mnist.c — tinygrad's beautiful_mnist in C: a small convolutional network trained with Adam on MNIST.
+ *
+ *   ./build/examples/mnist                      train 70 steps of batch 512, evaluate, save weights
+ *   ./build/examples/mnist --eval FILE          load weights and evaluate
+ * Flags: --steps N --batch N --lr X --seed N --data DIR --fashion --out FILE --eval FILE
+ * The last line printed is "test accuracy: NN.NN%".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tg.h"
+
+typedef struct model {
+  tg_conv2d_layer c1, c2, c3, c4;
+  tg_batchnorm2d bn1, bn2;
+  tg_linear fc;
+} model;
+
+static tg_status model_init(model *m) {
+  tg_status st = TG_OK;
+  tg_conv_opts o = {0};
+  if (!st) st = tg_conv2d_layer_init(&m->c1, 1, 32, 5, true, o);
+  if (!st) st = tg_conv2d_layer_init(&m->c2, 32, 32, 5, true, o);
+  if (!st) st = tg_batchnorm2d_init(&m->bn1, 32);
+  if (!st) st = tg_conv2d_layer_init(&m->c3, 32, 64, 3, true, o);
+  if (!st) st = tg_conv2d_layer_init(&m->c4, 64, 64, 3, true, o);
+  if (!st) st = tg_batchnorm2d_init(&m->bn2, 64);
+  if (!st) st = tg_linear_init(&m->fc, 576, 10, true);
+  return st;
+}
+
+static tg_status model_params(const model *m, tg_params *p) {
+  tg_status st = tg_conv2d_layer_params(&m->c1, "layers.0", p);
+  if (!st) st = tg_conv2d_layer_params(&m->c2, "layers.2", p);
+  if (!st) st = tg_batchnorm2d_params(&m->bn1, "layers.4", p);
+  if (!st) st = tg_conv2d_layer_params(&m->c3, "layers.6", p);
+  if (!st) st = tg_conv2d_layer_params(&m->c4, "layers.8", p);
+  if (!st) st = tg_batchnorm2d_params(&m->bn2, "layers.10", p);
+  if (!st) st = tg_linear_params(&m->fc, "layers.13", p);
+  return st;
+}
+
+static void model_free(model *m) {
+  tg_conv2d_layer_free(&m->c1);
+  tg_conv2d_layer_free(&m->c2);
+  tg_conv2d_layer_free(&m->c3);
+  tg_conv2d_layer_free(&m->c4);
+  tg_batchnorm2d_free(&m->bn1);
+  tg_batchnorm2d_free(&m->bn2);
+  tg_linear_free(&m->fc);
+}
+
+/* (N, 1, 28, 28) uint8 or float -> (N, 10) logits */
+static tg_tensor *forward(model *m, tg_tensor *x) {
+  tg_pool_opts pool = {.kernel = {2}};
+  x = tg_cast(x, TG_FLOAT32);
+  x = tg_relu(tg_conv2d_layer_forward(&m->c1, x));
+  x = tg_relu(tg_conv2d_layer_forward(&m->c2, x));
+  x = tg_max_pool2d(tg_batchnorm2d_forward(&m->bn1, x), pool);
+  x = tg_relu(tg_conv2d_layer_forward(&m->c3, x));
+  x = tg_relu(tg_conv2d_layer_forward(&m->c4, x));
+  x = tg_max_pool2d(tg_batchnorm2d_forward(&m->bn2, x), pool);
+  return tg_linear_forward(&m->fc, tg_flatten(x, 1, -1));
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* fraction of test images classified right, in chunks so memory stays small */
+static double evaluate(model *m, const tg_dataset *test, double *seconds) {
+  double t0 = now_s();
+  int64_t chunk = 1000, correct = 0;
+  int64_t *perm = malloc((size_t)test->n * sizeof *perm);
+  int32_t *pred = malloc((size_t)chunk * sizeof *pred), *lab = malloc((size_t)chunk * sizeof *lab);
+  if (!perm || !pred || !lab) {
+    free(perm); free(pred); free(lab);
+    return -1;
+  }
+  for (int64_t i = 0; i < test->n; i++) perm[i] = i;
+  for (int64_t s = 0; s < test->n; s += chunk) {
+    int64_t cnt = test->n - s < chunk ? test->n - s : chunk;
+    tg_scope_begin();
+    tg_tensor *x, *y;
+    if (tg_dataset_batch(test, perm, s, cnt, &x, &y) != TG_OK) { tg_scope_end(); correct = -1; break; }
+    tg_tensor *p = tg_argmax(forward(m, x), 1, false);
+    if (tg_to_host(p, pred, (size_t)cnt * 4) != TG_OK || tg_to_host(y, lab, (size_t)cnt * 4) != TG_OK) {
+      tg_scope_end();
+      correct = -1;
+      break;
+    }
+    for (int64_t i = 0; i < cnt; i++) correct += pred[i] == lab[i];
+    tg_scope_end();
+  }
+  free(perm); free(pred); free(lab);
+  *seconds = now_s() - t0;
+  return correct < 0 ? -1 : (double)correct / (double)test->n;
+}
+
+static void progress(int step, int steps, double loss, double sps, double eta, bool tty) {
+  int width = 30, done = steps ? (int)((double)width * step / steps) : width;
+  char bar[64];
+  for (int i = 0; i < width; i++) bar[i] = i < done ? '#' : '.';
+  bar[width] = 0;
+  fprintf(stderr, "%s[%s] step %4d/%d  loss %7.4f  %7.0f samples/s  ETA %5.1fs%s", tty ? "\r" : "", bar, step, steps,
+          loss, sps, eta, tty ? "" : "\n");
+  fflush(stderr);
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  int steps = 70, batch = 512;
+  double lr = 0.001;
+  uint64_t seed = 1337;
+  const char *data = NULL, *out = "mnist.safetensors", *eval_path = NULL;
+  bool fashion = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--steps") && v) steps = atoi(argv[++i]);
+    else if (!strcmp(a, "--batch") && v) batch = atoi(argv[++i]);
+    else if (!strcmp(a, "--lr") && v) lr = atof(argv[++i]);
+    else if (!strcmp(a, "--seed") && v) seed = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--data") && v) data = argv[++i];
+    else if (!strcmp(a, "--out") && v) out = argv[++i];
+    else if (!strcmp(a, "--eval") && v) eval_path = argv[++i];
+    else if (!strcmp(a, "--fashion")) fashion = true;
+    else {
+      fprintf(stderr, "usage: %s [--steps N] [--batch N] [--lr X] [--seed N] [--data DIR] [--fashion] [--out FILE] "
+                      "[--eval FILE]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (steps < 0 || batch <= 0) {
+    fprintf(stderr, "mnist: --steps must be >= 0 and --batch > 0\n");
+    return 2;
+  }
+  tg_dataset train = {0}, test = {0};
+  if (tg_mnist_load(data, fashion, &train, &test) != TG_OK) {
+    fprintf(stderr, "mnist: %s\n", tg_error());
+    return 1;
+  }
+  tg_manual_seed(seed);
+  model m = {0};
+  tg_params *params = tg_params_new();
+  int rc = 1;
+  tg_optim *opt = NULL;
+  int64_t *perm = malloc((size_t)train.n * sizeof *perm);
+  if (!perm || !params || model_init(&m) != TG_OK || model_params(&m, params) != TG_OK) {
+    fprintf(stderr, "mnist: %s\n", tg_error());
+    goto done;
+  }
+  if (eval_path) {
+    if (tg_safetensors_load(eval_path, params, false) != TG_OK) {
+      fprintf(stderr, "mnist: %s\n", tg_error());
+      goto done;
+    }
+  } else {
+    opt = tg_adam_new(params, (tg_adam_opts){.lr = lr});
+    if (!opt) {
+      fprintf(stderr, "mnist: %s\n", tg_error());
+      goto done;
+    }
+    bool tty = isatty(2);
+    printf("training %d steps of batch %d on %s (%lld images), %d threads\n", steps, batch,
+           fashion ? "Fashion-MNIST" : "MNIST", (long long)train.n, tg_num_threads());
+    tg_shuffle(perm, train.n, seed);
+    int64_t pos = 0, epoch = 0;
+    double t0 = now_s(), loss_v = 0;
+    tg_set_training(true);
+    for (int s = 0; s < steps; s++) {
+      if (pos + batch > train.n) {
+        tg_shuffle(perm, train.n, seed + (uint64_t)++epoch);
+        pos = 0;
+      }
+      tg_scope_begin();
+      tg_tensor *x, *y;
+      tg_status st = tg_dataset_batch(&train, perm, pos, batch, &x, &y);
+      pos += batch;
+      tg_tensor *loss = st ? NULL : tg_sparse_categorical_crossentropy(forward(&m, x), y, (tg_loss_opts){0});
+      tg_tensor *extra[5] = {loss, m.bn1.running_mean, m.bn1.running_var, m.bn2.running_mean, m.bn2.running_var};
+      if (!loss || tg_backward(loss) != TG_OK || tg_optim_step(opt, 5, extra) != TG_OK) {
+        fprintf(stderr, "\nmnist: step %d: %s\n", s, tg_error());
+        tg_scope_end();
+        goto done;
+      }
+      loss_v = tg_item(loss);
+      tg_scope_end();
+      double el = now_s() - t0;
+      progress(s + 1, steps, loss_v, (double)(s + 1) * batch / el, el / (s + 1) * (steps - s - 1), tty);
+    }
+    tg_set_training(false);
+    double train_s = now_s() - t0;
+    if (tty) fprintf(stderr, "\n");
+    printf("trained in %.1f s (%.1f ms/step), final loss %.4f\n", train_s, steps ? train_s * 1e3 / steps : 0, loss_v);
+    if (out && *out) {
+      if (tg_safetensors_save(out, params) != TG_OK) {
+        fprintf(stderr, "mnist: saving %s: %s\n", out, tg_error());
+        goto done;
+      }
+      printf("weights saved to %s\n", out);
+    }
+  }
+  double eval_s;
+  double acc = evaluate(&m, &test, &eval_s);
+  if (acc < 0) {
+    fprintf(stderr, "mnist: evaluation: %s\n", tg_error());
+    goto done;
+  }
+  printf("evaluated %lld test images in %.1f s\n", (long long)test.n, eval_s);
+  printf("test accuracy: %.2f%%\n", acc * 100);
+  rc = 0;
+done:
+  tg_optim_free(opt);
+  tg_params_free(params);
+  model_free(&m);
+  tg_dataset_free(&train);
+  tg_dataset_free(&test);
+  free(perm);
+  tg_collect();
+  return rc;
+}
