@@ -4,6 +4,11 @@
  * a REDUCE opens loops for its own RANGEs around an accumulator. Before a loop opens, everything that does
  * not use its variable is emitted outside it ("hoisting"), so a value is computed in the outermost loop
  * that can compute it, and a value used after a loop is always declared before it.
+ *
+ * REDUCEs over the same loops (the copies an UPCAST made, expand.c) share one loop nest, one accumulator each:
+ * a register tile. The vector lane (kernel_info.lane) is never a loop: it is open everywhere, and a value that
+ * depends on it (or a contiguous vector LOAD) is a vector; a REDUCE over the lane ends with a horizontal reduce
+ * of its vector accumulator, which the renderer writes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,11 @@ typedef struct lin_ctx {
   int next_acc;
   bool fail;
   double flops, iters;
+  uop *lane;
+  int lanes;
+  uop_map *vec, *accs;
+  uop **reduces;     /* every REDUCE of the kernel */
+  int nreduces;
 } lin_ctx;
 
 static void push(lin_ctx *c, uop *u) {
@@ -33,7 +43,7 @@ static void push(lin_ctx *c, uop *u) {
     c->cap = nc;
   }
   c->out[c->n++] = u;
-  if (uop_is_alu((uop_op)u->op)) c->flops += c->iters;
+  if (uop_is_alu((uop_op)u->op)) c->flops += c->iters * (umap_get(c->vec, u) ? c->lanes : 1);
 }
 
 static uint64_t range_bit(lin_ctx *c, uop *r) {
@@ -91,24 +101,54 @@ static double identity(uop_op op, tg_dtype dt) {
   return 0;
 }
 
+static bool same_loops(const uop *a, const uop *b) {
+  if (a->nsrc != b->nsrc) return false;
+  for (int i = 1; i < a->nsrc; i++)
+    if (a->src[i] != b->src[i]) return false;
+  return true;
+}
+
+#define MAX_GROUP 256
+
 static void emit_reduce(lin_ctx *c, uop *r) {
-  tg_dtype dt = (tg_dtype)r->dtype;
-  uop_op op = (uop_op)r->arg.i;
-  hoist(c, r->src[0]);
-  uop *init = uop_const(dt, identity(op, dt));
-  uop *acc = uop_new(OP_DEFINE_ACC, dt, 1, &init, (uop_arg){.i = c->next_acc++}, 0, NULL);
-  push(c, acc);
-  for (int i = 1; i < r->nsrc; i++) {
-    open_loop(c, r->src[i]);
-    hoist(c, r->src[0]);
+  uop *grp[MAX_GROUP], *acc[MAX_GROUP];
+  int ng = 0;
+  grp[ng++] = r;
+  for (int i = 0; i < c->nreduces && ng < MAX_GROUP; i++) {
+    uop *q = c->reduces[i];
+    if (q == r || emitted(c, q) || !same_loops(q, r) || (deps(c, q) & ~c->open)) continue;
+    mark(c, q);
+    grp[ng++] = q;
   }
-  emit(c, r->src[0]);
-  uop *upd = uop_binary(op, acc, r->src[0]);
-  uop *s[2] = {acc, upd};
-  push(c, upd);
-  push(c, uop_new(OP_ASSIGN, dt, 2, s, (uop_arg){0}, 0, NULL));
-  for (int i = r->nsrc - 1; i >= 1; i--) close_loop(c, r->src[i]);
-  push(c, r);  /* from here on the REDUCE's value is its accumulator */
+  for (int g = 0; g < ng; g++) hoist(c, grp[g]->src[0]);
+  for (int g = 0; g < ng; g++) {
+    tg_dtype dt = (tg_dtype)grp[g]->dtype;
+    uop *init = uop_const(dt, identity((uop_op)grp[g]->arg.i, dt));
+    int64_t isvec = umap_get(c->vec, grp[g]->src[0]) != NULL;
+    acc[g] = uop_new(OP_DEFINE_ACC, dt, 1, &init, (uop_arg){.i = c->next_acc++}, 1, &isvec);
+    if (acc[g] && isvec && !umap_put(c->vec, acc[g], (void *)1)) c->fail = true;
+    push(c, acc[g]);
+  }
+  for (int i = 1; i < r->nsrc; i++) {
+    if (r->src[i] == c->lane) continue;
+    open_loop(c, r->src[i]);
+    for (int g = 0; g < ng; g++) hoist(c, grp[g]->src[0]);
+  }
+  for (int g = 0; g < ng; g++) emit(c, grp[g]->src[0]);
+  for (int g = 0; g < ng && !c->fail; g++) {
+    uop *upd = uop_binary((uop_op)grp[g]->arg.i, acc[g], grp[g]->src[0]);
+    if (upd && umap_get(c->vec, grp[g]->src[0]) && !umap_put(c->vec, upd, (void *)1)) c->fail = true;
+    uop *s[2] = {acc[g], upd};
+    push(c, upd);
+    push(c, uop_new(OP_ASSIGN, (tg_dtype)grp[g]->dtype, 2, s, (uop_arg){0}, 0, NULL));
+  }
+  for (int i = r->nsrc - 1; i >= 1; i--)
+    if (r->src[i] != c->lane) close_loop(c, r->src[i]);
+  /* from here on a REDUCE's value is its accumulator (over the lane: the accumulator's lanes reduced) */
+  for (int g = 0; g < ng && !c->fail; g++) {
+    push(c, grp[g]);
+    if (!umap_put(c->accs, grp[g], acc[g])) c->fail = true;
+  }
 }
 
 static void emit(lin_ctx *c, uop *u) {
@@ -120,28 +160,63 @@ static void emit(lin_ctx *c, uop *u) {
   push(c, u);
 }
 
+/* the vector values: the lane, contiguous vector accesses and what uses them; a REDUCE over the lane is not */
+static bool vec_of(const uop *u, uop *lane, uop_map *vec) {
+  if (!lane) return false;
+  if (u == lane || ((u->op == OP_LOAD || u->op == OP_STORE) && u->arg.i > 0)) return true;
+  if (u->op == OP_REDUCE) {
+    for (int i = 1; i < u->nsrc; i++)
+      if (u->src[i] == lane) return false;
+    return umap_get(vec, u->src[0]) != NULL;
+  }
+  for (int i = 0; i < u->nsrc; i++)
+    if (umap_get(vec, u->src[i])) return true;
+  return false;
+}
+
+bool lp_is_vec(const linear_program *p, const uop *u) { return umap_get(&p->vec, u) != NULL; }
+
+/* THREAD first (the pool splits the outermost loop), then by id: ids were given outermost first */
+static bool loop_before(const uop *a, const uop *b) {
+  if ((a->aux[0] == AX_THREAD) != (b->aux[0] == AX_THREAD)) return a->aux[0] == AX_THREAD;
+  return a->arg.i < b->arg.i;
+}
+
 bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   lin_ctx c = {.iters = 1};
   memset(out, 0, sizeof *out);
+  out->lane = c.lane = info ? info->lane : NULL;
+  out->lanes = c.lanes = info && info->lane ? info->lanes : 1;
+  c.vec = &out->vec;
+  c.accs = &out->accs;
   int nn;
   uop **order = uop_toposort(ast, &nn);
   if (!order) return false;
+  c.reduces = malloc((size_t)nn * sizeof *c.reduces);
+  if (!c.reduces) {
+    free(order);
+    tg_set_error(TG_ERR_NOMEM, "linearize: out of memory");
+    return false;
+  }
   uop *globals[64];
   int ng = 0;
   for (int i = 0; i < nn; i++) {
     uop *u = order[i];
     if (u->op == OP_RANGE && u->arg.i >= 64) {
       free(order);
+      free(c.reduces);
       tg_set_error(TG_ERR_INTERNAL, "linearize: more than 64 loops in one kernel");
       return false;
     }
-    if (u->op == OP_RANGE && u->aux[0] != AX_REDUCE) globals[ng++] = u;
+    if (u->op == OP_RANGE && u != c.lane && u->aux[0] != AX_REDUCE && u->aux[0] != AX_UNROLL) globals[ng++] = u;
     if (u->op == OP_PARAM && u->arg.i + 1 > out->nparams) out->nparams = (int)u->arg.i + 1;
+    if (u->op == OP_REDUCE) c.reduces[c.nreduces++] = u;
+    if (vec_of(u, c.lane, c.vec) && !umap_put(c.vec, u, (void *)1)) c.fail = true;
   }
   free(order);
-  /* output loops in id order: ids were given outermost first */
+  if (c.lane) c.open |= range_bit(&c, c.lane);
   for (int i = 1; i < ng; i++)
-    for (int j = i; j > 0 && globals[j]->arg.i < globals[j - 1]->arg.i; j--) {
+    for (int j = i; j > 0 && loop_before(globals[j], globals[j - 1]); j--) {
       uop *t = globals[j];
       globals[j] = globals[j - 1];
       globals[j - 1] = t;
@@ -157,8 +232,11 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
     if (c.deps.keys[i]) free(c.deps.vals[i]);
   umap_free(&c.deps);
   umap_free(&c.emitted);
+  free(c.reduces);
   if (c.fail) {
     free(c.out);
+    umap_free(&out->vec);
+    umap_free(&out->accs);
     if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "linearize: out of memory");
     return false;
   }
@@ -170,5 +248,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
 
 void linear_program_free(linear_program *p) {
   free(p->ops);
+  umap_free(&p->vec);
+  umap_free(&p->accs);
   memset(p, 0, sizeof *p);
 }

@@ -156,7 +156,7 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
       bufs[j] = b->ptr;
     }
     double k0 = dbg >= 2 ? now_ms() : 0;
-    st = dev->launch(c->prog, bufs, sk->nbufs, c->info.threaded ? 0 : 1);
+    st = dev->launch(c->prog, bufs, sk->nbufs, c->info.threaded ? c->info.nthreads : 1);
     if (bufs != stack_bufs) free(bufs);
     if (st != TG_OK) goto out;
     stats.kernels_run++;
