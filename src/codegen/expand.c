@@ -112,30 +112,32 @@ static uop *expand_range(uop *ast, uop *r) {
 
 /* ---- the vector lane -------------------------------------------------------------------------------------- */
 
-static bool vec_dtype(int dt) { return dt == TG_FLOAT32 || dt == TG_INT32 || dt == TG_BOOL; }
+static bool vec_dtype(int dt) { return dt == TG_FLOAT32 || dt == TG_INT32 || dt == TG_INT64 || dt == TG_BOOL; }
 
-/* whether every value that depends on lane can be a vector */
+/* whether every vector value of the marked kernel (what uses the lane, contiguous accesses, what uses them)
+ * has a vector form in the renderers: float32, int32, int64 (indices) and bool lanes */
 static bool vec_supported(uop *ast, uop *lane) {
   int n;
   uop **order = uop_toposort(ast, &n);
   if (!order) return false;
   bool ok = true;
-  uop_map memo = {0};
+  uop_map vec = {0};
   for (int i = 0; i < n && ok; i++) {
     uop *u = order[i];
-    if (u->op == OP_SINK || !uop_uses_memo(u, lane, &memo)) continue;
-    if (u->op == OP_STORE) { ok = vec_dtype(u->src[2]->dtype) && u->src[2]->dtype != TG_BOOL; continue; }
-    if (!vec_dtype(u->dtype)) ok = false;
-    if (u->op == OP_LOAD && u->dtype == TG_BOOL) ok = false;
-    if (u->op == OP_REDUCE) {
-      bool over = false;
+    bool v = u == lane || ((u->op == OP_LOAD || u->op == OP_STORE) && u->arg.i > 0), over = false;
+    for (int j = 0; j < u->nsrc && !v; j++) v = umap_get(&vec, u->src[j]) != NULL;
+    if (u->op == OP_REDUCE)
       for (int j = 1; j < u->nsrc; j++) over |= u->src[j] == lane;
-      if (over && !uop_uses_memo(u->src[0], lane, &memo)) ok = false;
-      if (u->dtype == TG_BOOL) ok = false;
-    }
-    if (u->op == OP_CAST || u->op == OP_BITCAST) ok &= vec_dtype(u->src[0]->dtype);
+    if (!v || u->op == OP_SINK) continue;
+    if (over && !umap_get(&vec, u->src[0])) ok = false;
+    if (!over && !umap_put(&vec, u, (void *)1)) ok = false;
+    if (u->op == OP_STORE) { ok &= vec_dtype(u->src[2]->dtype) && u->src[2]->dtype != TG_BOOL; continue; }
+    if (!vec_dtype(u->dtype) || (u->op == OP_LOAD && u->dtype == TG_BOOL) || (u->op == OP_REDUCE && u->dtype == TG_BOOL)) ok = false;
+    if (u->op == OP_CAST) ok &= vec_dtype(u->src[0]->dtype);
+    if (u->op == OP_BITCAST) ok &= u->dtype != TG_INT64 && u->dtype != TG_BOOL && vec_dtype(u->src[0]->dtype) &&
+                                   u->src[0]->dtype != TG_INT64 && u->src[0]->dtype != TG_BOOL;
   }
-  umap_free(&memo);
+  umap_free(&vec);
   free(order);
   return ok;
 }
@@ -224,15 +226,15 @@ uop *expand_kernel(uop *ast, int vec_bytes, uop **lane_out) {
       if (!(ast = expand_range(ast, rs[i]))) return NULL;
     }
   if (!(ast = kernel_simplify(ast))) return NULL;
-  if (lane && !vec_supported(ast, lane)) {
-    ast = expand_range(ast, lane);
-    return ast ? kernel_simplify(ast) : NULL;
-  }
   if (!lane || !uop_uses(ast, lane)) return ast;
   mark_ctx mc = {.lane = lane, .lanes = lanes};
   uop *out = mark_access(&mc, ast);
   umap_free(&mc.memo);
   if (!out) return NULL;
+  if (!vec_supported(out, lane)) {
+    ast = expand_range(ast, lane);
+    return ast ? kernel_simplify(ast) : NULL;
+  }
   *lane_out = lane;
   return out;
 }

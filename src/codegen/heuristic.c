@@ -121,6 +121,7 @@ void hand_coded_optimizations(kernel_state *ks) {
     }
 
   /* 2. a register tile for reduces: reuse a hot load across one more output loop */
+  int64_t tile_id = -1;
   if (nred && !vec_on_reduce) {
     n = ks_axes(ks, ax, &nout, &nred);
     int vec_regs = 1;
@@ -136,8 +137,10 @@ void hand_coded_optimizations(kernel_state *ks) {
     static const int64_t amts[] = {8, 6, 4, 3, 2};
     for (int k = 0; best >= 0 && k < 5; k++)
       if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= 16 && ax[best].size > amts[k] &&
-          try_opt(ks, OPT_UPCAST, best, amts[k]))
+          try_opt(ks, OPT_UPCAST, best, amts[k])) {
+        tile_id = ax[best].r->arg.i;
         break;
+      }
   }
 
   /* 3. threads */
@@ -151,5 +154,17 @@ void hand_coded_optimizations(kernel_state *ks) {
     for (int i = 0; i < nout && pick < 0; i++)
       if (ax[i].type == AX_GLOBAL && ax[i].size >= 4 * nt) pick = i;
     if (pick >= 0) try_opt(ks, OPT_THREAD, pick, nt);
+  }
+
+  /* 4. cache blocking: the vector loop outside the tile loop, and the operand reused across the tile loop
+   * (matmul: B's panel of the vector loop's columns) packed into a contiguous buffer before it */
+  if (tile_id >= 0 && vec_id >= 0) {
+    n = ks_axes(ks, ax, &nout, &nred);
+    int vi = axis_of(ks, vec_id, false), ti = axis_of(ks, tile_id, false);
+    if (vi >= 0 && ti >= 0 && ax[vi].size >= 2) {
+      /* SWAP exchanges the loops' ids: the tile loop then has the vector loop's old id */
+      if (vi > ti && try_opt(ks, OPT_SWAP, ti, vi)) ti = axis_of(ks, vec_id, false);
+      if (ti > vi || ti == axis_of(ks, vec_id, false)) try_opt(ks, OPT_PACK, ti, 0);
+    }
   }
 }

@@ -51,6 +51,9 @@ static uint64_t range_bit(lin_ctx *c, uop *r) {
   return id < 64 ? 1ULL << id : 0;
 }
 
+/* a STORE filling a DEFINE_LOCAL: the loops of its index are its own (AX_LOOP), opened around it */
+static bool is_local_store(const uop *u) { return u->op == OP_STORE && u->src[0]->op == OP_DEFINE_LOCAL; }
+
 /* the RANGEs u depends on, as a bit set (ranges have ids below 64) */
 static uint64_t deps(lin_ctx *c, uop *u) {
   uint64_t *box = umap_get(&c->deps, u);
@@ -60,6 +63,7 @@ static uint64_t deps(lin_ctx *c, uop *u) {
   for (int i = 0; i < u->nsrc; i++) d |= deps(c, u->src[i]);
   if (u->op == OP_REDUCE)
     for (int i = 1; i < u->nsrc; i++) d &= ~range_bit(c, u->src[i]);
+  if (is_local_store(u)) d = deps(c, u->src[2]) & ~deps(c, u->src[1]);
   box = malloc(sizeof *box);
   if (!box || !umap_put(&c->deps, u, box)) { free(box); c->fail = true; return d; }
   *box = d;
@@ -79,6 +83,7 @@ static void hoist(lin_ctx *c, uop *u) {
   if (c->fail || emitted(c, u)) return;
   if ((deps(c, u) & ~c->open) == 0) { emit(c, u); return; }
   if (u->op == OP_REDUCE) { hoist(c, u->src[0]); return; }
+  if (is_local_store(u)) { hoist(c, u->src[2]); return; }
   for (int i = 0; i < u->nsrc; i++) hoist(c, u->src[i]);
 }
 
@@ -151,11 +156,41 @@ static void emit_reduce(lin_ctx *c, uop *r) {
   }
 }
 
+/* the copy loops of a PACK around the STORE that fills its buffer */
+static void emit_local_store(lin_ctx *c, uop *u) {
+  emit(c, u->src[0]);
+  hoist(c, u->src[2]);
+  int n;
+  uop **order = uop_toposort(u->src[1], &n);
+  if (!order) { c->fail = true; return; }
+  uop *loops[64];
+  int nl = 0;
+  for (int i = 0; i < n; i++)
+    if (order[i]->op == OP_RANGE && !(c->open & range_bit(c, order[i])) && nl < 64) loops[nl++] = order[i];
+  free(order);
+  for (int i = 1; i < nl; i++)
+    for (int j = i; j > 0 && loops[j]->arg.i < loops[j - 1]->arg.i; j--) {
+      uop *t = loops[j];
+      loops[j] = loops[j - 1];
+      loops[j - 1] = t;
+    }
+  for (int i = 0; i < nl; i++) {
+    open_loop(c, loops[i]);
+    hoist(c, u->src[2]);
+    hoist(c, u->src[1]);
+  }
+  emit(c, u->src[1]);
+  emit(c, u->src[2]);
+  push(c, u);
+  for (int i = nl - 1; i >= 0; i--) close_loop(c, loops[i]);
+}
+
 static void emit(lin_ctx *c, uop *u) {
   if (c->fail || emitted(c, u)) return;
   mark(c, u);
   if (u->op == OP_PARAM || u->op == OP_CONST) return;  /* rendered inline */
   if (u->op == OP_REDUCE) { emit_reduce(c, u); return; }
+  if (is_local_store(u)) { emit_local_store(c, u); return; }
   for (int i = 0; i < u->nsrc; i++) emit(c, u->src[i]);
   push(c, u);
 }
@@ -208,7 +243,8 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
       tg_set_error(TG_ERR_INTERNAL, "linearize: more than 64 loops in one kernel");
       return false;
     }
-    if (u->op == OP_RANGE && u != c.lane && u->aux[0] != AX_REDUCE && u->aux[0] != AX_UNROLL) globals[ng++] = u;
+    if (u->op == OP_RANGE && u != c.lane && u->aux[0] != AX_REDUCE && u->aux[0] != AX_UNROLL && u->aux[0] != AX_LOOP)
+      globals[ng++] = u;
     if (u->op == OP_PARAM && u->arg.i + 1 > out->nparams) out->nparams = (int)u->arg.i + 1;
     if (u->op == OP_REDUCE) c.reduces[c.nreduces++] = u;
     if (vec_of(u, c.lane, c.vec) && !umap_put(c.vec, u, (void *)1)) c.fail = true;

@@ -6,7 +6,7 @@
 
 #include "codegen/opt.h"
 
-static const char *const names[OPT_COUNT] = {"UPCAST", "UNROLL", "THREAD", "PADTO", "LOCAL", "GROUP", "GROUPTOP"};
+static const char *const names[OPT_COUNT] = {"UPCAST", "UNROLL", "THREAD", "PADTO", "SWAP", "PACK", "LOCAL", "GROUP", "GROUPTOP"};
 
 const char *opt_name(opt_op op) { return op < OPT_COUNT ? names[op] : "?"; }
 
@@ -196,6 +196,123 @@ static uop *pad_range(uop *ast, uop *r, int64_t m) {
   return res ? kernel_simplify(res) : NULL;
 }
 
+/* ---- SWAP and PACK ----------------------------------------------------------------------------------- */
+
+static uop *swap_ranges(uop *ast, uop *a, uop *b) {
+  int64_t tmp_id = max_range_id(ast) + 1;
+  if (tmp_id >= 64) {
+    tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
+    return NULL;
+  }
+  tg_dtype dt = (tg_dtype)a->dtype;
+  uop *tmp = mk_range(dt, a->src[0]->arg.i, tmp_id, a->aux[0]);
+  uop *a2 = mk_range(dt, a->src[0]->arg.i, b->arg.i, a->aux[0]), *b2 = mk_range(dt, b->src[0]->arg.i, a->arg.i, b->aux[0]);
+  if (!tmp || !a2 || !b2) return NULL;
+  uop *r = uop_substitute(ast, a, tmp);
+  r = r ? uop_substitute(r, b, b2) : NULL;
+  return r ? uop_substitute(r, tmp, a2) : NULL;
+}
+
+typedef struct pack_plan { uop *load; uop *inner[KS_MAX_AXES]; int ninner; int64_t elems; } pack_plan;
+
+/* whether load L can be packed for loop t: it does not use t, and every loop it uses is opened before t
+ * (before[]), is one of red's loops, or is a register loop */
+static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbefore, pack_plan *pl) {
+  if (L->nsrc != 2 || L->src[0]->op != OP_PARAM || uop_uses(L, t)) return false;
+  int n;
+  uop **order = uop_toposort(L->src[1], &n);
+  if (!order) return false;
+  bool ok = true, uses_red = false;
+  pl->ninner = 0;
+  pl->elems = 1;
+  for (int i = 0; i < n && ok; i++) {
+    uop *r = order[i];
+    if (r->op != OP_RANGE) continue;
+    bool outer = false, mine = false;
+    for (int j = 0; j < nbefore; j++) outer |= before[j] == r;
+    for (int j = 1; j < red->nsrc; j++) mine |= red->src[j] == r;
+    uses_red |= mine;
+    if (outer) continue;
+    if (!mine && r->aux[0] != AX_UPCAST && r->aux[0] != AX_UNROLL) { ok = false; break; }
+    if (pl->ninner == KS_MAX_AXES) { ok = false; break; }
+    pl->inner[pl->ninner++] = r;
+    pl->elems *= r->src[0]->arg.i;
+  }
+  free(order);
+  pl->load = L;
+  return ok && uses_red;
+}
+
+/* the copy of the load's values over its inner loops into a DEFINE_LOCAL, and the load from it */
+static uop *pack_apply(uop *ast, pack_plan *pl) {
+  /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous */
+  int64_t coef[KS_MAX_AXES];
+  for (int i = 0; i < pl->ninner; i++)
+    if (!lin_coef(pl->load->src[1], pl->inner[i], &coef[i])) coef[i] = 0;
+  for (int i = 1; i < pl->ninner; i++)
+    for (int j = i; j > 0 && coef[j] > coef[j - 1]; j--) {
+      int64_t tc = coef[j]; coef[j] = coef[j - 1]; coef[j - 1] = tc;
+      uop *tr = pl->inner[j]; pl->inner[j] = pl->inner[j - 1]; pl->inner[j - 1] = tr;
+    }
+  int64_t id = max_range_id(ast) + 1;
+  if (id + pl->ninner > 64) {
+    tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
+    return NULL;
+  }
+  int n, nlocal = 0;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return NULL;
+  for (int i = 0; i < n; i++) nlocal += order[i]->op == OP_DEFINE_LOCAL;
+  free(order);
+  tg_dtype it = (tg_dtype)pl->inner[0]->dtype;
+  uop *val = pl->load, *fidx = uop_const_int(it, 0), *lidx = uop_const_int(it, 0);
+  int64_t stride = 1;
+  for (int i = pl->ninner - 1; i >= 0 && val; i--) {
+    uop *r = pl->inner[i], *r2 = mk_range(it, r->src[0]->arg.i, id + i, AX_LOOP);
+    if (!r2) return NULL;
+    val = uop_substitute(val, r, r2);
+    fidx = uop_binary(OP_ADD, fidx, uop_binary(OP_MUL, r2, uop_const_int(it, stride)));
+    lidx = uop_binary(OP_ADD, lidx, uop_binary(OP_MUL, r, uop_const_int(it, stride)));
+    stride *= r->src[0]->arg.i;
+  }
+  uop *local = uop_new(OP_DEFINE_LOCAL, (tg_dtype)pl->load->dtype, 0, NULL, (uop_arg){.i = nlocal}, 1, &pl->elems);
+  uop *fs[3] = {local, uop_simplify(fidx), val};
+  uop *fill = val && fs[1] ? uop_new(OP_STORE, (tg_dtype)pl->load->dtype, 3, fs, (uop_arg){0}, 0, NULL) : NULL;
+  uop *ls[2] = {fill, uop_simplify(lidx)};
+  uop *nl = fill && ls[1] ? uop_new(OP_LOAD, (tg_dtype)pl->load->dtype, 2, ls, (uop_arg){0}, 0, NULL) : NULL;
+  uop *r = nl ? uop_substitute(ast, pl->load, nl) : NULL;
+  return r ? kernel_simplify(r) : NULL;
+}
+
+#define PACK_MAX_ELEMS 65536  /* 256 KiB of float32: a quarter of a Zen 5 L2, and room on a thread's stack */
+
+static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, char *why) {
+  uop *before[KS_MAX_AXES];
+  for (int i = 0; i < a; i++) before[i] = ax[i].r;
+  int n;
+  uop **order = uop_toposort(ks->ast, &n);
+  if (!order) return NULL;
+  pack_plan best = {0}, pl;
+  for (int i = 0; i < n; i++) {
+    if (order[i]->op != OP_REDUCE) continue;
+    int m;
+    uop **sub = uop_toposort(order[i]->src[0], &m);
+    if (!sub) break;
+    for (int j = 0; j < m; j++)
+      if (sub[j]->op == OP_LOAD && pack_candidate(sub[j], order[i], ax[a].r, before, a, &pl) &&
+          pl.elems <= PACK_MAX_ELEMS && pl.elems > best.elems)
+        best = pl;
+    free(sub);
+  }
+  free(order);
+  if (!best.load) {
+    snprintf(why, 160, "PACK: no load inside a reduce is reused across axis %d with a panel of at most %d elements", a,
+             PACK_MAX_ELEMS);
+    return NULL;
+  }
+  return pack_apply(ks->ast, &best);
+}
+
 /* ---- the axes ------------------------------------------------------------------------------------------ */
 
 bool ks_init(kernel_state *ks, uop *ast, opt_target tg) {
@@ -217,6 +334,7 @@ static int axis_class(int type) {
     case AX_REDUCE: case AX_GROUP: return 1;
     case AX_UNROLL: return 2;
     case AX_UPCAST: return 3;
+    case AX_LOOP: return 4;  /* the loops of a PACK copy: not axes of the kernel */
     default: return 0;
   }
 }
@@ -304,6 +422,18 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
       uop *t = uop_new(OP_RANGE, (tg_dtype)a.r->dtype, 1, a.r->src, a.r->arg, 1, &type);
       ast = t ? uop_substitute(ks->ast, a.r, t) : NULL;
       if (ast) ks->nthreads = (int)k;
+      break;
+    }
+    case OPT_SWAP: {
+      if (k < 0 || k >= nout || k == o.axis) REFUSE("SWAP: the other axis %lld is not another output axis", (long long)k);
+      if (a.type == AX_THREAD || ax[k].type == AX_THREAD) REFUSE("SWAP: the THREAD axis stays outermost");
+      ast = swap_ranges(ks->ast, a.r, ax[k].r);
+      break;
+    }
+    case OPT_PACK: {
+      if (a.type != AX_GLOBAL) REFUSE("PACK: axis %d is not an output loop of the kernel", o.axis);
+      ast = pack(ks, ax, nout, o.axis, why);
+      if (!ast && why[0]) return false;
       break;
     }
     case OPT_PADTO: {

@@ -8,6 +8,13 @@
  * loop becomes: AX_UPCAST / AX_UNROLL loops are expanded into registers (expand.c), one of them into the
  * lanes of a machine vector; AX_THREAD is split across the thread pool; the rest stay loops.
  *
+ * SWAP(a, b) exchanges the nesting of two output loops. PACK(a) is cache blocking for the CPU: a load inside a
+ * REDUCE that does not depend on output loop a, and whose index uses only loops opened before a and the
+ * REDUCE's own and register loops, is copied once per outer iteration into a contiguous per-thread buffer
+ * (DEFINE_LOCAL) before loop a opens, and read from there (matmul: the panel of B a core works on, which
+ * with B's row stride of 4 KiB would not even stay in L2 by associativity). Measured on matmul 1024,
+ * one thread: 65 GFLOP/s reading B in place, 153 from the packed panel.
+ *
  * Axis numbering, as tinygrad's: UPCAST, THREAD, LOCAL and PADTO count the output loops (GLOBAL/THREAD, in
  * loop order) then the reduce loops; UNROLL, GROUP and GROUPTOP count the reduce loops only.
  */
@@ -16,7 +23,9 @@
 
 #include "codegen/codegen.h"
 
-typedef enum opt_op { OPT_UPCAST, OPT_UNROLL, OPT_THREAD, OPT_PADTO, OPT_LOCAL, OPT_GROUP, OPT_GROUPTOP, OPT_COUNT } opt_op;
+typedef enum opt_op {
+  OPT_UPCAST, OPT_UNROLL, OPT_THREAD, OPT_PADTO, OPT_SWAP, OPT_PACK, OPT_LOCAL, OPT_GROUP, OPT_GROUPTOP, OPT_COUNT
+} opt_op;
 typedef struct opt { opt_op op; int axis; int64_t arg; } opt;
 
 #define KS_MAX_OPTS 16

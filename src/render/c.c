@@ -164,17 +164,22 @@ static char *alu_text(uop *u, const char *const *s) {
  * tg_float_v, tg_int_v; a bool is a tg_int_v mask (-1 true, 0 false), as vector comparisons give. A scalar
  * source of a vector op is broadcast (tg_bc_*). Ops without a vector form run per lane in a small loop. */
 
-static const char *vkind(tg_dtype dt) { return dt == TG_FLOAT32 ? "float" : "int"; }
+static const char *vkind(tg_dtype dt) { return dt == TG_FLOAT32 ? "float" : dt == TG_INT64 ? "long" : "int"; }
 
 static void vec_header(out *o, int lanes) {
-  const char *ts[2] = {"float", "int"};
-  for (int t = 0; t < 2; t++) {
-    put(o, "typedef %s tg_%s_v __attribute__((vector_size(%d)));\n", ts[t], ts[t], 4 * lanes);
-    put(o, "typedef %s tg_%s_vu __attribute__((vector_size(%d), aligned(4), may_alias));\n", ts[t], ts[t], 4 * lanes);
-    put(o, "static inline tg_%s_v tg_bc_%s(%s s) { return (tg_%s_v){", ts[t], ts[t], ts[t], ts[t]);
+  const char *ts[3] = {"float", "int", "long"}, *cs[3] = {"float", "int", "long long"};
+  const int sz[3] = {4, 4, 8};
+  for (int t = 0; t < 3; t++) {
+    put(o, "typedef %s tg_%s_v __attribute__((vector_size(%d)));\n", cs[t], ts[t], sz[t] * lanes);
+    put(o, "typedef %s tg_%s_vu __attribute__((vector_size(%d), aligned(%d), may_alias));\n", cs[t], ts[t], sz[t] * lanes, sz[t]);
+    put(o, "static inline tg_%s_v tg_bc_%s(%s s) { return (tg_%s_v){", ts[t], ts[t], cs[t], ts[t]);
     for (int l = 0; l < lanes; l++) put(o, "%ss", l ? "," : "");
     put(o, "}; }\n");
   }
+  put(o, "static inline tg_long_v tg_sel_long(tg_int_v m, tg_long_v a, tg_long_v b) "
+         "{ tg_long_v w = __builtin_convertvector(m, tg_long_v); return (w & a) | (~w & b); }\n"
+         "static inline tg_long_v tg_max_long(tg_long_v a, tg_long_v b) "
+         "{ return tg_sel_long(__builtin_convertvector(a > b, tg_int_v), a, b); }\n");
   put(o, "static inline tg_float_v tg_sel_float(tg_int_v m, tg_float_v a, tg_float_v b) "
          "{ return (tg_float_v)((m & (tg_int_v)a) | (~m & (tg_int_v)b)); }\n"
          "static inline tg_int_v tg_sel_int(tg_int_v m, tg_int_v a, tg_int_v b) { return (m & a) | (~m & b); }\n"
@@ -197,16 +202,16 @@ static char *valu_text(rctx *c, uop *u) {
   tg_dtype dt = (tg_dtype)u->dtype, st = u->nsrc ? (tg_dtype)u->src[0]->dtype : dt;
   char *s[3] = {NULL, NULL, NULL}, *r = NULL;
   for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = vsrc(c, u, i);
-  bool b = st == TG_BOOL;
+  bool b = st == TG_BOOL, L = st == TG_INT64;
   switch (u->op) {
     case OP_ADD: r = b ? NULL : fmt("(%s+%s)", s[0], s[1]); break;
     case OP_MUL: r = b ? fmt("(%s&%s)", s[0], s[1]) : fmt("(%s*%s)", s[0], s[1]); break;
     case OP_FDIV: r = fmt("(%s/%s)", s[0], s[1]); break;
     case OP_NEG: r = b ? fmt("(~%s)", s[0]) : fmt("(-%s)", s[0]); break;
     case OP_MAX: r = b ? fmt("(%s|%s)", s[0], s[1]) : fmt("tg_max_%s(%s,%s)", vkind(dt), s[0], s[1]); break;
-    case OP_CMPLT: r = b ? fmt("(~%s&%s)", s[0], s[1]) : fmt("(%s<%s)", s[0], s[1]); break;
-    case OP_CMPNE: r = b ? fmt("(%s^%s)", s[0], s[1]) : fmt("(%s!=%s)", s[0], s[1]); break;
-    case OP_CMPEQ: r = b ? fmt("(~(%s^%s))", s[0], s[1]) : fmt("(%s==%s)", s[0], s[1]); break;
+    case OP_CMPLT: r = b ? fmt("(~%s&%s)", s[0], s[1]) : fmt(L ? "__builtin_convertvector(%s<%s, tg_int_v)" : "(%s<%s)", s[0], s[1]); break;
+    case OP_CMPNE: r = b ? fmt("(%s^%s)", s[0], s[1]) : fmt(L ? "__builtin_convertvector(%s!=%s, tg_int_v)" : "(%s!=%s)", s[0], s[1]); break;
+    case OP_CMPEQ: r = b ? fmt("(~(%s^%s))", s[0], s[1]) : fmt(L ? "__builtin_convertvector(%s==%s, tg_int_v)" : "(%s==%s)", s[0], s[1]); break;
     case OP_AND: r = fmt("(%s&%s)", s[0], s[1]); break;
     case OP_OR: r = fmt("(%s|%s)", s[0], s[1]); break;
     case OP_XOR: r = fmt("(%s^%s)", s[0], s[1]); break;
@@ -218,8 +223,8 @@ static char *valu_text(rctx *c, uop *u) {
     case OP_RECIP: r = dt == TG_FLOAT32 ? fmt("(tg_bc_float(1.0f)/%s)", s[0]) : NULL; break;
     case OP_CAST:
       if (dt == st) r = fmt("%s", s[0]);
-      else if (dt == TG_BOOL) r = fmt("(%s!=tg_bc_%s(0))", s[0], vkind(st));
-      else if (st == TG_BOOL) r = dt == TG_INT32 ? fmt("(-%s)", s[0]) : fmt("__builtin_convertvector(-%s, tg_float_v)", s[0]);
+      else if (dt == TG_BOOL) r = fmt(L ? "__builtin_convertvector(%s!=tg_bc_%s(0), tg_int_v)" : "(%s!=tg_bc_%s(0))", s[0], vkind(st));
+      else if (st == TG_BOOL) r = dt == TG_INT32 ? fmt("(-%s)", s[0]) : fmt("__builtin_convertvector(-%s, tg_%s_v)", s[0], vkind(dt));
       else r = fmt("__builtin_convertvector(%s, tg_%s_v)", s[0], vkind(dt));
       break;
     case OP_BITCAST: r = fmt("((tg_%s_v)%s)", vkind(dt), s[0]); break;
@@ -341,7 +346,7 @@ static void render_op(rctx *c, uop *u, int pos) {
       set_name(c, u, nm);
       indent(c);
       if (u == c->p->lane) {
-        put(c->o, "tg_int_v %s = {", nm);
+        put(c->o, "tg_%s_v %s = {", vkind(dt), nm);
         for (int l = 0; l < c->p->lanes; l++) put(c->o, "%s%d", l ? "," : "", l);
         put(c->o, "};\n");
         return;
@@ -381,7 +386,15 @@ static void render_op(rctx *c, uop *u, int pos) {
       indent(c);
       if (u->nsrc == 4) put(c->o, "if (%s) ", name_of(c, u->src[3]));
       put(c->o, "%s[%s] = %s;\n", name_of(c, u->src[0]), name_of(c, u->src[1]), name_of(c, u->src[2]));
+      if (u->src[0]->op == OP_DEFINE_LOCAL) set_name(c, u, fmt("%s", name_of(c, u->src[0])));  /* loads read it */
       return;
+    case OP_DEFINE_LOCAL: {
+      char *nm = fmt("local%" PRId64, u->arg.i);
+      indent(c);
+      put(c->o, "%s %s[%" PRId64 "] __attribute__((aligned(64)));\n", ctype(dt), nm, u->aux[0]);
+      set_name(c, u, nm);
+      return;
+    }
     case OP_SINK:
       return;
     case OP_LOAD: {
