@@ -135,6 +135,21 @@ uop *kernel_simplify(uop *ast) {
   return s ? graph_rewrite(s, m, NULL, false) : NULL;
 }
 
+/* whether u uses r other than inside a REDUCE over r (where r is bound) */
+static bool uses_free(uop *u, uop *r, uop_map *memo, bool *oom) {
+  if (u == r) return true;
+  void *m = umap_get(memo, u);
+  if (m) return m == (void *)2;
+  bool y = false;
+  if (u->op == OP_REDUCE)
+    for (int i = 1; i < u->nsrc; i++)
+      if (u->src[i] == r) goto done;
+  for (int i = 0; i < u->nsrc && !y; i++) y = uses_free(u->src[i], r, memo, oom);
+done:
+  if (!umap_put(memo, u, y ? (void *)2 : (void *)1)) *oom = true;
+  return y;
+}
+
 /* ---- PADTO: r of size n becomes r' of size m, every load and store that uses it masked with r' < n, every
  * reduce over it given the identity outside ------------------------------------------------------------ */
 
@@ -157,7 +172,7 @@ static uop *pad_mask(pad_ctx *c, uop *u) {
   uop *out = NULL;
   if (!c->fail) {
     bool oom = false;
-    bool uses = uses_rec(u, c->r, &c->uses, &oom);
+    bool uses = uses_free(u, c->r, &c->uses, &oom);
     c->fail |= oom;
     if ((u->op == OP_LOAD || u->op == OP_STORE) && uses) {
       int vi = u->op == OP_LOAD ? 2 : 3;
