@@ -185,6 +185,7 @@ static void vec_header(out *o, int lanes) {
          "static inline tg_int_v tg_sel_int(tg_int_v m, tg_int_v a, tg_int_v b) { return (m & a) | (~m & b); }\n"
          "static inline tg_float_v tg_max_float(tg_float_v a, tg_float_v b) { return tg_sel_float(a > b, a, b); }\n"
          "static inline tg_int_v tg_max_int(tg_int_v a, tg_int_v b) { return tg_sel_int(a > b, a, b); }\n");
+  put(o, "%s", render_c_vec_math);
 }
 
 static bool is_vec(rctx *c, const uop *u) { return c->p->lane && lp_is_vec(c->p, u); }
@@ -220,6 +221,9 @@ static char *valu_text(rctx *c, uop *u) {
       if (uop_is_const(u->src[1]) && u->src[1]->arg.i > 0) r = fmt("(%s%s%s)", s[0], u->op == OP_IDIV ? "/" : "%", s[1]);
       break;
     case OP_WHERE: r = fmt("tg_sel_%s(%s,%s,%s)", vkind(dt), s[0], s[1], s[2]); break;
+    case OP_EXP2: r = dt == TG_FLOAT32 ? fmt("tg_exp2_v(%s)", s[0]) : NULL; break;
+    case OP_LOG2: r = dt == TG_FLOAT32 ? fmt("tg_log2_v(%s)", s[0]) : NULL; break;
+    case OP_SIN: r = dt == TG_FLOAT32 ? fmt("tg_sin_v(%s)", s[0]) : NULL; break;
     case OP_RECIP: r = dt == TG_FLOAT32 ? fmt("(tg_bc_float(1.0f)/%s)", s[0]) : NULL; break;
     case OP_CAST:
       if (dt == st) r = fmt("%s", s[0]);
