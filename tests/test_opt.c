@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "codegen/opt.h"
+#include "engine/search.h"
 #include "render/render.h"
 #include "runtime/device.h"
 #include "schedule/schedule.h"
@@ -295,4 +296,45 @@ TEST(test_opt_noopt_turns_the_heuristic_off) {
   if (old) setenv("NOOPT", old, 1);
   schedule_free(&s);
   tg_scope_end();
+}
+
+TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
+  char dir[] = "/tmp/tgc-beam-test-XXXXXX";
+  if (!mkdtemp(dir)) { test_fail(__FILE__, __LINE__, "mkdtemp failed"); return; }
+  compile_cache_set_dir(dir);
+  setenv("TG_BEAM_LIMIT", "3", 1);
+  setenv("BEAM", "2", 1);
+  tg_scope_begin();
+  int64_t sa[2] = {32, 64}, sb[2] = {64, 48};
+  tg_tensor *a = rand_t(2, sa), *b = rand_t(2, sb), *y = tg_matmul(a, b);
+  float ha[32 * 64], hb[64 * 48], got[32 * 48], want[32 * 48];
+  bool ok = y && tg_to_host(a, ha, sizeof ha) == TG_OK && tg_to_host(b, hb, sizeof hb) == TG_OK;
+  schedule s;
+  ok = ok && schedule_create(1, &y->u, &s) == TG_OK;
+  uop *ast = ok ? s.kernels[0].ast : NULL;
+  ok = ok && tg_to_host(y, got, sizeof got) == TG_OK;  /* realized with BEAM=2 */
+  unsetenv("BEAM");
+  CHECK(ok, "BEAM=2 matmul failed: %s", tg_error());
+  if (ok) {
+    for (int i = 0; i < 32; i++)
+      for (int j = 0; j < 48; j++) {
+        double r = 0;
+        for (int k = 0; k < 64; k++) r += (double)ha[i * 64 + k] * hb[k * 48 + j];
+        want[i * 48 + j] = (float)r;
+      }
+    CHECK_CLOSE("beam matmul", got, want, 32 * 48);
+    /* the same kernel again: the actions come from the disk, nothing is compiled */
+    uint64_t before = runtime_get_counters().compiles;
+    kernel_info info;
+    uop *k = engine_beam(device_default(), decompose_dtypes(ast), 2, &info);
+    CHECK(k && runtime_get_counters().compiles == before, "a second search compiled %llu kernels",
+          (unsigned long long)(runtime_get_counters().compiles - before));
+    schedule_free(&s);
+  }
+  tg_scope_end();
+  unsetenv("TG_BEAM_LIMIT");
+  compile_cache_set_dir(NULL);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0, "could not remove %s", dir);
 }

@@ -67,6 +67,13 @@ static void noopt_threads(kernel_state *ks) {
 }
 
 uop *codegen_finish(kernel_state *ks, kernel_info *info) {
+  memset(info, 0, sizeof *info);
+  int n;
+  uop **order = uop_toposort(ks->ast, &n);
+  if (!order) return NULL;
+  for (int i = 0; i < n; i++)
+    if (order[i]->op == OP_PARAM) info->bytes += (double)order[i]->aux[0] * (double)tg_dtype_size((tg_dtype)order[i]->dtype);
+  free(order);
   kernel_name(ks->ast, info);
   opts_str(ks, info->opts, sizeof info->opts);
   info->threaded = ks->nthreads > 1;
@@ -81,12 +88,6 @@ uop *codegen_finish(kernel_state *ks, kernel_info *info) {
 uop *codegen_optimize(uop *ast, int nthreads, kernel_info *info) {
   if (!ast) return NULL;
   memset(info, 0, sizeof *info);
-  int n;
-  uop **order = uop_toposort(ast, &n);
-  if (!order) return NULL;
-  for (int i = 0; i < n; i++)
-    if (order[i]->op == OP_PARAM) info->bytes += (double)order[i]->aux[0] * (double)tg_dtype_size((tg_dtype)order[i]->dtype);
-  free(order);
   kernel_state ks;
   if (!ks_init(&ks, ast, codegen_host_target(nthreads))) return NULL;
   if (env_on("NOOPT")) noopt_threads(&ks);

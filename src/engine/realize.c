@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "codegen/codegen.h"
+#include "engine/search.h"
 #include "render/render.h"
 #include "runtime/device.h"
 #include "schedule/schedule.h"
@@ -57,8 +58,13 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   }
   linear_program lp = {0};
   char *src = NULL;
-  uop *opt = codegen_optimize(decompose_dtypes(ast), dev->num_threads(dev), &c->info);
+  const char *beam = getenv("BEAM"), *noopt = getenv("NOOPT");
+  int width = beam ? atoi(beam) : 0;
+  if (noopt && *noopt && strcmp(noopt, "0") != 0) width = 0;
+  uop *opt = width > 0 ? engine_beam(dev, decompose_dtypes(ast), width, &c->info)
+                       : codegen_optimize(decompose_dtypes(ast), dev->num_threads(dev), &c->info);
   if (!opt) goto fail;
+  if (dbg >= 2 && c->info.opts[0]) fprintf(stderr, "opts %s: %s\n", c->info.name, c->info.opts);
   if (dbg >= 3) {
     char *s = uop_to_string(opt);
     if (s) fprintf(stderr, "kernel %s:\n%s", c->info.name, s);
