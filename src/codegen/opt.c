@@ -259,11 +259,15 @@ static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbe
 }
 
 /* the copy of the load's values over its inner loops into a DEFINE_LOCAL, and the load from it */
-static uop *pack_apply(uop *ast, pack_plan *pl) {
-  /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous */
+static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
+  /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous; with
+   * upcast_last the UPCAST loops go innermost whatever their stride (a transposing copy: matmul with B
+   * transposed then reads its panel as the plain one) */
   int64_t coef[KS_MAX_AXES];
-  for (int i = 0; i < pl->ninner; i++)
+  for (int i = 0; i < pl->ninner; i++) {
     if (!lin_coef(pl->load->src[1], pl->inner[i], &coef[i])) coef[i] = 0;
+    if (upcast_last && pl->inner[i]->aux[0] == AX_UPCAST) coef[i] = -1 - pl->inner[i]->src[0]->arg.i;
+  }
   for (int i = 1; i < pl->ninner; i++)
     for (int j = i; j > 0 && coef[j] > coef[j - 1]; j--) {
       int64_t tc = coef[j]; coef[j] = coef[j - 1]; coef[j - 1] = tc;
@@ -301,7 +305,7 @@ static uop *pack_apply(uop *ast, pack_plan *pl) {
 
 #define PACK_MAX_ELEMS 65536  /* 256 KiB of float32: a quarter of a Zen 5 L2, and room on a thread's stack */
 
-static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, char *why) {
+static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, bool upcast_last, char *why) {
   uop *before[KS_MAX_AXES];
   for (int i = 0; i < a; i++) before[i] = ax[i].r;
   int n;
@@ -325,7 +329,7 @@ static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, char *w
              PACK_MAX_ELEMS);
     return NULL;
   }
-  return pack_apply(ks->ast, &best);
+  return pack_apply(ks->ast, &best, upcast_last);
 }
 
 /* ---- the axes ------------------------------------------------------------------------------------------ */
@@ -400,6 +404,9 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
   why[0] = 0;
   if (o.op >= OPT_COUNT) REFUSE("unknown action %d", (int)o.op);
   if (ks->napplied >= KS_MAX_OPTS) REFUSE("%s: at most %d actions per kernel", opt_name(o.op), KS_MAX_OPTS);
+  for (int i = 0; i < ks->napplied; i++)
+    if (ks->applied[i].op == OPT_PACK)  /* its buffer is filled over the loops as they are now */
+      REFUSE("%s: PACK must be the last action", opt_name(o.op));
   if ((o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP) && !ks->tg.has_local)
     REFUSE("%s: the CPU has no workgroups or local memory (a GPU action)", opt_name(o.op));
   if (o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP)
@@ -447,7 +454,8 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
     }
     case OPT_PACK: {
       if (a.type != AX_GLOBAL) REFUSE("PACK: axis %d is not an output loop of the kernel", o.axis);
-      ast = pack(ks, ax, nout, o.axis, why);
+      if (k != 0 && k != 1) REFUSE("PACK: arg %lld is not 0 (source order) or 1 (upcast loops innermost)", (long long)k);
+      ast = pack(ks, ax, nout, o.axis, k == 1, why);
       if (!ast && why[0]) return false;
       break;
     }
