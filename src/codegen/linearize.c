@@ -113,13 +113,14 @@ static bool same_loops(const uop *a, const uop *b) {
   return true;
 }
 
-#define MAX_GROUP 256
-
+/* all of a group share one loop nest: values inside it that depend on its loops are emitted once, there */
 static void emit_reduce(lin_ctx *c, uop *r) {
-  uop *grp[MAX_GROUP], *acc[MAX_GROUP];
+  uop **grp = malloc((size_t)(c->nreduces + 1) * 2 * sizeof *grp);
+  if (!grp) { c->fail = true; return; }
+  uop **acc = grp + c->nreduces + 1;
   int ng = 0;
   grp[ng++] = r;
-  for (int i = 0; i < c->nreduces && ng < MAX_GROUP; i++) {
+  for (int i = 0; i < c->nreduces; i++) {
     uop *q = c->reduces[i];
     if (q == r || emitted(c, q) || !same_loops(q, r) || (deps(c, q) & ~c->open)) continue;
     mark(c, q);
@@ -154,6 +155,7 @@ static void emit_reduce(lin_ctx *c, uop *r) {
     push(c, grp[g]);
     if (!umap_put(c->accs, grp[g], acc[g])) c->fail = true;
   }
+  free(grp);
 }
 
 /* the copy loops of a PACK around the STORE that fills its buffer */
