@@ -157,8 +157,9 @@ static uop *mark_access(mark_ctx *c, uop *u) {
   uop *out = NULL;
   if (!c->fail) {
     int vi = u->op == OP_LOAD ? 2 : 3;
-    if ((u->op == OP_LOAD || u->op == OP_STORE) && u->arg.i == 0 && contiguous(s[1], c->lane) &&
-        (u->nsrc <= vi || !uop_uses(s[vi], c->lane))) {
+    (void)vi;  /* a mask that depends on the lane stays: the renderer loads or stores the whole vector when
+                * every lane is valid, lane by lane otherwise */
+    if ((u->op == OP_LOAD || u->op == OP_STORE) && u->arg.i == 0 && contiguous(s[1], c->lane)) {
       s[1] = uop_simplify(uop_substitute(s[1], c->lane, uop_const_int((tg_dtype)c->lane->dtype, 0)));
       out = s[1] ? uop_new((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc, s, (uop_arg){.i = c->lanes}, u->naux, u->aux) : NULL;
     } else {

@@ -55,8 +55,7 @@ static void load_kinds(const hot *h, uop *r, int *reuse, int *contig, int *gathe
   for (int i = 0; i < h->nloads; i++) {
     int64_t k;
     uop *l = h->loads[i];
-    bool valid_uses = l->nsrc == 3 && uop_uses(l->src[2], r);
-    if (!lin_coef(l->src[1], r, &k) || valid_uses) (*gather)++;
+    if (!lin_coef(l->src[1], r, &k)) (*gather)++;
     else if (k == 0) (*reuse)++;
     else if (k == 1) (*contig)++;
     else (*gather)++;
@@ -67,7 +66,7 @@ static bool store_contiguous(const hot *h, uop *r) {
   if (!h->nstores) return false;
   for (int i = 0; i < h->nstores; i++) {
     int64_t k;
-    if (!lin_coef(h->stores[i]->src[1], r, &k) || k != 1 || h->stores[i]->nsrc == 4) return false;
+    if (!lin_coef(h->stores[i]->src[1], r, &k) || k != 1) return false;
   }
   return true;
 }
@@ -98,6 +97,20 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
   int lanes = ks->tg.vec_bytes / 4;
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
+
+  /* 0. an output loop with a contiguous store that is not a multiple of the vector is padded to one (masked
+   * loads and stores at the edge), when the kernel has no loop that is */
+  bool any_multiple = false;
+  for (int i = 0; i < nout + nred; i++) any_multiple |= ax[i].size % lanes == 0;
+  for (int i = 0; i < nout && !any_multiple && lanes >= 2; i++)
+    if (ax[i].size > 2 * lanes && store_contiguous(&h, ax[i].r)) {
+      int64_t m = nred ? 2 * lanes : lanes;
+      if (try_opt(ks, OPT_PADTO, i, m)) {
+        n = ks_axes(ks, ax, &nout, &nred);
+        find_hot(ks->ast, &h);
+      }
+      break;
+    }
 
   /* 1. the vector loop */
   int64_t vec_id = -1;

@@ -233,9 +233,9 @@ typedef struct pack_plan { uop *load; uop *inner[KS_MAX_AXES]; int ninner; int64
 /* whether load L can be packed for loop t: it does not use t, and every loop it uses is opened before t
  * (before[]), is one of red's loops, or is a register loop */
 static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbefore, pack_plan *pl) {
-  if (L->nsrc != 2 || L->src[0]->op != OP_PARAM || uop_uses(L, t)) return false;
+  if (L->src[0]->op != OP_PARAM || uop_uses(L, t)) return false;
   int n;
-  uop **order = uop_toposort(L->src[1], &n);
+  uop **order = uop_toposort(L, &n);  /* the loops of its index and of its mask (a masked load is copied masked) */
   if (!order) return false;
   bool ok = true, uses_red = false;
   pl->ninner = 0;

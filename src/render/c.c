@@ -184,7 +184,9 @@ static void vec_header(out *o, int lanes, bool math) {
          "{ return (tg_float_v)((m & (tg_int_v)a) | (~m & (tg_int_v)b)); }\n"
          "static inline tg_int_v tg_sel_int(tg_int_v m, tg_int_v a, tg_int_v b) { return (m & a) | (~m & b); }\n"
          "static inline tg_float_v tg_max_float(tg_float_v a, tg_float_v b) { return tg_sel_float(a > b, a, b); }\n"
-         "static inline tg_int_v tg_max_int(tg_int_v a, tg_int_v b) { return tg_sel_int(a > b, a, b); }\n");
+         "static inline tg_int_v tg_max_int(tg_int_v a, tg_int_v b) { return tg_sel_int(a > b, a, b); }\n"
+         "static inline int tg_all(tg_int_v m) { int r = -1; "
+         "for (int l = 0; l < (int)(sizeof m / sizeof(int)); l++) r &= m[l]; return r != 0; }\n");
   if (math) put(o, "%s", render_c_vec_math);  /* only when used: it adds about 10 ms to a compile */
 
 }
@@ -280,7 +282,11 @@ static void render_vec_load(rctx *c, uop *u, int pos) {
   char *nm = fmt("val%d", pos);
   const char *p = name_of(c, u->src[0]), *k = vkind(dt);
   indent(c);
-  if (u->arg.i > 0) {  /* contiguous: one vector load at the (scalar) index */
+  if (u->arg.i > 0 && u->nsrc == 3 && is_vec(c, u->src[2])) {  /* contiguous, masked lane by lane */
+    const char *m = name_of(c, u->src[2]), *i = name_of(c, u->src[1]);
+    put(c->o, "tg_%s_v %s; if (tg_all(%s)) %s = *(const tg_%s_vu*)(%s+%s); else ", k, nm, m, nm, k, p, i);
+    put(c->o, "for (int l_ = 0; l_ < %d; l_++) %s[l_] = %s[l_] ? %s[%s+l_] : 0;\n", c->p->lanes, nm, m, p, i);
+  } else if (u->arg.i > 0) {  /* contiguous: one vector load at the (scalar) index */
     if (u->nsrc == 3)
       put(c->o, "tg_%s_v %s = tg_bc_%s(0); if (%s) %s = *(const tg_%s_vu*)(%s+%s);\n", k, nm, k, name_of(c, u->src[2]), nm,
           k, p, name_of(c, u->src[1]));
@@ -301,6 +307,14 @@ static void render_vec_load(rctx *c, uop *u, int pos) {
 static void render_vec_store(rctx *c, uop *u) {
   const char *p = name_of(c, u->src[0]);
   indent(c);
+  if (u->arg.i > 0 && u->nsrc == 4 && is_vec(c, u->src[3])) {  /* contiguous, masked lane by lane */
+    char *v = vsrc(c, u, 2);
+    const char *m = name_of(c, u->src[3]), *i = name_of(c, u->src[1]);
+    put(c->o, "if (tg_all(%s)) *(tg_%s_vu*)(%s+%s) = %s; else ", m, vkind((tg_dtype)u->src[2]->dtype), p, i, v);
+    put(c->o, "for (int l_ = 0; l_ < %d; l_++) if (%s[l_]) %s[%s+l_] = (%s)[l_];\n", c->p->lanes, m, p, i, v);
+    free(v);
+    return;
+  }
   if (u->arg.i > 0) {
     char *v = vsrc(c, u, 2);
     if (u->nsrc == 4) put(c->o, "if (%s) ", name_of(c, u->src[3]));
