@@ -167,7 +167,9 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
       if (ax[i].r->arg.i == vec_id) continue;
       int re, co, ga;
       load_kinds(&h, ax[i].r, &re, &co, &ga);
-      if (re > best_reuse) { best_reuse = re; best = i; }
+      /* the most reuse; of equal reuse the longest loop (a batch axis of 8 folded into the tile would leave
+       * no loop outside the tile to pack for) */
+      if (re > best_reuse || (re && re == best_reuse && ax[i].size > ax[best].size)) { best_reuse = re; best = i; }
     }
     static const int64_t amts[] = {8, 6, 4, 3, 2};
     for (int k = 0; best >= 0 && k < 5; k++)
