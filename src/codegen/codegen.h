@@ -14,21 +14,33 @@
 typedef struct kernel_info {
   char name[96];
   bool threaded;      /* the outermost loop is split across the pool by core_id */
+  int nthreads;       /* threads it runs on when threaded (0: the whole pool) */
   double flops;       /* ALU operations executed, for DEBUG=2 */
   double bytes;       /* bytes of the buffers it reads and writes */
+  uop *lane;          /* the RANGE whose values are the lanes of machine vectors, or NULL */
+  int lanes;
+  char opts[160];     /* the actions applied, for DEBUG */
 } kernel_info;
 
 /* the AST with dtypes the target lacks computed in ones it has (bfloat16 in float32) */
 uop *decompose_dtypes(uop *ast);
 
-/* the AST with its loop structure chosen (the axis split across nthreads threads) */
+/* the AST with its loop structure chosen and UPCAST/UNROLL loops expanded (opt.h): the heuristic's actions,
+ * or BEAM's, or none with NOOPT=1 (then only the outermost loop is split across nthreads threads) */
 uop *codegen_optimize(uop *ast, int nthreads, kernel_info *info);
 
 typedef struct linear_program {
   uop **ops;
   int n;
   int nparams;
+  uop *lane;          /* the vector lane RANGE (never a loop), or NULL */
+  int lanes;
+  uop_map vec;        /* node -> non-NULL when its value is a vector of `lanes` */
+  uop_map accs;       /* REDUCE -> its DEFINE_ACC (aux[0] 1: a vector accumulator) */
 } linear_program;
+
+/* whether u's value in p is a vector */
+bool lp_is_vec(const linear_program *p, const uop *u);
 
 /* the linear program of an optimized AST; false with tg_error set */
 bool linearize(uop *ast, linear_program *out, kernel_info *info);

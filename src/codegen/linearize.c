@@ -4,6 +4,11 @@
  * a REDUCE opens loops for its own RANGEs around an accumulator. Before a loop opens, everything that does
  * not use its variable is emitted outside it ("hoisting"), so a value is computed in the outermost loop
  * that can compute it, and a value used after a loop is always declared before it.
+ *
+ * REDUCEs over the same loops (the copies an UPCAST made, expand.c) share one loop nest, one accumulator each:
+ * a register tile. The vector lane (kernel_info.lane) is never a loop: it is open everywhere, and a value that
+ * depends on it (or a contiguous vector LOAD) is a vector; a REDUCE over the lane ends with a horizontal reduce
+ * of its vector accumulator, which the renderer writes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +28,11 @@ typedef struct lin_ctx {
   int next_acc;
   bool fail;
   double flops, iters;
+  uop *lane;
+  int lanes;
+  uop_map *vec, *accs;
+  uop **reduces;     /* every REDUCE of the kernel */
+  int nreduces;
 } lin_ctx;
 
 static void push(lin_ctx *c, uop *u) {
@@ -35,13 +45,16 @@ static void push(lin_ctx *c, uop *u) {
     c->cap = nc;
   }
   c->out[c->n++] = u;
-  if (uop_is_alu((uop_op)u->op)) c->flops += c->iters;
+  if (uop_is_alu((uop_op)u->op)) c->flops += c->iters * (umap_get(c->vec, u) ? c->lanes : 1);
 }
 
 static uint64_t range_bit(lin_ctx *c, uop *r) {
   int64_t id = r->arg.i;
   return id < 64 ? 1ULL << id : 0;
 }
+
+/* a STORE filling a DEFINE_LOCAL: the loops of its index are its own (AX_LOOP), opened around it */
+static bool is_local_store(const uop *u) { return u->op == OP_STORE && u->src[0]->op == OP_DEFINE_LOCAL; }
 
 /* the RANGEs u depends on, as a bit set (ranges have ids below 64) */
 static uint64_t deps(lin_ctx *c, uop *u) {
@@ -52,6 +65,7 @@ static uint64_t deps(lin_ctx *c, uop *u) {
   for (int i = 0; i < u->nsrc; i++) d |= deps(c, u->src[i]);
   if (u->op == OP_REDUCE)
     for (int i = 1; i < u->nsrc; i++) d &= ~range_bit(c, u->src[i]);
+  if (is_local_store(u)) d = deps(c, u->src[2]) & ~deps(c, u->src[1]);
   box = malloc(sizeof *box);
   if (!box || !umap_put(&c->deps, u, box)) { free(box); c->fail = true; return d; }
   *box = d;
@@ -71,6 +85,7 @@ static void hoist_walk(lin_ctx *c, uop *u) {
   if (!umap_put(&c->seen, u, (void *)c->pass)) { c->fail = true; return; }
   if ((deps(c, u) & ~c->open) == 0) { emit(c, u); return; }
   if (u->op == OP_REDUCE) { hoist_walk(c, u->src[0]); return; }
+  if (is_local_store(u)) { hoist_walk(c, u->src[2]); return; }
   for (int i = 0; i < u->nsrc; i++) hoist_walk(c, u->src[i]);
 }
 
@@ -99,24 +114,85 @@ static double identity(uop_op op, tg_dtype dt) {
   return 0;
 }
 
+static bool same_loops(const uop *a, const uop *b) {
+  if (a->nsrc != b->nsrc) return false;
+  for (int i = 1; i < a->nsrc; i++)
+    if (a->src[i] != b->src[i]) return false;
+  return true;
+}
+
+/* all of a group share one loop nest: values inside it that depend on its loops are emitted once, there */
 static void emit_reduce(lin_ctx *c, uop *r) {
-  tg_dtype dt = (tg_dtype)r->dtype;
-  uop_op op = (uop_op)r->arg.i;
-  hoist(c, r->src[0]);
-  uop *init = uop_const(dt, identity(op, dt));
-  uop *acc = uop_new(OP_DEFINE_ACC, dt, 1, &init, (uop_arg){.i = c->next_acc++}, 0, NULL);
-  push(c, acc);
-  for (int i = 1; i < r->nsrc; i++) {
-    open_loop(c, r->src[i]);
-    hoist(c, r->src[0]);
+  uop **grp = malloc((size_t)(c->nreduces + 1) * 2 * sizeof *grp);
+  if (!grp) { c->fail = true; return; }
+  uop **acc = grp + c->nreduces + 1;
+  int ng = 0;
+  grp[ng++] = r;
+  for (int i = 0; i < c->nreduces; i++) {
+    uop *q = c->reduces[i];
+    if (q == r || emitted(c, q) || !same_loops(q, r) || (deps(c, q) & ~c->open)) continue;
+    mark(c, q);
+    grp[ng++] = q;
   }
-  emit(c, r->src[0]);
-  uop *upd = uop_binary(op, acc, r->src[0]);
-  uop *s[2] = {acc, upd};
-  push(c, upd);
-  push(c, uop_new(OP_ASSIGN, dt, 2, s, (uop_arg){0}, 0, NULL));
-  for (int i = r->nsrc - 1; i >= 1; i--) close_loop(c, r->src[i]);
-  push(c, r);  /* from here on the REDUCE's value is its accumulator */
+  for (int g = 0; g < ng; g++) hoist(c, grp[g]->src[0]);
+  for (int g = 0; g < ng; g++) {
+    tg_dtype dt = (tg_dtype)grp[g]->dtype;
+    uop *init = uop_const(dt, identity((uop_op)grp[g]->arg.i, dt));
+    int64_t isvec = umap_get(c->vec, grp[g]->src[0]) != NULL;
+    acc[g] = uop_new(OP_DEFINE_ACC, dt, 1, &init, (uop_arg){.i = c->next_acc++}, 1, &isvec);
+    if (acc[g] && isvec && !umap_put(c->vec, acc[g], (void *)1)) c->fail = true;
+    push(c, acc[g]);
+  }
+  for (int i = 1; i < r->nsrc; i++) {
+    if (r->src[i] == c->lane) continue;
+    open_loop(c, r->src[i]);
+    for (int g = 0; g < ng; g++) hoist(c, grp[g]->src[0]);
+  }
+  for (int g = 0; g < ng; g++) emit(c, grp[g]->src[0]);
+  for (int g = 0; g < ng && !c->fail; g++) {
+    uop *upd = uop_binary((uop_op)grp[g]->arg.i, acc[g], grp[g]->src[0]);
+    if (upd && umap_get(c->vec, grp[g]->src[0]) && !umap_put(c->vec, upd, (void *)1)) c->fail = true;
+    uop *s[2] = {acc[g], upd};
+    push(c, upd);
+    push(c, uop_new(OP_ASSIGN, (tg_dtype)grp[g]->dtype, 2, s, (uop_arg){0}, 0, NULL));
+  }
+  for (int i = r->nsrc - 1; i >= 1; i--)
+    if (r->src[i] != c->lane) close_loop(c, r->src[i]);
+  /* from here on a REDUCE's value is its accumulator (over the lane: the accumulator's lanes reduced) */
+  for (int g = 0; g < ng && !c->fail; g++) {
+    push(c, grp[g]);
+    if (!umap_put(c->accs, grp[g], acc[g])) c->fail = true;
+  }
+  free(grp);
+}
+
+/* the copy loops of a PACK around the STORE that fills its buffer */
+static void emit_local_store(lin_ctx *c, uop *u) {
+  emit(c, u->src[0]);
+  hoist(c, u->src[2]);
+  int n;
+  uop **order = uop_toposort(u->src[1], &n);
+  if (!order) { c->fail = true; return; }
+  uop *loops[64];
+  int nl = 0;
+  for (int i = 0; i < n; i++)
+    if (order[i]->op == OP_RANGE && !(c->open & range_bit(c, order[i])) && nl < 64) loops[nl++] = order[i];
+  free(order);
+  for (int i = 1; i < nl; i++)
+    for (int j = i; j > 0 && loops[j]->arg.i < loops[j - 1]->arg.i; j--) {
+      uop *t = loops[j];
+      loops[j] = loops[j - 1];
+      loops[j - 1] = t;
+    }
+  for (int i = 0; i < nl; i++) {
+    open_loop(c, loops[i]);
+    hoist(c, u->src[2]);
+    hoist(c, u->src[1]);
+  }
+  emit(c, u->src[1]);
+  emit(c, u->src[2]);
+  push(c, u);
+  for (int i = nl - 1; i >= 0; i--) close_loop(c, loops[i]);
 }
 
 static void emit(lin_ctx *c, uop *u) {
@@ -124,32 +200,69 @@ static void emit(lin_ctx *c, uop *u) {
   mark(c, u);
   if (u->op == OP_PARAM || u->op == OP_CONST) return;  /* rendered inline */
   if (u->op == OP_REDUCE) { emit_reduce(c, u); return; }
+  if (is_local_store(u)) { emit_local_store(c, u); return; }
   for (int i = 0; i < u->nsrc; i++) emit(c, u->src[i]);
   push(c, u);
+}
+
+/* the vector values: the lane, contiguous vector accesses and what uses them; a REDUCE over the lane is not */
+static bool vec_of(const uop *u, uop *lane, uop_map *vec) {
+  if (!lane) return false;
+  if (u == lane || ((u->op == OP_LOAD || u->op == OP_STORE) && u->arg.i > 0)) return true;
+  if (u->op == OP_REDUCE) {
+    for (int i = 1; i < u->nsrc; i++)
+      if (u->src[i] == lane) return false;
+    return umap_get(vec, u->src[0]) != NULL;
+  }
+  for (int i = 0; i < u->nsrc; i++)
+    if (umap_get(vec, u->src[i])) return true;
+  return false;
+}
+
+bool lp_is_vec(const linear_program *p, const uop *u) { return umap_get(&p->vec, u) != NULL; }
+
+/* THREAD first (the pool splits the outermost loop), then by id: ids were given outermost first */
+static bool loop_before(const uop *a, const uop *b) {
+  if ((a->aux[0] == AX_THREAD) != (b->aux[0] == AX_THREAD)) return a->aux[0] == AX_THREAD;
+  return a->arg.i < b->arg.i;
 }
 
 bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   lin_ctx c = {.iters = 1};
   memset(out, 0, sizeof *out);
+  out->lane = c.lane = info ? info->lane : NULL;
+  out->lanes = c.lanes = info && info->lane ? info->lanes : 1;
+  c.vec = &out->vec;
+  c.accs = &out->accs;
   int nn;
   uop **order = uop_toposort(ast, &nn);
   if (!order) return false;
+  c.reduces = malloc((size_t)nn * sizeof *c.reduces);
+  if (!c.reduces) {
+    free(order);
+    tg_set_error(TG_ERR_NOMEM, "linearize: out of memory");
+    return false;
+  }
   uop *globals[64];
   int ng = 0;
   for (int i = 0; i < nn; i++) {
     uop *u = order[i];
     if (u->op == OP_RANGE && u->arg.i >= 64) {
       free(order);
+      free(c.reduces);
       tg_set_error(TG_ERR_INTERNAL, "linearize: more than 64 loops in one kernel");
       return false;
     }
-    if (u->op == OP_RANGE && u->aux[0] != AX_REDUCE) globals[ng++] = u;
+    if (u->op == OP_RANGE && u != c.lane && u->aux[0] != AX_REDUCE && u->aux[0] != AX_UNROLL && u->aux[0] != AX_LOOP)
+      globals[ng++] = u;
     if (u->op == OP_PARAM && u->arg.i + 1 > out->nparams) out->nparams = (int)u->arg.i + 1;
+    if (u->op == OP_REDUCE) c.reduces[c.nreduces++] = u;
+    if (vec_of(u, c.lane, c.vec) && !umap_put(c.vec, u, (void *)1)) c.fail = true;
   }
   free(order);
-  /* output loops in id order: ids were given outermost first */
+  if (c.lane) c.open |= range_bit(&c, c.lane);
   for (int i = 1; i < ng; i++)
-    for (int j = i; j > 0 && globals[j]->arg.i < globals[j - 1]->arg.i; j--) {
+    for (int j = i; j > 0 && loop_before(globals[j], globals[j - 1]); j--) {
       uop *t = globals[j];
       globals[j] = globals[j - 1];
       globals[j - 1] = t;
@@ -166,8 +279,11 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   umap_free(&c.deps);
   umap_free(&c.emitted);
   umap_free(&c.seen);
+  free(c.reduces);
   if (c.fail) {
     free(c.out);
+    umap_free(&out->vec);
+    umap_free(&out->accs);
     if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "linearize: out of memory");
     return false;
   }
@@ -179,5 +295,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
 
 void linear_program_free(linear_program *p) {
   free(p->ops);
+  umap_free(&p->vec);
+  umap_free(&p->accs);
   memset(p, 0, sizeof *p);
 }

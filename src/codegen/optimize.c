@@ -1,52 +1,96 @@
-/* optimize.c — the loop structure of a kernel: for now, which output loop the thread pool splits.
- * This is where the optimization actions (UPCAST, UNROLL, LOCAL, GROUP, PADTO), the heuristic that picks
- * them and BEAM search plug in: each rewrites RANGEs of the AST. */
+/* optimize.c — the loop structure of a kernel: the actions (opt.c) chosen by the heuristic (heuristic.c), or
+ * none with NOOPT=1 (the outermost loop split across the pool, nothing else), then UPCAST/UNROLL loops
+ * expanded into registers and vector lanes (expand.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/opt.h"
 
 /* below this many loop iterations in total a kernel runs on one thread: waking the pool costs more */
 #define THREAD_MIN_WORK 32768
 
-static void kernel_name(uop **order, int n, kernel_info *info) {
+static void kernel_name(uop *ast, kernel_info *info) {
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return;
   bool has_reduce = false;
   for (int i = 0; i < n; i++) has_reduce |= order[i]->op == OP_REDUCE;
   size_t k = (size_t)snprintf(info->name, sizeof info->name, "%s", has_reduce ? "r" : "E");
   /* loop sizes as tinygrad prints them: output loops, then reduce loops, each in loop order */
-  for (int pass = 0; pass < 2; pass++)
+  static const int classes[] = {AX_THREAD, AX_GLOBAL, AX_REDUCE, AX_UNROLL, AX_UPCAST};
+  for (int pass = 0; pass < 5; pass++)
     for (int64_t id = 0; id < 64; id++)
       for (int i = 0; i < n && k < sizeof info->name - 24; i++) {
         uop *u = order[i];
-        if (u->op != OP_RANGE || u->arg.i != id || (u->aux[0] == AX_REDUCE) != (pass == 1) || !uop_is_const(u->src[0])) continue;
+        if (u->op != OP_RANGE || u->arg.i != id || u->aux[0] != classes[pass] || !uop_is_const(u->src[0])) continue;
         k += (size_t)snprintf(info->name + k, sizeof info->name - k, "_%lld", (long long)u->src[0]->arg.i);
       }
+  free(order);
+}
+
+static bool env_on(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+/* bytes of one machine vector for generated C compiled with -march=native on this host */
+static int host_vec_bytes(void) {
+  static int cached;
+  if (cached) return cached;
+  int b = 16;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (!env_on("TG_NO_NATIVE")) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) b = 64;
+    else if (__builtin_cpu_supports("avx2")) b = 32;
+  }
+#endif
+  const char *v = getenv("TG_VEC_BYTES");  /* for tests: 0 turns the vector path off */
+  if (v && *v) b = atoi(v);
+  return cached = b;
+}
+
+opt_target codegen_host_target(int nthreads) {
+  return (opt_target){.nthreads = nthreads, .vec_bytes = host_vec_bytes(), .has_local = false};
+}
+
+/* NOOPT: the outermost output loop split across the pool when there is enough work */
+static void noopt_threads(kernel_state *ks) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  double work = 1;
+  for (int i = 0; i < n; i++) work *= (double)ax[i].size;
+  if (ks->tg.nthreads < 2 || work < THREAD_MIN_WORK || !nout || ax[0].type != AX_GLOBAL || ax[0].size < 2) return;
+  char why[160];
+  apply_opt(ks, (opt){OPT_THREAD, 0, ax[0].size < ks->tg.nthreads ? ax[0].size : ks->tg.nthreads}, why);
+}
+
+uop *codegen_finish(kernel_state *ks, kernel_info *info) {
+  memset(info, 0, sizeof *info);
+  int n;
+  uop **order = uop_toposort(ks->ast, &n);
+  if (!order) return NULL;
+  for (int i = 0; i < n; i++)
+    if (order[i]->op == OP_PARAM) info->bytes += (double)order[i]->aux[0] * (double)tg_dtype_size((tg_dtype)order[i]->dtype);
+  free(order);
+  kernel_name(ks->ast, info);
+  opts_str(ks, info->opts, sizeof info->opts);
+  info->threaded = ks->nthreads > 1;
+  info->nthreads = ks->nthreads > 1 ? ks->nthreads : 1;
+  uop *lane = NULL;
+  uop *ast = expand_kernel(ks->ast, ks->tg.vec_bytes, &lane);
+  info->lane = lane;
+  info->lanes = lane ? (int)lane->src[0]->arg.i : 1;
+  return ast;
 }
 
 uop *codegen_optimize(uop *ast, int nthreads, kernel_info *info) {
   if (!ast) return NULL;
-  int n;
-  uop **order = uop_toposort(ast, &n);
-  if (!order) return NULL;
   memset(info, 0, sizeof *info);
-  kernel_name(order, n, info);
-  double work = 1;
-  uop *outer = NULL;
-  for (int i = 0; i < n; i++) {
-    uop *u = order[i];
-    if (u->op == OP_RANGE && uop_is_const(u->src[0])) {
-      work *= (double)u->src[0]->arg.i;
-      if (u->aux[0] == AX_GLOBAL && (!outer || u->arg.i < outer->arg.i)) outer = u;
-    }
-    if (u->op == OP_PARAM) info->bytes += (double)u->aux[0] * (double)tg_dtype_size((tg_dtype)u->dtype);
-  }
-  free(order);
-  if (nthreads > 1 && outer && work >= THREAD_MIN_WORK && outer->src[0]->arg.i >= 2) {
-    int64_t type = AX_THREAD;
-    uop *t = uop_new(OP_RANGE, (tg_dtype)outer->dtype, 1, outer->src, outer->arg, 1, &type);
-    ast = uop_substitute(ast, outer, t);
-    info->threaded = true;
-  }
-  return ast;
+  kernel_state ks;
+  if (!ks_init(&ks, ast, codegen_host_target(nthreads))) return NULL;
+  if (env_on("NOOPT")) noopt_threads(&ks);
+  else hand_coded_optimizations(&ks);
+  return codegen_finish(&ks, info);
 }

@@ -9,6 +9,7 @@
 
 #include "codegen/codegen.h"
 #include "engine/engine.h"
+#include "engine/search.h"
 #include "render/render.h"
 #include "runtime/device.h"
 #include "schedule/schedule.h"
@@ -58,8 +59,13 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   }
   linear_program lp = {0};
   char *src = NULL;
-  uop *opt = codegen_optimize(decompose_dtypes(ast), dev->num_threads(dev), &c->info);
+  const char *beam = getenv("BEAM"), *noopt = getenv("NOOPT");
+  int width = beam ? atoi(beam) : 0;
+  if (noopt && *noopt && strcmp(noopt, "0") != 0) width = 0;
+  uop *opt = width > 0 ? engine_beam(dev, decompose_dtypes(ast), width, &c->info)
+                       : codegen_optimize(decompose_dtypes(ast), dev->num_threads(dev), &c->info);
   if (!opt) goto fail;
+  if (dbg >= 2 && c->info.opts[0]) fprintf(stderr, "opts %s: %s\n", c->info.name, c->info.opts);
   if (dbg >= 3) {
     char *s = uop_to_string(opt);
     if (s) fprintf(stderr, "kernel %s:\n%s", c->info.name, s);
@@ -159,7 +165,7 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
       bufs[j] = b->ptr;
     }
     double k0 = dbg >= 2 ? now_ms() : 0;
-    st = dev->launch(c->prog, bufs, sk->nbufs, c->info.threaded ? 0 : 1);
+    st = dev->launch(c->prog, bufs, sk->nbufs, c->info.threaded ? c->info.nthreads : 1);
     if (bufs != stack_bufs) free(bufs);
     if (st != TG_OK) goto out;
     stats.kernels_run++;

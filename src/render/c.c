@@ -36,6 +36,7 @@ static void put(out *o, const char *fmt, ...) {
 
 typedef struct rctx {
   uop_map names;  /* node -> its expression text (owned) */
+  const linear_program *p;
   out *o;
   int depth;
   bool oom;
@@ -113,9 +114,10 @@ static char *math1(const char *fn, tg_dtype dt, const char *a) {
   return fmt("((%s)__builtin_%sf((float)%s))", ctype(dt), fn, a);
 }
 
-static char *alu_text(rctx *c, uop *u) {
+/* the scalar C expression of an ALU node over the source texts s */
+static char *alu_text(uop *u, const char *const *s) {
   tg_dtype dt = (tg_dtype)u->dtype;
-  const char *a = u->nsrc > 0 ? name_of(c, u->src[0]) : "", *b = u->nsrc > 1 ? name_of(c, u->src[1]) : "";
+  const char *a = u->nsrc > 0 ? s[0] : "", *b = u->nsrc > 1 ? s[1] : "";
   bool fl = dtype_is_float(dt);
   switch (u->op) {
     case OP_NEG: return dt == TG_BOOL ? fmt("(!%s)", a) : fmt("(-%s)", a);
@@ -138,7 +140,7 @@ static char *alu_text(rctx *c, uop *u) {
     case OP_XOR: return fmt("(%s^%s)", a, b);
     case OP_SHL: return fmt("(%s<<%s)", a, b);
     case OP_SHR: return fmt("(%s>>%s)", a, b);
-    case OP_WHERE: return fmt("(%s?%s:%s)", a, b, name_of(c, u->src[2]));
+    case OP_WHERE: return fmt("(%s?%s:%s)", a, b, s[2]);
     case OP_RECIP: return fl ? fmt("((%s)1/%s)", ctype(dt), a) : fmt("(1/%s)", a);
     case OP_SQRT: return math1("sqrt", dt, a);
     case OP_EXP2: return math1("exp2", dt, a);
@@ -157,14 +159,217 @@ static char *alu_text(rctx *c, uop *u) {
   }
 }
 
+/* ---- vectors ---------------------------------------------------------------------------------------------
+ * Values that depend on the lane (linear_program.lane) are GCC/clang vector types of p->lanes elements:
+ * tg_float_v, tg_int_v; a bool is a tg_int_v mask (-1 true, 0 false), as vector comparisons give. A scalar
+ * source of a vector op is broadcast (tg_bc_*). Ops without a vector form run per lane in a small loop. */
+
+static const char *vkind(tg_dtype dt) { return dt == TG_FLOAT32 ? "float" : dt == TG_INT64 ? "long" : "int"; }
+
+static void vec_header(out *o, int lanes, bool math) {
+  const char *ts[3] = {"float", "int", "long"}, *cs[3] = {"float", "int", "long long"};
+  const int sz[3] = {4, 4, 8};
+  for (int t = 0; t < 3; t++) {
+    put(o, "typedef %s tg_%s_v __attribute__((vector_size(%d)));\n", cs[t], ts[t], sz[t] * lanes);
+    put(o, "typedef %s tg_%s_vu __attribute__((vector_size(%d), aligned(%d), may_alias));\n", cs[t], ts[t], sz[t] * lanes, sz[t]);
+    put(o, "static inline tg_%s_v tg_bc_%s(%s s) { return (tg_%s_v){", ts[t], ts[t], cs[t], ts[t]);
+    for (int l = 0; l < lanes; l++) put(o, "%ss", l ? "," : "");
+    put(o, "}; }\n");
+  }
+  put(o, "static inline tg_long_v tg_sel_long(tg_int_v m, tg_long_v a, tg_long_v b) "
+         "{ tg_long_v w = __builtin_convertvector(m, tg_long_v); return (w & a) | (~w & b); }\n"
+         "static inline tg_long_v tg_max_long(tg_long_v a, tg_long_v b) "
+         "{ return tg_sel_long(__builtin_convertvector(a > b, tg_int_v), a, b); }\n");
+  put(o, "static inline tg_float_v tg_sel_float(tg_int_v m, tg_float_v a, tg_float_v b) "
+         "{ return (tg_float_v)((m & (tg_int_v)a) | (~m & (tg_int_v)b)); }\n"
+         "static inline tg_int_v tg_sel_int(tg_int_v m, tg_int_v a, tg_int_v b) { return (m & a) | (~m & b); }\n"
+         "static inline tg_float_v tg_max_float(tg_float_v a, tg_float_v b) { return tg_sel_float(a > b, a, b); }\n"
+         "static inline tg_int_v tg_max_int(tg_int_v a, tg_int_v b) { return tg_sel_int(a > b, a, b); }\n"
+         "static inline int tg_all(tg_int_v m) { int r = -1; "
+         "for (int l = 0; l < (int)(sizeof m / sizeof(int)); l++) r &= m[l]; return r != 0; }\n");
+  if (math) put(o, "%s", render_c_vec_math);  /* only when used: it adds about 10 ms to a compile */
+
+}
+
+static bool is_vec(rctx *c, const uop *u) { return c->p->lane && lp_is_vec(c->p, u); }
+
+/* source i of u as a vector operand */
+static char *vsrc(rctx *c, uop *u, int i) {
+  uop *s = u->src[i];
+  if (is_vec(c, s)) return fmt("%s", name_of(c, s));
+  if (s->dtype == TG_BOOL) return fmt("tg_bc_int(-(int)(%s))", name_of(c, s));
+  return fmt("tg_bc_%s(%s)", vkind((tg_dtype)s->dtype), name_of(c, s));
+}
+
+/* the vector expression of u, or NULL when it has none (then it runs per lane) */
+static char *valu_text(rctx *c, uop *u) {
+  tg_dtype dt = (tg_dtype)u->dtype, st = u->nsrc ? (tg_dtype)u->src[0]->dtype : dt;
+  char *s[3] = {NULL, NULL, NULL}, *r = NULL;
+  for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = vsrc(c, u, i);
+  bool b = st == TG_BOOL, L = st == TG_INT64;
+  switch (u->op) {
+    case OP_ADD: r = b ? NULL : fmt("(%s+%s)", s[0], s[1]); break;
+    case OP_MUL: r = b ? fmt("(%s&%s)", s[0], s[1]) : fmt("(%s*%s)", s[0], s[1]); break;
+    case OP_FDIV: r = fmt("(%s/%s)", s[0], s[1]); break;
+    case OP_NEG: r = b ? fmt("(~%s)", s[0]) : fmt("(-%s)", s[0]); break;
+    case OP_MAX: r = b ? fmt("(%s|%s)", s[0], s[1]) : fmt("tg_max_%s(%s,%s)", vkind(dt), s[0], s[1]); break;
+    case OP_CMPLT: r = b ? fmt("(~%s&%s)", s[0], s[1]) : fmt(L ? "__builtin_convertvector(%s<%s, tg_int_v)" : "(%s<%s)", s[0], s[1]); break;
+    case OP_CMPNE: r = b ? fmt("(%s^%s)", s[0], s[1]) : fmt(L ? "__builtin_convertvector(%s!=%s, tg_int_v)" : "(%s!=%s)", s[0], s[1]); break;
+    case OP_CMPEQ: r = b ? fmt("(~(%s^%s))", s[0], s[1]) : fmt(L ? "__builtin_convertvector(%s==%s, tg_int_v)" : "(%s==%s)", s[0], s[1]); break;
+    case OP_AND: r = fmt("(%s&%s)", s[0], s[1]); break;
+    case OP_OR: r = fmt("(%s|%s)", s[0], s[1]); break;
+    case OP_XOR: r = fmt("(%s^%s)", s[0], s[1]); break;
+    case OP_IDIV:
+    case OP_MOD:
+      if (uop_is_const(u->src[1]) && u->src[1]->arg.i > 0) r = fmt("(%s%s%s)", s[0], u->op == OP_IDIV ? "/" : "%", s[1]);
+      break;
+    case OP_WHERE: r = fmt("tg_sel_%s(%s,%s,%s)", vkind(dt), s[0], s[1], s[2]); break;
+    case OP_EXP2: r = dt == TG_FLOAT32 ? fmt("tg_exp2_v(%s)", s[0]) : NULL; break;
+    case OP_LOG2: r = dt == TG_FLOAT32 ? fmt("tg_log2_v(%s)", s[0]) : NULL; break;
+    case OP_SIN: r = dt == TG_FLOAT32 ? fmt("tg_sin_v(%s)", s[0]) : NULL; break;
+    case OP_RECIP: r = dt == TG_FLOAT32 ? fmt("(tg_bc_float(1.0f)/%s)", s[0]) : NULL; break;
+    case OP_CAST:
+      if (dt == st) r = fmt("%s", s[0]);
+      else if (dt == TG_BOOL) r = fmt(L ? "__builtin_convertvector(%s!=tg_bc_%s(0), tg_int_v)" : "(%s!=tg_bc_%s(0))", s[0], vkind(st));
+      else if (st == TG_BOOL) r = dt == TG_INT32 ? fmt("(-%s)", s[0]) : fmt("__builtin_convertvector(-%s, tg_%s_v)", s[0], vkind(dt));
+      else r = fmt("__builtin_convertvector(%s, tg_%s_v)", s[0], vkind(dt));
+      break;
+    case OP_BITCAST: r = fmt("((tg_%s_v)%s)", vkind(dt), s[0]); break;
+    default: break;
+  }
+  for (int i = 0; i < 3; i++) free(s[i]);
+  return r;
+}
+
+/* text of source s in lane "l_": an element of a vector, or the scalar itself */
+static char *lane_of(rctx *c, uop *s) {
+  if (!is_vec(c, s)) return fmt("%s", name_of(c, s));
+  if (s->dtype == TG_BOOL) return fmt("(%s[l_]!=0)", name_of(c, s));
+  return fmt("%s[l_]", name_of(c, s));
+}
+
+static void per_lane_loop(rctx *c) {
+  indent(c);
+  put(c->o, "for (int l_ = 0; l_ < %d; l_++) ", c->p->lanes);
+}
+
+static void render_vec_alu(rctx *c, uop *u, int pos) {
+  tg_dtype dt = (tg_dtype)u->dtype;
+  char *nm = fmt("alu%d", pos), *e = valu_text(c, u);
+  indent(c);
+  if (e) {
+    put(c->o, "tg_%s_v %s = %s;\n", vkind(dt), nm, e);
+  } else {
+    char *s[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = lane_of(c, u->src[i]);
+    e = alu_text(u, (const char *const *)s);
+    put(c->o, "tg_%s_v %s;\n", vkind(dt), nm);
+    per_lane_loop(c);
+    if (dt == TG_BOOL) put(c->o, "%s[l_] = -(int)(%s);\n", nm, e ? e : "0");
+    else put(c->o, "%s[l_] = %s;\n", nm, e ? e : "0");
+    for (int i = 0; i < 3; i++) free(s[i]);
+    if (!e) {
+      c->oom = true;
+      tg_set_error(TG_ERR_INTERNAL, "render c: no C for %s of %s", uop_op_name((uop_op)u->op), tg_dtype_name(dt));
+    }
+  }
+  free(e);
+  set_name(c, u, nm);
+}
+
+static void render_vec_load(rctx *c, uop *u, int pos) {
+  tg_dtype dt = (tg_dtype)u->dtype;
+  char *nm = fmt("val%d", pos);
+  const char *p = name_of(c, u->src[0]), *k = vkind(dt);
+  indent(c);
+  if (u->arg.i > 0 && u->nsrc == 3 && is_vec(c, u->src[2])) {  /* contiguous, masked lane by lane */
+    const char *m = name_of(c, u->src[2]), *i = name_of(c, u->src[1]);
+    put(c->o, "tg_%s_v %s; if (tg_all(%s)) %s = *(const tg_%s_vu*)(%s+%s); else ", k, nm, m, nm, k, p, i);
+    put(c->o, "for (int l_ = 0; l_ < %d; l_++) %s[l_] = %s[l_] ? %s[%s+l_] : 0;\n", c->p->lanes, nm, m, p, i);
+  } else if (u->arg.i > 0) {  /* contiguous: one vector load at the (scalar) index */
+    if (u->nsrc == 3)
+      put(c->o, "tg_%s_v %s = tg_bc_%s(0); if (%s) %s = *(const tg_%s_vu*)(%s+%s);\n", k, nm, k, name_of(c, u->src[2]), nm,
+          k, p, name_of(c, u->src[1]));
+    else
+      put(c->o, "tg_%s_v %s = *(const tg_%s_vu*)(%s+%s);\n", k, nm, k, p, name_of(c, u->src[1]));
+  } else {  /* gather */
+    char *i = lane_of(c, u->src[1]), *v = u->nsrc == 3 ? lane_of(c, u->src[2]) : NULL;
+    put(c->o, "tg_%s_v %s;\n", k, nm);
+    per_lane_loop(c);
+    if (v) put(c->o, "%s[l_] = %s ? %s[%s] : 0;\n", nm, v, p, i);
+    else put(c->o, "%s[l_] = %s[%s];\n", nm, p, i);
+    free(i);
+    free(v);
+  }
+  set_name(c, u, nm);
+}
+
+static void render_vec_store(rctx *c, uop *u) {
+  const char *p = name_of(c, u->src[0]);
+  indent(c);
+  if (u->arg.i > 0 && u->nsrc == 4 && is_vec(c, u->src[3])) {  /* contiguous, masked lane by lane */
+    char *v = vsrc(c, u, 2);
+    const char *m = name_of(c, u->src[3]), *i = name_of(c, u->src[1]);
+    put(c->o, "if (tg_all(%s)) *(tg_%s_vu*)(%s+%s) = %s; else ", m, vkind((tg_dtype)u->src[2]->dtype), p, i, v);
+    put(c->o, "for (int l_ = 0; l_ < %d; l_++) if (%s[l_]) %s[%s+l_] = (%s)[l_];\n", c->p->lanes, m, p, i, v);
+    free(v);
+    return;
+  }
+  if (u->arg.i > 0) {
+    char *v = vsrc(c, u, 2);
+    if (u->nsrc == 4) put(c->o, "if (%s) ", name_of(c, u->src[3]));
+    put(c->o, "*(tg_%s_vu*)(%s+%s) = %s;\n", vkind((tg_dtype)u->src[2]->dtype), p, name_of(c, u->src[1]), v);
+    free(v);
+    return;
+  }
+  char *i = lane_of(c, u->src[1]), *v = lane_of(c, u->src[2]), *m = u->nsrc == 4 ? lane_of(c, u->src[3]) : NULL;
+  put(c->o, "for (int l_ = 0; l_ < %d; l_++) ", c->p->lanes);
+  if (m) put(c->o, "if (%s) ", m);
+  put(c->o, "%s[%s] = %s;\n", p, i, v);
+  free(i);
+  free(v);
+  free(m);
+}
+
+/* the value of a REDUCE: its accumulator, or the lanes of a vector accumulator reduced when it reduces the lane */
+static void render_reduce(rctx *c, uop *u, int pos) {
+  uop *acc = umap_get(&c->p->accs, u);
+  if (!acc) {
+    c->oom = true;
+    tg_set_error(TG_ERR_INTERNAL, "render c: a REDUCE without an accumulator");
+    return;
+  }
+  const char *an = name_of(c, acc);
+  if (is_vec(c, u) || acc->aux[0] == 0) {
+    set_name(c, u, fmt("%s", an));
+    return;
+  }
+  char *nm = fmt("red%d", pos);
+  tg_dtype dt = (tg_dtype)u->dtype;
+  indent(c);
+  put(c->o, "%s %s = %s[0];\n", ctype(dt), nm, an);
+  indent(c);
+  put(c->o, "for (int l_ = 1; l_ < %d; l_++) ", c->p->lanes);
+  if (u->arg.i == OP_MAX) put(c->o, "%s = %s > %s[l_] ? %s : %s[l_];\n", nm, nm, an, nm, an);
+  else put(c->o, "%s = %s %s %s[l_];\n", nm, nm, u->arg.i == OP_MUL ? "*" : "+", an);
+  set_name(c, u, nm);
+}
+
 static void render_op(rctx *c, uop *u, int pos) {
   tg_dtype dt = (tg_dtype)u->dtype;
+  bool vec = is_vec(c, u);
   switch (u->op) {
     case OP_RANGE: {
       const char *bound = name_of(c, u->src[0]);
       char *nm = fmt("ridx%" PRId64, u->arg.i);
       set_name(c, u, nm);
       indent(c);
+      if (u == c->p->lane) {
+        put(c->o, "tg_%s_v %s = {", vkind(dt), nm);
+        for (int l = 0; l < c->p->lanes; l++) put(c->o, "%s%d", l ? "," : "", l);
+        put(c->o, "};\n");
+        return;
+      }
       if (u->aux[0] == AX_THREAD) {
         put(c->o, "%s %s_end = (%s)(%s*(core_id+1)/ncores);\n", ctype(dt), nm, ctype(dt), bound);
         indent(c);
@@ -184,7 +389,8 @@ static void render_op(rctx *c, uop *u, int pos) {
       char *nm = fmt("acc%" PRId64, u->arg.i);
       set_name(c, u, nm);
       indent(c);
-      put(c->o, "%s %s = %s;\n", ctype(dt), nm, name_of(c, u->src[0]));
+      if (vec) put(c->o, "tg_%s_v %s = tg_bc_%s(%s);\n", vkind(dt), nm, vkind(dt), name_of(c, u->src[0]));
+      else put(c->o, "%s %s = %s;\n", ctype(dt), nm, name_of(c, u->src[0]));
       return;
     }
     case OP_ASSIGN:
@@ -192,14 +398,26 @@ static void render_op(rctx *c, uop *u, int pos) {
       put(c->o, "%s = %s;\n", name_of(c, u->src[0]), name_of(c, u->src[1]));
       return;
     case OP_REDUCE:
-      return; /* named after its accumulator: see render_c */
-    case OP_STORE:
-      indent(c);
-      put(c->o, "%s[%s] = %s;\n", name_of(c, u->src[0]), name_of(c, u->src[1]), name_of(c, u->src[2]));
+      render_reduce(c, u, pos);
       return;
+    case OP_STORE:
+      if (vec) { render_vec_store(c, u); return; }
+      indent(c);
+      if (u->nsrc == 4) put(c->o, "if (%s) ", name_of(c, u->src[3]));
+      put(c->o, "%s[%s] = %s;\n", name_of(c, u->src[0]), name_of(c, u->src[1]), name_of(c, u->src[2]));
+      if (u->src[0]->op == OP_DEFINE_LOCAL) set_name(c, u, fmt("%s", name_of(c, u->src[0])));  /* loads read it */
+      return;
+    case OP_DEFINE_LOCAL: {
+      char *nm = fmt("local%" PRId64, u->arg.i);
+      indent(c);
+      put(c->o, "%s %s[%" PRId64 "] __attribute__((aligned(64)));\n", ctype(dt), nm, u->aux[0]);
+      set_name(c, u, nm);
+      return;
+    }
     case OP_SINK:
       return;
     case OP_LOAD: {
+      if (vec) { render_vec_load(c, u, pos); return; }
       char *nm = fmt("val%d", pos);
       set_name(c, u, nm);
       indent(c);
@@ -212,7 +430,10 @@ static void render_op(rctx *c, uop *u, int pos) {
     }
     default: break;
   }
-  char *e = alu_text(c, u);
+  if (vec) { render_vec_alu(c, u, pos); return; }
+  const char *s[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = name_of(c, u->src[i]);
+  char *e = alu_text(u, s);
   if (!e) {
     c->oom = true;
     tg_set_error(TG_ERR_INTERNAL, "render c: no C for %s of %s", uop_op_name((uop_op)u->op), tg_dtype_name(dt));
@@ -227,7 +448,7 @@ static void render_op(rctx *c, uop *u, int pos) {
 
 char *render_c(const char *name, const linear_program *p, const kernel_info *info) {
   out o = {0};
-  rctx c = {.o = &o};
+  rctx c = {.o = &o, .p = p};
   /* parameters: dtype of each slot from its PARAM node */
   uop **params = calloc((size_t)p->nparams + 1, sizeof *params);
   if (!params) return NULL;
@@ -236,7 +457,13 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
       uop *q = p->ops[i]->src[s];
       if (q->op == OP_PARAM && q->arg.i < p->nparams) params[q->arg.i] = q;
     }
-  put(&o, "/* %s */\n%s", name, BF16_HELPERS);
+  put(&o, "/* %s%s%s */\n%s", name, info && info->opts[0] ? ": " : "", info ? info->opts : "", BF16_HELPERS);
+  bool math = false;
+  for (int i = 0; i < p->n; i++) {
+    uop_op op = (uop_op)p->ops[i]->op;
+    math |= (op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN) && lp_is_vec(p, p->ops[i]);
+  }
+  if (p->lane) vec_header(&o, p->lanes, math);
   put(&o, "static void %s_body(", name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
@@ -244,20 +471,7 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
     if (params[i]) set_name(&c, params[i], fmt("data%d", i));
   }
   put(&o, "%slong long core_id, long long ncores) {\n", p->nparams ? ", " : "");
-  for (int i = 0; i < p->n && !c.oom; i++) {
-    uop *u = p->ops[i];
-    if (u->op == OP_REDUCE) {
-      /* the accumulator assigned just before the loops closed holds the value */
-      for (int j = i - 1; j >= 0; j--)
-        if (p->ops[j]->op == OP_ASSIGN) {
-          const char *acc = name_of(&c, p->ops[j]->src[0]);
-          set_name(&c, u, fmt("%s", acc));
-          break;
-        }
-      continue;
-    }
-    render_op(&c, u, i);
-  }
+  for (int i = 0; i < p->n && !c.oom; i++) render_op(&c, p->ops[i], i);
   put(&o, "}\n");
   put(&o, "void %s(void **bufs, long long core_id, long long ncores) {\n  %s_body(", name, name);
   for (int i = 0; i < p->nparams; i++) {

@@ -203,6 +203,13 @@ static void dir_init(void) {
   cfg.dir_ready = true;
 }
 
+void compile_cache_dir(char *out, size_t n) {
+  pthread_mutex_lock(&cfg.lock);
+  dir_init();
+  snprintf(out, n, "%s", cfg.dir);
+  pthread_mutex_unlock(&cfg.lock);
+}
+
 void compile_cache_set_dir(const char *dir) {
   pthread_mutex_lock(&cfg.lock);
   if (dir) {

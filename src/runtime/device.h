@@ -81,6 +81,8 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);  /* 64-bit FNV-1a s
 char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp);
 /* the disk cache directory from now on; NULL: TG_CACHE, else $XDG_CACHE_HOME/tgc, else $HOME/.cache/tgc */
 void compile_cache_set_dir(const char *dir);
+/* the disk cache directory in use ("" when there is none) into out */
+void compile_cache_dir(char *out, size_t n);
 
 /* ---- host memory (buffer.c) ------------------------------------------------------------------------- */
 /* 64-byte aligned host memory of at least nbytes, reused from the cache when a block of the same size

@@ -13,7 +13,7 @@
 static const char *op_names[OP_COUNT] = {
     "BUFFER", "CONST", "RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP", "REDUCE_AXIS", "CONTIGUOUS", "DETACH", "IOTA",
     "PARAM", "RANGE", "LOAD", "STORE", "REDUCE", "SINK", "CORE_ID",
-    "DEFINE_ACC", "ASSIGN", "ENDRANGE",
+    "DEFINE_ACC", "ASSIGN", "ENDRANGE", "DEFINE_LOCAL",
     "CAST", "BITCAST", "EXP2", "LOG2", "SIN", "SQRT", "RECIP", "NEG", "TRUNC",
     "ADD", "MUL", "IDIV", "MOD", "FDIV", "MAX", "CMPLT", "CMPNE", "CMPEQ", "AND", "OR", "XOR", "SHL", "SHR", "POW",
     "WHERE",

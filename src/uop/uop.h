@@ -39,6 +39,8 @@ typedef enum uop_op {
   OP_DEFINE_ACC,  /* src[0]: initial value; arg.i: id */
   OP_ASSIGN,      /* src: acc, new value */
   OP_ENDRANGE,    /* src[0]: the RANGE it closes */
+  OP_DEFINE_LOCAL, /* a scratch buffer of the kernel (per thread on the CPU); arg.i: id; aux[0]: element count.
+                    * A STORE into it fills it over the AX_LOOP ranges of its index; LOAD(that STORE, idx) reads it */
   /* ALU: unary */
   OP_CAST, OP_BITCAST, OP_EXP2, OP_LOG2, OP_SIN, OP_SQRT, OP_RECIP, OP_NEG, OP_TRUNC,
   /* ALU: binary */

@@ -1,0 +1,241 @@
+/* expand.c — UPCAST and UNROLL loops become registers.
+ *
+ * A loop of constant small trip count chosen by the actions is not kept as a loop: every STORE that uses an
+ * UPCAST loop u is copied once per value of u (u replaced by the constant), and a REDUCE over an UNROLL loop q
+ * reduces the copies of its value for each q in one step. The copies share what does not depend on the loop
+ * (nodes are interned), and a REDUCE copied with its STORE is one more accumulator in the same loop.
+ *
+ * One of these loops, of exactly as many iterations as a machine vector has lanes, is kept instead: every
+ * value that depends on it is a vector (the renderer's types). A LOAD or STORE whose index is base + lane is
+ * marked as a contiguous vector access (arg.i = lanes, index = base); any other index that depends on the
+ * lane is a gather or scatter. The lane is chosen where that gives contiguous accesses: an UPCAST loop with a
+ * contiguous store, else an UNROLL loop with contiguous loads. A kernel with a value the vector path does not
+ * cover (dtypes other than float32/int32/bool) keeps all its lanes scalar.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/opt.h"
+
+/* the coefficient of lane in e when e is linear in it (sums and products by constants); false otherwise */
+bool lin_coef(uop *e, uop *lane, int64_t *coef) {
+  if (e == lane) { *coef = 1; return true; }
+  if (!uop_uses(e, lane)) { *coef = 0; return true; }
+  int64_t a, b;
+  if (e->op == OP_ADD) {
+    if (!lin_coef(e->src[0], lane, &a) || !lin_coef(e->src[1], lane, &b)) return false;
+    *coef = a + b;
+    return true;
+  }
+  if (e->op == OP_MUL && (uop_is_const(e->src[0]) || uop_is_const(e->src[1]))) {
+    int ci = uop_is_const(e->src[0]) ? 0 : 1;
+    if (!lin_coef(e->src[1 - ci], lane, &a)) return false;
+    *coef = a * e->src[ci]->arg.i;
+    return true;
+  }
+  return false;
+}
+
+static bool contiguous(uop *idx, uop *lane) {
+  int64_t k;
+  return lin_coef(idx, lane, &k) && k == 1;
+}
+
+static uop *fold(uop_op op, uop **v, int n) {
+  if (n == 1) return v[0];
+  int h = n / 2;
+  return uop_binary(op, fold(op, v, h), fold(op, v + h, n - h));
+}
+
+/* every REDUCE over q reduces the copies of its value for q = 0..k-1 (a balanced tree) */
+typedef struct unroll_ctx { uop *q; uop_map memo; bool fail; } unroll_ctx;
+
+static uop *unroll(unroll_ctx *c, uop *u) {
+  if (c->fail) return NULL;
+  uop *done = umap_get(&c->memo, u);
+  if (done) return done;
+  int n = u->nsrc;
+  uop **src = malloc((size_t)(n + 1) * sizeof *src);
+  if (!src) { c->fail = true; return NULL; }
+  for (int i = 0; i < n; i++)
+    if (!(src[i] = unroll(c, u->src[i]))) c->fail = true;
+  uop *out = NULL;
+  int qi = -1;
+  if (u->op == OP_REDUCE)
+    for (int i = 1; i < n; i++)
+      if (u->src[i] == c->q) qi = i;
+  if (!c->fail && qi > 0) {
+    int64_t k = c->q->src[0]->arg.i;
+    uop **v = malloc((size_t)k * sizeof *v);
+    if (v) {
+      for (int64_t j = 0; j < k && !c->fail; j++)
+        if (!(v[j] = uop_substitute(src[0], c->q, uop_const_int((tg_dtype)c->q->dtype, j)))) c->fail = true;
+      if (!c->fail) src[0] = fold((uop_op)u->arg.i, v, (int)k);
+      free(v);
+    } else c->fail = true;
+    memmove(src + qi, src + qi + 1, (size_t)(n - qi - 1) * sizeof *src);
+    n--;
+    if (!c->fail) out = n == 1 ? src[0] : uop_new(OP_REDUCE, (tg_dtype)u->dtype, n, src, u->arg, u->naux, u->aux);
+  } else if (!c->fail) {
+    out = uop_replace_src(u, n, src);
+  }
+  free(src);
+  if (!out || !umap_put(&c->memo, u, out)) { c->fail = true; return NULL; }
+  return out;
+}
+
+/* every STORE that uses u copied for u = 0..k-1 */
+static uop *upcast(uop *sink, uop *u) {
+  int64_t k = u->src[0]->arg.i;
+  int cap = sink->nsrc * (int)k, n = 0;
+  uop **s = malloc((size_t)cap * sizeof *s);
+  if (!s) return NULL;
+  bool fail = false;
+  for (int i = 0; i < sink->nsrc && !fail; i++) {
+    uop *st = sink->src[i];
+    if (!uop_uses(st, u)) { s[n++] = st; continue; }
+    for (int64_t j = 0; j < k && !fail; j++)
+      if (!(s[n++] = uop_substitute(st, u, uop_const_int((tg_dtype)u->dtype, j)))) fail = true;
+  }
+  uop *r = fail ? NULL : uop_new(OP_SINK, (tg_dtype)sink->dtype, n, s, sink->arg, sink->naux, sink->aux);
+  free(s);
+  return r;
+}
+
+static uop *expand_range(uop *ast, uop *r) {
+  if (r->aux[0] == AX_UPCAST) return upcast(ast, r);
+  unroll_ctx c = {.q = r};
+  uop *out = unroll(&c, ast);
+  umap_free(&c.memo);
+  return c.fail ? NULL : out;
+}
+
+/* ---- the vector lane -------------------------------------------------------------------------------------- */
+
+static bool vec_dtype(int dt) { return dt == TG_FLOAT32 || dt == TG_INT32 || dt == TG_INT64 || dt == TG_BOOL; }
+
+/* whether every vector value of the marked kernel (what uses the lane, contiguous accesses, what uses them)
+ * has a vector form in the renderers: float32, int32, int64 (indices) and bool lanes */
+static bool vec_supported(uop *ast, uop *lane) {
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return false;
+  bool ok = true;
+  uop_map vec = {0};
+  for (int i = 0; i < n && ok; i++) {
+    uop *u = order[i];
+    bool v = u == lane || ((u->op == OP_LOAD || u->op == OP_STORE) && u->arg.i > 0), over = false;
+    for (int j = 0; j < u->nsrc && !v; j++) v = umap_get(&vec, u->src[j]) != NULL;
+    if (u->op == OP_REDUCE)
+      for (int j = 1; j < u->nsrc; j++) over |= u->src[j] == lane;
+    if (!v || u->op == OP_SINK) continue;
+    if (over && !umap_get(&vec, u->src[0])) ok = false;
+    if (!over && !umap_put(&vec, u, (void *)1)) ok = false;
+    if (u->op == OP_STORE) { ok &= vec_dtype(u->src[2]->dtype) && u->src[2]->dtype != TG_BOOL; continue; }
+    if (!vec_dtype(u->dtype) || (u->op == OP_LOAD && u->dtype == TG_BOOL) || (u->op == OP_REDUCE && u->dtype == TG_BOOL)) ok = false;
+    if (u->op == OP_CAST) ok &= vec_dtype(u->src[0]->dtype);
+    if (u->op == OP_BITCAST) ok &= u->dtype != TG_INT64 && u->dtype != TG_BOOL && vec_dtype(u->src[0]->dtype) &&
+                                   u->src[0]->dtype != TG_INT64 && u->src[0]->dtype != TG_BOOL;
+  }
+  umap_free(&vec);
+  free(order);
+  return ok;
+}
+
+/* LOADs and STOREs at base + lane become contiguous vector accesses of `lanes` elements at base */
+typedef struct mark_ctx { uop *lane; int lanes; uop_map memo; bool fail; } mark_ctx;
+
+static uop *mark_access(mark_ctx *c, uop *u) {
+  if (c->fail) return NULL;
+  uop *done = umap_get(&c->memo, u);
+  if (done) return done;
+  uop *src[TG_MAX_DIMS + 64];
+  uop **s = u->nsrc <= (int)(sizeof src / sizeof *src) ? src : malloc((size_t)u->nsrc * sizeof *s);
+  if (!s) { c->fail = true; return NULL; }
+  for (int i = 0; i < u->nsrc; i++)
+    if (!(s[i] = mark_access(c, u->src[i]))) c->fail = true;
+  uop *out = NULL;
+  if (!c->fail) {
+    int vi = u->op == OP_LOAD ? 2 : 3;
+    (void)vi;  /* a mask that depends on the lane stays: the renderer loads or stores the whole vector when
+                * every lane is valid, lane by lane otherwise */
+    if ((u->op == OP_LOAD || u->op == OP_STORE) && u->arg.i == 0 && contiguous(s[1], c->lane)) {
+      s[1] = uop_simplify(uop_substitute(s[1], c->lane, uop_const_int((tg_dtype)c->lane->dtype, 0)));
+      out = s[1] ? uop_new((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc, s, (uop_arg){.i = c->lanes}, u->naux, u->aux) : NULL;
+    } else {
+      out = uop_replace_src(u, u->nsrc, s);
+    }
+  }
+  if (s != src) free(s);
+  if (!out || !umap_put(&c->memo, u, out)) { c->fail = true; return NULL; }
+  return out;
+}
+
+/* a score for r as the lane: contiguous accesses count for it, gathers against it */
+static int lane_score(uop *ast, uop *r) {
+  int n, score = 0;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return -1000;
+  for (int i = 0; i < n; i++) {
+    uop *u = order[i];
+    if ((u->op != OP_LOAD && u->op != OP_STORE) || !uop_uses(u->src[1], r)) continue;
+    int64_t k;
+    bool lin = lin_coef(u->src[1], r, &k);
+    int w = u->op == OP_STORE ? 4 : 2;
+    score += lin && k == 1 ? w : -w;
+  }
+  free(order);
+  return score;
+}
+
+uop *expand_kernel(uop *ast, int vec_bytes, uop **lane_out) {
+  *lane_out = NULL;
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return NULL;
+  uop *rs[KS_MAX_AXES];
+  int nr = 0;
+  for (int i = 0; i < n && nr < KS_MAX_AXES; i++)
+    if (order[i]->op == OP_RANGE && (order[i]->aux[0] == AX_UPCAST || order[i]->aux[0] == AX_UNROLL)) rs[nr++] = order[i];
+  free(order);
+  if (!nr) return ast;
+  int lanes = vec_bytes / 4;
+  uop *cand = NULL;
+  int best = 0;
+  for (int i = 0; i < nr && lanes >= 2; i++) {
+    if (rs[i]->src[0]->arg.i % lanes) continue;
+    int s = lane_score(ast, rs[i]) + (rs[i]->aux[0] == AX_UPCAST);
+    if (s > best) { best = s; cand = rs[i]; }
+  }
+  uop *lane = NULL;
+  if (cand) {
+    if (cand->src[0]->arg.i > lanes) {
+      uop *outer;
+      if (!(ast = split_range(ast, cand, lanes, (int)cand->aux[0], &outer, &lane))) return NULL;
+      for (int i = 0; i < nr; i++)
+        if (rs[i] == cand) rs[i] = outer;
+    } else {
+      lane = cand;
+      for (int i = 0; i < nr; i++)
+        if (rs[i] == cand) rs[i] = rs[--nr];
+    }
+  }
+  /* unrolls first: fewer REDUCEs to copy when the upcasts copy the stores */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < nr; i++) {
+      if ((rs[i]->aux[0] == AX_UNROLL) != (pass == 0)) continue;
+      if (!(ast = expand_range(ast, rs[i]))) return NULL;
+    }
+  if (!(ast = kernel_simplify(ast))) return NULL;
+  if (!lane || !uop_uses(ast, lane)) return ast;
+  mark_ctx mc = {.lane = lane, .lanes = lanes};
+  uop *out = mark_access(&mc, ast);
+  umap_free(&mc.memo);
+  if (!out) return NULL;
+  if (!vec_supported(out, lane)) {
+    ast = expand_range(ast, lane);
+    return ast ? kernel_simplify(ast) : NULL;
+  }
+  *lane_out = lane;
+  return out;
+}

@@ -1,0 +1,215 @@
+/* heuristic.c — actions for a kernel without search, tinygrad's hand_coded_optimizations made for CPUs.
+ *
+ * The loads that run most often are those inside a REDUCE (all loads when there is none). For each loop we
+ * look at how they index it: a coefficient of 0 means the load is reused across that loop (a register can
+ * hold it), 1 means contiguous (a vector load), anything else a gather.
+ *   1. vector lanes: an output loop with a contiguous store whose hot loads are contiguous or reused gets
+ *      UPCAST by 2 or 1 vectors; else a reduce loop whose loads are contiguous or reused gets UNROLL by 4
+ *      vectors (a vector accumulator reduced across its lanes at the end);
+ *   2. register tile: for a reduce, one more output loop along which a hot load is reused gets UPCAST by
+ *      8/6/4/3/2, keeping at most 16 vector accumulators (matmul: 8x32 floats, 16 zmm registers);
+ *   3. threads: the output loop that splits evenly across the pool, preferring the vector loop's outer part
+ *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/opt.h"
+
+/* below this many loop iterations in total a kernel runs on one thread: waking the pool costs more */
+#define THREAD_MIN_WORK 32768
+
+typedef struct hot { uop *loads[64]; int nloads; uop *stores[16]; int nstores; } hot;
+
+static void find_hot(uop *ast, hot *h) {
+  memset(h, 0, sizeof *h);
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return;
+  bool has_reduce = false;
+  for (int i = 0; i < n; i++) has_reduce |= order[i]->op == OP_REDUCE;
+  for (int i = 0; i < n; i++) {
+    uop *u = order[i];
+    if (u->op == OP_STORE && h->nstores < 16) h->stores[h->nstores++] = u;
+    if (u->op != OP_REDUCE) continue;
+    int m;
+    uop **sub = uop_toposort(u->src[0], &m);
+    if (!sub) continue;
+    for (int j = 0; j < m && h->nloads < 64; j++)
+      if (sub[j]->op == OP_LOAD) {
+        bool dup = false;
+        for (int k = 0; k < h->nloads; k++) dup |= h->loads[k] == sub[j];
+        if (!dup) h->loads[h->nloads++] = sub[j];
+      }
+    free(sub);
+  }
+  if (!has_reduce)
+    for (int i = 0; i < n && h->nloads < 64; i++)
+      if (order[i]->op == OP_LOAD) h->loads[h->nloads++] = order[i];
+  free(order);
+}
+
+/* how the hot loads index r: counts of reused (0), contiguous (1) and other (gather) accesses */
+static void load_kinds(const hot *h, uop *r, int *reuse, int *contig, int *gather) {
+  *reuse = *contig = *gather = 0;
+  for (int i = 0; i < h->nloads; i++) {
+    int64_t k;
+    uop *l = h->loads[i];
+    if (!lin_coef(l->src[1], r, &k)) (*gather)++;
+    else if (k == 0) (*reuse)++;
+    else if (k == 1) (*contig)++;
+    else (*gather)++;
+  }
+}
+
+static bool store_contiguous(const hot *h, uop *r) {
+  if (!h->nstores) return false;
+  for (int i = 0; i < h->nstores; i++) {
+    int64_t k;
+    if (!lin_coef(h->stores[i]->src[1], r, &k) || k != 1) return false;
+  }
+  return true;
+}
+
+static bool try_opt(kernel_state *ks, opt_op op, int axis, int64_t arg) {
+  char why[160];
+  return apply_opt(ks, (opt){op, axis, arg}, why);
+}
+
+/* the index among output axes (or reduce axes when red) of the RANGE with this id */
+static int axis_of(kernel_state *ks, int64_t id, bool red) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  for (int i = 0; i < n; i++)
+    if (ax[i].r->arg.i == id && ax[i].r->aux[0] != AX_UPCAST && ax[i].r->aux[0] != AX_UNROLL)
+      return red ? i - nout : i;
+  return -1;
+}
+
+/* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
+ * can make that load contiguous; false when that PACK then does not apply */
+static bool heuristic(kernel_state *ks, bool pack_t) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  if (!n) return true;
+  hot h;
+  find_hot(ks->ast, &h);
+  int lanes = ks->tg.vec_bytes / 4;
+  double work = 1;
+  for (int i = 0; i < n; i++) work *= (double)ax[i].size;
+
+  /* 0. an output loop with a contiguous store that is not a multiple of the vector is padded to one (masked
+   * loads and stores at the edge), when the kernel has no loop that is */
+  bool any_multiple = false;
+  for (int i = 0; i < nout + nred; i++) any_multiple |= ax[i].size % lanes == 0;
+  for (int i = 0; i < nout && !any_multiple && lanes >= 2; i++)
+    if (ax[i].size > 2 * lanes && store_contiguous(&h, ax[i].r)) {
+      int64_t m = nred ? 2 * lanes : lanes;
+      if (try_opt(ks, OPT_PADTO, i, m)) {
+        n = ks_axes(ks, ax, &nout, &nred);
+        find_hot(ks->ast, &h);
+      }
+      break;
+    }
+
+  /* 1. the vector loop */
+  int64_t vec_id = -1;
+  for (int i = 0; i < nout && lanes >= 2; i++) {
+    int re, co, ga;
+    load_kinds(&h, ax[i].r, &re, &co, &ga);
+    if (ax[i].size % lanes || !store_contiguous(&h, ax[i].r) || (ga && !(pack_t && nred && nout >= 2))) continue;
+    if (!ga) pack_t = false;
+    int64_t id = ax[i].r->arg.i;
+    int64_t amt = ax[i].size % (2 * lanes) == 0 && (nred || ax[i].size >= 8 * lanes) ? 2 * lanes : lanes;
+    if (try_opt(ks, OPT_UPCAST, i, amt)) vec_id = id;
+    break;
+  }
+  bool vec_on_reduce = false;
+  if (vec_id < 0 && nred && lanes >= 2)
+    for (int i = nout; i < nout + nred; i++) {
+      int re, co, ga;
+      load_kinds(&h, ax[i].r, &re, &co, &ga);
+      if (ax[i].size % lanes || ga || !co) continue;
+      /* output loops a hot load is reused across (matmul with B transposed: both) get a 4x4 tile of vector
+       * accumulators, one vector of the reduce each; without reuse, 4 vectors of the reduce per step */
+      n = ks_axes(ks, ax, &nout, &nred);
+      int64_t tile_ids[2];
+      int nt = 0;
+      for (int a = 0; a < nout && nt < 2; a++) {
+        int r2, c2, g2;
+        load_kinds(&h, ax[a].r, &r2, &c2, &g2);
+        if (r2 && ax[a].size % 4 == 0 && ax[a].size > 4) tile_ids[nt++] = ax[a].r->arg.i;
+      }
+      int64_t amt = nt ? lanes : 4 * lanes;
+      while (amt > lanes && ax[i].size % amt) amt /= 2;
+      if (!try_opt(ks, OPT_UNROLL, i - nout, amt)) break;
+      vec_on_reduce = true;
+      /* 16 accumulators on one loop when it divides: the other operand's rows are then streamed 16x less
+       * often (matmul with B transposed, 1024: 35 GFLOP/s with a 4x4 tile, see the commit log for 16x1) */
+      int64_t left = 16;
+      for (int t = 0; t < nt && left > 1; t++) {
+        int a = axis_of(ks, tile_ids[t], false);
+        for (int64_t u = left; u >= 2; u /= 2)
+          if (a >= 0 && ax[a].size % u == 0 && try_opt(ks, OPT_UPCAST, a, u)) { left /= u; break; }
+      }
+      break;
+    }
+
+  /* 2. a register tile for reduces: reuse a hot load across one more output loop */
+  int64_t tile_id = -1;
+  if (nred && !vec_on_reduce) {
+    n = ks_axes(ks, ax, &nout, &nred);
+    int vec_regs = 1;
+    for (int i = 0; i < n; i++)
+      if (ax[i].type == AX_UPCAST) vec_regs *= (int)(ax[i].size / (vec_id >= 0 ? lanes : 1));
+    int best = -1, best_reuse = 0;
+    for (int i = 0; i < nout; i++) {
+      if (ax[i].r->arg.i == vec_id) continue;
+      int re, co, ga;
+      load_kinds(&h, ax[i].r, &re, &co, &ga);
+      /* the most reuse; of equal reuse the longest loop (a batch axis of 8 folded into the tile would leave
+       * no loop outside the tile to pack for) */
+      if (re > best_reuse || (re && re == best_reuse && ax[i].size > ax[best].size)) { best_reuse = re; best = i; }
+    }
+    static const int64_t amts[] = {8, 6, 4, 3, 2};
+    for (int k = 0; best >= 0 && k < 5; k++)
+      if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= 16 && ax[best].size > amts[k] &&
+          try_opt(ks, OPT_UPCAST, best, amts[k])) {
+        tile_id = ax[best].r->arg.i;
+        break;
+      }
+  }
+
+  /* 3. threads */
+  if (ks->tg.nthreads > 1 && work >= THREAD_MIN_WORK) {
+    n = ks_axes(ks, ax, &nout, &nred);
+    int nt = ks->tg.nthreads, pick = -1;
+    int vi = vec_id >= 0 ? axis_of(ks, vec_id, false) : -1;
+    if (nred && vi >= 0 && ax[vi].size % nt == 0 && ax[vi].size >= 2 * nt) pick = vi;
+    for (int i = 0; i < nout && pick < 0; i++)
+      if (ax[i].type == AX_GLOBAL && ax[i].size % nt == 0) pick = i;
+    for (int i = 0; i < nout && pick < 0; i++)
+      if (ax[i].type == AX_GLOBAL && ax[i].size >= 4 * nt) pick = i;
+    if (pick >= 0) try_opt(ks, OPT_THREAD, pick, nt);
+  }
+
+  /* 4. cache blocking: the vector loop outside the tile loop, and the operand reused across the tile loop
+   * (matmul: B's panel of the vector loop's columns) packed into a contiguous buffer before it */
+  if (tile_id >= 0 && vec_id >= 0) {
+    n = ks_axes(ks, ax, &nout, &nred);
+    int vi = axis_of(ks, vec_id, false), ti = axis_of(ks, tile_id, false);
+    if (vi >= 0 && ti >= 0 && ax[vi].size >= 2) {
+      /* SWAP exchanges the loops' ids: the tile loop then has the vector loop's old id */
+      if (vi > ti && try_opt(ks, OPT_SWAP, ti, vi)) ti = axis_of(ks, vec_id, false);
+      if ((ti > vi || ti == axis_of(ks, vec_id, false)) && try_opt(ks, OPT_PACK, ti, pack_t)) return true;
+    }
+  }
+  return vec_id < 0 || !pack_t;
+}
+
+void hand_coded_optimizations(kernel_state *ks) {
+  kernel_state save = *ks;
+  if (heuristic(ks, true)) return;
+  *ks = save;
+  heuristic(ks, false);
+}

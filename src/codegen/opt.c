@@ -1,0 +1,478 @@
+/* opt.c — the optimization actions (see opt.h): each checks that it applies, or says why not, then rewrites
+ * the RANGEs of the kernel AST. Nothing here knows a device beyond opt_target. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/opt.h"
+
+static const char *const names[OPT_COUNT] = {"UPCAST", "UNROLL", "THREAD", "PADTO", "SWAP", "PACK", "LOCAL", "GROUP", "GROUPTOP"};
+
+const char *opt_name(opt_op op) { return op < OPT_COUNT ? names[op] : "?"; }
+
+const char *opts_str(const kernel_state *ks, char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < ks->napplied && k + 1 < n; i++) {
+    int w = snprintf(buf + k, n - k, "%s%s(%d,%lld)", i ? " " : "", opt_name(ks->applied[i].op), ks->applied[i].axis,
+                     (long long)ks->applied[i].arg);
+    if (w < 0) break;
+    k += (size_t)w;
+  }
+  return buf;
+}
+
+/* ---- graph helpers -------------------------------------------------------------------------------------- */
+
+static bool uses_rec(uop *u, uop *r, uop_map *memo, bool *oom) {
+  if (u == r) return true;
+  void *m = umap_get(memo, u);
+  if (m) return m == (void *)2;
+  bool y = false;
+  for (int i = 0; i < u->nsrc && !y; i++) y = uses_rec(u->src[i], r, memo, oom);
+  if (!umap_put(memo, u, y ? (void *)2 : (void *)1)) *oom = true;
+  return y;
+}
+
+bool uop_uses_memo(uop *u, uop *r, uop_map *memo) {
+  bool oom = false;
+  return uses_rec(u, r, memo, &oom);
+}
+
+bool uop_uses(uop *u, uop *r) {
+  uop_map memo = {0};
+  bool oom = false;
+  bool y = uses_rec(u, r, &memo, &oom);
+  umap_free(&memo);
+  return y;
+}
+
+int64_t max_range_id(uop *ast) {
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return 63;
+  int64_t m = -1;
+  for (int i = 0; i < n; i++)
+    if (order[i]->op == OP_RANGE && order[i]->arg.i > m) m = order[i]->arg.i;
+  free(order);
+  return m;
+}
+
+static uop *mk_range(tg_dtype dt, int64_t size, int64_t id, int64_t type) {
+  uop *b = uop_const_int(dt, size);
+  return b ? uop_new(OP_RANGE, dt, 1, &b, (uop_arg){.i = id}, 1, &type) : NULL;
+}
+
+typedef struct rebuild_ctx {
+  uop *r, *expr;       /* r -> expr in values */
+  uop *outer, *inner;  /* r -> outer, inner in REDUCE range lists (inner NULL: r -> outer) */
+  uop_map memo;
+  bool fail;
+} rebuild_ctx;
+
+static uop *rebuild(rebuild_ctx *c, uop *u) {
+  if (c->fail) return NULL;
+  if (u == c->r) return c->expr;
+  uop *done = umap_get(&c->memo, u);
+  if (done) return done;
+  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc + 1 <= (int)(sizeof s / sizeof *s) ? s : malloc((size_t)(u->nsrc + 1) * sizeof *src);
+  if (!src) { c->fail = true; return NULL; }
+  int n = 0;
+  for (int i = 0; i < u->nsrc; i++) {
+    if (u->op == OP_REDUCE && i >= 1 && u->src[i] == c->r) {
+      src[n++] = c->outer;
+      if (c->inner) src[n++] = c->inner;
+      continue;
+    }
+    src[n++] = rebuild(c, u->src[i]);
+    if (!src[n - 1]) c->fail = true;
+  }
+  uop *out = c->fail ? NULL : uop_replace_src(u, n, src);
+  if (src != s) free(src);
+  if (!out || !umap_put(&c->memo, u, out)) { c->fail = true; return NULL; }
+  return out;
+}
+
+uop *split_range(uop *ast, uop *r, int64_t k, int inner_type, uop **outer, uop **inner) {
+  int64_t n = r->src[0]->arg.i, id = max_range_id(ast) + 1;
+  if (id >= 64) {
+    tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
+    return NULL;
+  }
+  tg_dtype dt = (tg_dtype)r->dtype;
+  uop *o = mk_range(dt, n / k, r->arg.i, r->aux[0]), *in = mk_range(dt, k, id, inner_type);
+  if (!o || !in) return NULL;
+  uop *expr = uop_binary(OP_ADD, uop_binary(OP_MUL, o, uop_const_int(dt, k)), in);
+  rebuild_ctx c = {.r = r, .expr = expr, .outer = o, .inner = in};
+  uop *res = expr ? rebuild(&c, ast) : NULL;
+  umap_free(&c.memo);
+  if (!res) return NULL;
+  if (outer) *outer = o;
+  if (inner) *inner = in;
+  return kernel_simplify(res);
+}
+
+/* the simplifier folds a loop of one iteration to 0, also in a REDUCE's range list: such entries are dropped,
+ * and a REDUCE left with no loop is its value */
+static uop *rule_reduce_consts(void *ctx, uop *u, uop **cap) {
+  if (u->op != OP_REDUCE) return NULL;
+  uop *s[TG_MAX_DIMS + 64];
+  int n = 0;
+  bool changed = false;
+  for (int i = 0; i < u->nsrc; i++) {
+    if (i >= 1 && u->src[i]->op != OP_RANGE) { changed = true; continue; }
+    if (n < (int)(sizeof s / sizeof *s)) s[n++] = u->src[i];
+  }
+  if (!changed) return NULL;
+  return n == 1 ? s[0] : uop_new(OP_REDUCE, (tg_dtype)u->dtype, n, s, u->arg, u->naux, u->aux);
+}
+
+uop *kernel_simplify(uop *ast) {
+  static matcher *m;
+  static const rule rules[] = {{"_", rule_reduce_consts}, {NULL, NULL}};
+  if (!m && !(m = matcher_new(rules))) return NULL;
+  uop *s = uop_simplify(ast);
+  return s ? graph_rewrite(s, m, NULL, false) : NULL;
+}
+
+/* whether u uses r other than inside a REDUCE over r (where r is bound) */
+static bool uses_free(uop *u, uop *r, uop_map *memo, bool *oom) {
+  if (u == r) return true;
+  void *m = umap_get(memo, u);
+  if (m) return m == (void *)2;
+  bool y = false;
+  if (u->op == OP_REDUCE)
+    for (int i = 1; i < u->nsrc; i++)
+      if (u->src[i] == r) goto done;
+  for (int i = 0; i < u->nsrc && !y; i++) y = uses_free(u->src[i], r, memo, oom);
+done:
+  if (!umap_put(memo, u, y ? (void *)2 : (void *)1)) *oom = true;
+  return y;
+}
+
+/* ---- PADTO: r of size n becomes r' of size m, every load and store that uses it masked with r' < n, every
+ * reduce over it given the identity outside ------------------------------------------------------------ */
+
+typedef struct pad_ctx { uop *r; uop *valid; uop_map memo, uses; bool fail; } pad_ctx;
+
+static double reduce_identity(uop_op op, tg_dtype dt) {
+  if (op == OP_MUL) return 1;
+  if (op == OP_MAX) return dtype_min(dt);
+  return 0;
+}
+
+static uop *pad_mask(pad_ctx *c, uop *u) {
+  if (c->fail) return NULL;
+  uop *done = umap_get(&c->memo, u);
+  if (done) return done;
+  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc <= (int)(sizeof s / sizeof *s) ? s : malloc((size_t)u->nsrc * sizeof *src);
+  if (!src) { c->fail = true; return NULL; }
+  for (int i = 0; i < u->nsrc; i++)
+    if (!(src[i] = pad_mask(c, u->src[i]))) c->fail = true;
+  uop *out = NULL;
+  if (!c->fail) {
+    bool oom = false;
+    bool uses = uses_free(u, c->r, &c->uses, &oom);
+    c->fail |= oom;
+    if ((u->op == OP_LOAD || u->op == OP_STORE) && uses) {
+      int vi = u->op == OP_LOAD ? 2 : 3;
+      uop *ns[4];
+      memcpy(ns, src, (size_t)u->nsrc * sizeof *ns);
+      ns[vi] = u->nsrc > vi ? uop_binary(OP_AND, src[vi], c->valid) : c->valid;
+      out = uop_new((uop_op)u->op, (tg_dtype)u->dtype, vi + 1, ns, u->arg, u->naux, u->aux);
+    } else if (u->op == OP_REDUCE) {
+      bool has = false;
+      for (int i = 1; i < u->nsrc; i++) has |= u->src[i] == c->r;
+      if (has) {
+        uop *id = uop_const((tg_dtype)u->dtype, reduce_identity((uop_op)u->arg.i, (tg_dtype)u->dtype));
+        src[0] = uop_where(c->valid, src[0], id);
+      }
+      out = uop_replace_src(u, u->nsrc, src);
+    } else {
+      out = uop_replace_src(u, u->nsrc, src);
+    }
+  }
+  if (src != s) free(src);
+  if (!out || !umap_put(&c->memo, u, out)) { c->fail = true; return NULL; }
+  return out;
+}
+
+static uop *pad_range(uop *ast, uop *r, int64_t m) {
+  int64_t n = r->src[0]->arg.i;
+  tg_dtype dt = (tg_dtype)r->dtype;
+  uop *r2 = mk_range(dt, m, r->arg.i, r->aux[0]);
+  if (!r2) return NULL;
+  uop *sub = uop_substitute(ast, r, r2);
+  if (!sub) return NULL;
+  pad_ctx c = {.r = r2, .valid = uop_binary(OP_CMPLT, r2, uop_const_int(dt, n))};
+  uop *res = c.valid ? pad_mask(&c, sub) : NULL;
+  umap_free(&c.memo);
+  umap_free(&c.uses);
+  return res ? kernel_simplify(res) : NULL;
+}
+
+/* ---- SWAP and PACK ----------------------------------------------------------------------------------- */
+
+static uop *swap_ranges(uop *ast, uop *a, uop *b) {
+  int64_t tmp_id = max_range_id(ast) + 1;
+  if (tmp_id >= 64) {
+    tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
+    return NULL;
+  }
+  tg_dtype dt = (tg_dtype)a->dtype;
+  uop *tmp = mk_range(dt, a->src[0]->arg.i, tmp_id, a->aux[0]);
+  uop *a2 = mk_range(dt, a->src[0]->arg.i, b->arg.i, a->aux[0]), *b2 = mk_range(dt, b->src[0]->arg.i, a->arg.i, b->aux[0]);
+  if (!tmp || !a2 || !b2) return NULL;
+  uop *r = uop_substitute(ast, a, tmp);
+  r = r ? uop_substitute(r, b, b2) : NULL;
+  return r ? uop_substitute(r, tmp, a2) : NULL;
+}
+
+typedef struct pack_plan { uop *load; uop *inner[KS_MAX_AXES]; int ninner; int64_t elems; } pack_plan;
+
+/* whether load L can be packed for loop t: it does not use t, and every loop it uses is opened before t
+ * (before[]), is one of red's loops, or is a register loop */
+static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbefore, pack_plan *pl) {
+  if (L->src[0]->op != OP_PARAM || uop_uses(L, t)) return false;
+  int n;
+  uop **order = uop_toposort(L, &n);  /* the loops of its index and of its mask (a masked load is copied masked) */
+  if (!order) return false;
+  bool ok = true, uses_red = false;
+  pl->ninner = 0;
+  pl->elems = 1;
+  for (int i = 0; i < n && ok; i++) {
+    uop *r = order[i];
+    if (r->op != OP_RANGE) continue;
+    bool outer = false, mine = false;
+    for (int j = 0; j < nbefore; j++) outer |= before[j] == r;
+    for (int j = 1; j < red->nsrc; j++) mine |= red->src[j] == r;
+    uses_red |= mine;
+    if (outer) continue;
+    if (!mine && r->aux[0] != AX_UPCAST && r->aux[0] != AX_UNROLL) { ok = false; break; }
+    if (pl->ninner == KS_MAX_AXES) { ok = false; break; }
+    pl->inner[pl->ninner++] = r;
+    pl->elems *= r->src[0]->arg.i;
+  }
+  free(order);
+  pl->load = L;
+  return ok && uses_red;
+}
+
+/* the copy of the load's values over its inner loops into a DEFINE_LOCAL, and the load from it */
+static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
+  /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous; with
+   * upcast_last the UPCAST loops go innermost whatever their stride (a transposing copy: matmul with B
+   * transposed then reads its panel as the plain one) */
+  int64_t coef[KS_MAX_AXES];
+  for (int i = 0; i < pl->ninner; i++) {
+    if (!lin_coef(pl->load->src[1], pl->inner[i], &coef[i])) coef[i] = 0;
+    if (upcast_last && pl->inner[i]->aux[0] == AX_UPCAST) coef[i] = -1 - pl->inner[i]->src[0]->arg.i;
+  }
+  for (int i = 1; i < pl->ninner; i++)
+    for (int j = i; j > 0 && coef[j] > coef[j - 1]; j--) {
+      int64_t tc = coef[j]; coef[j] = coef[j - 1]; coef[j - 1] = tc;
+      uop *tr = pl->inner[j]; pl->inner[j] = pl->inner[j - 1]; pl->inner[j - 1] = tr;
+    }
+  int64_t id = max_range_id(ast) + 1;
+  if (id + pl->ninner > 64) {
+    tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
+    return NULL;
+  }
+  int n, nlocal = 0;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return NULL;
+  for (int i = 0; i < n; i++) nlocal += order[i]->op == OP_DEFINE_LOCAL;
+  free(order);
+  tg_dtype it = (tg_dtype)pl->inner[0]->dtype;
+  uop *val = pl->load, *fidx = uop_const_int(it, 0), *lidx = uop_const_int(it, 0);
+  int64_t stride = 1;
+  for (int i = pl->ninner - 1; i >= 0 && val; i--) {
+    uop *r = pl->inner[i], *r2 = mk_range(it, r->src[0]->arg.i, id + i, AX_LOOP);
+    if (!r2) return NULL;
+    val = uop_substitute(val, r, r2);
+    fidx = uop_binary(OP_ADD, fidx, uop_binary(OP_MUL, r2, uop_const_int(it, stride)));
+    lidx = uop_binary(OP_ADD, lidx, uop_binary(OP_MUL, r, uop_const_int(it, stride)));
+    stride *= r->src[0]->arg.i;
+  }
+  uop *local = uop_new(OP_DEFINE_LOCAL, (tg_dtype)pl->load->dtype, 0, NULL, (uop_arg){.i = nlocal}, 1, &pl->elems);
+  uop *fs[3] = {local, uop_simplify(fidx), val};
+  uop *fill = val && fs[1] ? uop_new(OP_STORE, (tg_dtype)pl->load->dtype, 3, fs, (uop_arg){0}, 0, NULL) : NULL;
+  uop *ls[2] = {fill, uop_simplify(lidx)};
+  uop *nl = fill && ls[1] ? uop_new(OP_LOAD, (tg_dtype)pl->load->dtype, 2, ls, (uop_arg){0}, 0, NULL) : NULL;
+  uop *r = nl ? uop_substitute(ast, pl->load, nl) : NULL;
+  return r ? kernel_simplify(r) : NULL;
+}
+
+#define PACK_MAX_ELEMS 65536  /* 256 KiB of float32: a quarter of a Zen 5 L2, and room on a thread's stack */
+
+static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, bool upcast_last, char *why) {
+  uop *before[KS_MAX_AXES];
+  for (int i = 0; i < a; i++) before[i] = ax[i].r;
+  int n;
+  uop **order = uop_toposort(ks->ast, &n);
+  if (!order) return NULL;
+  pack_plan best = {0}, pl;
+  for (int i = 0; i < n; i++) {
+    if (order[i]->op != OP_REDUCE) continue;
+    int m;
+    uop **sub = uop_toposort(order[i]->src[0], &m);
+    if (!sub) break;
+    for (int j = 0; j < m; j++)
+      if (sub[j]->op == OP_LOAD && pack_candidate(sub[j], order[i], ax[a].r, before, a, &pl) &&
+          pl.elems <= PACK_MAX_ELEMS && pl.elems > best.elems)
+        best = pl;
+    free(sub);
+  }
+  free(order);
+  if (!best.load) {
+    snprintf(why, 160, "PACK: no load inside a reduce is reused across axis %d with a panel of at most %d elements", a,
+             PACK_MAX_ELEMS);
+    return NULL;
+  }
+  return pack_apply(ks->ast, &best, upcast_last);
+}
+
+/* ---- the axes ------------------------------------------------------------------------------------------ */
+
+bool ks_init(kernel_state *ks, uop *ast, opt_target tg) {
+  memset(ks, 0, sizeof *ks);
+  ks->ast = ast;
+  ks->tg = tg;
+  ks->nthreads = 1;
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return false;
+  for (int i = 0; i < n; i++)
+    if (order[i]->op == OP_RANGE && order[i]->aux[0] == AX_THREAD) ks->nthreads = tg.nthreads;
+  free(order);
+  return true;
+}
+
+static int axis_class(int type) {
+  switch (type) {
+    case AX_REDUCE: case AX_GROUP: return 1;
+    case AX_UNROLL: return 2;
+    case AX_UPCAST: return 3;
+    case AX_LOOP: return 4;  /* the loops of a PACK copy: not axes of the kernel */
+    default: return 0;
+  }
+}
+
+static int cmp_axis(const void *pa, const void *pb) {
+  const axis_info *a = pa, *b = pb;
+  int ca = axis_class(a->type), cb = axis_class(b->type);
+  if (ca != cb) return ca - cb;
+  /* the linearizer opens the THREAD loop first, the others by id */
+  if (ca == 0 && (a->type == AX_THREAD) != (b->type == AX_THREAD)) return a->type == AX_THREAD ? -1 : 1;
+  return a->r->arg.i < b->r->arg.i ? -1 : a->r->arg.i > b->r->arg.i;
+}
+
+int ks_axes(const kernel_state *ks, axis_info *ax, int *nout, int *nred) {
+  int n, k = 0;
+  uop **order = uop_toposort(ks->ast, &n);
+  if (!order) return 0;
+  for (int i = 0; i < n && k < KS_MAX_AXES; i++) {
+    uop *u = order[i];
+    if (u->op != OP_RANGE || !uop_is_const(u->src[0])) continue;
+    ax[k++] = (axis_info){.r = u, .size = u->src[0]->arg.i, .type = (int)u->aux[0]};
+  }
+  free(order);
+  qsort(ax, (size_t)k, sizeof *ax, cmp_axis);
+  int no = 0, nr = 0;
+  for (int i = 0; i < k; i++) {
+    if (axis_class(ax[i].type) == 0) no++;
+    if (axis_class(ax[i].type) == 1) nr++;
+  }
+  if (nout) *nout = no;
+  if (nred) *nred = nr;
+  return k;
+}
+
+static int64_t expand_product(const axis_info *ax, int n) {
+  int64_t p = 1;
+  for (int i = 0; i < n; i++)
+    if (ax[i].type == AX_UPCAST || ax[i].type == AX_UNROLL) p *= ax[i].size;
+  return p;
+}
+
+#define REFUSE(...) do { snprintf(why, 160, __VA_ARGS__); return false; } while (0)
+
+bool apply_opt(kernel_state *ks, opt o, char *why) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred;
+  int n = ks_axes(ks, ax, &nout, &nred);
+  why[0] = 0;
+  if (o.op >= OPT_COUNT) REFUSE("unknown action %d", (int)o.op);
+  if (ks->napplied >= KS_MAX_OPTS) REFUSE("%s: at most %d actions per kernel", opt_name(o.op), KS_MAX_OPTS);
+  for (int i = 0; i < ks->napplied; i++)
+    if (ks->applied[i].op == OPT_PACK)  /* its buffer is filled over the loops as they are now */
+      REFUSE("%s: PACK must be the last action", opt_name(o.op));
+  if ((o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP) && !ks->tg.has_local)
+    REFUSE("%s: the CPU has no workgroups or local memory (a GPU action)", opt_name(o.op));
+  if (o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP)
+    REFUSE("%s: not implemented for this device yet", opt_name(o.op));
+  bool on_reduce = o.op == OPT_UNROLL;
+  int lim = on_reduce ? nred : o.op == OPT_PADTO ? nout + nred : nout;
+  if (o.axis < 0 || o.axis >= lim)
+    REFUSE("%s: axis %d out of range (the kernel has %d %s axes)", opt_name(o.op), o.axis, lim,
+           on_reduce ? "reduce" : o.op == OPT_PADTO ? "output and reduce" : "output");
+  axis_info a = ax[on_reduce ? nout + o.axis : o.axis];
+  int64_t size = a.size, k = o.arg;
+  uop *ast = NULL;
+  switch (o.op) {
+    case OPT_UPCAST:
+    case OPT_UNROLL: {
+      if (k == 0) k = size;  /* tinygrad: 0 takes the whole axis */
+      if (k < 2) REFUSE("%s: amount %lld must be at least 2", opt_name(o.op), (long long)k);
+      if (k > 64) REFUSE("%s: amount %lld is more than 64 registers", opt_name(o.op), (long long)k);
+      if (size % k) REFUSE("%s: axis %d of size %lld is not a multiple of %lld (PADTO first)", opt_name(o.op), o.axis,
+                           (long long)size, (long long)k);
+      if (expand_product(ax, n) * k > KS_MAX_EXPAND)
+        REFUSE("%s: more than %d register copies in all", opt_name(o.op), KS_MAX_EXPAND);
+      if (o.op == OPT_UPCAST && a.type == AX_THREAD && size / k < ks->nthreads)
+        REFUSE("UPCAST: leaves %lld iterations for %d threads", (long long)(size / k), ks->nthreads);
+      ast = split_range(ks->ast, a.r, k, o.op == OPT_UPCAST ? AX_UPCAST : AX_UNROLL, NULL, NULL);
+      break;
+    }
+    case OPT_THREAD: {
+      if (a.type == AX_THREAD) REFUSE("THREAD: axis %d is already split across threads", o.axis);
+      if (ks->nthreads > 1) REFUSE("THREAD: the kernel already has a THREAD axis");
+      if (a.type != AX_GLOBAL) REFUSE("THREAD: axis %d is not an output loop", o.axis);
+      if (k < 2 || k > ks->tg.nthreads) REFUSE("THREAD: %lld threads, the pool has %d", (long long)k, ks->tg.nthreads);
+      if (size < k) REFUSE("THREAD: axis %d has %lld iterations for %lld threads", o.axis, (long long)size, (long long)k);
+      int64_t type = AX_THREAD;
+      uop *t = uop_new(OP_RANGE, (tg_dtype)a.r->dtype, 1, a.r->src, a.r->arg, 1, &type);
+      ast = t ? uop_substitute(ks->ast, a.r, t) : NULL;
+      if (ast) ks->nthreads = (int)k;
+      break;
+    }
+    case OPT_SWAP: {
+      if (k < 0 || k >= nout || k == o.axis) REFUSE("SWAP: the other axis %lld is not another output axis", (long long)k);
+      if (a.type == AX_THREAD || ax[k].type == AX_THREAD) REFUSE("SWAP: the THREAD axis stays outermost");
+      ast = swap_ranges(ks->ast, a.r, ax[k].r);
+      break;
+    }
+    case OPT_PACK: {
+      if (a.type != AX_GLOBAL) REFUSE("PACK: axis %d is not an output loop of the kernel", o.axis);
+      if (k != 0 && k != 1) REFUSE("PACK: arg %lld is not 0 (source order) or 1 (upcast loops innermost)", (long long)k);
+      ast = pack(ks, ax, nout, o.axis, k == 1, why);
+      if (!ast && why[0]) return false;
+      break;
+    }
+    case OPT_PADTO: {
+      if (a.type != AX_GLOBAL && a.type != AX_REDUCE && a.type != AX_THREAD)
+        REFUSE("PADTO: axis %d is already upcast or unrolled", o.axis);
+      if (k < 2) REFUSE("PADTO: multiple %lld must be at least 2", (long long)k);
+      int64_t m = (size + k - 1) / k * k;
+      if (m == size) REFUSE("PADTO: axis %d of size %lld is already a multiple of %lld", o.axis, (long long)size, (long long)k);
+      if (m > 2 * size) REFUSE("PADTO: padding %lld to %lld wastes more than half the work", (long long)size, (long long)m);
+      ast = pad_range(ks->ast, a.r, m);
+      break;
+    }
+    default: REFUSE("%s: not implemented", opt_name(o.op));
+  }
+  if (!ast) REFUSE("%s: %s", opt_name(o.op), tg_error());
+  ks->ast = ast;
+  ks->applied[ks->napplied++] = o;
+  return true;
+}

@@ -1,0 +1,379 @@
+/* test_opt.c — optimization actions: each refused with a reason where it does not apply; random legal action
+ * lists on a set of kernels compute what the unoptimized kernel computes; the heuristic's code is vector code. */
+#include <stdlib.h>
+
+#include "codegen/opt.h"
+#include "engine/search.h"
+#include "render/render.h"
+#include "runtime/device.h"
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
+#include "test.h"
+
+static uint64_t xs = 0x9E3779B97F4A7C15ULL;
+static uint64_t next_u64(void) {
+  xs ^= xs << 13; xs ^= xs >> 7; xs ^= xs << 17;
+  return xs;
+}
+static float frand(void) { return (float)((next_u64() >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f; }
+
+static tg_tensor *rand_t(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  float *d = malloc((size_t)n * sizeof *d);
+  if (!d) return NULL;
+  for (int64_t i = 0; i < n; i++) d[i] = frand();
+  tg_tensor *t = tg_from_data(TG_FLOAT32, ndim, shape, d, (size_t)n * sizeof *d);
+  free(d);
+  if (t) tg_realize(t);
+  return t;
+}
+
+static int applied_total, vector_kernels;
+
+static void *leaf_ptr(uop *u) {
+  if (!u->buf && u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER) u = u->src[0];
+  tg_buffer *b = u->buf;
+  return b ? b->ptr : NULL;
+}
+
+/* a random action on an axis the kernel has, with an amount that often divides it */
+static opt random_opt(kernel_state *ks) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred;
+  ks_axes(ks, ax, &nout, &nred);
+  opt o;
+  o.op = (opt_op)(next_u64() % 6);  /* UPCAST UNROLL THREAD PADTO SWAP PACK */
+  int lim = o.op == OPT_UNROLL ? nred : o.op == OPT_PADTO ? nout + nred : nout;
+  o.axis = lim ? (int)(next_u64() % (uint64_t)lim) : 0;
+  int64_t size = o.op == OPT_UNROLL ? (nred ? ax[nout + o.axis].size : 1) : (lim ? ax[o.axis].size : 1);
+  static const int64_t amts[] = {2, 3, 4, 8, 16, 32};
+  o.arg = amts[next_u64() % 6];
+  if ((o.op == OPT_UPCAST || o.op == OPT_UNROLL) && next_u64() % 2)
+    for (int k = 5; k >= 0; k--)
+      if (size % amts[k] == 0) { o.arg = amts[k]; break; }
+  if (o.op == OPT_THREAD) o.arg = 2;
+  if (o.op == OPT_SWAP) o.arg = nout ? (int64_t)(next_u64() % (uint64_t)nout) : 0;
+  if (o.op == OPT_PACK) o.arg = 0;
+  return o;
+}
+
+/* y's one kernel with the actions applied (refused ones skipped; opts NULL: nopts random ones), run into out (nbytes); the actions that
+ * applied are described in desc. false with a message on any failure */
+static bool run_with_opts(tg_tensor *y, const opt *opts, int nopts, opt_target tgt, void *out, size_t nbytes,
+                          char *desc, size_t ndesc) {
+  schedule s;
+  if (schedule_create(1, &y->u, &s) != TG_OK) return false;
+  bool ok = false;
+  char *src = NULL;
+  tg_program *prog = NULL;
+  linear_program lp = {0};
+  if (s.nkernels != 1) {
+    snprintf(desc, ndesc, "expected one kernel, got %d", s.nkernels);
+    goto out;
+  }
+  sched_kernel *k = &s.kernels[0];
+  kernel_state ks;
+  if (!ks_init(&ks, decompose_dtypes(k->ast), tgt)) goto out;
+  for (int i = 0; i < nopts; i++) {
+    char why[160];
+    apply_opt(&ks, opts ? opts[i] : random_opt(&ks), why);
+  }
+  kernel_info info;
+  memset(&info, 0, sizeof info);
+  uop *fin = codegen_finish(&ks, &info);
+  snprintf(desc, ndesc, "%s [%s] vec %d", info.name, info.opts, tgt.vec_bytes);
+  applied_total += ks.napplied;
+  if (info.lane) vector_kernels++;
+  if (!fin || !linearize(fin, &lp, &info)) goto out;
+  if (!(src = render_c(info.name, &lp, &info))) goto out;
+  const tg_device *dev = device_default();
+  if (!(prog = dev->compile(dev, info.name, src))) goto out;
+  void *bufs[16];
+  bufs[0] = out;
+  for (int j = 1; j < k->nbufs && j < 16; j++)
+    if (!(bufs[j] = leaf_ptr(k->bufs[j]))) goto out;
+  memset(out, 0, nbytes);
+  ok = dev->launch(prog, bufs, k->nbufs, info.threaded ? info.nthreads : 1) == TG_OK;
+out:
+  if (!ok && tg_error()[0]) snprintf(desc + strlen(desc), ndesc - strlen(desc), ": %s", tg_error());
+  program_release(prog);
+  free(src);
+  linear_program_free(&lp);
+  schedule_free(&s);
+  return ok;
+}
+
+typedef tg_tensor *(*kernel_fn)(tg_tensor **in);
+typedef struct kcase { const char *name; int nin; int64_t shapes[3][4]; int ndims[3]; kernel_fn fn; } kcase;
+
+static tg_tensor *k_matmul(tg_tensor **in) { return tg_matmul(in[0], in[1]); }
+static tg_tensor *k_matmul_bt(tg_tensor **in) {
+  int perm[2] = {1, 0};
+  return tg_matmul(in[0], tg_permute(in[1], 2, perm));
+}
+static tg_tensor *k_sum_last(tg_tensor **in) { int ax = 1; return tg_sum(in[0], 1, &ax, false); }
+static tg_tensor *k_max_first(tg_tensor **in) { int ax = 0; return tg_max(in[0], 1, &ax, false); }
+static tg_tensor *k_fma_relu(tg_tensor **in) { return tg_relu(tg_add(tg_mul(in[0], in[1]), in[2])); }
+static tg_tensor *k_sum_exp(tg_tensor **in) { int ax = 1; return tg_sum(tg_exp(in[0]), 1, &ax, false); }
+static tg_tensor *k_where(tg_tensor **in) {
+  return tg_where(tg_lt(in[0], in[1]), in[0], tg_mul_scalar(in[1], 2));
+}
+static tg_tensor *k_sum_transposed(tg_tensor **in) {
+  int perm[2] = {1, 0}, ax = 1;
+  return tg_sum(tg_permute(in[0], 2, perm), 1, &ax, false);
+}
+/* a 3-tap stencil over a zero-padded input: masked loads */
+static tg_tensor *k_conv(tg_tensor **in) {
+  int64_t pads[4] = {0, 0, 1, 1};
+  tg_tensor *p = tg_pad(in[0], 2, pads, 0), *y = NULL;
+  for (int k = 0; k < 3; k++) {
+    int64_t sh[4] = {0, 8, k, k + 32};
+    tg_tensor *t = tg_mul_scalar(tg_shrink(p, 2, sh), 0.25 * (k + 1));
+    y = y ? tg_add(y, t) : t;
+  }
+  return y;
+}
+static tg_tensor *k_int_sum(tg_tensor **in) {
+  int ax = 0;
+  return tg_cast(tg_sum(tg_cast(tg_mul_scalar(in[0], 100), TG_INT32), 1, &ax, false), TG_FLOAT32);
+}
+
+static const kcase cases[] = {
+    {"matmul", 2, {{24, 40}, {40, 48}}, {2, 2}, k_matmul},
+    {"matmul_bt", 2, {{16, 40}, {64, 40}}, {2, 2}, k_matmul_bt},
+    {"sum_last", 1, {{16, 64}}, {2}, k_sum_last},
+    {"max_first", 1, {{64, 20}}, {2}, k_max_first},
+    {"fma_relu", 3, {{8, 64}, {8, 64}, {64}}, {2, 2, 1}, k_fma_relu},
+    {"sum_exp", 1, {{6, 48}}, {2}, k_sum_exp},
+    {"where", 2, {{48, 16}, {48, 16}}, {2, 2}, k_where},
+    {"sum_transposed", 1, {{32, 12}}, {2}, k_sum_transposed},
+    {"stencil", 1, {{8, 32}}, {2}, k_conv},
+    {"int_sum", 1, {{32, 48}}, {2}, k_int_sum},
+};
+
+TEST(test_opt_random_action_lists_match_the_unoptimized_kernel) {
+  int lists = getenv("TG_TEST_QUICK") ? 6 : 20;
+  static const int vecs[] = {0, 8, 16, 64};
+  applied_total = vector_kernels = 0;
+  const char *seed = getenv("TG_SEED");  /* reruns with other action lists */
+  if (seed && *seed) xs = 0x9E3779B97F4A7C15ULL ^ (strtoull(seed, NULL, 10) * 0xBF58476D1CE4E5B9ULL);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    tg_scope_begin();
+    const kcase *kc = &cases[c];
+    tg_tensor *in[3];
+    for (int i = 0; i < kc->nin; i++) in[i] = rand_t(kc->ndims[i], kc->shapes[i]);
+    tg_tensor *y = kc->fn(in);
+    if (!y) {
+      test_fail(__FILE__, __LINE__, "%s: %s", kc->name, tg_error());
+      tg_scope_end();
+      continue;
+    }
+    int64_t n = tg_numel(y);
+    float *want = calloc((size_t)n, sizeof *want), *got = calloc((size_t)n, sizeof *got);
+    char desc[512];
+    if (!run_with_opts(y, NULL, 0, (opt_target){.nthreads = 1}, want, (size_t)n * 4, desc, sizeof desc)) {
+      test_fail(__FILE__, __LINE__, "%s unoptimized: %s", kc->name, desc);
+    } else {
+      for (int l = 0; l < lists; l++) {
+        int no = 1 + (int)(next_u64() % 6);
+        opt_target tgt = {.nthreads = 2, .vec_bytes = vecs[next_u64() % 4]};
+        if (!run_with_opts(y, NULL, no, tgt, got, (size_t)n * 4, desc, sizeof desc)) {
+          test_fail(__FILE__, __LINE__, "%s: %s", kc->name, desc);
+          continue;
+        }
+        if (!check_close_f32(desc, got, want, n, 1e-5, 1e-4, __FILE__, __LINE__)) break;
+      }
+    }
+    free(want);
+    free(got);
+    tg_scope_end();
+  }
+  int nlists = lists * (int)(sizeof cases / sizeof *cases);
+  CHECK(applied_total >= nlists && vector_kernels >= nlists / 8, "only %d actions applied and %d vector kernels in %d lists",
+        applied_total, vector_kernels, nlists);
+  if (tg_debug_level() >= 1) fprintf(stderr, "  %d actions applied, %d vector kernels, %d lists\n", applied_total, vector_kernels, nlists);
+}
+
+static bool refused(kernel_state *ks, opt o, const char *reason_part) {
+  char why[160];
+  bool applied = apply_opt(ks, o, why);
+  if (applied) test_fail(__FILE__, __LINE__, "%s(%d,%lld) applied, expected a refusal", opt_name(o.op), o.axis, (long long)o.arg);
+  else if (!strstr(why, reason_part)) test_fail(__FILE__, __LINE__, "reason '%s' lacks '%s'", why, reason_part);
+  return !applied;
+}
+
+TEST(test_opt_actions_refused_with_a_reason) {
+  tg_scope_begin();
+  int64_t sa[2] = {24, 40}, sb[2] = {40, 48};
+  tg_tensor *a = rand_t(2, sa), *b = rand_t(2, sb), *y = tg_matmul(a, b);
+  CHECK_T(y);
+  schedule s;
+  if (schedule_create(1, &y->u, &s) != TG_OK) { test_fail(__FILE__, __LINE__, "%s", tg_error()); tg_scope_end(); return; }
+  kernel_state ks;
+  ks_init(&ks, s.kernels[0].ast, (opt_target){.nthreads = 2, .vec_bytes = 64});
+  refused(&ks, (opt){OPT_LOCAL, 0, 4}, "GPU");
+  refused(&ks, (opt){OPT_GROUP, 0, 4}, "GPU");
+  refused(&ks, (opt){OPT_GROUPTOP, 0, 16}, "GPU");
+  refused(&ks, (opt){OPT_UPCAST, 0, 5}, "not a multiple");
+  refused(&ks, (opt){OPT_UPCAST, 7, 2}, "out of range");
+  refused(&ks, (opt){OPT_UNROLL, 0, 128}, "more than 64");
+  refused(&ks, (opt){OPT_PADTO, 0, 8}, "already a multiple");
+  refused(&ks, (opt){OPT_THREAD, 0, 3}, "the pool has 2");
+  refused(&ks, (opt){OPT_PACK, 0, 0}, "no load");
+  refused(&ks, (opt){OPT_PACK, 0, 2}, "arg 2");
+  char why[160];
+  CHECK(apply_opt(&ks, (opt){OPT_THREAD, 0, 2}, why), "THREAD refused: %s", why);
+  refused(&ks, (opt){OPT_THREAD, 1, 2}, "already has a THREAD");
+  refused(&ks, (opt){OPT_SWAP, 0, 1}, "THREAD axis stays outermost");
+  CHECK(apply_opt(&ks, (opt){OPT_UPCAST, 1, 16}, why), "UPCAST refused: %s", why);
+  CHECK(apply_opt(&ks, (opt){OPT_PADTO, 2, 16}, why), "PADTO of the reduce refused: %s", why);
+  CHECK(ks.napplied == 3, "%d actions recorded", ks.napplied);
+  kernel_state k2;
+  ks_init(&k2, s.kernels[0].ast, (opt_target){.nthreads = 1, .vec_bytes = 64});
+  CHECK(apply_opt(&k2, (opt){OPT_PACK, 1, 0}, why), "PACK refused: %s", why);
+  refused(&k2, (opt){OPT_UPCAST, 0, 2}, "PACK must be the last");
+  schedule_free(&s);
+  tg_scope_end();
+}
+
+/* the source the heuristic gives a kernel */
+static char *heuristic_source(tg_tensor *y, int vec_bytes, kernel_info *info) {
+  schedule s;
+  if (schedule_create(1, &y->u, &s) != TG_OK || s.nkernels != 1) return NULL;
+  kernel_state ks;
+  ks_init(&ks, s.kernels[0].ast, (opt_target){.nthreads = 2, .vec_bytes = vec_bytes});
+  hand_coded_optimizations(&ks);
+  memset(info, 0, sizeof *info);
+  uop *fin = codegen_finish(&ks, info);
+  linear_program lp = {0};
+  char *src = fin && linearize(fin, &lp, info) ? render_c(info->name, &lp, info) : NULL;
+  linear_program_free(&lp);
+  schedule_free(&s);
+  return src;
+}
+
+TEST(test_opt_heuristic_matmul_is_a_vector_register_tile_with_a_packed_panel) {
+  tg_scope_begin();
+  int64_t sa[2] = {64, 128}, sb[2] = {128, 256};
+  tg_tensor *y = tg_matmul(rand_t(2, sa), rand_t(2, sb));
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 64, &info);
+  CHECK(src, "no source: %s", tg_error());
+  if (src) {
+    CHECK(strstr(src, "tg_float_v acc15"), "expected 16 vector accumulators:\n%s", src);
+    CHECK(!strstr(src, "acc16"), "more than 16 accumulators");
+    CHECK(strstr(src, "*(const tg_float_vu*)(local0+"), "expected vector loads from the packed panel:\n%s", src);
+    CHECK(strstr(info.opts, "THREAD") && strstr(info.opts, "PACK"), "opts %s", info.opts);
+  }
+  free(src);
+  tg_scope_end();
+}
+
+TEST(test_opt_heuristic_matmul_with_b_transposed_packs_a_transposed_panel) {
+  tg_scope_begin();
+  int64_t sa[2] = {64, 128}, sb[2] = {256, 128};
+  int perm[2] = {1, 0};
+  tg_tensor *a = rand_t(2, sa), *b = rand_t(2, sb), *y = tg_matmul(a, tg_permute(b, 2, perm));
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 64, &info);
+  CHECK(src && strstr(info.opts, "PACK(1,1)") && strstr(src, "*(const tg_float_vu*)(local0+"), "opts %s:\n%s", info.opts,
+        src ? src : tg_error());
+  free(src);
+  float ha[64 * 128], hb[256 * 128], got[64 * 256];
+  if (tg_to_host(a, ha, sizeof ha) == TG_OK && tg_to_host(b, hb, sizeof hb) == TG_OK && tg_to_host(y, got, sizeof got) == TG_OK) {
+    float want[64 * 256];
+    for (int i = 0; i < 64; i++)
+      for (int j = 0; j < 256; j++) {
+        double r = 0;
+        for (int k = 0; k < 128; k++) r += (double)ha[i * 128 + k] * hb[j * 128 + k];
+        want[i * 256 + j] = (float)r;
+      }
+    check_close_f32("a @ b.T", got, want, 64 * 256, 1e-5, 1e-4, __FILE__, __LINE__);
+  } else {
+    test_fail(__FILE__, __LINE__, "%s", tg_error());
+  }
+  tg_scope_end();
+}
+
+TEST(test_opt_heuristic_elementwise_and_sum_are_vector_code) {
+  tg_scope_begin();
+  int64_t s1[1] = {4096}, s2[2] = {64, 256};
+  tg_tensor *a = rand_t(1, s1), *b = rand_t(1, s1), *x = rand_t(2, s2);
+  int ax = 1;
+  tg_tensor *e = tg_mul_scalar(tg_relu(tg_add(tg_mul(a, b), a)), 0.5), *r = tg_sum(x, 1, &ax, false);
+  CHECK_T(e);
+  CHECK_T(r);
+  kernel_info info;
+  char *se = heuristic_source(e, 64, &info), *sr = heuristic_source(r, 64, &info);
+  CHECK(se && strstr(se, "*(tg_float_vu*)(data0+"), "elementwise: no vector store:\n%s", se ? se : tg_error());
+  CHECK(sr && strstr(sr, "tg_float_v acc0") && strstr(sr, "red"), "sum: no vector accumulator reduced across lanes:\n%s",
+        sr ? sr : tg_error());
+  CHECK(se && !strstr(se, "for (int l_"), "elementwise has a per-lane loop:\n%s", se ? se : "");
+  free(se);
+  free(sr);
+  tg_scope_end();
+}
+
+TEST(test_opt_noopt_turns_the_heuristic_off) {
+  tg_scope_begin();
+  int64_t sa[2] = {64, 64};
+  tg_tensor *y = tg_matmul(rand_t(2, sa), rand_t(2, sa));
+  CHECK_T(y);
+  schedule s;
+  if (schedule_create(1, &y->u, &s) != TG_OK) { tg_scope_end(); return; }
+  const char *old = getenv("NOOPT");
+  setenv("NOOPT", "1", 1);
+  kernel_info info;
+  uop *a = codegen_optimize(s.kernels[0].ast, 2, &info);
+  CHECK(a && !strstr(info.opts, "UPCAST") && !info.lane, "NOOPT=1 applied %s", info.opts);
+  unsetenv("NOOPT");
+  a = codegen_optimize(s.kernels[0].ast, 2, &info);
+  CHECK(a && strstr(info.opts, "UPCAST"), "the heuristic applied only '%s'", info.opts);
+  if (old) setenv("NOOPT", old, 1);
+  schedule_free(&s);
+  tg_scope_end();
+}
+
+TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
+  char dir[] = "/tmp/tgc-beam-test-XXXXXX";
+  if (!mkdtemp(dir)) { test_fail(__FILE__, __LINE__, "mkdtemp failed"); return; }
+  compile_cache_set_dir(dir);
+  setenv("TG_BEAM_LIMIT", "3", 1);
+  setenv("BEAM", "2", 1);
+  tg_scope_begin();
+  int64_t sa[2] = {32, 64}, sb[2] = {64, 48};
+  tg_tensor *a = rand_t(2, sa), *b = rand_t(2, sb), *y = tg_matmul(a, b);
+  float ha[32 * 64], hb[64 * 48], got[32 * 48], want[32 * 48];
+  bool ok = y && tg_to_host(a, ha, sizeof ha) == TG_OK && tg_to_host(b, hb, sizeof hb) == TG_OK;
+  schedule s;
+  ok = ok && schedule_create(1, &y->u, &s) == TG_OK;
+  uop *ast = ok ? s.kernels[0].ast : NULL;
+  ok = ok && tg_to_host(y, got, sizeof got) == TG_OK;  /* realized with BEAM=2 */
+  unsetenv("BEAM");
+  CHECK(ok, "BEAM=2 matmul failed: %s", tg_error());
+  if (ok) {
+    for (int i = 0; i < 32; i++)
+      for (int j = 0; j < 48; j++) {
+        double r = 0;
+        for (int k = 0; k < 64; k++) r += (double)ha[i * 64 + k] * hb[k * 48 + j];
+        want[i * 48 + j] = (float)r;
+      }
+    CHECK_CLOSE("beam matmul", got, want, 32 * 48);
+    /* the same kernel again: the actions come from the disk, nothing is compiled */
+    uint64_t before = runtime_get_counters().compiles;
+    kernel_info info;
+    uop *k = engine_beam(device_default(), decompose_dtypes(ast), 2, &info);
+    CHECK(k && runtime_get_counters().compiles == before, "a second search compiled %llu kernels",
+          (unsigned long long)(runtime_get_counters().compiles - before));
+    schedule_free(&s);
+  }
+  tg_scope_end();
+  unsetenv("TG_BEAM_LIMIT");
+  compile_cache_set_dir(NULL);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0, "could not remove %s", dir);
+}
