@@ -160,7 +160,52 @@ static tg_tensor *f_slice_cat(tg_tensor *x, tg_tensor *y) {
 }
 static tg_tensor *f_transposed_mul(tg_tensor *x, tg_tensor *y) { return tg_mul(tg_transpose(x, 0, 1), y); }
 
+static tg_tensor *f_conv(tg_tensor *x, tg_tensor *w) { return tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = {1}, .stride = {2}}); }
+static tg_tensor *f_conv_groups(tg_tensor *x, tg_tensor *w) {
+  return tg_conv2d(x, w, NULL, (tg_conv_opts){.groups = 2, .dilation = {2}});
+}
+static tg_tensor *f_conv_t(tg_tensor *x, tg_tensor *w) {
+  return tg_conv_transpose2d(x, w, NULL, (tg_conv_opts){.stride = {2}, .padding = {1}});
+}
+static tg_tensor *f_maxpool(tg_tensor *x, tg_tensor *y) { return tg_max_pool2d(x, (tg_pool_opts){.kernel = {2}}); }
+static tg_tensor *f_maxpool_overlap(tg_tensor *x, tg_tensor *y) {
+  return tg_max_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {2}, .padding = {1}});
+}
+static tg_tensor *f_avgpool(tg_tensor *x, tg_tensor *y) { return tg_avg_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {1}}); }
+static tg_tensor *f_layernorm(tg_tensor *x, tg_tensor *y) { return tg_layernorm(x, 1, 1e-5); }
+static tg_tensor *f_batchnorm_train(tg_tensor *x, tg_tensor *w) {  /* batch statistics, as BatchNorm2d in training */
+  tg_tensor *mean = tg_mean(x, 3, (int[]){0, 2, 3}, false);
+  tg_tensor *xc = tg_sub(x, tg_reshape(mean, 4, (int64_t[]){1, -1, 1, 1}));
+  tg_tensor *var = tg_mean(tg_mul(xc, xc), 3, (int[]){0, 2, 3}, false);
+  return tg_batchnorm(x, w, NULL, mean, tg_rsqrt(tg_add_scalar(var, 1e-5)));
+}
+static tg_tensor *f_xent(tg_tensor *x, tg_tensor *y) {
+  int32_t lab[4] = {1, 0, 3, 2};
+  tg_tensor *l = tg_from_data(TG_INT32, 1, (int64_t[]){4}, lab, sizeof lab);
+  return tg_sparse_categorical_crossentropy(x, l, (tg_loss_opts){.label_smoothing = 0.1});
+}
+static tg_tensor *f_cumsum(tg_tensor *x, tg_tensor *y) { return tg_cumsum(x, 1); }
+static tg_tensor *f_interp(tg_tensor *x, tg_tensor *y) { return tg_interpolate(x, 2, (int64_t[]){5, 7}, TG_INTERP_LINEAR); }
+static tg_tensor *f_embedding(tg_tensor *w, tg_tensor *y) {
+  int32_t idx[5] = {2, 0, 2, 3, 1};
+  return tg_embedding(w, tg_from_data(TG_INT32, 1, (int64_t[]){5}, idx, sizeof idx));
+}
+static tg_tensor *f_sdpa(tg_tensor *q, tg_tensor *k) { return tg_scaled_dot_product_attention(q, k, k, NULL, true); }
+
 static const gcase cases[] = {
+    {"conv2d stride 2 padding 1", f_conv, 4, 4, {2, 3, 5, 5}, {4, 3, 3, 3}, -1, 1},
+    {"conv2d groups 2 dilation 2", f_conv_groups, 4, 4, {1, 4, 6, 6}, {2, 2, 2, 2}, -1, 1},
+    {"conv_transpose2d stride 2", f_conv_t, 4, 4, {1, 2, 3, 3}, {2, 3, 3, 3}, -1, 1},
+    {"max_pool2d", f_maxpool, 4, 0, {1, 2, 4, 4}, {0}, -1, 1},
+    {"max_pool2d overlapping", f_maxpool_overlap, 4, 0, {1, 1, 5, 5}, {0}, -1, 1},
+    {"avg_pool2d", f_avgpool, 4, 0, {1, 2, 4, 5}, {0}, -1, 1},
+    {"layernorm", f_layernorm, 2, 0, {3, 6}, {0}, -1, 1},
+    {"batchnorm (batch statistics)", f_batchnorm_train, 4, 1, {3, 2, 2, 2}, {2}, -1, 1},
+    {"sparse_categorical_crossentropy", f_xent, 2, 0, {4, 5}, {0}, -2, 2},
+    {"cumsum", f_cumsum, 2, 0, {3, 6}, {0}, -1, 1},
+    {"interpolate linear", f_interp, 4, 0, {1, 1, 3, 4}, {0}, -1, 1},
+    {"embedding", f_embedding, 2, 0, {4, 3}, {0}, -1, 1},
+    {"attention causal", f_sdpa, 3, 3, {2, 4, 3}, {2, 4, 3}, -1, 1},
     {"neg", f_neg, 2, 0, {3, 4}, {0}, -2, 2},
     {"exp", f_exp, 2, 0, {3, 4}, {0}, -2, 2},
     {"exp2", f_exp2, 1, 0, {7}, {0}, -2, 2},
