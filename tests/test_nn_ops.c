@@ -195,16 +195,17 @@ NN_TEST(test_nn_pools_match_pytorch) {
   CHECK(n >= 16, "only %d pool cases", n);
 }
 
-/* conv2d + relu + max_pool2d: tinygrad runs it as 2 kernels (the conv with its relu, then the pool). Here
- * a 2x2 pool of stride 2 has disjoint windows built without an expand, so the scheduler keeps the conv
- * inside the pool's kernel (each conv output is read once: nothing is computed twice): 1 kernel. */
+/* conv2d + relu + max_pool2d: 2 kernels, as tinygrad (the conv with its relu, then the pool). The values a
+ * max reduces are stored when they come from a reduce, so a gradient's x == max(x) sees the very same
+ * floats (fusing the conv into the pool would be 1 kernel, but recomputed elsewhere with another summation
+ * order the comparison can match nothing). */
 NN_TEST(test_nn_conv_relu_maxpool_is_two_kernels) {
   const fx_rec *xr = fx_get(f, "conv2d/0/x"), *wr = fx_get(f, "conv2d/0/w"), *br = fx_get(f, "conv2d/0/b");
   tg_tensor *x = fx_tensor(xr), *w = fx_tensor(wr), *b = fx_tensor(br);
   tg_tensor *y = tg_max_pool2d(tg_relu(tg_conv2d(x, w, b, (tg_conv_opts){0})), (tg_pool_opts){.kernel = {2}});
   CHECK_T(y);
   CHECK(tg_realize(y) == TG_OK, "realize: %s", tg_error());
-  CHECK(tg_kernel_count_last() == 1, "conv2d+relu+max_pool2d ran %llu kernels, expected 1 (tinygrad: 2)",
+  CHECK(tg_kernel_count_last() == 2, "conv2d+relu+max_pool2d ran %llu kernels, expected 2 (tinygrad: 2)",
         (unsigned long long)tg_kernel_count_last());
   /* the value: max over 2x2 windows of relu(conv) from PyTorch's conv output */
   const fx_rec *cr = fx_get(f, "conv2d/0/y");

@@ -82,6 +82,34 @@ out:
   return res;
 }
 
+/* Whether recomputing u for every element of a broadcast costs more than storing it: u does real work
+ * (many ALU ops, or several inputs combined). An upstream gradient broadcast over a convolution's
+ * weight window is the case that decided it: recomputed per (cin, ky, kx) it multiplied a step's work
+ * by 40. Cheap nodes (relu of one load, a bias add) stay fused. */
+#define EXPENSIVE_ALU 8
+#define EXPENSIVE_LEAVES 3
+#define EXPENSIVE_WALK 256
+
+static bool expensive(uop *u, const uop_map *realized) {
+  uop *stack[EXPENSIVE_WALK];
+  uop_map seen = {0};
+  int sp = 0, alu = 0, leaves = 0, visited = 0;
+  static char yes;
+  stack[sp++] = u;
+  bool big = false;
+  while (sp && !big) {
+    uop *x = stack[--sp];
+    if (umap_get(&seen, x)) continue;
+    if (!umap_put(&seen, x, &yes) || ++visited >= EXPENSIVE_WALK) { big = true; break; }
+    if (x != u && (node_has_storage(x) || umap_get(realized, x))) { leaves++; continue; }
+    if (x->op == OP_REDUCE_AXIS) { big = true; break; }
+    if (uop_is_alu((uop_op)x->op)) alu++;
+    for (int k = 0; k < x->nsrc && sp < EXPENSIVE_WALK; k++) stack[sp++] = x->src[k];
+  }
+  umap_free(&seen);
+  return big || alu >= EXPENSIVE_ALU || (leaves >= EXPENSIVE_LEAVES && alu >= 2);
+}
+
 tg_status schedule_create(int n, uop *const *outs, schedule *s) {
   memset(s, 0, sizeof *s);
   uop_map realized = {0}, expanded = {0}, rewritten = {0};
@@ -103,9 +131,20 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
     uop *u = order[i];
     if (u == sink || node_has_storage(u)) continue;
     bool stored = umap_get(&realized, u) != NULL;
-    if (!stored && (u->op == OP_CONTIGUOUS || (u->op == OP_REDUCE_AXIS && umap_get(&expanded, u)))) {
+    bool broadcast = umap_get(&expanded, u) != NULL;
+    if (!stored && (u->op == OP_CONTIGUOUS || (broadcast && u->op == OP_REDUCE_AXIS) ||
+                    (broadcast && uop_is_alu((uop_op)u->op) && expensive(u, &realized)))) {
       if (!umap_put(&realized, u, &yes)) goto nomem;
       stored = true;
+    }
+    /* the values a MAX reduce compares are stored when they come from a reduce: recomputed in another
+     * kernel with another summation order they differ in the last bit, and the gradient's x == max(x)
+     * would then match nothing (0/0) */
+    if (u->op == OP_REDUCE_AXIS && u->arg.i == OP_MAX) {
+      uop *x = u->src[0];
+      while (x->op >= OP_RESHAPE && x->op <= OP_FLIP && !node_has_storage(x)) x = x->src[0];
+      if (!node_has_storage(x) && uop_is_alu((uop_op)x->op) && expensive(x, &realized) && !umap_put(&realized, x, &yes))
+        goto nomem;
     }
     bool flag = !stored && (umap_get(&expanded, u) || u->op == OP_EXPAND);
     if (flag)
