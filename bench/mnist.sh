@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# mnist.sh — MNIST training step time: tgc (examples/mnist.c) next to tinygrad (TinyJit) and PyTorch CPU
+# eager, the same network (beautiful_mnist), batch 512, Adam, in one run. Usage: bench/mnist.sh [STEPS]
+# Peers are skipped with a note when not installed (pip install torch tinygrad numpy).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+steps="${1:-10}"
+make -j"$(nproc)" build/examples/mnist >/dev/null
+data="${TG_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/tgc}/mnist"
+[ -r "$data/train-images-idx3-ubyte" ] || [ -r "$data/train-images-idx3-ubyte.gz" ] || scripts/get_mnist.sh
+out=$(./build/examples/mnist --steps "$steps" --batch 512 --data "$data" --out "" 2>/dev/null)
+tgc_ms=$(echo "$out" | sed -n 's/.*(\([0-9.]*\) ms\/step).*/\1/p')
+tgc_acc=$(echo "$out" | sed -n 's/test accuracy: \(.*\)%/\1/p')
+echo "tgc: $tgc_ms ms/step (mean of $steps steps, first step's compiling included), accuracy after $steps steps $tgc_acc%"
+printf '%-12s %12s %10s %14s\n' impl ms/step ratio accuracy
+printf '%-12s %12.1f %10s %13s%%\n' tgc "$tgc_ms" 1.00x "$tgc_acc"
+python3 bench/mnist_peers.py "$data" "$steps" 2>/dev/null | while read -r line; do
+  python3 - "$line" "$tgc_ms" <<'PY'
+import json, sys
+r, tgc = json.loads(sys.argv[1]), float(sys.argv[2])
+if "skipped" in r:
+    print(f"{r['impl']:<12} skipped: {r['skipped']}")
+else:
+    print(f"{r['impl']:<12} {r['ms_per_step']:12.1f} {tgc / r['ms_per_step']:9.2f}x {100 * r['test_accuracy']:13.2f}%  (tgc time / peer time)")
+PY
+done
