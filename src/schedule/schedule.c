@@ -90,29 +90,41 @@ out:
 #define EXPENSIVE_LEAVES 3
 #define EXPENSIVE_WALK 256
 
-static bool expensive(uop *u, const uop_map *realized) {
-  uop *stack[EXPENSIVE_WALK];
+static bool expensive(uop *u, const uop_map *realized, bool only_reduce) {
+  struct { uop *x; bool bcast; } stack[EXPENSIVE_WALK];
   uop_map seen = {0};
   int sp = 0, alu = 0, leaves = 0, visited = 0;
   static char yes;
-  stack[sp++] = u;
+  stack[sp].x = u;
+  stack[sp++].bcast = false;
   bool big = false;
   while (sp && !big) {
-    uop *x = stack[--sp];
+    sp--;
+    uop *x = stack[sp].x;
+    bool bcast = stack[sp].bcast;
     if (umap_get(&seen, x)) continue;
     if (!umap_put(&seen, x, &yes) || ++visited >= EXPENSIVE_WALK) { big = true; break; }
     if (x != u && (node_has_storage(x) || umap_get(realized, x))) { leaves++; continue; }
-    if (x->op == OP_REDUCE_AXIS) { big = true; break; }
+    /* a reduce seen through a broadcast gets stored anyway: a leaf; any other means real work */
+    if (x->op == OP_REDUCE_AXIS) {
+      if (bcast) { leaves++; continue; }
+      big = true;
+      break;
+    }
     if (uop_is_alu((uop_op)x->op)) alu++;
-    for (int k = 0; k < x->nsrc && sp < EXPENSIVE_WALK; k++) stack[sp++] = x->src[k];
+    for (int k = 0; k < x->nsrc && sp < EXPENSIVE_WALK; k++) {
+      stack[sp].x = x->src[k];
+      stack[sp++].bcast = bcast || x->op == OP_EXPAND;
+    }
   }
   umap_free(&seen);
+  if (only_reduce) return big && visited < EXPENSIVE_WALK;
   return big || alu >= EXPENSIVE_ALU || (leaves >= EXPENSIVE_LEAVES && alu >= 2);
 }
 
 tg_status schedule_create(int n, uop *const *outs, schedule *s) {
   memset(s, 0, sizeof *s);
-  uop_map realized = {0}, expanded = {0}, rewritten = {0};
+  uop_map realized = {0}, expanded = {0}, rewritten = {0}, consumers = {0};
   tg_status st = TG_OK;
   uop **order = NULL;
   s->roots = malloc(((size_t)n + 1) * sizeof *s->roots);
@@ -125,6 +137,16 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
   static char yes;
   for (int i = 0; i < n; i++)
     if (!node_has_storage(s->roots[i]) && !umap_put(&realized, s->roots[i], &yes)) goto nomem;
+  /* how many nodes use each node */
+  for (int i = 0; i < nn; i++) {
+    uop *u = order[i];
+    if (u == sink) continue;
+    for (int k = 0; k < u->nsrc; k++) {
+      if (k && u->src[k] == u->src[k - 1]) continue;
+      intptr_t c = (intptr_t)umap_get(&consumers, u->src[k]);
+      if (!umap_put(&consumers, u->src[k], (void *)(c + 1))) goto nomem;
+    }
+  }
   /* consumers come before producers in reverse order, so a node's "seen through an EXPAND" flag is
    * final when the node is reached */
   for (int i = nn - 1; i >= 0; i--) {
@@ -132,8 +154,13 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
     if (u == sink || node_has_storage(u)) continue;
     bool stored = umap_get(&realized, u) != NULL;
     bool broadcast = umap_get(&expanded, u) != NULL;
+    /* a value made by a reduce and used by several nodes would be recomputed by each of their kernels
+     * (a convolution's output feeds batchnorm's mean, its variance, the normalization, the backward) */
+    bool shared = (intptr_t)umap_get(&consumers, u) >= 2 && (u->op == OP_REDUCE_AXIS || uop_is_alu((uop_op)u->op));
     if (!stored && (u->op == OP_CONTIGUOUS || (broadcast && u->op == OP_REDUCE_AXIS) ||
-                    (broadcast && uop_is_alu((uop_op)u->op) && expensive(u, &realized)))) {
+                    (broadcast && uop_is_alu((uop_op)u->op) && expensive(u, &realized, false)) ||
+                    (shared && uop_is_alu((uop_op)u->op) && expensive(u, &realized, true)) ||
+                    (shared && u->op == OP_REDUCE_AXIS))) {
       if (!umap_put(&realized, u, &yes)) goto nomem;
       stored = true;
     }
@@ -143,7 +170,7 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
     if (u->op == OP_REDUCE_AXIS && u->arg.i == OP_MAX) {
       uop *x = u->src[0];
       while (x->op >= OP_RESHAPE && x->op <= OP_FLIP && !node_has_storage(x)) x = x->src[0];
-      if (!node_has_storage(x) && uop_is_alu((uop_op)x->op) && expensive(x, &realized) && !umap_put(&realized, x, &yes))
+      if (!node_has_storage(x) && uop_is_alu((uop_op)x->op) && expensive(x, &realized, false) && !umap_put(&realized, x, &yes))
         goto nomem;
     }
     bool flag = !stored && (umap_get(&expanded, u) || u->op == OP_EXPAND);
@@ -177,6 +204,7 @@ out:
   umap_free(&realized);
   umap_free(&expanded);
   umap_free(&rewritten);
+  umap_free(&consumers);
   if (st != TG_OK) schedule_free(s);
   return st;
 }
