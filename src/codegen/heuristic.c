@@ -86,33 +86,13 @@ static int axis_of(kernel_state *ks, int64_t id, bool red) {
   return -1;
 }
 
-/* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
- * can make that load contiguous; false when that PACK then does not apply */
-static bool heuristic(kernel_state *ks, bool pack_t) {
+/* step 1 of the heuristic: the vector loop (see the top of the file); *vec_id its id when it is an output loop */
+static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int64_t *vec_idp, bool *vec_on_reducep) {
   axis_info ax[KS_MAX_AXES];
   int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
-  if (!n) return true;
-  hot h;
-  find_hot(ks->ast, &h);
-  int lanes = ks->tg.vec_bytes / 4;
-  double work = 1;
-  for (int i = 0; i < n; i++) work *= (double)ax[i].size;
-
-  /* 0. an output loop with a contiguous store that is not a multiple of the vector is padded to one (masked
-   * loads and stores at the edge), when the kernel has no loop that is */
-  bool any_multiple = false;
-  for (int i = 0; i < nout + nred; i++) any_multiple |= ax[i].size % lanes == 0;
-  for (int i = 0; i < nout && !any_multiple && lanes >= 2; i++)
-    if (ax[i].size > 2 * lanes && store_contiguous(&h, ax[i].r)) {
-      int64_t m = nred ? 2 * lanes : lanes;
-      if (try_opt(ks, OPT_PADTO, i, m)) {
-        n = ks_axes(ks, ax, &nout, &nred);
-        find_hot(ks->ast, &h);
-      }
-      break;
-    }
-
-  /* 1. the vector loop */
+  (void)n;
+  hot h = *hp;
+  bool pack_t = *pack_tp;
   int64_t vec_id = -1;
   for (int i = 0; i < nout && lanes >= 2; i++) {
     int re, co, ga;
@@ -151,6 +131,37 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
         int a = axis_of(ks, tile_ids[t], false);
         for (int64_t u = left; u >= 2; u /= 2)
           if (a >= 0 && ax[a].size % u == 0 && try_opt(ks, OPT_UPCAST, a, u)) { left /= u; break; }
+      }
+      break;
+    }
+
+  *pack_tp = pack_t;
+  *vec_idp = vec_id;
+  *vec_on_reducep = vec_on_reduce;
+}
+
+/* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
+ * can make that load contiguous; false when that PACK then does not apply */
+static bool heuristic(kernel_state *ks, bool pack_t) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  if (!n) return true;
+  hot h;
+  find_hot(ks->ast, &h);
+  int lanes = ks->tg.vec_bytes / 4;
+  double work = 1;
+  for (int i = 0; i < n; i++) work *= (double)ax[i].size;
+
+  /* 1. the vector loop; when there is none, an output loop with a contiguous store that is not a multiple
+   * of the vector is padded to one (masked loads and stores at its edge) and the choice made again */
+  int64_t vec_id = -1;
+  bool vec_on_reduce = false;
+  pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
+  for (int i = 0; i < nout && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++)
+    if (ax[i].size > 2 * lanes && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
+      if (try_opt(ks, OPT_PADTO, i, nred ? 2 * lanes : lanes)) {
+        find_hot(ks->ast, &h);
+        pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
       }
       break;
     }
