@@ -1,6 +1,6 @@
 /* beam.c — BEAM=n: the actions for a kernel found by timing candidates on the device (tinygrad's search.py).
  *
- * The beam starts with the kernel as it is and with the heuristic's actions. Each round extends every beam
+ * The beam starts with the kernel as it is and with each prefix of the heuristic's actions. Each round extends every beam
  * member by every single action that applies (UPCAST/UNROLL by 2..32, THREAD, SWAP, PACK), renders each new
  * kernel once (kernels that expand to the same AST are one candidate), compiles them all in parallel on a few
  * threads (the device's compile is thread-safe; rendering is not, the IR being one interned table), runs
@@ -178,12 +178,18 @@ bool beam_search(kernel_state *ks, int width, const beam_device *d, double limit
     free(cands);
     return false;
   }
-  /* seeds: as it is, and the heuristic's */
+  /* seeds: as it is, and every prefix of the heuristic's actions (PACK ends a list: the prefixes let the
+   * search try other actions before it) */
   int nb = 0, nc = 0;
+  kernel_state h = *ks;
+  hand_coded_optimizations(&h);
   cands[nc++].ks = *ks;
-  cands[nc].ks = *ks;
-  hand_coded_optimizations(&cands[nc].ks);
-  nc++;
+  for (int i = 0; i < h.napplied; i++) {
+    char why[160];
+    cands[nc].ks = cands[nc - 1].ks;
+    if (!apply_opt(&cands[nc].ks, h.applied[i], why)) break;
+    nc++;
+  }
   kernel_state best = *ks;
   double best_t = 1e30;
   bool any = false;
