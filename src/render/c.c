@@ -187,7 +187,26 @@ static void vec_header(out *o, int lanes, bool math) {
          "static inline tg_int_v tg_max_int(tg_int_v a, tg_int_v b) { return tg_sel_int(a > b, a, b); }\n"
          "static inline int tg_all(tg_int_v m) { int r = -1; "
          "for (int l = 0; l < (int)(sizeof m / sizeof(int)); l++) r &= m[l]; return r != 0; }\n");
-  if (math) put(o, "%s", render_c_vec_math);  /* only when used: it adds about 10 ms to a compile */
+  if (!math) return;  /* only when used: it adds about 10 ms to a compile */
+  if (lanes >= 4) {
+    int h = lanes / 2;
+    put(o, "typedef float tg_float_h __attribute__((vector_size(%d)));\n"
+           "typedef double tg_double_h __attribute__((vector_size(%d)));\n"
+           "typedef long long tg_long_h __attribute__((vector_size(%d)));\n", 4 * h, 8 * h, 8 * h);
+    put(o, "#define TG_BY_HALVES(fn, xf) ({ tg_float_v x_ = (xf); tg_float_h a_ = __builtin_shufflevector(x_, x_");
+    for (int l = 0; l < h; l++) put(o, ", %d", l);
+    put(o, "), b_ = __builtin_shufflevector(x_, x_");
+    for (int l = h; l < lanes; l++) put(o, ", %d", l);
+    put(o, "); a_ = TG_CVF(fn(TG_CVD(a_))); b_ = TG_CVF(fn(TG_CVD(b_))); __builtin_shufflevector(a_, b_");
+    for (int l = 0; l < lanes; l++) put(o, ", %d", l);
+    put(o, "); })\n");
+  } else {
+    put(o, "typedef float tg_float_h __attribute__((vector_size(%d)));\n"
+           "typedef double tg_double_h __attribute__((vector_size(%d)));\n"
+           "typedef long long tg_long_h __attribute__((vector_size(%d)));\n"
+           "#define TG_BY_HALVES(fn, xf) ((tg_float_v)TG_CVF(fn(TG_CVD(xf))))\n", 4 * lanes, 8 * lanes, 8 * lanes);
+  }
+  put(o, "%s", render_c_vec_math);
 
 }
 
