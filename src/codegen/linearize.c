@@ -83,7 +83,7 @@ static void hoist(lin_ctx *c, uop *u) {
   if (c->fail || emitted(c, u)) return;
   if ((deps(c, u) & ~c->open) == 0) { emit(c, u); return; }
   if (u->op == OP_REDUCE) { hoist(c, u->src[0]); return; }
-  if (is_local_store(u)) { hoist(c, u->src[2]); return; }
+  if (is_local_store(u)) { hoist(c, u->src[0]); hoist(c, u->src[2]); return; }
   for (int i = 0; i < u->nsrc; i++) hoist(c, u->src[i]);
 }
 

@@ -427,9 +427,15 @@ static void render_op(rctx *c, uop *u, int pos) {
       if (u->src[0]->op == OP_DEFINE_LOCAL) set_name(c, u, fmt("%s", name_of(c, u->src[0])));  /* loads read it */
       return;
     case OP_DEFINE_LOCAL: {
+      /* one buffer per core in the kernel's static storage (pages touched only by the cores that use them),
+       * not on the stack: the caller's thread, which runs core 0, may have a small stack. Beyond 64 cores
+       * (TG_THREADS) the stack it is */
       char *nm = fmt("local%" PRId64, u->arg.i);
       indent(c);
-      put(c->o, "%s %s[%" PRId64 "] __attribute__((aligned(64)));\n", ctype(dt), nm, u->aux[0]);
+      put(c->o, "static %s %s_all[64][%" PRId64 "] __attribute__((aligned(64)));\n", ctype(dt), nm, u->aux[0]);
+      indent(c);
+      put(c->o, "%s *%s = core_id < 64 ? %s_all[core_id] : (%s *)__builtin_alloca(%" PRId64 " * sizeof(%s));\n", ctype(dt),
+          nm, nm, ctype(dt), u->aux[0], ctype(dt));
       set_name(c, u, nm);
       return;
     }
