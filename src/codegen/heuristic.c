@@ -6,10 +6,16 @@
  *   1. vector lanes: an output loop with a contiguous store whose hot loads are contiguous or reused gets
  *      UPCAST by 2 or 1 vectors; else a reduce loop whose loads are contiguous or reused gets UNROLL by 4
  *      vectors (a vector accumulator reduced across its lanes at the end);
+ *      When no loop gives vector lanes, a contiguous output loop that is not a multiple of the vector is
+ *      padded to one (PADTO) and the choice made again. A vector loop whose hot load is strided in it is
+ *      taken when step 4 can pack that load transposed (matmul with B transposed), else the dot-product
+ *      form: UNROLL of the reduce by one vector and 16 accumulators over the output loops with reuse;
  *   2. register tile: for a reduce, one more output loop along which a hot load is reused gets UPCAST by
  *      8/6/4/3/2, keeping at most 16 vector accumulators (matmul: 8x32 floats, 16 zmm registers);
  *   3. threads: the output loop that splits evenly across the pool, preferring the vector loop's outer part
- *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul).
+ *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul);
+ *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
+ *      into a contiguous buffer (PACK) before the tile loop.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -210,9 +216,12 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
     n = ks_axes(ks, ax, &nout, &nred);
     int vi = axis_of(ks, vec_id, false), ti = axis_of(ks, tile_id, false);
     if (vi >= 0 && ti >= 0 && ax[vi].size >= 2) {
-      /* SWAP exchanges the loops' ids: the tile loop then has the vector loop's old id */
-      if (vi > ti && try_opt(ks, OPT_SWAP, ti, vi)) ti = axis_of(ks, vec_id, false);
-      if ((ti > vi || ti == axis_of(ks, vec_id, false)) && try_opt(ks, OPT_PACK, ti, pack_t)) return true;
+      /* SWAP exchanges the loops' ids: the tile loop then has the vector loop's old id, and the other way */
+      if (vi > ti && try_opt(ks, OPT_SWAP, ti, vi)) {
+        ti = axis_of(ks, vec_id, false);
+        vi = axis_of(ks, tile_id, false);
+      }
+      if (ti > vi && try_opt(ks, OPT_PACK, ti, pack_t)) return true;
     }
   }
   return vec_id < 0 || !pack_t;
