@@ -154,7 +154,13 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
   if (!n) return true;
   hot h;
   find_hot(ks->ast, &h);
+  /* vector lanes only for the dtypes the vector path has (expand.c); other kernels get scalar register tiles
+   * (a 8x32 tile of float16 would be 256 scalar accumulators) */
   int lanes = ks->tg.vec_bytes / 4;
+  for (int i = 0; i < h.nloads; i++)
+    if (h.loads[i]->dtype != TG_FLOAT32 && h.loads[i]->dtype != TG_INT32 && h.loads[i]->dtype != TG_INT64) lanes = 1;
+  for (int i = 0; i < h.nstores; i++)
+    if (h.stores[i]->src[2]->dtype != TG_FLOAT32 && h.stores[i]->src[2]->dtype != TG_INT32) lanes = 1;
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
 
