@@ -208,7 +208,8 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
     n = ks_axes(ks, ax, &nout, &nred);
     int nt = ks->tg.nthreads, pick = -1;
     int vi = vec_id >= 0 ? axis_of(ks, vec_id, false) : -1;
-    if (nred && vi >= 0 && ax[vi].size % nt == 0 && ax[vi].size >= 2 * nt) pick = vi;
+    /* the vector loop's outer part also when it does not divide but is long (49 panels: 25 and 24) */
+    if (nred && vi >= 0 && ax[vi].size >= 2 * nt && (ax[vi].size % nt == 0 || ax[vi].size >= 8 * nt)) pick = vi;
     for (int i = 0; i < nout && pick < 0; i++)
       if (ax[i].type == AX_GLOBAL && ax[i].size % nt == 0) pick = i;
     for (int i = 0; i < nout && pick < 0; i++)
