@@ -264,7 +264,7 @@ TEST(test_opt_heuristic_matmul_is_a_vector_register_tile_with_a_packed_panel) {
   if (src) {
     CHECK(strstr(src, "tg_float_v acc15"), "expected 16 vector accumulators:\n%s", src);
     CHECK(!strstr(src, "acc16"), "more than 16 accumulators");
-    CHECK(strstr(src, "*(const tg_float_vu*)(local0+"), "expected vector loads from the packed panel:\n%s", src);
+    CHECK(strstr(src, "*(const tg_float_v*)(local0+"), "expected aligned vector loads from the packed panel:\n%s", src);
     CHECK(strstr(info.opts, "THREAD") && strstr(info.opts, "PACK"), "opts %s", info.opts);
   }
   free(src);
@@ -279,7 +279,7 @@ TEST(test_opt_heuristic_matmul_with_b_transposed_packs_a_transposed_panel) {
   CHECK_T(y);
   kernel_info info;
   char *src = heuristic_source(y, 64, &info);
-  CHECK(src && strstr(info.opts, "PACK(1,1)") && strstr(src, "*(const tg_float_vu*)(local0+"), "opts %s:\n%s", info.opts,
+  CHECK(src && strstr(info.opts, "PACK(1,1)") && strstr(src, "*(const tg_float_v*)(local0+"), "opts %s:\n%s", info.opts,
         src ? src : tg_error());
   free(src);
   float ha[64 * 128], hb[256 * 128], got[64 * 256];

@@ -8,7 +8,7 @@
  *
  * One of these loops, of exactly as many iterations as a machine vector has lanes, is kept instead: every
  * value that depends on it is a vector (the renderer's types). A LOAD or STORE whose index is base + lane is
- * marked as a contiguous vector access (arg.i = lanes, index = base); any other index that depends on the
+ * marked as a contiguous vector access (arg.i 1, 2 when aligned; index = base); any other index that depends on the
  * lane is a gather or scatter. The lane is chosen where that gives contiguous accesses: an UPCAST loop with a
  * contiguous store, else an UNROLL loop with contiguous loads. A kernel with a value the vector path does not
  * cover (dtypes other than float32/int32/int64/bool) keeps all its lanes scalar.
@@ -148,7 +148,16 @@ static bool vec_supported(uop *ast, uop *lane) {
   return ok;
 }
 
-/* LOADs and STOREs at base + lane become contiguous vector accesses of `lanes` elements at base */
+/* whether the integer u is a multiple of k for every value of its loops */
+static bool divisible(uop *u, int64_t k) {
+  if (uop_is_const(u)) return u->arg.i % k == 0;
+  if (u->op == OP_ADD) return divisible(u->src[0], k) && divisible(u->src[1], k);
+  if (u->op == OP_MUL) return divisible(u->src[0], k) || divisible(u->src[1], k);
+  return false;
+}
+
+/* LOADs and STOREs at base + lane become contiguous vector accesses of `lanes` elements at base (arg.i 1,
+ * or 2 when base is known aligned to the vector) */
 typedef struct mark_ctx { uop *lane; int lanes; uop_map memo; bool fail; } mark_ctx;
 
 static uop *mark_access(mark_ctx *c, uop *u) {
@@ -167,7 +176,11 @@ static uop *mark_access(mark_ctx *c, uop *u) {
                 * every lane is valid, lane by lane otherwise */
     if ((u->op == OP_LOAD || u->op == OP_STORE) && u->arg.i == 0 && contiguous(s[1], c->lane)) {
       s[1] = uop_simplify(uop_substitute(s[1], c->lane, uop_const_int((tg_dtype)c->lane->dtype, 0)));
-      out = s[1] ? uop_new((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc, s, (uop_arg){.i = c->lanes}, u->naux, u->aux) : NULL;
+      /* aligned when the buffer is a PACK buffer (64-byte aligned) and the index a multiple of the lanes;
+       * the kernel's parameters may be user memory (tg_from_blob) with no alignment promised */
+      bool local = u->op == OP_LOAD && u->src[0]->op == OP_STORE && u->src[0]->src[0]->op == OP_DEFINE_LOCAL;
+      int64_t kind = s[1] && local && divisible(s[1], c->lanes) ? 2 : 1;
+      out = s[1] ? uop_new((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc, s, (uop_arg){.i = kind}, u->naux, u->aux) : NULL;
     } else {
       out = uop_replace_src(u, u->nsrc, s);
     }
