@@ -1,12 +1,12 @@
 /* beam.c — BEAM=n: the actions for a kernel found by timing candidates on the device (tinygrad's search.py).
  *
- * The beam starts with the kernel as it is and with the heuristic's actions. Each round extends every beam
+ * The beam starts with the kernel as it is and with each prefix of the heuristic's actions. Each round extends every beam
  * member by every single action that applies (UPCAST/UNROLL by 2..32, THREAD, SWAP, PACK), renders each new
  * kernel once (kernels that expand to the same AST are one candidate), compiles them all in parallel on a few
  * threads (the device's compile is thread-safe; rendering is not, the IR being one interned table), runs
  * each on the device's random inputs (best of 3, cut after one run when it is 3x slower than the best so
- * far) and keeps the n fastest. It stops when a round improves the best by less than 1%, after 8 rounds,
- * or at the time limit. The result is cached on disk under the kernel's structural hash, the beam width and
+ * far) and keeps the n fastest (after the first round: every seed). It stops when a round from the second
+ * on improves the best by less than 1%, after 8 rounds, or at the time limit. The result is cached on disk under the kernel's structural hash, the beam width and
  * the device's key, so a second run does no search.
  */
 #include <pthread.h>
@@ -132,8 +132,19 @@ static double time_prog(const beam_device *d, cand *c, double best) {
   return t;
 }
 
-/* every single action that applies to ks, appended to out */
-static int expand_actions(const kernel_state *ks, cand *out, int cap) {
+/* every single action that applies to ks, appended to out; a state that ends in a PACK (which must stay
+ * last) grows before it: the action goes in before the PACK, applied again after it when it still applies */
+static int expand_actions(const kernel_state *orig, const kernel_state *ks0, cand *out, int cap) {
+  kernel_state base = *ks0;
+  const kernel_state *ks = ks0;
+  bool repack = ks0->napplied && ks0->applied[ks0->napplied - 1].op == OPT_PACK;
+  if (repack) {
+    char why[160];
+    base = *orig;
+    for (int i = 0; i < ks0->napplied - 1; i++)
+      if (!apply_opt(&base, ks0->applied[i], why)) return 0;
+    ks = &base;
+  }
   axis_info ax[KS_MAX_AXES];
   int nout, nred, n = 0;
   ks_axes(ks, ax, &nout, &nred);
@@ -151,7 +162,10 @@ static int expand_actions(const kernel_state *ks, cand *out, int cap) {
   for (int i = 0; i < nl && n < cap; i++) {
     char why[160];
     out[n].ks = *ks;
-    if (apply_opt(&out[n].ks, list[i], why)) n++;
+    if (list[i].op == OPT_PACK && repack) continue;
+    if (!apply_opt(&out[n].ks, list[i], why)) continue;
+    if (repack) apply_opt(&out[n].ks, ks0->applied[ks0->napplied - 1], why);
+    n++;
   }
   return n;
 }
@@ -172,18 +186,24 @@ bool beam_search(kernel_state *ks, int width, const beam_device *d, double limit
   if (width < 1) width = 1;
   if (cache_load(d, ks, width)) return true;
   double t0 = now_s();
-  cand *beam = calloc((size_t)width + 2, sizeof *beam), *cands = calloc(BEAM_MAX_CAND, sizeof *cands);
+  cand *beam = calloc((size_t)width + 8, sizeof *beam), *cands = calloc(BEAM_MAX_CAND, sizeof *cands);
   if (!beam || !cands) {
     free(beam);
     free(cands);
     return false;
   }
-  /* seeds: as it is, and the heuristic's */
+  /* seeds: as it is, and every prefix of the heuristic's actions (PACK ends a list: the prefixes let the
+   * search try other actions before it) */
   int nb = 0, nc = 0;
+  kernel_state h = *ks;
+  hand_coded_optimizations(&h);
   cands[nc++].ks = *ks;
-  cands[nc].ks = *ks;
-  hand_coded_optimizations(&cands[nc].ks);
-  nc++;
+  for (int i = 0; i < h.napplied; i++) {
+    char why[160];
+    cands[nc].ks = cands[nc - 1].ks;
+    if (!apply_opt(&cands[nc].ks, h.applied[i], why)) break;
+    nc++;
+  }
   kernel_state best = *ks;
   double best_t = 1e30;
   bool any = false;
@@ -213,11 +233,13 @@ bool beam_search(kernel_state *ks, int width, const beam_device *d, double limit
       best = cands[0].ks;
       any = true;
     }
-    if (!improved || now_s() - t0 > limit_s) break;
-    nb = nr < width ? nr : width;
+    /* the seeds all grow in round 1 (else the beam only ever sees the heuristic's path); later rounds grow
+     * the width fastest, and the search stops after a round that did not improve, from round 2 on */
+    if ((!improved && round >= 2) || now_s() - t0 > limit_s) break;
+    nb = round == 0 ? (nr < width + 6 ? nr : width + 6) : nr < width ? nr : width;
     for (int i = 0; i < nb; i++) beam[i] = cands[i];
     nc = 0;
-    for (int i = 0; i < nb && nc < BEAM_MAX_CAND; i++) nc += expand_actions(&beam[i].ks, cands + nc, BEAM_MAX_CAND - nc);
+    for (int i = 0; i < nb && nc < BEAM_MAX_CAND; i++) nc += expand_actions(ks, &beam[i].ks, cands + nc, BEAM_MAX_CAND - nc);
   }
   free(beam);
   free(cands);

@@ -1,6 +1,8 @@
 /* codegen.h — a kernel AST becomes a linear program a renderer can print.
  *
- *   optimize   choose the loop structure (which axis the thread pool splits; later UPCAST/UNROLL/BEAM)
+ *   optimize   choose the loop structure: optimization actions (opt.h: UPCAST, UNROLL, THREAD, PADTO, SWAP,
+ *              PACK) picked by the heuristic (heuristic.c) or BEAM search (beam.h), then UPCAST/UNROLL loops
+ *              expanded into registers and the lanes of machine vectors (expand.c)
  *   linearize  order the nodes into loops: each RANGE opens a loop, a REDUCE becomes a register
  *              accumulator (DEFINE_ACC, ASSIGN in its loops), every value is placed in the outermost loop
  *              whose variables it uses

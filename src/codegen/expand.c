@@ -2,15 +2,16 @@
  *
  * A loop of constant small trip count chosen by the actions is not kept as a loop: every STORE that uses an
  * UPCAST loop u is copied once per value of u (u replaced by the constant), and a REDUCE over an UNROLL loop q
- * reduces the copies of its value for each q in one step. The copies share what does not depend on the loop
- * (nodes are interned), and a REDUCE copied with its STORE is one more accumulator in the same loop.
+ * becomes one REDUCE (one accumulator) per value of q over its other loops, combined after them. The copies
+ * share what does not depend on the loop (nodes are interned); REDUCEs copied with a STORE or by an UNROLL
+ * are more accumulators in the same loop nest (the linearizer groups REDUCEs over the same loops).
  *
  * One of these loops, of exactly as many iterations as a machine vector has lanes, is kept instead: every
  * value that depends on it is a vector (the renderer's types). A LOAD or STORE whose index is base + lane is
- * marked as a contiguous vector access (arg.i = lanes, index = base); any other index that depends on the
+ * marked as a contiguous vector access (arg.i 1, 2 when aligned; index = base); any other index that depends on the
  * lane is a gather or scatter. The lane is chosen where that gives contiguous accesses: an UPCAST loop with a
  * contiguous store, else an UNROLL loop with contiguous loads. A kernel with a value the vector path does not
- * cover (dtypes other than float32/int32/bool) keeps all its lanes scalar.
+ * cover (dtypes other than float32/int32/int64/bool) keeps all its lanes scalar.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,7 @@ static uop *fold(uop_op op, uop **v, int n) {
   return uop_binary(op, fold(op, v, h), fold(op, v + h, n - h));
 }
 
-/* every REDUCE over q reduces the copies of its value for q = 0..k-1 (a balanced tree) */
+/* every REDUCE over q: one REDUCE per value of q over the other loops, combined by a balanced tree */
 typedef struct unroll_ctx { uop *q; uop_map memo; bool fail; } unroll_ctx;
 
 static uop *unroll(unroll_ctx *c, uop *u) {
@@ -65,17 +66,22 @@ static uop *unroll(unroll_ctx *c, uop *u) {
     for (int i = 1; i < n; i++)
       if (u->src[i] == c->q) qi = i;
   if (!c->fail && qi > 0) {
+    /* one accumulator per copy when loops remain (they share the loop nest: expand.c's top comment), the
+     * accumulators reduced into one after it; without loops left, the copies reduced directly */
     int64_t k = c->q->src[0]->arg.i;
-    uop **v = malloc((size_t)k * sizeof *v);
-    if (v) {
-      for (int64_t j = 0; j < k && !c->fail; j++)
-        if (!(v[j] = uop_substitute(src[0], c->q, uop_const_int((tg_dtype)c->q->dtype, j)))) c->fail = true;
-      if (!c->fail) src[0] = fold((uop_op)u->arg.i, v, (int)k);
-      free(v);
-    } else c->fail = true;
+    uop **v = malloc((size_t)k * sizeof *v), *value = src[0];
     memmove(src + qi, src + qi + 1, (size_t)(n - qi - 1) * sizeof *src);
     n--;
-    if (!c->fail) out = n == 1 ? src[0] : uop_new(OP_REDUCE, (tg_dtype)u->dtype, n, src, u->arg, u->naux, u->aux);
+    if (v) {
+      for (int64_t j = 0; j < k && !c->fail; j++) {
+        if (!(v[j] = uop_substitute(value, c->q, uop_const_int((tg_dtype)c->q->dtype, j)))) c->fail = true;
+        src[0] = v[j];
+        if (!c->fail && n > 1 && !(v[j] = uop_new(OP_REDUCE, (tg_dtype)u->dtype, n, src, u->arg, u->naux, u->aux)))
+          c->fail = true;
+      }
+      if (!c->fail) out = fold((uop_op)u->arg.i, v, (int)k);
+      free(v);
+    } else c->fail = true;
   } else if (!c->fail) {
     out = uop_replace_src(u, n, src);
   }
@@ -142,7 +148,16 @@ static bool vec_supported(uop *ast, uop *lane) {
   return ok;
 }
 
-/* LOADs and STOREs at base + lane become contiguous vector accesses of `lanes` elements at base */
+/* whether the integer u is a multiple of k for every value of its loops */
+static bool divisible(uop *u, int64_t k) {
+  if (uop_is_const(u)) return u->arg.i % k == 0;
+  if (u->op == OP_ADD) return divisible(u->src[0], k) && divisible(u->src[1], k);
+  if (u->op == OP_MUL) return divisible(u->src[0], k) || divisible(u->src[1], k);
+  return false;
+}
+
+/* LOADs and STOREs at base + lane become contiguous vector accesses of `lanes` elements at base (arg.i 1,
+ * or 2 when base is known aligned to the vector) */
 typedef struct mark_ctx { uop *lane; int lanes; uop_map memo; bool fail; } mark_ctx;
 
 static uop *mark_access(mark_ctx *c, uop *u) {
@@ -161,7 +176,11 @@ static uop *mark_access(mark_ctx *c, uop *u) {
                 * every lane is valid, lane by lane otherwise */
     if ((u->op == OP_LOAD || u->op == OP_STORE) && u->arg.i == 0 && contiguous(s[1], c->lane)) {
       s[1] = uop_simplify(uop_substitute(s[1], c->lane, uop_const_int((tg_dtype)c->lane->dtype, 0)));
-      out = s[1] ? uop_new((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc, s, (uop_arg){.i = c->lanes}, u->naux, u->aux) : NULL;
+      /* aligned when the buffer is a PACK buffer (64-byte aligned) and the index a multiple of the lanes;
+       * the kernel's parameters may be user memory (tg_from_blob) with no alignment promised */
+      bool local = u->op == OP_LOAD && u->src[0]->op == OP_STORE && u->src[0]->src[0]->op == OP_DEFINE_LOCAL;
+      int64_t kind = s[1] && local && divisible(s[1], c->lanes) ? 2 : 1;
+      out = s[1] ? uop_new((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc, s, (uop_arg){.i = kind}, u->naux, u->aux) : NULL;
     } else {
       out = uop_replace_src(u, u->nsrc, s);
     }

@@ -6,10 +6,16 @@
  *   1. vector lanes: an output loop with a contiguous store whose hot loads are contiguous or reused gets
  *      UPCAST by 2 or 1 vectors; else a reduce loop whose loads are contiguous or reused gets UNROLL by 4
  *      vectors (a vector accumulator reduced across its lanes at the end);
+ *      When no loop gives vector lanes, a contiguous output loop that is not a multiple of the vector is
+ *      padded to one (PADTO) and the choice made again. A vector loop whose hot load is strided in it is
+ *      taken when step 4 can pack that load transposed (matmul with B transposed), else the dot-product
+ *      form: UNROLL of the reduce by one vector and 16 accumulators over the output loops with reuse;
  *   2. register tile: for a reduce, one more output loop along which a hot load is reused gets UPCAST by
  *      8/6/4/3/2, keeping at most 16 vector accumulators (matmul: 8x32 floats, 16 zmm registers);
  *   3. threads: the output loop that splits evenly across the pool, preferring the vector loop's outer part
- *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul).
+ *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul);
+ *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
+ *      into a contiguous buffer (PACK) before the tile loop.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -86,33 +92,13 @@ static int axis_of(kernel_state *ks, int64_t id, bool red) {
   return -1;
 }
 
-/* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
- * can make that load contiguous; false when that PACK then does not apply */
-static bool heuristic(kernel_state *ks, bool pack_t) {
+/* step 1 of the heuristic: the vector loop (see the top of the file); *vec_id its id when it is an output loop */
+static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int64_t *vec_idp, bool *vec_on_reducep) {
   axis_info ax[KS_MAX_AXES];
   int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
-  if (!n) return true;
-  hot h;
-  find_hot(ks->ast, &h);
-  int lanes = ks->tg.vec_bytes / 4;
-  double work = 1;
-  for (int i = 0; i < n; i++) work *= (double)ax[i].size;
-
-  /* 0. an output loop with a contiguous store that is not a multiple of the vector is padded to one (masked
-   * loads and stores at the edge), when the kernel has no loop that is */
-  bool any_multiple = false;
-  for (int i = 0; i < nout + nred; i++) any_multiple |= ax[i].size % lanes == 0;
-  for (int i = 0; i < nout && !any_multiple && lanes >= 2; i++)
-    if (ax[i].size > 2 * lanes && store_contiguous(&h, ax[i].r)) {
-      int64_t m = nred ? 2 * lanes : lanes;
-      if (try_opt(ks, OPT_PADTO, i, m)) {
-        n = ks_axes(ks, ax, &nout, &nred);
-        find_hot(ks->ast, &h);
-      }
-      break;
-    }
-
-  /* 1. the vector loop */
+  (void)n;
+  hot h = *hp;
+  bool pack_t = *pack_tp;
   int64_t vec_id = -1;
   for (int i = 0; i < nout && lanes >= 2; i++) {
     int re, co, ga;
@@ -155,6 +141,43 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
       break;
     }
 
+  *pack_tp = pack_t;
+  *vec_idp = vec_id;
+  *vec_on_reducep = vec_on_reduce;
+}
+
+/* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
+ * can make that load contiguous; false when that PACK then does not apply */
+static bool heuristic(kernel_state *ks, bool pack_t) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  if (!n) return true;
+  hot h;
+  find_hot(ks->ast, &h);
+  /* vector lanes only for the dtypes the vector path has (expand.c); other kernels get scalar register tiles
+   * (a 8x32 tile of float16 would be 256 scalar accumulators) */
+  int lanes = ks->tg.vec_bytes / 4;
+  for (int i = 0; i < h.nloads; i++)
+    if (h.loads[i]->dtype != TG_FLOAT32 && h.loads[i]->dtype != TG_INT32 && h.loads[i]->dtype != TG_INT64) lanes = 1;
+  for (int i = 0; i < h.nstores; i++)
+    if (h.stores[i]->src[2]->dtype != TG_FLOAT32 && h.stores[i]->src[2]->dtype != TG_INT32) lanes = 1;
+  double work = 1;
+  for (int i = 0; i < n; i++) work *= (double)ax[i].size;
+
+  /* 1. the vector loop; when there is none, an output loop with a contiguous store that is not a multiple
+   * of the vector is padded to one (masked loads and stores at its edge) and the choice made again */
+  int64_t vec_id = -1;
+  bool vec_on_reduce = false;
+  pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
+  for (int i = 0; i < nout && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++)
+    if (ax[i].size > 2 * lanes && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
+      if (try_opt(ks, OPT_PADTO, i, nred ? 2 * lanes : lanes)) {
+        find_hot(ks->ast, &h);
+        pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
+      }
+      break;
+    }
+
   /* 2. a register tile for reduces: reuse a hot load across one more output loop */
   int64_t tile_id = -1;
   if (nred && !vec_on_reduce) {
@@ -185,7 +208,8 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
     n = ks_axes(ks, ax, &nout, &nred);
     int nt = ks->tg.nthreads, pick = -1;
     int vi = vec_id >= 0 ? axis_of(ks, vec_id, false) : -1;
-    if (nred && vi >= 0 && ax[vi].size % nt == 0 && ax[vi].size >= 2 * nt) pick = vi;
+    /* the vector loop's outer part also when it does not divide but is long (49 panels: 25 and 24) */
+    if (nred && vi >= 0 && ax[vi].size >= 2 * nt && (ax[vi].size % nt == 0 || ax[vi].size >= 8 * nt)) pick = vi;
     for (int i = 0; i < nout && pick < 0; i++)
       if (ax[i].type == AX_GLOBAL && ax[i].size % nt == 0) pick = i;
     for (int i = 0; i < nout && pick < 0; i++)
@@ -199,9 +223,12 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
     n = ks_axes(ks, ax, &nout, &nred);
     int vi = axis_of(ks, vec_id, false), ti = axis_of(ks, tile_id, false);
     if (vi >= 0 && ti >= 0 && ax[vi].size >= 2) {
-      /* SWAP exchanges the loops' ids: the tile loop then has the vector loop's old id */
-      if (vi > ti && try_opt(ks, OPT_SWAP, ti, vi)) ti = axis_of(ks, vec_id, false);
-      if ((ti > vi || ti == axis_of(ks, vec_id, false)) && try_opt(ks, OPT_PACK, ti, pack_t)) return true;
+      /* SWAP exchanges the loops' ids: the tile loop then has the vector loop's old id, and the other way */
+      if (vi > ti && try_opt(ks, OPT_SWAP, ti, vi)) {
+        ti = axis_of(ks, vec_id, false);
+        vi = axis_of(ks, tile_id, false);
+      }
+      if (ti > vi && try_opt(ks, OPT_PACK, ti, pack_t)) return true;
     }
   }
   return vec_id < 0 || !pack_t;

@@ -85,7 +85,7 @@ static void hoist_walk(lin_ctx *c, uop *u) {
   if (!umap_put(&c->seen, u, (void *)c->pass)) { c->fail = true; return; }
   if ((deps(c, u) & ~c->open) == 0) { emit(c, u); return; }
   if (u->op == OP_REDUCE) { hoist_walk(c, u->src[0]); return; }
-  if (is_local_store(u)) { hoist_walk(c, u->src[2]); return; }
+  if (is_local_store(u)) { hoist_walk(c, u->src[0]); hoist_walk(c, u->src[2]); return; }
   for (int i = 0; i < u->nsrc; i++) hoist_walk(c, u->src[i]);
 }
 

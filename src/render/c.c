@@ -50,6 +50,13 @@ typedef struct rctx {
   "if ((x.u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x.u >> 16) | 64u); "                  \
   "return (unsigned short)((x.u + 0x7fffu + ((x.u >> 16) & 1u)) >> 16); }\n"
 
+/* gcc 12 at -O2 -march=native (also -mavx2) miscompiles some loops of many accumulators with masked loads
+ * once it if-converts and vectorizes them: a reduce over a padded loop (PADTO) with 96 scalar accumulators
+ * summed the masked-off elements (found by tests/test_opt.c, TG_SEED=52; right at -O1, with SSE2, with
+ * clang, and without loop if-conversion). Generated kernels do not need gcc's vectorizer for masked loops:
+ * their vectors are explicit */
+#define GCC_WORKAROUND "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC optimize(\"no-tree-loop-if-convert\")\n#endif\n"
+
 static const char *ctype(tg_dtype dt) { return dtype_c_name(dt); }
 
 static void set_name(rctx *c, uop *u, char *s) {
@@ -187,7 +194,26 @@ static void vec_header(out *o, int lanes, bool math) {
          "static inline tg_int_v tg_max_int(tg_int_v a, tg_int_v b) { return tg_sel_int(a > b, a, b); }\n"
          "static inline int tg_all(tg_int_v m) { int r = -1; "
          "for (int l = 0; l < (int)(sizeof m / sizeof(int)); l++) r &= m[l]; return r != 0; }\n");
-  if (math) put(o, "%s", render_c_vec_math);  /* only when used: it adds about 10 ms to a compile */
+  if (!math) return;  /* only when used: it adds about 10 ms to a compile */
+  if (lanes >= 4) {
+    int h = lanes / 2;
+    put(o, "typedef float tg_float_h __attribute__((vector_size(%d)));\n"
+           "typedef double tg_double_h __attribute__((vector_size(%d)));\n"
+           "typedef long long tg_long_h __attribute__((vector_size(%d)));\n", 4 * h, 8 * h, 8 * h);
+    put(o, "#define TG_BY_HALVES(fn, xf) ({ tg_float_v x_ = (xf); tg_float_h a_ = __builtin_shufflevector(x_, x_");
+    for (int l = 0; l < h; l++) put(o, ", %d", l);
+    put(o, "), b_ = __builtin_shufflevector(x_, x_");
+    for (int l = h; l < lanes; l++) put(o, ", %d", l);
+    put(o, "); a_ = TG_CVF(fn(TG_CVD(a_))); b_ = TG_CVF(fn(TG_CVD(b_))); __builtin_shufflevector(a_, b_");
+    for (int l = 0; l < lanes; l++) put(o, ", %d", l);
+    put(o, "); })\n");
+  } else {
+    put(o, "typedef float tg_float_h __attribute__((vector_size(%d)));\n"
+           "typedef double tg_double_h __attribute__((vector_size(%d)));\n"
+           "typedef long long tg_long_h __attribute__((vector_size(%d)));\n"
+           "#define TG_BY_HALVES(fn, xf) ((tg_float_v)TG_CVF(fn(TG_CVD(xf))))\n", 4 * lanes, 8 * lanes, 8 * lanes);
+  }
+  put(o, "%s", render_c_vec_math);
 
 }
 
@@ -291,7 +317,7 @@ static void render_vec_load(rctx *c, uop *u, int pos) {
       put(c->o, "tg_%s_v %s = tg_bc_%s(0); if (%s) %s = *(const tg_%s_vu*)(%s+%s);\n", k, nm, k, name_of(c, u->src[2]), nm,
           k, p, name_of(c, u->src[1]));
     else
-      put(c->o, "tg_%s_v %s = *(const tg_%s_vu*)(%s+%s);\n", k, nm, k, p, name_of(c, u->src[1]));
+      put(c->o, "tg_%s_v %s = *(const tg_%s_v%s*)(%s+%s);\n", k, nm, k, u->arg.i == 2 ? "" : "u", p, name_of(c, u->src[1]));
   } else {  /* gather */
     char *i = lane_of(c, u->src[1]), *v = u->nsrc == 3 ? lane_of(c, u->src[2]) : NULL;
     put(c->o, "tg_%s_v %s;\n", k, nm);
@@ -408,9 +434,15 @@ static void render_op(rctx *c, uop *u, int pos) {
       if (u->src[0]->op == OP_DEFINE_LOCAL) set_name(c, u, fmt("%s", name_of(c, u->src[0])));  /* loads read it */
       return;
     case OP_DEFINE_LOCAL: {
+      /* one buffer per core in the kernel's static storage (pages touched only by the cores that use them),
+       * not on the stack: the caller's thread, which runs core 0, may have a small stack. Beyond 64 cores
+       * (TG_THREADS) the stack it is */
       char *nm = fmt("local%" PRId64, u->arg.i);
       indent(c);
-      put(c->o, "%s %s[%" PRId64 "] __attribute__((aligned(64)));\n", ctype(dt), nm, u->aux[0]);
+      put(c->o, "static %s %s_all[64][%" PRId64 "] __attribute__((aligned(64)));\n", ctype(dt), nm, u->aux[0]);
+      indent(c);
+      put(c->o, "%s *%s = core_id < 64 ? %s_all[core_id] : (%s *)(((unsigned long)__builtin_alloca(%" PRId64
+                " * sizeof(%s) + 64) + 63) & ~63UL);\n", ctype(dt), nm, nm, ctype(dt), u->aux[0], ctype(dt));
       set_name(c, u, nm);
       return;
     }
@@ -457,7 +489,8 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
       uop *q = p->ops[i]->src[s];
       if (q->op == OP_PARAM && q->arg.i < p->nparams) params[q->arg.i] = q;
     }
-  put(&o, "/* %s%s%s */\n%s", name, info && info->opts[0] ? ": " : "", info ? info->opts : "", BF16_HELPERS);
+  put(&o, "/* %s%s%s */\n%s%s", name, info && info->opts[0] ? ": " : "", info ? info->opts : "", GCC_WORKAROUND,
+      BF16_HELPERS);
   bool math = false;
   for (int i = 0; i < p->n; i++) {
     uop_op op = (uop_op)p->ops[i]->op;
