@@ -19,21 +19,8 @@ typedef struct grad_ctx {
   uop *out[3];     /* gradients of its sources, NULL: none */
 } grad_ctx;
 
-static uop *c_like(uop *x, double v) { return mk_const((tg_dtype)x->dtype, v, x->ndim, x->shape); }
-static uop *u1(uop_op op, uop *x) { return x ? mk_alu(op, (tg_dtype)x->dtype, 1, &x) : NULL; }
-static uop *u2(uop_op op, uop *a, uop *b) {
-  if (!a || !b) return NULL;
-  uop *s[2] = {a, b};
-  bool cmp = op == OP_CMPLT || op == OP_CMPNE || op == OP_CMPEQ;
-  return mk_alu(op, cmp ? TG_BOOL : (tg_dtype)a->dtype, 2, s);
-}
-static uop *mul(uop *a, uop *b) { return u2(OP_MUL, a, b); }
-static uop *neg(uop *a) { return u1(OP_NEG, a); }
-static uop *where3(uop *c, uop *a, uop *b) {
-  if (!c || !a || !b) return NULL;
-  uop *s[3] = {c, a, b};
-  return mk_alu(OP_WHERE, (tg_dtype)a->dtype, 3, s);
-}
+static uop *mul(uop *a, uop *b) { return mk_binary(OP_MUL, a, b); }
+static uop *neg(uop *a) { return mk_unary(OP_NEG, a); }
 
 /* a non-NULL marker: the rule filled ctx->out */
 static uop *done(void) { return uop_const_int(TG_BOOL, 1); }
@@ -54,23 +41,23 @@ static uop *g_recip(void *ctx, uop *u, uop **cap) {  /* d(1/x) = -1/x^2 = -ret*r
 static uop *g_sin(void *ctx, uop *u, uop **cap) {  /* cos(x) = sin(pi/2 - x) */
   grad_ctx *c = ctx;
   uop *x = u->src[0];
-  c->out[0] = mul(c->g, u1(OP_SIN, u2(OP_ADD, c_like(x, M_PI / 2), neg(x))));
+  c->out[0] = mul(c->g, mk_unary(OP_SIN, mk_binary(OP_ADD, mk_const_like(x, M_PI / 2), neg(x))));
   return done();
 }
 static uop *g_log2(void *ctx, uop *u, uop **cap) {  /* 1 / (x ln 2) */
   grad_ctx *c = ctx;
   uop *x = u->src[0];
-  c->out[0] = u2(OP_FDIV, c->g, mul(x, c_like(x, LN2)));
+  c->out[0] = mk_binary(OP_FDIV, c->g, mul(x, mk_const_like(x, LN2)));
   return done();
 }
 static uop *g_exp2(void *ctx, uop *u, uop **cap) {  /* ret * ln 2 */
   grad_ctx *c = ctx;
-  c->out[0] = mul(c->g, mul(u, c_like(u, LN2)));
+  c->out[0] = mul(c->g, mul(u, mk_const_like(u, LN2)));
   return done();
 }
 static uop *g_sqrt(void *ctx, uop *u, uop **cap) {  /* 1 / (2 ret) */
   grad_ctx *c = ctx;
-  c->out[0] = u2(OP_FDIV, c->g, mul(u, c_like(u, 2)));
+  c->out[0] = mk_binary(OP_FDIV, c->g, mul(u, mk_const_like(u, 2)));
   return done();
 }
 static uop *g_add(void *ctx, uop *u, uop **cap) {
@@ -87,31 +74,31 @@ static uop *g_mul(void *ctx, uop *u, uop **cap) {
 static uop *g_fdiv(void *ctx, uop *u, uop **cap) {  /* x/y: 1/y and -x/y^2 */
   grad_ctx *c = ctx;
   uop *x = u->src[0], *y = u->src[1];
-  c->out[0] = u2(OP_FDIV, c->g, y);
-  c->out[1] = neg(u2(OP_FDIV, mul(c->g, x), mul(y, y)));
+  c->out[0] = mk_binary(OP_FDIV, c->g, y);
+  c->out[1] = neg(mk_binary(OP_FDIV, mul(c->g, x), mul(y, y)));
   return done();
 }
 static uop *g_max(void *ctx, uop *u, uop **cap) {  /* ties split the gradient, as tinygrad */
   grad_ctx *c = ctx;
   uop *x = u->src[0], *y = u->src[1];
-  uop *half = mul(c->g, c_like(c->g, 0.5)), *zero = c_like(c->g, 0);
-  uop *eq = u2(OP_CMPEQ, x, y);
-  c->out[0] = where3(eq, half, where3(u2(OP_CMPLT, y, x), c->g, zero));
-  c->out[1] = where3(eq, half, where3(u2(OP_CMPLT, x, y), c->g, zero));
+  uop *half = mul(c->g, mk_const_like(c->g, 0.5)), *zero = mk_const_like(c->g, 0);
+  uop *eq = mk_binary(OP_CMPEQ, x, y);
+  c->out[0] = mk_where(eq, half, mk_where(mk_binary(OP_CMPLT, y, x), c->g, zero));
+  c->out[1] = mk_where(eq, half, mk_where(mk_binary(OP_CMPLT, x, y), c->g, zero));
   return done();
 }
 static uop *g_where(void *ctx, uop *u, uop **cap) {
   grad_ctx *c = ctx;
-  uop *zero = c_like(c->g, 0);
-  c->out[1] = where3(u->src[0], c->g, zero);
-  c->out[2] = where3(u->src[0], zero, c->g);
+  uop *zero = mk_const_like(c->g, 0);
+  c->out[1] = mk_where(u->src[0], c->g, zero);
+  c->out[2] = mk_where(u->src[0], zero, c->g);
   return done();
 }
 static uop *g_pow(void *ctx, uop *u, uop **cap) {  /* not built by the frontend (pow is exp2/log2); kept exact */
   grad_ctx *c = ctx;
   uop *x = u->src[0], *y = u->src[1];
-  c->out[0] = mul(c->g, mul(y, u2(OP_FDIV, u, x)));
-  c->out[1] = mul(c->g, mul(u, mul(u1(OP_LOG2, x), c_like(x, LN2))));
+  c->out[0] = mul(c->g, mul(y, mk_binary(OP_FDIV, u, x)));
+  c->out[1] = mul(c->g, mul(u, mul(mk_unary(OP_LOG2, x), mk_const_like(x, LN2))));
   return done();
 }
 
@@ -128,11 +115,11 @@ static uop *g_reduce(void *ctx, uop *u, uop **cap) {
   else if (u->arg.i == OP_MAX) {  /* shared equally among the elements equal to the max */
     bool f[TG_MAX_DIMS];
     reduced_axes(u, f);
-    uop *is_max = mk_cast(u2(OP_CMPEQ, x, mk_expand(u, x->ndim, x->shape)), (tg_dtype)x->dtype);
+    uop *is_max = mk_cast(mk_binary(OP_CMPEQ, x, mk_expand(u, x->ndim, x->shape)), (tg_dtype)x->dtype);
     uop *count = mk_expand(mk_reduce(is_max, OP_ADD, f), x->ndim, x->shape);
-    c->out[0] = mul(u2(OP_FDIV, is_max, count), ge);
+    c->out[0] = mul(mk_binary(OP_FDIV, is_max, count), ge);
   } else if (u->arg.i == OP_MUL) {  /* prod / x */
-    c->out[0] = u2(OP_FDIV, mul(ge, mk_expand(u, x->ndim, x->shape)), x);
+    c->out[0] = mk_binary(OP_FDIV, mul(ge, mk_expand(u, x->ndim, x->shape)), x);
   }
   return done();
 }
@@ -242,7 +229,7 @@ static bool compute_gradient(uop *root, uop *g0, const uop_map *targets, uop_map
       uop *s = u->src[k], *sg = c.out[k];
       if (!sg || !umap_get(&reach, s) || !dtype_is_float((tg_dtype)s->dtype)) continue;
       uop *prev = umap_get(grads, s);
-      uop *sum = prev ? u2(OP_ADD, prev, sg) : sg;
+      uop *sum = prev ? mk_binary(OP_ADD, prev, sg) : sg;
       if (!sum || !umap_put(grads, s, sum)) { ok = false; break; }
     }
   }
@@ -271,13 +258,13 @@ tg_status tg_backward(tg_tensor *loss) {
   tg_status st = TG_OK;
   for (tg_tensor *t = tensor_live_first(); t; t = t->next)
     if (t->requires_grad && !umap_put(&targets, t->u, t->u)) st = TG_ERR_NOMEM;
-  if (st == TG_OK && !compute_gradient(loss->u, c_like(loss->u, 1), &targets, &grads))
+  if (st == TG_OK && !compute_gradient(loss->u, mk_const_like(loss->u, 1), &targets, &grads))
     st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   for (tg_tensor *t = tensor_live_first(); t && st == TG_OK; t = t->next) {
     if (!t->requires_grad) continue;
     uop *g = umap_get(&grads, t->u);
     if (!g) continue;
-    if (t->grad) g = u2(OP_ADD, t->grad->u, g);
+    if (t->grad) g = mk_binary(OP_ADD, t->grad->u, g);
     tg_tensor *ng = tensor_new_unscoped(mk_cast(g, TDT(t)));
     if (!ng) { st = TG_ERR_NOMEM; break; }
     tg_free(t->grad);
@@ -303,11 +290,11 @@ tg_status tg_gradient(tg_tensor *loss, int n, tg_tensor *const *targets, tg_tens
       st = TG_ERR_ARG;
     } else if (!umap_put(&tmap, targets[i]->u, targets[i]->u)) st = TG_ERR_NOMEM;
   }
-  if (st == TG_OK && !compute_gradient(loss->u, c_like(loss->u, 1), &tmap, &grads))
+  if (st == TG_OK && !compute_gradient(loss->u, mk_const_like(loss->u, 1), &tmap, &grads))
     st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   for (int i = 0; i < n && st == TG_OK; i++) {
     uop *x = targets[i]->u, *g = umap_get(&grads, x);
-    out[i] = tensor_new(g ? mk_cast(g, (tg_dtype)x->dtype) : c_like(x, 0));
+    out[i] = tensor_new(g ? mk_cast(g, (tg_dtype)x->dtype) : mk_const_like(x, 0));
     if (!out[i]) st = TG_ERR_NOMEM;
   }
   if (st != TG_OK)

@@ -56,35 +56,22 @@ static tg_dtype float_of(tg_dtype dt) { return dtype_is_float(dt) ? dt : TG_FLOA
 
 /* ---- node helpers: the composite ops below are written with these ---------------------------------- */
 
-static uop *c_like(uop *x, double v) { return mk_const((tg_dtype)x->dtype, v, x->ndim, x->shape); }
-static uop *u1(uop_op op, uop *x) { return x ? mk_alu(op, (tg_dtype)x->dtype, 1, &x) : NULL; }
-static uop *u2(uop_op op, uop *a, uop *b) {
-  if (!a || !b) return NULL;
-  uop *s[2] = {a, b};
-  bool cmp = op == OP_CMPLT || op == OP_CMPNE || op == OP_CMPEQ;
-  return mk_alu(op, cmp ? TG_BOOL : (tg_dtype)a->dtype, 2, s);
-}
-static uop *where3(uop *c, uop *a, uop *b) {
-  if (!c || !a || !b) return NULL;
-  uop *s[3] = {c, a, b};
-  return mk_alu(OP_WHERE, (tg_dtype)a->dtype, 3, s);
-}
-static uop *addc(uop *x, double v) { return u2(OP_ADD, x, c_like(x, v)); }
-static uop *mulc(uop *x, double v) { return u2(OP_MUL, x, c_like(x, v)); }
-static uop *neg(uop *x) { return x && x->dtype == TG_BOOL ? u2(OP_CMPEQ, x, c_like(x, 0)) : u1(OP_NEG, x); }
-static uop *sub(uop *a, uop *b) { return u2(OP_ADD, a, neg(b)); }
-static uop *fdiv_(uop *a, uop *b) { return u2(OP_FDIV, a, b); }
-static uop *lt(uop *a, uop *b) { return u2(OP_CMPLT, a, b); }
-static uop *exp_(uop *x) { return u1(OP_EXP2, mulc(x, LOG2E)); }
-static uop *log_(uop *x) { return mulc(u1(OP_LOG2, x), LN2); }
-static uop *recip(uop *x) { return u1(OP_RECIP, x); }
+static uop *addc(uop *x, double v) { return mk_binary(OP_ADD, x, mk_const_like(x, v)); }
+static uop *mulc(uop *x, double v) { return mk_binary(OP_MUL, x, mk_const_like(x, v)); }
+static uop *neg(uop *x) { return x && x->dtype == TG_BOOL ? mk_binary(OP_CMPEQ, x, mk_const_like(x, 0)) : mk_unary(OP_NEG, x); }
+static uop *sub(uop *a, uop *b) { return mk_binary(OP_ADD, a, neg(b)); }
+static uop *fdiv_(uop *a, uop *b) { return mk_binary(OP_FDIV, a, b); }
+static uop *lt(uop *a, uop *b) { return mk_binary(OP_CMPLT, a, b); }
+static uop *exp_(uop *x) { return mk_unary(OP_EXP2, mulc(x, LOG2E)); }
+static uop *log_(uop *x) { return mulc(mk_unary(OP_LOG2, x), LN2); }
+static uop *recip(uop *x) { return mk_unary(OP_RECIP, x); }
 static uop *sigmoid_(uop *x) { return recip(addc(exp_(neg(x)), 1)); }
 static uop *tanh_(uop *x) { return addc(mulc(sigmoid_(mulc(x, 2)), 2), -1); }
-static uop *maxc(uop *x, double v) { return u2(OP_MAX, x, c_like(x, v)); }
-static uop *minc(uop *x, double v) { return where3(lt(x, c_like(x, v)), x, c_like(x, v)); }
+static uop *maxc(uop *x, double v) { return mk_binary(OP_MAX, x, mk_const_like(x, v)); }
+static uop *minc(uop *x, double v) { return mk_where(lt(x, mk_const_like(x, v)), x, mk_const_like(x, v)); }
 static uop *softplus_(uop *x) {  /* max(x, 0) + log(1 + exp(-|x|)): no overflow for large x */
-  uop *ax = where3(lt(x, c_like(x, 0)), neg(x), x);
-  return u2(OP_ADD, maxc(x, 0), log_(addc(exp_(neg(ax)), 1)));
+  uop *ax = mk_where(lt(x, mk_const_like(x, 0)), neg(x), x);
+  return mk_binary(OP_ADD, maxc(x, 0), log_(addc(exp_(neg(ax)), 1)));
 }
 
 /* unary entry: NULL propagates; integer inputs of float math become float32 as in tinygrad */
@@ -98,47 +85,47 @@ static tg_tensor *unary(tg_tensor *t, ufn f, bool to_float) {
 
 static uop *f_neg(uop *x) { return neg(x); }
 static uop *f_exp(uop *x) { return exp_(x); }
-static uop *f_exp2(uop *x) { return u1(OP_EXP2, x); }
+static uop *f_exp2(uop *x) { return mk_unary(OP_EXP2, x); }
 static uop *f_log(uop *x) { return log_(x); }
-static uop *f_log2(uop *x) { return u1(OP_LOG2, x); }
-static uop *f_sqrt(uop *x) { return u1(OP_SQRT, x); }
-static uop *f_rsqrt(uop *x) { return recip(u1(OP_SQRT, x)); }
-static uop *f_sin(uop *x) { return u1(OP_SIN, x); }
-static uop *f_cos(uop *x) { return u1(OP_SIN, u2(OP_ADD, c_like(x, M_PI / 2), neg(x))); }
+static uop *f_log2(uop *x) { return mk_unary(OP_LOG2, x); }
+static uop *f_sqrt(uop *x) { return mk_unary(OP_SQRT, x); }
+static uop *f_rsqrt(uop *x) { return recip(mk_unary(OP_SQRT, x)); }
+static uop *f_sin(uop *x) { return mk_unary(OP_SIN, x); }
+static uop *f_cos(uop *x) { return mk_unary(OP_SIN, mk_binary(OP_ADD, mk_const_like(x, M_PI / 2), neg(x))); }
 static uop *f_tan(uop *x) { return fdiv_(f_sin(x), f_cos(x)); }
 static uop *f_recip(uop *x) { return recip(x); }
-static uop *f_abs(uop *x) { return x->dtype == TG_BOOL || dtype_is_unsigned((tg_dtype)x->dtype) ? x : where3(lt(x, c_like(x, 0)), neg(x), x); }
+static uop *f_abs(uop *x) { return x->dtype == TG_BOOL || dtype_is_unsigned((tg_dtype)x->dtype) ? x : mk_where(lt(x, mk_const_like(x, 0)), neg(x), x); }
 static uop *f_sign(uop *x) {
   if (x->dtype == TG_BOOL) return x;
-  uop *s = where3(u2(OP_CMPNE, x, c_like(x, 0)), where3(lt(x, c_like(x, 0)), c_like(x, -1), c_like(x, 1)), c_like(x, 0));
-  return dtype_is_float((tg_dtype)x->dtype) ? u2(OP_ADD, s, mulc(x, 0)) : s;  /* x*0 keeps nan */
+  uop *s = mk_where(mk_binary(OP_CMPNE, x, mk_const_like(x, 0)), mk_where(lt(x, mk_const_like(x, 0)), mk_const_like(x, -1), mk_const_like(x, 1)), mk_const_like(x, 0));
+  return dtype_is_float((tg_dtype)x->dtype) ? mk_binary(OP_ADD, s, mulc(x, 0)) : s;  /* x*0 keeps nan */
 }
-static uop *f_square(uop *x) { return u2(OP_MUL, x, x); }
-static uop *f_trunc(uop *x) { return dtype_is_float((tg_dtype)x->dtype) ? u1(OP_TRUNC, x) : x; }
+static uop *f_square(uop *x) { return mk_binary(OP_MUL, x, x); }
+static uop *f_trunc(uop *x) { return dtype_is_float((tg_dtype)x->dtype) ? mk_unary(OP_TRUNC, x) : x; }
 static uop *f_floor(uop *x) {
   if (!dtype_is_float((tg_dtype)x->dtype)) return x;
-  uop *t = u1(OP_TRUNC, x);
-  return where3(lt(x, t), addc(t, -1), t);
+  uop *t = mk_unary(OP_TRUNC, x);
+  return mk_where(lt(x, t), addc(t, -1), t);
 }
 static uop *f_ceil(uop *x) {
   if (!dtype_is_float((tg_dtype)x->dtype)) return x;
-  uop *t = u1(OP_TRUNC, x);
-  return where3(lt(t, x), addc(t, 1), t);
+  uop *t = mk_unary(OP_TRUNC, x);
+  return mk_where(lt(t, x), addc(t, 1), t);
 }
 static uop *f_relu(uop *x) { return x->dtype == TG_BOOL ? x : maxc(x, 0); }
 static uop *f_sigmoid(uop *x) { return sigmoid_(x); }
 static uop *f_tanh(uop *x) { return tanh_(x); }
 static uop *f_gelu(uop *x) {
-  uop *inner = mulc(u2(OP_ADD, x, mulc(u2(OP_MUL, u2(OP_MUL, x, x), x), 0.044715)), 0.7978845608028654);
-  return u2(OP_MUL, mulc(x, 0.5), addc(tanh_(inner), 1));
+  uop *inner = mulc(mk_binary(OP_ADD, x, mulc(mk_binary(OP_MUL, mk_binary(OP_MUL, x, x), x), 0.044715)), 0.7978845608028654);
+  return mk_binary(OP_MUL, mulc(x, 0.5), addc(tanh_(inner), 1));
 }
-static uop *f_silu(uop *x) { return u2(OP_MUL, x, sigmoid_(x)); }
+static uop *f_silu(uop *x) { return mk_binary(OP_MUL, x, sigmoid_(x)); }
 static uop *f_softplus(uop *x) { return softplus_(x); }
 static uop *f_relu6(uop *x) { return minc(maxc(x, 0), 6); }
 static uop *f_hardsigmoid(uop *x) { return mulc(f_relu6(addc(x, 3)), 1.0 / 6); }
-static uop *f_hardswish(uop *x) { return u2(OP_MUL, x, f_hardsigmoid(x)); }
-static uop *f_mish(uop *x) { return u2(OP_MUL, x, tanh_(softplus_(x))); }
-static uop *f_not(uop *x) { return u2(OP_CMPEQ, x, c_like(x, 0)); }
+static uop *f_hardswish(uop *x) { return mk_binary(OP_MUL, x, f_hardsigmoid(x)); }
+static uop *f_mish(uop *x) { return mk_binary(OP_MUL, x, tanh_(softplus_(x))); }
+static uop *f_not(uop *x) { return mk_binary(OP_CMPEQ, x, mk_const_like(x, 0)); }
 
 tg_tensor *tg_neg(tg_tensor *t) { return unary(t, f_neg, false); }
 tg_tensor *tg_exp(tg_tensor *t) { return unary(t, f_exp, true); }
@@ -172,13 +159,13 @@ tg_tensor *tg_logical_not(tg_tensor *t) { return unary(t, f_not, false); }
 tg_tensor *tg_leaky_relu(tg_tensor *t, double slope) {
   if (!t) return NULL;
   uop *x = mk_cast(t->u, float_of(TDT(t)));
-  return tensor_new(where3(lt(x, c_like(x, 0)), mulc(x, slope), x));
+  return tensor_new(mk_where(lt(x, mk_const_like(x, 0)), mulc(x, slope), x));
 }
 
 tg_tensor *tg_elu(tg_tensor *t, double alpha) {
   if (!t) return NULL;
   uop *x = mk_cast(t->u, float_of(TDT(t)));
-  return tensor_new(where3(lt(c_like(x, 0), x), x, mulc(addc(exp_(x), -1), alpha)));
+  return tensor_new(mk_where(lt(mk_const_like(x, 0), x), x, mulc(addc(exp_(x), -1), alpha)));
 }
 
 tg_tensor *tg_clamp(tg_tensor *t, double lo, double hi) {
@@ -188,7 +175,7 @@ tg_tensor *tg_clamp(tg_tensor *t, double lo, double hi) {
     return NULL;
   }
   uop *x = t->u;
-  return tensor_new(minc(where3(lt(x, c_like(x, lo)), c_like(x, lo), x), hi));
+  return tensor_new(minc(mk_where(lt(x, mk_const_like(x, lo)), mk_const_like(x, lo), x), hi));
 }
 
 /* ---- binary ------------------------------------------------------------------------------------------ */
@@ -211,43 +198,43 @@ static tg_tensor *binary(const char *name, tg_tensor *ta, tg_tensor *tb, bfn f, 
   return tensor_new(f(a, b));
 }
 
-static uop *b_add(uop *a, uop *b) { return u2(OP_ADD, a, b); }
+static uop *b_add(uop *a, uop *b) { return mk_binary(OP_ADD, a, b); }
 static uop *b_sub(uop *a, uop *b) { return sub(a, b); }
-static uop *b_mul(uop *a, uop *b) { return a->dtype == TG_BOOL ? u2(OP_AND, a, b) : u2(OP_MUL, a, b); }
+static uop *b_mul(uop *a, uop *b) { return a->dtype == TG_BOOL ? mk_binary(OP_AND, a, b) : mk_binary(OP_MUL, a, b); }
 static uop *b_div(uop *a, uop *b) { return fdiv_(a, b); }
 static uop *b_idiv(uop *a, uop *b) {
-  return dtype_is_float((tg_dtype)a->dtype) ? u1(OP_TRUNC, fdiv_(a, b)) : u2(OP_IDIV, a, b);
+  return dtype_is_float((tg_dtype)a->dtype) ? mk_unary(OP_TRUNC, fdiv_(a, b)) : mk_binary(OP_IDIV, a, b);
 }
 static uop *b_mod(uop *a, uop *b) {  /* python modulo: the result takes the sign of b */
-  if (dtype_is_float((tg_dtype)a->dtype)) return sub(a, u2(OP_MUL, b, f_floor(fdiv_(a, b))));
-  uop *r = u2(OP_MOD, a, b);
+  if (dtype_is_float((tg_dtype)a->dtype)) return sub(a, mk_binary(OP_MUL, b, f_floor(fdiv_(a, b))));
+  uop *r = mk_binary(OP_MOD, a, b);
   if (dtype_is_unsigned((tg_dtype)a->dtype)) return r;
-  uop *zero = c_like(r, 0);
-  uop *fix = u2(OP_AND, u2(OP_CMPNE, r, zero), u2(OP_CMPNE, lt(r, zero), lt(b, c_like(b, 0))));
-  return where3(fix, u2(OP_ADD, r, b), r);
+  uop *zero = mk_const_like(r, 0);
+  uop *fix = mk_binary(OP_AND, mk_binary(OP_CMPNE, r, zero), mk_binary(OP_CMPNE, lt(r, zero), lt(b, mk_const_like(b, 0))));
+  return mk_where(fix, mk_binary(OP_ADD, r, b), r);
 }
-static uop *b_max(uop *a, uop *b) { return u2(OP_MAX, a, b); }
-static uop *b_min(uop *a, uop *b) { return where3(lt(b, a), b, a); }
+static uop *b_max(uop *a, uop *b) { return mk_binary(OP_MAX, a, b); }
+static uop *b_min(uop *a, uop *b) { return mk_where(lt(b, a), b, a); }
 static uop *b_lt(uop *a, uop *b) { return lt(a, b); }
 static uop *b_gt(uop *a, uop *b) { return lt(b, a); }
 static uop *b_le(uop *a, uop *b) { return f_not(lt(b, a)); }
 static uop *b_ge(uop *a, uop *b) { return f_not(lt(a, b)); }
-static uop *b_eq(uop *a, uop *b) { return u2(OP_CMPEQ, a, b); }
-static uop *b_ne(uop *a, uop *b) { return u2(OP_CMPNE, a, b); }
-static uop *b_and(uop *a, uop *b) { return u2(OP_AND, a, b); }
-static uop *b_or(uop *a, uop *b) { return u2(OP_OR, a, b); }
-static uop *b_xor(uop *a, uop *b) { return u2(OP_XOR, a, b); }
+static uop *b_eq(uop *a, uop *b) { return mk_binary(OP_CMPEQ, a, b); }
+static uop *b_ne(uop *a, uop *b) { return mk_binary(OP_CMPNE, a, b); }
+static uop *b_and(uop *a, uop *b) { return mk_binary(OP_AND, a, b); }
+static uop *b_or(uop *a, uop *b) { return mk_binary(OP_OR, a, b); }
+static uop *b_xor(uop *a, uop *b) { return mk_binary(OP_XOR, a, b); }
 
 /* tinygrad's pow: |a|^b through exp2/log2, the sign for negative bases with integral exponents, nan for
  * negative bases with fractional ones, and 0^0 = 1 */
 static uop *pow_float(uop *a, uop *b) {
-  uop *r = u1(OP_EXP2, u2(OP_MUL, b, u1(OP_LOG2, f_abs(a))));
-  r = where3(u2(OP_CMPEQ, b, c_like(b, 0)), c_like(r, 1), r);
-  uop *bint = u2(OP_CMPEQ, u1(OP_TRUNC, b), b);
+  uop *r = mk_unary(OP_EXP2, mk_binary(OP_MUL, b, mk_unary(OP_LOG2, f_abs(a))));
+  r = mk_where(mk_binary(OP_CMPEQ, b, mk_const_like(b, 0)), mk_const_like(r, 1), r);
+  uop *bint = mk_binary(OP_CMPEQ, mk_unary(OP_TRUNC, b), b);
   uop *half = mulc(b, 0.5);
-  uop *odd = u2(OP_CMPNE, u1(OP_TRUNC, half), half);
-  uop *negr = where3(bint, where3(odd, neg(r), r), c_like(r, NAN));
-  return where3(lt(a, c_like(a, 0)), negr, r);
+  uop *odd = mk_binary(OP_CMPNE, mk_unary(OP_TRUNC, half), half);
+  uop *negr = mk_where(bint, mk_where(odd, neg(r), r), mk_const_like(r, NAN));
+  return mk_where(lt(a, mk_const_like(a, 0)), negr, r);
 }
 
 static uop *b_pow(uop *a, uop *b) {
@@ -282,7 +269,7 @@ tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
   uop *xs[3] = {mk_cast(cond->u, TG_BOOL), a->u, b->u};
   if (!broadcast_n("tg_where", 3, xs)) return NULL;
   tg_dtype dt = dtype_promote((tg_dtype)xs[1]->dtype, (tg_dtype)xs[2]->dtype);
-  return tensor_new(where3(xs[0], mk_cast(xs[1], dt), mk_cast(xs[2], dt)));
+  return tensor_new(mk_where(xs[0], mk_cast(xs[1], dt), mk_cast(xs[2], dt)));
 }
 
 static bool valid_dtype(const char *op, tg_dtype dt) {
@@ -340,10 +327,10 @@ tg_tensor *tg_pow_scalar(tg_tensor *a, double v) {
   uop *x = a->u;
   if (v == 1) return tensor_new(x);
   if (v == 2 || v == 3) {
-    uop *r = u2(OP_MUL, x, x);
-    return tensor_new(v == 3 ? u2(OP_MUL, r, x) : r);
+    uop *r = mk_binary(OP_MUL, x, x);
+    return tensor_new(v == 3 ? mk_binary(OP_MUL, r, x) : r);
   }
-  if (dtype_is_float(TDT(a)) && v == 0.5) return tensor_new(u1(OP_SQRT, x));
+  if (dtype_is_float(TDT(a)) && v == 0.5) return tensor_new(mk_unary(OP_SQRT, x));
   if (dtype_is_float(TDT(a)) && v == -1) return tensor_new(recip(x));
   return with_scalar(a, v, tg_pow);
 }

@@ -140,3 +140,21 @@ uop *mk_iota(tg_dtype dt, int64_t n) {
   int64_t shape[1] = {n};
   return uop_new_shaped(OP_IOTA, dt, 0, NULL, (uop_arg){0}, 1, shape, 1, shape);
 }
+
+/* ---- shorthand for the composite ops: shapes must already agree ---------------------------------------- */
+
+uop *mk_const_like(uop *x, double v) { return x ? mk_const((tg_dtype)x->dtype, v, x->ndim, x->shape) : NULL; }
+uop *mk_unary(uop_op op, uop *x) { return x ? mk_alu(op, (tg_dtype)x->dtype, 1, &x) : NULL; }
+
+uop *mk_binary(uop_op op, uop *a, uop *b) {
+  if (!a || !b) return NULL;
+  uop *s[2] = {a, b};
+  bool cmp = op == OP_CMPLT || op == OP_CMPNE || op == OP_CMPEQ;
+  return mk_alu(op, cmp ? TG_BOOL : (tg_dtype)a->dtype, 2, s);
+}
+
+uop *mk_where(uop *c, uop *a, uop *b) {
+  if (!c || !a || !b) return NULL;
+  uop *s[3] = {c, a, b};
+  return mk_alu(OP_WHERE, (tg_dtype)a->dtype, 3, s);
+}

@@ -43,13 +43,6 @@ static uop *finish(uop *r, const bool *flags, bool keepdim) {
   return mk_reshape(r, n, s);
 }
 
-static uop *c_like(uop *x, double v) { return mk_const((tg_dtype)x->dtype, v, x->ndim, x->shape); }
-static uop *u2(uop_op op, uop *a, uop *b) {
-  if (!a || !b) return NULL;
-  uop *s[2] = {a, b};
-  bool cmp = op == OP_CMPLT || op == OP_CMPNE || op == OP_CMPEQ;
-  return mk_alu(op, cmp ? TG_BOOL : (tg_dtype)a->dtype, 2, s);
-}
 static uop *neg(uop *x) { return x ? mk_alu(OP_NEG, (tg_dtype)x->dtype, 1, &x) : NULL; }
 
 /* max keeping dims; min through the max of the negation (complement for unsigned, not for bool) */
@@ -57,14 +50,14 @@ static uop *max_r(uop *x, const bool *f) { return mk_reduce(x, OP_MAX, f); }
 static uop *min_r(uop *x, const bool *f) {
   tg_dtype dt = (tg_dtype)x->dtype;
   if (dt == TG_BOOL) {
-    uop *nx = u2(OP_CMPEQ, x, c_like(x, 0));
+    uop *nx = mk_binary(OP_CMPEQ, x, mk_const_like(x, 0));
     uop *m = max_r(nx, f);
-    return u2(OP_CMPEQ, m, c_like(m, 0));
+    return mk_binary(OP_CMPEQ, m, mk_const_like(m, 0));
   }
   if (dtype_is_unsigned(dt)) {
-    uop *c = c_like(x, dtype_max(dt));
-    uop *m = max_r(u2(OP_XOR, x, c), f);
-    return u2(OP_XOR, m, c_like(m, dtype_max(dt)));
+    uop *c = mk_const_like(x, dtype_max(dt));
+    uop *m = max_r(mk_binary(OP_XOR, x, c), f);
+    return mk_binary(OP_XOR, m, mk_const_like(m, dtype_max(dt)));
   }
   return neg(max_r(neg(x), f));
 }
@@ -99,7 +92,7 @@ static int64_t reduced_count(const uop *x, const bool *f) {
 static uop *mean_keep(uop *x, const bool *f) {  /* x is float */
   uop *s = mk_reduce(x, OP_ADD, f);
   int64_t n = reduced_count(x, f);
-  return u2(OP_MUL, s, c_like(s, n ? 1.0 / (double)n : NAN));
+  return mk_binary(OP_MUL, s, mk_const_like(s, n ? 1.0 / (double)n : NAN));
 }
 
 static tg_dtype float_of(tg_dtype dt) { return dtype_is_float(dt) ? dt : TG_FLOAT32; }
@@ -113,10 +106,10 @@ tg_tensor *tg_mean(tg_tensor *t, int naxes, const int *axes, bool keepdim) {
 
 static uop *var_keep(uop *x, const bool *f, double correction) {
   uop *m = mean_keep(x, f);
-  uop *d = u2(OP_ADD, x, neg(mk_expand(m, x->ndim, x->shape)));
-  uop *s = mk_reduce(u2(OP_MUL, d, d), OP_ADD, f);
+  uop *d = mk_binary(OP_ADD, x, neg(mk_expand(m, x->ndim, x->shape)));
+  uop *s = mk_reduce(mk_binary(OP_MUL, d, d), OP_ADD, f);
   double n = (double)reduced_count(x, f) - correction;
-  return u2(OP_MUL, s, c_like(s, n > 0 ? 1.0 / n : NAN));
+  return mk_binary(OP_MUL, s, mk_const_like(s, n > 0 ? 1.0 / n : NAN));
 }
 
 tg_tensor *tg_var(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction) {
@@ -154,7 +147,7 @@ static tg_tensor *arg_extreme(const char *name, tg_tensor *t, int axis, bool kee
     x = mk_reshape(x, 1, &one);
   }
   uop *ext = is_min ? min_r(x, f) : max_r(x, f);
-  uop *is_ext = u2(OP_CMPEQ, x, mk_expand(ext, x->ndim, x->shape));
+  uop *is_ext = mk_binary(OP_CMPEQ, x, mk_expand(ext, x->ndim, x->shape));
   /* n - i along the axis, broadcast: built from an arange-like descending buffer */
   tg_tensor *desc = tg_arange(TG_INT32, (double)n, 0, -1);
   if (!desc) return NULL;
@@ -165,7 +158,7 @@ static tg_tensor *arg_extreme(const char *name, tg_tensor *t, int axis, bool kee
   uop *zero = mk_const(TG_INT32, 0, x->ndim, x->shape);
   uop *sel[3] = {is_ext, idx, zero};
   uop *m = max_r(mk_alu(OP_WHERE, TG_INT32, 3, sel), f);
-  uop *r = u2(OP_ADD, c_like(m, (double)n), neg(m));
+  uop *r = mk_binary(OP_ADD, mk_const_like(m, (double)n), neg(m));
   if (t->u->ndim == 0) return tensor_new(mk_reshape(r, 0, NULL));
   return tensor_new(finish(r, f, keepdim));
 }
@@ -187,8 +180,8 @@ static bool softmax_parts(const char *op, tg_tensor *t, int axis, smx *p) {
   if (a < 0) return false;
   for (int i = 0; i < TG_MAX_DIMS; i++) p->f[i] = i == a;
   uop *m = max_r(p->x, p->f);
-  p->shifted = u2(OP_ADD, p->x, neg(mk_expand(m, p->x->ndim, p->x->shape)));
-  uop *scaled = u2(OP_MUL, p->shifted, c_like(p->shifted, LOG2E));
+  p->shifted = mk_binary(OP_ADD, p->x, neg(mk_expand(m, p->x->ndim, p->x->shape)));
+  uop *scaled = mk_binary(OP_MUL, p->shifted, mk_const_like(p->shifted, LOG2E));
   uop *e = scaled ? mk_alu(OP_EXP2, (tg_dtype)scaled->dtype, 1, &scaled) : NULL;
   p->sumexp = mk_reduce(e, OP_ADD, p->f);
   return p->sumexp != NULL;
@@ -196,24 +189,24 @@ static bool softmax_parts(const char *op, tg_tensor *t, int axis, smx *p) {
 
 static uop *log_(uop *x) {
   uop *l = x ? mk_alu(OP_LOG2, (tg_dtype)x->dtype, 1, &x) : NULL;
-  return u2(OP_MUL, l, c_like(l, LN2));
+  return mk_binary(OP_MUL, l, mk_const_like(l, LN2));
 }
 
 tg_tensor *tg_softmax(tg_tensor *t, int axis) {
   if (!t) return NULL;
   smx p;
   if (!softmax_parts("tg_softmax", t, axis, &p)) return NULL;
-  uop *scaled = u2(OP_MUL, p.shifted, c_like(p.shifted, LOG2E));
+  uop *scaled = mk_binary(OP_MUL, p.shifted, mk_const_like(p.shifted, LOG2E));
   uop *e = mk_alu(OP_EXP2, (tg_dtype)scaled->dtype, 1, &scaled);
   uop *inv = mk_alu(OP_RECIP, (tg_dtype)p.sumexp->dtype, 1, &p.sumexp);
-  return tensor_new(u2(OP_MUL, e, mk_expand(inv, p.x->ndim, p.x->shape)));
+  return tensor_new(mk_binary(OP_MUL, e, mk_expand(inv, p.x->ndim, p.x->shape)));
 }
 
 tg_tensor *tg_log_softmax(tg_tensor *t, int axis) {
   if (!t) return NULL;
   smx p;
   if (!softmax_parts("tg_log_softmax", t, axis, &p)) return NULL;
-  return tensor_new(u2(OP_ADD, p.shifted, neg(mk_expand(log_(p.sumexp), p.x->ndim, p.x->shape))));
+  return tensor_new(mk_binary(OP_ADD, p.shifted, neg(mk_expand(log_(p.sumexp), p.x->ndim, p.x->shape))));
 }
 
 tg_tensor *tg_logsumexp(tg_tensor *t, int axis, bool keepdim) {
@@ -221,7 +214,7 @@ tg_tensor *tg_logsumexp(tg_tensor *t, int axis, bool keepdim) {
   smx p;
   if (!softmax_parts("tg_logsumexp", t, axis, &p)) return NULL;
   uop *m = max_r(p.x, p.f);
-  return tensor_new(finish(u2(OP_ADD, m, log_(p.sumexp)), p.f, keepdim));
+  return tensor_new(finish(mk_binary(OP_ADD, m, log_(p.sumexp)), p.f, keepdim));
 }
 
 /* ---- matmul ------------------------------------------------------------------------------------------ */
@@ -274,7 +267,7 @@ tg_tensor *tg_matmul(tg_tensor *ta, tg_tensor *tb) {
     return NULL;
   }
   tg_dtype acc = sum_acc_dtype((tg_dtype)pa->dtype);
-  uop *prod = u2(pa->dtype == TG_BOOL ? OP_AND : OP_MUL, pa, pb);
+  uop *prod = mk_binary(pa->dtype == TG_BOOL ? OP_AND : OP_MUL, pa, pb);
   bool f[TG_MAX_DIMS] = {0};
   f[pa->ndim - 1] = true;
   uop *r = mk_reduce(mk_cast(prod, acc), OP_ADD, f);

@@ -44,7 +44,11 @@ uop *mk_const(tg_dtype dt, double v, int ndim, const int64_t *shape);  /* broadc
 uop *mk_alu(uop_op op, tg_dtype dt, int nsrc, uop *const *src);  /* same shapes required */
 uop *mk_cast(uop *x, tg_dtype dt);
 uop *mk_buffer(tg_dtype dt, int64_t numel, void *buf);  /* a BUFFER node (1-d); buf may be NULL */
-uop *mk_iota(tg_dtype dt, int64_t n);                     /* 0, 1, ..., n-1 computed in the kernel */
+uop *mk_iota(tg_dtype dt, int64_t n);
+uop *mk_const_like(uop *x, double v);            /* v broadcast to x's shape and dtype */
+uop *mk_unary(uop_op op, uop *x);                 /* x's dtype */
+uop *mk_binary(uop_op op, uop *a, uop *b);        /* comparisons give bool, else a's dtype */
+uop *mk_where(uop *c, uop *a, uop *b);                     /* 0, 1, ..., n-1 computed in the kernel */
 
 /* normalizes a possibly negative axis; -1 with an error naming op if out of range */
 int norm_axis(const char *op, int axis, int ndim);
