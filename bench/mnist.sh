@@ -9,9 +9,10 @@ make -j"$(nproc)" build/examples/mnist >/dev/null
 data="${TG_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/tgc}/mnist"
 [ -r "$data/train-images-idx3-ubyte" ] || [ -r "$data/train-images-idx3-ubyte.gz" ] || scripts/get_mnist.sh
 out=$(./build/examples/mnist --steps "$steps" --batch 512 --data "$data" --out "" 2>/dev/null)
-tgc_ms=$(echo "$out" | sed -n 's/.*(\([0-9.]*\) ms\/step).*/\1/p')
+tgc_ms=$(echo "$out" | sed -n 's/median step after the first: \([0-9.]*\) ms.*/\1/p')
 tgc_acc=$(echo "$out" | sed -n 's/test accuracy: \(.*\)%/\1/p')
-echo "tgc: $tgc_ms ms/step (mean of $steps steps, first step's compiling included), accuracy after $steps steps $tgc_acc%"
+echo "$out" | grep -E "trained in|median step"
+echo "ms/step: median of steps 2..N for tgc, steps 4..N for tinygrad (after TinyJit capture), steps 2..N for PyTorch"
 printf '%-12s %12s %10s %14s\n' impl ms/step ratio accuracy
 printf '%-12s %12.1f %10s %13s%%\n' tgc "$tgc_ms" 1.00x "$tgc_acc"
 python3 bench/mnist_peers.py "$data" "$steps" 2>/dev/null | while read -r line; do

@@ -102,6 +102,11 @@ static double evaluate(model *m, const tg_dataset *test, double *seconds) {
   return correct < 0 ? -1 : (double)correct / (double)test->n;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
 static void progress(int step, int steps, double loss, double sps, double eta, bool tty) {
   int width = 30, done = steps ? (int)((double)width * step / steps) : width;
   char bar[64];
@@ -171,12 +176,15 @@ int main(int argc, char **argv) {
     tg_shuffle(perm, train.n, seed);
     int64_t pos = 0, epoch = 0;
     double t0 = now_s(), loss_v = 0;
+    double *step_s = calloc((size_t)steps + 1, sizeof *step_s);
+    if (!step_s) goto done;
     tg_set_training(true);
     for (int s = 0; s < steps; s++) {
       if (pos + batch > train.n) {
         tg_shuffle(perm, train.n, seed + (uint64_t)++epoch);
         pos = 0;
       }
+      double ts = now_s();
       tg_scope_begin();
       tg_tensor *x, *y;
       tg_status st = tg_dataset_batch(&train, perm, pos, batch, &x, &y);
@@ -186,10 +194,12 @@ int main(int argc, char **argv) {
       if (!loss || tg_backward(loss) != TG_OK || tg_optim_step(opt, 5, extra) != TG_OK) {
         fprintf(stderr, "\nmnist: step %d: %s\n", s, tg_error());
         tg_scope_end();
+        free(step_s);
         goto done;
       }
       loss_v = tg_item(loss);
       tg_scope_end();
+      step_s[s] = now_s() - ts;
       double el = now_s() - t0;
       progress(s + 1, steps, loss_v, (double)(s + 1) * batch / el, el / (s + 1) * (steps - s - 1), tty);
     }
@@ -197,6 +207,11 @@ int main(int argc, char **argv) {
     double train_s = now_s() - t0;
     if (tty) fprintf(stderr, "\n");
     printf("trained in %.1f s (%.1f ms/step), final loss %.4f\n", train_s, steps ? train_s * 1e3 / steps : 0, loss_v);
+    if (steps > 1) {  /* steady state: the first step compiles the kernels */
+      qsort(step_s + 1, (size_t)steps - 1, sizeof *step_s, cmp_double);
+      printf("median step after the first: %.1f ms (first step %.1f s)\n", step_s[1 + (steps - 1) / 2] * 1e3, step_s[0]);
+    }
+    free(step_s);
     if (out && *out) {
       if (tg_safetensors_save(out, params) != TG_OK) {
         fprintf(stderr, "mnist: saving %s: %s\n", out, tg_error());
