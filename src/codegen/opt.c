@@ -410,7 +410,7 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
   if ((o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP) && !ks->tg.has_local)
     REFUSE("%s: the CPU has no workgroups or local memory (a GPU action)", opt_name(o.op));
   if (o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP)
-    REFUSE("%s: not implemented for this device yet", opt_name(o.op));
+    REFUSE("%s: no renderer emits workgroups yet (they come with the OpenCL and CUDA devices)", opt_name(o.op));
   bool on_reduce = o.op == OPT_UNROLL;
   int lim = on_reduce ? nred : o.op == OPT_PADTO ? nout + nred : nout;
   if (o.axis < 0 || o.axis >= lim)
@@ -469,7 +469,7 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
       ast = pad_range(ks->ast, a.r, m);
       break;
     }
-    default: REFUSE("%s: not implemented", opt_name(o.op));
+    default: REFUSE("%s: no rule applies it", opt_name(o.op));
   }
   if (!ast) REFUSE("%s: %s", opt_name(o.op), tg_error());
   ks->ast = ast;
