@@ -108,6 +108,71 @@ static tg_buffer *storage(const tg_device *dev, uop *u) {
   return u->buf;
 }
 
+/* Whether kernel k may store its value into target (an assigned tensor's old buffer): it reads that buffer
+ * only at the element it writes. */
+static bool reads_only_own_element(const sched_kernel *k, const tg_device *dev, const tg_buffer *target,
+                                   const uop_map *made) {
+  uop *store = k->ast->src[0];
+  if (k->ast->nsrc != 1 || store->op != OP_STORE) return false;
+  int n;
+  uop **order = uop_toposort(k->ast, &n);
+  if (!order) return false;
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    uop *u = order[i];
+    if (u->op != OP_LOAD || u->src[0]->op != OP_PARAM) continue;
+    uop *node = k->bufs[u->src[0]->arg.i];
+    const tg_buffer *b = umap_get(made, node);
+    if (!b) b = storage(dev, node);
+    if (b == target) ok = u->nsrc == 2 && u->src[1] == store->src[1];
+  }
+  free(order);
+  return ok;
+}
+
+/* kernel order with write-after-read edges: a kernel that overwrites a buffer in place runs after every
+ * other kernel that reads the old contents. false when no order exists (then nothing runs in place). */
+static bool order_kernels(const schedule *s, const tg_device *dev, tg_buffer *const *inplace, const uop_map *made,
+                          int *order) {
+  int n = s->nkernels;
+  bool *done = calloc((size_t)n + 1, sizeof *done);
+  if (!done) return false;
+  uop_map producer = {0};
+  bool ok = true;
+  for (int k = 0; k < n && ok; k++) ok = umap_put(&producer, s->kernels[k].output, (void *)(intptr_t)(k + 1));
+  for (int pos = 0; pos < n && ok; pos++) {
+    int pick = -1;
+    for (int k = 0; k < n && pick < 0; k++) {
+      if (done[k]) continue;
+      bool ready = true;
+      const sched_kernel *sk = &s->kernels[k];
+      for (int j = 1; j < sk->nbufs && ready; j++) {  /* what it reads must be made */
+        intptr_t p = (intptr_t)umap_get(&producer, sk->bufs[j]);
+        if (p && !done[p - 1]) ready = false;
+      }
+      if (ready && inplace[k])  /* and who reads the old contents must have run */
+        for (int r = 0; r < n && ready; r++) {
+          if (r == k || done[r]) continue;
+          const sched_kernel *rk = &s->kernels[r];
+          for (int j = 1; j < rk->nbufs && ready; j++) {
+            tg_buffer *b = umap_get(made, rk->bufs[j]);
+            if (!b) b = storage(dev, rk->bufs[j]);
+            if (b == inplace[k]) ready = false;
+          }
+        }
+      if (ready) pick = k;
+    }
+    if (pick < 0) ok = false;
+    else {
+      done[pick] = true;
+      order[pos] = pick;
+    }
+  }
+  umap_free(&producer);
+  free(done);
+  return ok;
+}
+
 tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   if (n < 0 || (n && !ts)) {
     tg_set_error(TG_ERR_ARG, "tg_realize_many: bad tensor list");
@@ -129,15 +194,44 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   int dbg = tg_debug_level();
   double t0 = now_ms();
   schedule s;
+  tg_buffer **inplace = NULL;  /* per kernel: the assigned tensor's buffer it overwrites, or NULL */
+  int *korder = NULL;
   tg_status st = schedule_create(n, outs, &s);
   uop_map made = {0};  /* realized node -> buffer made in this run */
   if (st != TG_OK) goto out;
   if (s.nkernels) stats.schedules++;
   double t_sched = now_ms() - t0;
+  /* assigned tensors whose old value has a buffer: their kernel writes into it when that is safe */
+  inplace = calloc((size_t)s.nkernels + 1, sizeof *inplace);
+  korder = calloc((size_t)s.nkernels + 1, sizeof *korder);
+  if (!inplace || !korder) { st = TG_ERR_NOMEM; goto out; }
+  for (int i = 0; i < n; i++) {
+    uop *t = ts[i]->assign_target;
+    if (!t || ts[i]->u != outs[i]) continue;
+    tg_buffer *tb = storage(dev, t);
+    for (int k = 0; k < s.nkernels && tb; k++)
+      if (s.kernels[k].output == s.roots[i] && uop_numel(t) == uop_numel(s.roots[i]) && t->dtype == s.roots[i]->dtype)
+        inplace[k] = tb;
+  }
+  for (int k = 0; k < s.nkernels; k++)
+    if (inplace[k] && !reads_only_own_element(&s.kernels[k], dev, inplace[k], &made)) inplace[k] = NULL;
+  if (!order_kernels(&s, dev, inplace, &made, korder)) {
+    for (int k = 0; k < s.nkernels; k++) { inplace[k] = NULL; korder[k] = k; }
+  }
   for (int i = 0; i < s.nrealized; i++) {
     uop *r = s.realized[i];
     size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
-    tg_buffer *b = buffer_new(dev, nb ? nb : 1);
+    tg_buffer *b = NULL;
+    for (int k = 0; k < s.nkernels && !b; k++)
+      if (inplace[k] && s.kernels[k].output == r) {
+        b = inplace[k];
+        buffer_retain(b);
+      }
+    if (b) {
+      if (!umap_put(&made, r, b)) { buffer_release(b); st = TG_ERR_NOMEM; goto out; }
+      continue;
+    }
+    b = buffer_new(dev, nb ? nb : 1);
     if (!b || !umap_put(&made, r, b)) {
       buffer_release(b);
       st = TG_ERR_NOMEM;
@@ -147,7 +241,8 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
     uop_gc_note_bytes(nb);
   }
   double total_ms = 0;
-  for (int k = 0; k < s.nkernels; k++) {
+  for (int pos = 0; pos < s.nkernels; pos++) {
+    int k = korder[pos];
     sched_kernel *sk = &s.kernels[k];
     compiled *c = get_kernel(dev, sk->ast);
     if (!c) { st = tg_error_status() ? tg_error_status() : TG_ERR_DEVICE; goto out; }
@@ -188,7 +283,8 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
       if (!storage(dev, o)) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
       continue;
     }
-    if (!o->buf) {
+    bool in_place = ts[i]->assign_target && b == storage(dev, ts[i]->assign_target);
+    if (!o->buf && !in_place) {  /* an in-place value is overwritten by the next step: not a cache */
       buffer_retain(b);
       o->buf = b;
     }
@@ -198,7 +294,10 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
     for (tg_tensor *t = tensor_live_first(); t; t = t->next)
       if (t->u == o) t->u = view;
   }
+  for (int i = 0; i < n; i++) ts[i]->assign_target = NULL;
 out:
+  free(inplace);
+  free(korder);
   for (size_t i = 0; i < made.cap; i++)
     if (made.keys[i]) buffer_release(made.vals[i]);
   umap_free(&made);

@@ -338,6 +338,10 @@ tg_status tg_assign(tg_tensor *dst, tg_tensor *src) {
                  shape_str(b, sizeof b, TNDIM(src), TSHAPE(src)));
     return TG_ERR_ARG;
   }
+  /* a stored value is overwritten in place at the next realize (parameters keep their buffers) */
+  uop *old = dst->u;
+  bool stored = old->buf || old->op == OP_BUFFER || (old->op == OP_RESHAPE && old->src[0]->op == OP_BUFFER);
+  if (!dst->assign_target && stored && src->u != old) dst->assign_target = old;
   dst->u = src->u;
   return TG_OK;
 }

@@ -13,7 +13,10 @@ static scope *scopes;
 static int nscopes, scopes_cap;
 
 static void mark_live(void *ctx) {
-  for (tg_tensor *t = live; t; t = t->next) uop_mark(t->u);
+  for (tg_tensor *t = live; t; t = t->next) {
+    uop_mark(t->u);
+    uop_mark(t->assign_target);
+  }
 }
 
 tg_tensor *tensor_live_first(void) { return live; }

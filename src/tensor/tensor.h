@@ -15,6 +15,7 @@ struct tg_tensor {
   uop *u;                /* the lazy value; its shape and dtype are the tensor's */
   bool requires_grad;
   tg_tensor *grad;       /* owned reference, NULL if none */
+  uop *assign_target;    /* the stored value tg_assign replaced: the next realize writes into its buffer */
   tg_tensor *prev, *next; /* every live tensor, the roots of the collector */
 };
 
