@@ -391,6 +391,23 @@ tg_status tg_dataset_batch(const tg_dataset *d, const int64_t *perm, int64_t sta
 void tg_shuffle(int64_t *perm, int64_t n, uint64_t seed);
 void tg_dataset_free(tg_dataset *d);
 
+/* ---- JIT: capture a step once, replay its kernels ------------------------------------------------------ */
+/* A step reads nin realized input tensors and returns nout new tensors in out (owned by the caller). The
+ * first tg_jit_call runs it normally, the second runs it and captures every kernel it launches with its
+ * buffers, later calls replay those kernels with the new inputs' buffers: no graph building, scheduling,
+ * compiling or allocating. Parameters updated with tg_assign are written in place, so a training step
+ * replays. Inputs must keep the captured shapes and dtypes; reading tensor data to the host inside a step
+ * being captured is refused (its value would be frozen into the replay). Random numbers drawn inside a
+ * captured step repeat on every replay. */
+typedef struct tg_jit tg_jit;
+typedef tg_status (*tg_jit_fn)(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out);
+tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx, int nin, int nout);
+/* out[i] are new tensors owned by the caller; after a replay they read the JIT's output buffers, which the
+ * next call overwrites */
+tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out);
+int tg_jit_kernels(const tg_jit *j);   /* kernels captured (0 before the capture) */
+void tg_jit_free(tg_jit *j);
+
 /* ---- engine statistics, for tests and tools --------------------------------------------------------- */
 typedef struct tg_stats {
   uint64_t kernels_run;       /* kernels launched */

@@ -8,4 +8,8 @@
  * rate: the kernels that read it stay the same) */
 tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes);
 
+/* the buffer holding a realized tensor's value (NULL if it has none) */
+struct tg_buffer;
+struct tg_buffer *tensor_storage(tg_tensor *t);
+
 #endif

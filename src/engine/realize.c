@@ -9,6 +9,7 @@
 
 #include "codegen/codegen.h"
 #include "engine/engine.h"
+#include "engine/jit.h"
 #include "engine/search.h"
 #include "render/render.h"
 #include "runtime/device.h"
@@ -247,21 +248,33 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
     compiled *c = get_kernel(dev, sk->ast);
     if (!c) { st = tg_error_status() ? tg_error_status() : TG_ERR_DEVICE; goto out; }
     void *stack_bufs[32], **bufs = sk->nbufs <= 32 ? stack_bufs : malloc((size_t)sk->nbufs * sizeof *bufs);
-    if (!bufs) { st = TG_ERR_NOMEM; goto out; }
+    tg_buffer *stack_tb[32], **tbufs = sk->nbufs <= 32 ? stack_tb : malloc((size_t)sk->nbufs * sizeof *tbufs);
+    if (!bufs || !tbufs) {
+      if (bufs != stack_bufs) free(bufs);
+      if (tbufs != stack_tb) free(tbufs);
+      st = TG_ERR_NOMEM;
+      goto out;
+    }
     for (int j = 0; j < sk->nbufs; j++) {
       tg_buffer *b = umap_get(&made, sk->bufs[j]);
       if (!b) b = storage(dev, sk->bufs[j]);
       if (!b) {
         if (bufs != stack_bufs) free(bufs);
+        if (tbufs != stack_tb) free(tbufs);
         st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL;
         if (st == TG_ERR_INTERNAL) tg_set_error(st, "engine: kernel %s reads a node with no storage", c->info.name);
         goto out;
       }
       bufs[j] = b->ptr;
+      tbufs[j] = b;
     }
     double k0 = dbg >= 2 ? now_ms() : 0;
-    st = dev->launch(c->prog, bufs, sk->nbufs, c->info.threaded ? c->info.nthreads : 1);
+    int nthreads = c->info.threaded ? c->info.nthreads : 1;
+    st = dev->launch(c->prog, bufs, sk->nbufs, nthreads);
+    jit_capture *cap = jit_capturing();
+    if (cap && st == TG_OK) jit_record(cap, c->prog, tbufs, sk->nbufs, nthreads);
     if (bufs != stack_bufs) free(bufs);
+    if (tbufs != stack_tb) free(tbufs);
     if (st != TG_OK) goto out;
     stats.kernels_run++;
     if (dbg >= 2) {
@@ -312,6 +325,12 @@ tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes) {
   if (!t) {
     if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_to_host: tensor is NULL");
     return tg_error_status();
+  }
+  if (jit_capturing()) {
+    tg_set_error(TG_ERR_ARG, "tg_to_host: a JIT step is being captured: a value read to the host now would be "
+                             "frozen into every replay (return the tensor from the step instead)");
+    jit_capturing()->failed = true;
+    return TG_ERR_ARG;
   }
   size_t want = (size_t)uop_numel(t->u) * tg_dtype_size(TDT(t));
   if (nbytes != want || (want && !dst)) {
@@ -382,6 +401,11 @@ tg_status tg_collect(void) {
   uop_gc();
   runtime_shutdown();
   return TG_OK;
+}
+
+tg_buffer *tensor_storage(tg_tensor *t) {
+  const tg_device *dev = device_default();
+  return t && dev ? storage(dev, t->u) : NULL;
 }
 
 tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes) {

@@ -1,0 +1,150 @@
+/* test_jit.c — a captured training step replays bit-identically with no scheduling, compiling or
+ * allocating; bad inputs and host reads are refused and the JIT stays usable. */
+#include <stdlib.h>
+
+#include "test.h"
+
+typedef struct mlp { tg_linear l1, l2; tg_optim *opt; tg_params *p; bool read_host; } mlp;
+
+static tg_status mlp_init(mlp *m) {
+  tg_manual_seed(9);
+  memset(m, 0, sizeof *m);
+  if (tg_linear_init(&m->l1, 12, 16, true) || tg_linear_init(&m->l2, 16, 3, true)) return tg_error_status();
+  m->p = tg_params_new();
+  tg_linear_params(&m->l1, "l1", m->p);
+  tg_linear_params(&m->l2, "l2", m->p);
+  m->opt = tg_adam_new(m->p, (tg_adam_opts){.lr = 0.01});
+  return m->opt ? TG_OK : tg_error_status();
+}
+
+static void mlp_free(mlp *m) {
+  tg_optim_free(m->opt);
+  tg_params_free(m->p);
+  tg_linear_free(&m->l1);
+  tg_linear_free(&m->l2);
+}
+
+/* in: x (8, 12) float32, y (8) int32; out: the loss */
+static tg_status train_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  mlp *m = ctx;
+  tg_scope_begin();
+  tg_tensor *logits = tg_linear_forward(&m->l2, tg_relu(tg_linear_forward(&m->l1, in[0])));
+  tg_tensor *loss = tg_sparse_categorical_crossentropy(logits, in[1], (tg_loss_opts){0});
+  tg_status st = loss ? tg_backward(loss) : tg_error_status();
+  if (st == TG_OK) st = tg_optim_step(m->opt, 1, &loss);
+  if (st == TG_OK && m->read_host && isnan(tg_item(loss))) st = tg_error_status();
+  out[0] = st == TG_OK ? tg_keep(loss) : NULL;
+  tg_scope_end();
+  return st;
+}
+
+static void batch(int s, tg_tensor **x, tg_tensor **y) {
+  float xv[96];
+  int32_t yv[8];
+  for (int i = 0; i < 96; i++) xv[i] = (float)sin(0.37 * (i + 1) * (s + 1));
+  for (int i = 0; i < 8; i++) yv[i] = (i + s) % 3;
+  *x = tg_from_data(TG_FLOAT32, 2, (int64_t[]){8, 12}, xv, sizeof xv);
+  *y = tg_from_data(TG_INT32, 1, (int64_t[]){8}, yv, sizeof yv);
+}
+
+static void params_of(mlp *m, float *out) {  /* all parameters, flattened */
+  size_t k = 0;
+  for (int i = 0; i < tg_params_count(m->p); i++) {
+    tg_tensor *t = tg_params_tensor(m->p, i);
+    size_t n = (size_t)tg_numel(t);
+    tg_to_host(t, out + k, n * 4);
+    k += n;
+  }
+}
+
+#define NPARAMS (12 * 16 + 16 + 16 * 3 + 3)
+
+TEST(test_jit_replay_is_bit_identical_and_does_no_work) {
+  mlp a, b;
+  CHECK(mlp_init(&a) == TG_OK && mlp_init(&b) == TG_OK, "%s", tg_error());
+  tg_jit *j = tg_jit_new(train_step, &b, 2, 1);
+  CHECK_T(j);
+  float pa[NPARAMS], pb[NPARAMS];
+  for (int s = 0; s < 6; s++) {
+    tg_scope_begin();
+    tg_tensor *x, *y, *loss_a, *loss_b;
+    batch(s, &x, &y);
+    tg_tensor *in[2] = {x, y};
+    CHECK(train_step(&a, 2, in, 1, &loss_a) == TG_OK, "eager step %d: %s", s, tg_error());
+    tg_stats before = tg_get_stats();
+    CHECK(tg_jit_call(j, in, &loss_b) == TG_OK, "jit step %d: %s", s, tg_error());
+    tg_stats after = tg_get_stats();
+    if (s >= 2) {
+      CHECK(after.schedules == before.schedules, "step %d: replay scheduled %llu times", s,
+            (unsigned long long)(after.schedules - before.schedules));
+      CHECK(after.kernels_compiled == before.kernels_compiled, "step %d: replay compiled", s);
+      CHECK(after.buffers_allocated == before.buffers_allocated, "step %d: replay allocated %llu buffers", s,
+            (unsigned long long)(after.buffers_allocated - before.buffers_allocated));
+      CHECK(after.kernels_run == before.kernels_run, "step %d: replay went through the scheduler's launches", s);
+    }
+    float la = (float)tg_item(loss_a), lb = (float)tg_item(loss_b);
+    CHECK(la == lb, "step %d: loss %.9g eager, %.9g jit", s, la, lb);
+    params_of(&a, pa);
+    params_of(&b, pb);
+    CHECK(!memcmp(pa, pb, sizeof pa), "step %d: parameters differ between eager and jit", s);
+    tg_free(loss_a);
+    tg_free(loss_b);
+    tg_scope_end();
+  }
+  CHECK(tg_jit_kernels(j) > 0, "nothing was captured");
+  tg_jit_free(j);
+  mlp_free(&a);
+  mlp_free(&b);
+}
+
+TEST(test_jit_refuses_other_shapes_and_stays_usable) {
+  mlp m;
+  CHECK(mlp_init(&m) == TG_OK, "%s", tg_error());
+  tg_jit *j = tg_jit_new(train_step, &m, 2, 1);
+  CHECK_T(j);
+  for (int s = 0; s < 4; s++) {
+    tg_scope_begin();
+    tg_tensor *x, *y, *loss;
+    batch(s, &x, &y);
+    if (s == 2) {  /* a batch of another size: refused */
+      tg_tensor *bad = tg_zeros(TG_FLOAT32, 2, (int64_t[]){5, 12});
+      tg_tensor *in[2] = {bad, y};
+      CHECK(tg_jit_call(j, in, &loss) != TG_OK, "another input shape was accepted");
+      CHECK(strstr(tg_error(), "input 0") && strstr(tg_error(), "(5, 12)") && strstr(tg_error(), "(8, 12)"),
+            "message: %s", tg_error());
+      tg_tensor *in2[2] = {x, tg_cast(y, TG_INT64)};
+      CHECK(tg_jit_call(j, in2, &loss) != TG_OK && strstr(tg_error(), "int64"), "another dtype was accepted: %s", tg_error());
+      tg_error_clear();
+    }
+    tg_tensor *in[2] = {x, y};
+    CHECK(tg_jit_call(j, in, &loss) == TG_OK, "step %d: %s", s, tg_error());
+    tg_free(loss);
+    tg_scope_end();
+  }
+  tg_jit_free(j);
+  mlp_free(&m);
+}
+
+TEST(test_jit_refuses_host_reads_during_capture) {
+  mlp m;
+  CHECK(mlp_init(&m) == TG_OK, "%s", tg_error());
+  m.read_host = true;
+  tg_jit *j = tg_jit_new(train_step, &m, 2, 1);
+  CHECK_T(j);
+  tg_scope_begin();
+  tg_tensor *x, *y, *loss = NULL;
+  batch(0, &x, &y);
+  tg_tensor *in[2] = {x, y};
+  CHECK(tg_jit_call(j, in, &loss) == TG_OK, "first call (not captured) failed: %s", tg_error());
+  tg_free(loss);
+  CHECK(tg_jit_call(j, in, &loss) != TG_OK, "a host read during the capture was accepted");
+  CHECK(strstr(tg_error(), "captured"), "message: %s", tg_error());
+  m.read_host = false;  /* the JIT is still usable */
+  CHECK(tg_jit_call(j, in, &loss) == TG_OK && tg_jit_kernels(j) > 0, "capture after a refused one: %s", tg_error());
+  tg_free(loss);
+  CHECK(tg_jit_call(j, in, &loss) == TG_OK, "replay: %s", tg_error());
+  tg_free(loss);
+  tg_scope_end();
+  tg_jit_free(j);
+  mlp_free(&m);
+}
