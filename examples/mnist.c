@@ -66,6 +66,22 @@ static tg_tensor *forward(model *m, tg_tensor *x) {
   return tg_linear_forward(&m->fc, tg_flatten(x, 1, -1));
 }
 
+/* one training step as the JIT sees it: in = {images, labels}, out = {loss} */
+typedef struct train_ctx { model *m; tg_optim *opt; } train_ctx;
+
+static tg_status train_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  train_ctx *c = ctx;
+  model *m = c->m;
+  tg_scope_begin();
+  tg_tensor *loss = tg_sparse_categorical_crossentropy(forward(m, in[0]), in[1], (tg_loss_opts){0});
+  tg_tensor *extra[5] = {loss, m->bn1.running_mean, m->bn1.running_var, m->bn2.running_mean, m->bn2.running_var};
+  tg_status st = loss ? tg_backward(loss) : tg_error_status();
+  if (st == TG_OK) st = tg_optim_step(c->opt, 5, extra);
+  out[0] = st == TG_OK ? tg_keep(loss) : NULL;
+  tg_scope_end();
+  return st;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -171,6 +187,12 @@ int main(int argc, char **argv) {
       goto done;
     }
     bool tty = isatty(2);
+    train_ctx tc = {&m, opt};
+    tg_jit *jit = tg_jit_new(train_step, &tc, 2, 1);  /* JIT=0 runs every step eagerly */
+    if (!jit) {
+      fprintf(stderr, "mnist: %s\n", tg_error());
+      goto done;
+    }
     printf("training %d steps of batch %d on %s (%lld images), %d threads\n", steps, batch,
            fashion ? "Fashion-MNIST" : "MNIST", (long long)train.n, tg_num_threads());
     tg_shuffle(perm, train.n, seed);
@@ -189,21 +211,23 @@ int main(int argc, char **argv) {
       tg_tensor *x, *y;
       tg_status st = tg_dataset_batch(&train, perm, pos, batch, &x, &y);
       pos += batch;
-      tg_tensor *loss = st ? NULL : tg_sparse_categorical_crossentropy(forward(&m, x), y, (tg_loss_opts){0});
-      tg_tensor *extra[5] = {loss, m.bn1.running_mean, m.bn1.running_var, m.bn2.running_mean, m.bn2.running_var};
-      if (!loss || tg_backward(loss) != TG_OK || tg_optim_step(opt, 5, extra) != TG_OK) {
+      tg_tensor *loss = NULL, *in[2] = {x, y};
+      if (st != TG_OK || tg_jit_call(jit, in, &loss) != TG_OK) {
         fprintf(stderr, "\nmnist: step %d: %s\n", s, tg_error());
         tg_scope_end();
         free(step_s);
+        tg_jit_free(jit);
         goto done;
       }
       loss_v = tg_item(loss);
+      tg_free(loss);
       tg_scope_end();
       step_s[s] = now_s() - ts;
       double el = now_s() - t0;
       progress(s + 1, steps, loss_v, (double)(s + 1) * batch / el, el / (s + 1) * (steps - s - 1), tty);
     }
     tg_set_training(false);
+    tg_jit_free(jit);
     double train_s = now_s() - t0;
     if (tty) fprintf(stderr, "\n");
     printf("trained in %.1f s (%.1f ms/step), final loss %.4f\n", train_s, steps ? train_s * 1e3 / steps : 0, loss_v);
