@@ -390,13 +390,26 @@ static void print_table(void) {
   }
   /* thread counts per implementation (the first result of each) */
   note("\nthreads:");
+  const char *sep = " ";
   for (int i = 0; i < NI; i++)
     for (int k = 0; k < nresults; k++)
       if (!strcmp(results[k].impl, IMPLS[i])) {
-        note(" %s %d%s", IMPLS[i], results[k].threads, i + 1 < NI ? "," : "");
+        note("%s%s %d", sep, IMPLS[i], results[k].threads);
+        sep = ", ";
         break;
       }
   note(" (numpy: BLAS threads for matmul, 1 for softmax)\n");
+}
+
+/* the 1-minute load average, NAN if unknown: other processes running during the benchmark skew it */
+static double loadavg1(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double v = NAN;
+  if (f) {
+    if (fscanf(f, "%lf", &v) != 1) v = NAN;
+    fclose(f);
+  }
+  return v;
 }
 
 /* ---- main --------------------------------------------------------------------------------------------------------- */
@@ -409,7 +422,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  double t_start = now_s();
+  double t_start = now_s(), load_start = loadavg1();
   int nt = tg_num_threads();
   note("tgc workloads benchmark: tgc %d threads; warm-up first (compiles excluded), then the median of a few runs;\n"
        "tgc: fresh tg_from_blob inputs and one scope per iteration (graph build + schedule + launch included);\n"
@@ -535,6 +548,8 @@ int main(int argc, char **argv) {
   print_table();
   for (int i = 0; i < ninfo; i++) note("%s\n", peer_info[i]);
   for (int i = 0; i < nskips; i++) note("skipped: %s\n", skip_notes[i]);
+  note("load average (1 min): %.2f at the start, %.2f at the end%s\n", load_start, loadavg1(),
+       load_start > 0.5 ? " (the CPUs were busy before the start: expect skewed numbers)" : "");
   note("checks (tgc): %s; total %.1f s (tgc %.1f s)\n", checks_ok ? "ok" : "FAILED", now_s() - t_start, t_tgc);
   return checks_ok ? 0 : 1;
 }
