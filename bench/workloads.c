@@ -98,7 +98,7 @@ static tg_tensor *wrap(float *p, int ndim, const int64_t *shape) {
 /* ---- results ------------------------------------------------------------------------------------------------ */
 
 #define MAX_RESULTS 128
-typedef struct result { char workload[48], impl[32], unit[16]; double value; int threads; } result;
+typedef struct result { char workload[48], impl[32], unit[16]; double value, kpi; int threads; } result;
 static result results[MAX_RESULTS];
 static int nresults;
 
@@ -110,6 +110,7 @@ static void add_result(const char *workload, const char *impl, double value, con
   snprintf(r->unit, sizeof r->unit, "%s", unit);
   r->value = value;
   r->threads = threads;
+  r->kpi = NAN;
 }
 
 static const result *find_result(const char *workload, const char *impl) {
@@ -121,6 +122,7 @@ static const result *find_result(const char *workload, const char *impl) {
 /* ---- tgc workloads: one step = one scope, fresh input tensors, realize ----------------------------------- */
 
 typedef bool (*step_fn)(void *ctx);
+static double last_kpi; /* kernels launched per timed iteration by the last time_steps (0 would mean a cache hit) */
 
 /* median seconds of reps steps after warm steps; NAN if a step fails */
 static double time_steps(step_fn fn, void *ctx, int warm, int reps) {
@@ -129,13 +131,16 @@ static double time_steps(step_fn fn, void *ctx, int warm, int reps) {
     if (!fn(ctx)) return NAN;
     uop_gc();
   }
+  uint64_t k0 = tg_get_stats().kernels_run;
   for (int i = 0; i < reps && i < 64; i++) {
     double t0 = now_s();
     if (!fn(ctx)) return NAN;
     ts[i] = now_s() - t0;
     uop_gc();
   }
-  return median(ts, reps < 64 ? reps : 64);
+  reps = reps < 64 ? reps : 64;
+  last_kpi = (double)(tg_get_stats().kernels_run - k0) / reps;
+  return median(ts, reps);
 }
 
 typedef struct mm_ctx { int64_t n; float *a, *b; bool check, ok; } mm_ctx;
@@ -398,7 +403,14 @@ static void print_table(void) {
         sep = ", ";
         break;
       }
-  note(" (numpy: BLAS threads for matmul, 1 for softmax)\n");
+  note(" (numpy: BLAS threads for matmul, 1 for softmax)\ntgc kernels launched per timed iteration:");
+  sep = " ";
+  for (int k = 0; k < nresults; k++)
+    if (!strcmp(results[k].impl, "tgc")) {
+      note("%s%s %.1f", sep, results[k].workload, results[k].kpi);
+      sep = ", ";
+    }
+  note("\n");
 }
 
 /* the 1-minute load average, NAN if unknown: other processes running during the benchmark skew it */
@@ -438,6 +450,7 @@ int main(int argc, char **argv) {
     double t = time_steps(mm_step, &c, 1, MM_REPS[k]);
     snprintf(buf, sizeof buf, "matmul_%d", MM_N[k]);
     add_result(buf, "tgc", c.ok ? 2.0 * n * n * n / t / 1e9 : NAN, "GFLOP/s", nt);
+    results[nresults - 1].kpi = last_kpi;
     if (!c.ok) checks_ok = false, fprintf(stderr, "workloads: %s: wrong result or failure (%s)\n", buf, tg_error());
     note("  tgc %-30s done\n", buf);
     free(c.a), free(c.b);
@@ -448,6 +461,7 @@ int main(int argc, char **argv) {
     sm_ctx c = {.n = 4096, .x = host(4096 * 4096, 3, 4), .check = true};
     double t = time_steps(sm_step, &c, 1, 5);
     add_result("softmax_4096x4096", "tgc", c.ok ? 8.0 * 4096 * 4096 / t / 1e9 : NAN, "GB/s", nt);
+    results[nresults - 1].kpi = last_kpi;
     if (!c.ok) checks_ok = false, fprintf(stderr, "workloads: softmax: wrong result or failure (%s)\n", tg_error());
     note("  tgc %-30s done\n", "softmax");
     free(c.x);
@@ -459,6 +473,7 @@ int main(int argc, char **argv) {
     double t = time_steps(conv_step, &c, 1, 3);
     double flops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9;
     add_result("conv2d_b32_64x64_56x56_k3", "tgc", flops / t / 1e9, "GFLOP/s", nt);
+    results[nresults - 1].kpi = last_kpi;
     if (!isfinite(t)) checks_ok = false, fprintf(stderr, "workloads: conv2d failed (%s)\n", tg_error());
     note("  tgc %-30s done\n", "conv2d");
     free(c.x), free(c.w);
@@ -486,6 +501,7 @@ int main(int argc, char **argv) {
     double t = time_steps(mlp_step, &c, 3, 10);
     tg_set_training(false);
     add_result("mlp_784_512_512_10_adam_b128", "tgc", isfinite(c.loss) ? t * 1e3 : NAN, "ms/step", nt);
+    results[nresults - 1].kpi = last_kpi;
     if (!isfinite(c.loss)) checks_ok = false, fprintf(stderr, "workloads: MLP: loss %g (%s)\n", c.loss, tg_error());
     note("  tgc %-30s done (final loss %.4f)\n", "MLP training step", c.loss);
     tg_optim_free(c.opt);
@@ -511,6 +527,7 @@ int main(int argc, char **argv) {
     if (tg_realize_many(nw, wl) != TG_OK) die_tg("transformer weights");
     double t = time_steps(tb_step, &c, 2, 5);
     add_result("transformer_block_b8_t128_d256_h4", "tgc", c.ok ? t * 1e3 : NAN, "ms", nt);
+    results[nresults - 1].kpi = last_kpi;
     if (!c.ok) checks_ok = false, fprintf(stderr, "workloads: transformer: wrong result or failure (%s)\n", tg_error());
     note("  tgc %-30s done\n", "transformer block");
     tg_layernorm_layer_free(&c.ln1), tg_layernorm_layer_free(&c.ln2);
