@@ -1,0 +1,572 @@
+/* workloads.c — tgc next to PyTorch CPU, tinygrad (default, and BEAM on request) and numpy on model-sized
+ * workloads, all measured in one run:
+ *
+ *   matmul 256 / 1024 / 2048 float32                                  (GFLOP/s, 2 N^3 flops)
+ *   softmax over the last axis of 4096x4096                           (GB/s, 2 x 4 x 4096^2 bytes)
+ *   conv2d batch 32, 64->64 channels, 56x56, 3x3, padding 1           (GFLOP/s, 2 N Cout H W Cin 9 flops)
+ *   784-512-512-10 MLP training step (relu, cross entropy, Adam), batch 128  (ms/step)
+ *   transformer block forward, batch 8, sequence 128, width 256, 4 heads     (ms)
+ *     pre-norm: x + out(sdpa_causal(qkv(ln1(x)))), then + fc2(gelu(fc1(ln2(.)))) (gelu: tanh approximation)
+ *
+ * Usage: build/bench/workloads [--json]. --json prints one JSON line per (workload, implementation):
+ * {"workload", "impl", "value", "unit", "threads"}. The peers run afterwards as `python3 bench/workload_peers.py`
+ * (PYTHON=... picks another interpreter); a missing package is skipped with a note. tinygrad BEAM runs only
+ * with TG_BENCH_TINYGRAD_BEAM=1 (BEAM=2; it searches for minutes), else its column says "skip".
+ *
+ * Timing: every implementation is warmed up first (compiles, caches and first-touch excluded; the MLP takes 3
+ * warm-up steps), then a few repetitions, reported as the median. tgc: each iteration is one
+ * tg_scope_begin/tg_scope_end and wraps the same host arrays in fresh tensors with tg_from_blob (no copy), so
+ * the graph is rebuilt and its kernels really run (building the same graph on the same realized tensors is
+ * served from cache and runs nothing); the time includes graph build, schedule, kernel-cache lookup and
+ * launch. Model weights are realized before timing. The IR collector runs after each iteration, outside the
+ * timed region. tgc uses its on-disk kernel cache as it is (warm numbers). For rates higher is better, for ms
+ * lower; the ratio columns say how many times faster tgc is (> 1: tgc faster) in both cases.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tg.h"
+#include "uop/uop.h"
+
+static bool json_mode;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  if (n <= 0) return NAN;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void note(const char *fmt, ...) {
+  if (json_mode) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+static void die_tg(const char *what) {
+  fprintf(stderr, "workloads: %s failed: %s (status %d)\n", what, tg_error(), (int)tg_error_status());
+  exit(1);
+}
+
+/* ---- host data -------------------------------------------------------------------------------------------- */
+
+static float val(uint64_t i, uint64_t seed) {
+  uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed * 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 31;
+  h *= 0x94D049BB133111EBull;
+  h ^= h >> 29;
+  return (float)((double)(h >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+static float *host(size_t n, uint64_t seed, float scale) {
+  size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
+  float *p = aligned_alloc(64, bytes);
+  if (!p) {
+    fprintf(stderr, "workloads: out of memory (%zu bytes)\n", bytes);
+    exit(1);
+  }
+  for (size_t i = 0; i < n; i++) p[i] = val(i, seed) * scale;
+  return p;
+}
+
+static tg_tensor *wrap(float *p, int ndim, const int64_t *shape) {
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+  tg_tensor *t = tg_from_blob(TG_FLOAT32, ndim, shape, p, n * sizeof(float));
+  if (!t) die_tg("tg_from_blob");
+  return t;
+}
+
+/* ---- results ------------------------------------------------------------------------------------------------ */
+
+#define MAX_RESULTS 128
+typedef struct result { char workload[48], impl[32], unit[16]; double value, kpi; int threads; } result;
+static result results[MAX_RESULTS];
+static int nresults;
+
+static void add_result(const char *workload, const char *impl, double value, const char *unit, int threads) {
+  if (nresults >= MAX_RESULTS) return;
+  result *r = &results[nresults++];
+  snprintf(r->workload, sizeof r->workload, "%s", workload);
+  snprintf(r->impl, sizeof r->impl, "%s", impl);
+  snprintf(r->unit, sizeof r->unit, "%s", unit);
+  r->value = value;
+  r->threads = threads;
+  r->kpi = NAN;
+}
+
+static const result *find_result(const char *workload, const char *impl) {
+  for (int i = 0; i < nresults; i++)
+    if (!strcmp(results[i].workload, workload) && !strcmp(results[i].impl, impl)) return &results[i];
+  return NULL;
+}
+
+/* ---- tgc workloads: one step = one scope, fresh input tensors, realize ----------------------------------- */
+
+typedef bool (*step_fn)(void *ctx);
+static double last_kpi; /* kernels launched per timed iteration by the last time_steps (0 would mean a cache hit) */
+
+/* median seconds of reps steps after warm steps; NAN if a step fails */
+static double time_steps(step_fn fn, void *ctx, int warm, int reps) {
+  double ts[64];
+  for (int i = 0; i < warm; i++) {
+    if (!fn(ctx)) return NAN;
+    uop_gc();
+  }
+  uint64_t k0 = tg_get_stats().kernels_run;
+  for (int i = 0; i < reps && i < 64; i++) {
+    double t0 = now_s();
+    if (!fn(ctx)) return NAN;
+    ts[i] = now_s() - t0;
+    uop_gc();
+  }
+  reps = reps < 64 ? reps : 64;
+  last_kpi = (double)(tg_get_stats().kernels_run - k0) / reps;
+  return median(ts, reps);
+}
+
+typedef struct mm_ctx { int64_t n; float *a, *b; bool check, ok; } mm_ctx;
+
+static bool mm_step(void *p) {
+  mm_ctx *c = p;
+  int64_t sh[2] = {c->n, c->n};
+  tg_scope_begin();
+  tg_tensor *r = tg_matmul(wrap(c->a, 2, sh), wrap(c->b, 2, sh));
+  bool ok = r && tg_realize(r) == TG_OK;
+  if (ok && c->check) { /* a few elements against a double dot product */
+    size_t n = (size_t)c->n;
+    float *out = malloc(n * n * sizeof(float));
+    ok = out && tg_to_host(r, out, n * n * sizeof(float)) == TG_OK;
+    c->ok = ok;
+    for (int k = 0; ok && k < 5; k++) {
+      size_t i = (size_t)k * 7919 % n, j = (size_t)k * 104729 % n;
+      double s = 0, mag = 0;
+      for (size_t q = 0; q < n; q++) s += (double)c->a[i * n + q] * c->b[q * n + j], mag += fabs((double)c->a[i * n + q] * c->b[q * n + j]);
+      if (fabs(s - out[i * n + j]) > 1e-4 * mag + 1e-5) c->ok = false;
+    }
+    free(out);
+    c->check = false;
+  }
+  tg_scope_end();
+  return ok;
+}
+
+typedef struct sm_ctx { int64_t n; float *x; bool check, ok; } sm_ctx;
+
+static bool sm_step(void *p) {
+  sm_ctx *c = p;
+  int64_t sh[2] = {c->n, c->n};
+  tg_scope_begin();
+  tg_tensor *r = tg_softmax(wrap(c->x, 2, sh), -1);
+  bool ok = r && tg_realize(r) == TG_OK;
+  if (ok && c->check) { /* rows sum to 1 */
+    size_t n = (size_t)c->n;
+    float *out = malloc(n * n * sizeof(float));
+    ok = out && tg_to_host(r, out, n * n * sizeof(float)) == TG_OK;
+    c->ok = ok;
+    for (size_t i = 0; ok && i < n; i += 1021) {
+      double s = 0;
+      for (size_t j = 0; j < n; j++) s += out[i * n + j];
+      if (fabs(s - 1) > 1e-3) c->ok = false;
+    }
+    free(out);
+    c->check = false;
+  }
+  tg_scope_end();
+  return ok;
+}
+
+typedef struct conv_ctx { float *x, *w; } conv_ctx;
+static const int64_t CONV_X[4] = {32, 64, 56, 56}, CONV_W[4] = {64, 64, 3, 3};
+
+static bool conv_step(void *p) {
+  conv_ctx *c = p;
+  tg_scope_begin();
+  tg_tensor *r = tg_conv2d(wrap(c->x, 4, CONV_X), wrap(c->w, 4, CONV_W), NULL, (tg_conv_opts){.padding = {1}});
+  bool ok = r && tg_realize(r) == TG_OK;
+  tg_scope_end();
+  return ok;
+}
+
+typedef struct mlp_ctx {
+  tg_linear l[3];
+  tg_params *params;
+  tg_optim *opt;
+  float *x;
+  int32_t *y;
+  double loss;
+} mlp_ctx;
+
+static bool mlp_step(void *p) {
+  mlp_ctx *c = p;
+  int64_t xs[2] = {128, 784}, ys[1] = {128};
+  tg_scope_begin();
+  tg_tensor *x = wrap(c->x, 2, xs);
+  tg_tensor *y = tg_from_blob(TG_INT32, 1, ys, c->y, 128 * sizeof(int32_t));
+  tg_tensor *h = tg_relu(tg_linear_forward(&c->l[0], x));
+  h = tg_relu(tg_linear_forward(&c->l[1], h));
+  tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear_forward(&c->l[2], h), y, (tg_loss_opts){0});
+  bool ok = loss && tg_backward(loss) == TG_OK && tg_optim_step(c->opt, 1, &loss) == TG_OK;
+  if (ok) c->loss = tg_item(loss);
+  tg_scope_end();
+  return ok;
+}
+
+#define TB_B 8
+#define TB_T 128
+#define TB_D 256
+#define TB_H 4
+typedef struct tb_ctx {
+  tg_layernorm_layer ln1, ln2;
+  tg_linear qkv, out, fc1, fc2;
+  float *x;
+  bool check, ok;
+} tb_ctx;
+
+static tg_tensor *heads(tg_tensor *t) { /* (B, T, D) -> (B, H, T, D/H) */
+  int64_t sh[4] = {TB_B, TB_T, TB_H, TB_D / TB_H};
+  int perm[4] = {0, 2, 1, 3};
+  return tg_permute(tg_reshape(t, 4, sh), 4, perm);
+}
+
+static bool tb_step(void *p) {
+  tb_ctx *c = p;
+  int64_t xs[3] = {TB_B, TB_T, TB_D}, sizes[3] = {TB_D, TB_D, TB_D};
+  int perm[4] = {0, 2, 1, 3};
+  tg_scope_begin();
+  tg_tensor *x = wrap(c->x, 3, xs);
+  tg_tensor *qkv = tg_linear_forward(&c->qkv, tg_layernorm_layer_forward(&c->ln1, x)), *parts[3] = {0};
+  bool ok = qkv && tg_split(qkv, 3, sizes, -1, parts) == TG_OK;
+  tg_tensor *y = NULL;
+  if (ok) {
+    tg_tensor *a = tg_scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), NULL, true);
+    a = tg_reshape(tg_permute(a, 4, perm), 3, xs);
+    tg_tensor *x1 = tg_add(x, tg_linear_forward(&c->out, a));
+    tg_tensor *m = tg_linear_forward(&c->fc2, tg_gelu(tg_linear_forward(&c->fc1, tg_layernorm_layer_forward(&c->ln2, x1))));
+    y = tg_add(x1, m);
+    ok = y && tg_realize(y) == TG_OK;
+  }
+  if (ok && c->check) {
+    size_t n = (size_t)TB_B * TB_T * TB_D;
+    float *out = malloc(n * sizeof(float));
+    ok = out && tg_to_host(y, out, n * sizeof(float)) == TG_OK;
+    c->ok = ok;
+    for (size_t i = 0; ok && i < n; i++)
+      if (!isfinite(out[i])) c->ok = false;
+    free(out);
+    c->check = false;
+  }
+  tg_scope_end();
+  return ok;
+}
+
+/* ---- peers ---------------------------------------------------------------------------------------------------- */
+
+static bool json_str(const char *s, const char *key, char *out, size_t n) {
+  char k[64];
+  snprintf(k, sizeof k, "\"%s\": \"", key);
+  const char *p = strstr(s, k);
+  if (!p) return false;
+  p += strlen(k);
+  size_t len = strcspn(p, "\"");
+  snprintf(out, n, "%.*s", (int)(len < n - 1 ? len : n - 1), p);
+  return true;
+}
+
+static double json_num(const char *s, const char *key) {
+  char k[64];
+  snprintf(k, sizeof k, "\"%s\": ", key);
+  const char *p = strstr(s, k);
+  if (!p) return NAN;
+  p += strlen(k);
+  char *end;
+  double v = strtod(p, &end);
+  return end == p ? NAN : v;
+}
+
+static void peers_path(char *out, size_t n) {
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) {
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      snprintf(out, n, "%s/../../bench/workload_peers.py", exe);
+      if (access(out, R_OK) == 0) return;
+    }
+  }
+  snprintf(out, n, "bench/workload_peers.py");
+}
+
+static char skip_notes[16][256];
+static int nskips;
+static char peer_info[16][256];
+static int ninfo;
+
+static void run_peers(void) {
+  char path[4200], cmd[4400], line[4096];
+  peers_path(path, sizeof path);
+  if (access(path, R_OK) != 0) {
+    snprintf(skip_notes[nskips++], sizeof skip_notes[0], "peers: %.200s not found", path);
+    return;
+  }
+  const char *py = getenv("PYTHON");
+  snprintf(cmd, sizeof cmd, "%s '%s'", py && *py ? py : "python3", path);
+  FILE *f = popen(cmd, "r");
+  if (!f) return;
+  while (fgets(line, sizeof line, f)) {
+    char wl[48], impl[32], unit[16], txt[224];
+    if (line[0] != '{') continue;
+    if (json_str(line, "skip", impl, sizeof impl) && json_str(line, "note", txt, sizeof txt)) {
+      if (nskips < 16) snprintf(skip_notes[nskips++], sizeof skip_notes[0], "%.30s: %.200s", impl, txt);
+    } else if (json_str(line, "info", impl, sizeof impl) && json_str(line, "note", txt, sizeof txt)) {
+      if (ninfo < 16) snprintf(peer_info[ninfo++], sizeof peer_info[0], "%.30s: %.200s", impl, txt);
+    } else if (json_str(line, "workload", wl, sizeof wl) && json_str(line, "impl", impl, sizeof impl) &&
+               json_str(line, "unit", unit, sizeof unit)) {
+      double v = json_num(line, "value"), t = json_num(line, "threads");
+      add_result(wl, impl, v, unit, isfinite(t) ? (int)t : -1);
+    }
+  }
+  int rc = pclose(f);
+  if (rc != 0 && nskips < 16) snprintf(skip_notes[nskips++], sizeof skip_notes[0], "peers: %.200s exited with %d", cmd, rc);
+}
+
+/* ---- output ----------------------------------------------------------------------------------------------------- */
+
+static const char *const WORKLOADS[] = {"matmul_256", "matmul_1024", "matmul_2048", "softmax_4096x4096",
+                                        "conv2d_b32_64x64_56x56_k3", "mlp_784_512_512_10_adam_b128",
+                                        "transformer_block_b8_t128_d256_h4"};
+static const char *const IMPLS[] = {"tgc", "pytorch", "tinygrad", "tinygrad_beam", "numpy"};
+#define NW (int)(sizeof WORKLOADS / sizeof *WORKLOADS)
+#define NI (int)(sizeof IMPLS / sizeof *IMPLS)
+
+static void fmt_num(char *b, size_t n, const result *r) {
+  if (!r || !isfinite(r->value)) snprintf(b, n, r ? "fail" : "-");
+  else if (r->value >= 100) snprintf(b, n, "%.0f", r->value);
+  else if (r->value >= 10) snprintf(b, n, "%.1f", r->value);
+  else snprintf(b, n, "%.2f", r->value);
+}
+
+/* how many times faster tgc is than r (rates: tgc / r; times: r / tgc) */
+static void fmt_ratio(char *b, size_t n, const result *t, const result *r) {
+  if (!t || !r || !isfinite(t->value) || !isfinite(r->value) || t->value <= 0 || r->value <= 0) {
+    snprintf(b, n, "-");
+    return;
+  }
+  bool time = !strncmp(t->unit, "ms", 2);
+  snprintf(b, n, "%.2fx", time ? r->value / t->value : t->value / r->value);
+}
+
+static void print_table(void) {
+  note("\n%-34s %-9s %8s %8s %8s %8s %8s  %-10s %-10s\n", "workload", "unit", "tgc", "pytorch", "tinygrad",
+       "tg BEAM", "numpy", "vs pytorch", "vs tinygrad");
+  for (int w = 0; w < NW; w++) {
+    const result *r[NI];
+    char v[NI][16], rp[16], rt[16];
+    const char *unit = "";
+    for (int i = 0; i < NI; i++) {
+      r[i] = find_result(WORKLOADS[w], IMPLS[i]);
+      fmt_num(v[i], sizeof v[i], r[i]);
+      if (r[i] && !*unit) unit = r[i]->unit;
+    }
+    if (!strcmp(v[3], "-") && !getenv("TG_BENCH_TINYGRAD_BEAM")) snprintf(v[3], sizeof v[3], "skip");
+    fmt_ratio(rp, sizeof rp, r[0], r[1]);
+    fmt_ratio(rt, sizeof rt, r[0], r[2]);
+    note("%-34s %-9s %8s %8s %8s %8s %8s  %-10s %-10s\n", WORKLOADS[w], unit, v[0], v[1], v[2], v[3], v[4], rp, rt);
+  }
+  /* thread counts per implementation (the first result of each) */
+  note("\nthreads:");
+  const char *sep = " ";
+  for (int i = 0; i < NI; i++)
+    for (int k = 0; k < nresults; k++)
+      if (!strcmp(results[k].impl, IMPLS[i])) {
+        note("%s%s %d", sep, IMPLS[i], results[k].threads);
+        sep = ", ";
+        break;
+      }
+  note(" (numpy: BLAS threads for matmul, 1 for softmax)\ntgc kernels launched per timed iteration:");
+  sep = " ";
+  for (int k = 0; k < nresults; k++)
+    if (!strcmp(results[k].impl, "tgc")) {
+      note("%s%s %.1f", sep, results[k].workload, results[k].kpi);
+      sep = ", ";
+    }
+  note("\n");
+}
+
+/* the 1-minute load average, NAN if unknown: other processes running during the benchmark skew it */
+static double loadavg1(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double v = NAN;
+  if (f) {
+    if (fscanf(f, "%lf", &v) != 1) v = NAN;
+    fclose(f);
+  }
+  return v;
+}
+
+/* ---- main --------------------------------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) json_mode = true;
+    else {
+      fprintf(stderr, "usage: %s [--json]\n", argv[0]);
+      return 2;
+    }
+  }
+  double t_start = now_s(), load_start = loadavg1();
+  int nt = tg_num_threads();
+  note("tgc workloads benchmark: tgc %d threads; warm-up first (compiles excluded), then the median of a few runs;\n"
+       "tgc: fresh tg_from_blob inputs and one scope per iteration (graph build + schedule + launch included);\n"
+       "ratios: times faster than the peer (> 1: tgc faster). Peers follow after tgc.\n", nt);
+  char buf[64];
+
+  /* matmul */
+  static const int MM_N[3] = {256, 1024, 2048}, MM_REPS[3] = {20, 5, 3};
+  bool checks_ok = true;
+  for (int k = 0; k < 3; k++) {
+    int64_t n = MM_N[k];
+    mm_ctx c = {.n = n, .a = host((size_t)(n * n), 1, 1), .b = host((size_t)(n * n), 2, 1), .check = true};
+    double t = time_steps(mm_step, &c, 1, MM_REPS[k]);
+    snprintf(buf, sizeof buf, "matmul_%d", MM_N[k]);
+    add_result(buf, "tgc", c.ok ? 2.0 * n * n * n / t / 1e9 : NAN, "GFLOP/s", nt);
+    results[nresults - 1].kpi = last_kpi;
+    if (!c.ok) checks_ok = false, fprintf(stderr, "workloads: %s: wrong result or failure (%s)\n", buf, tg_error());
+    note("  tgc %-30s done\n", buf);
+    free(c.a), free(c.b);
+  }
+
+  /* softmax */
+  {
+    sm_ctx c = {.n = 4096, .x = host(4096 * 4096, 3, 4), .check = true};
+    double t = time_steps(sm_step, &c, 1, 5);
+    add_result("softmax_4096x4096", "tgc", c.ok ? 8.0 * 4096 * 4096 / t / 1e9 : NAN, "GB/s", nt);
+    results[nresults - 1].kpi = last_kpi;
+    if (!c.ok) checks_ok = false, fprintf(stderr, "workloads: softmax: wrong result or failure (%s)\n", tg_error());
+    note("  tgc %-30s done\n", "softmax");
+    free(c.x);
+  }
+
+  /* conv2d */
+  {
+    conv_ctx c = {.x = host(32 * 64 * 56 * 56, 4, 1), .w = host(64 * 64 * 9, 5, 0.05f)};
+    double t = time_steps(conv_step, &c, 1, 3);
+    double flops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9;
+    add_result("conv2d_b32_64x64_56x56_k3", "tgc", flops / t / 1e9, "GFLOP/s", nt);
+    results[nresults - 1].kpi = last_kpi;
+    if (!isfinite(t)) checks_ok = false, fprintf(stderr, "workloads: conv2d failed (%s)\n", tg_error());
+    note("  tgc %-30s done\n", "conv2d");
+    free(c.x), free(c.w);
+  }
+
+  /* MLP training step */
+  {
+    tg_manual_seed(1);
+    mlp_ctx c = {.x = host(128 * 784, 6, 1), .y = malloc(128 * sizeof(int32_t)), .loss = NAN};
+    for (int i = 0; i < 128; i++) c.y[i] = (int32_t)((uint32_t)(i * 2654435761u) >> 7) % 10;
+    c.params = tg_params_new();
+    static const int64_t dims[4] = {784, 512, 512, 10};
+    for (int l = 0; l < 3; l++) {
+      char name[8];
+      snprintf(name, sizeof name, "l%d", l);
+      if (tg_linear_init(&c.l[l], dims[l], dims[l + 1], true) != TG_OK ||
+          tg_linear_params(&c.l[l], name, c.params) != TG_OK)
+        die_tg("MLP init");
+      tg_tensor *w[2] = {c.l[l].weight, c.l[l].bias};
+      if (tg_realize_many(2, w) != TG_OK) die_tg("MLP weights");
+    }
+    c.opt = tg_adam_new(c.params, (tg_adam_opts){.lr = 1e-3});
+    if (!c.opt) die_tg("tg_adam_new");
+    tg_set_training(true);
+    double t = time_steps(mlp_step, &c, 3, 10);
+    tg_set_training(false);
+    add_result("mlp_784_512_512_10_adam_b128", "tgc", isfinite(c.loss) ? t * 1e3 : NAN, "ms/step", nt);
+    results[nresults - 1].kpi = last_kpi;
+    if (!isfinite(c.loss)) checks_ok = false, fprintf(stderr, "workloads: MLP: loss %g (%s)\n", c.loss, tg_error());
+    note("  tgc %-30s done (final loss %.4f)\n", "MLP training step", c.loss);
+    tg_optim_free(c.opt);
+    tg_params_free(c.params);
+    for (int l = 0; l < 3; l++) tg_linear_free(&c.l[l]);
+    free(c.x), free(c.y);
+  }
+
+  /* transformer block forward */
+  {
+    tg_manual_seed(2);
+    tb_ctx c = {.x = host((size_t)TB_B * TB_T * TB_D, 7, 1), .check = true};
+    if (tg_layernorm_layer_init(&c.ln1, TB_D, 1e-5) != TG_OK || tg_layernorm_layer_init(&c.ln2, TB_D, 1e-5) != TG_OK ||
+        tg_linear_init(&c.qkv, TB_D, 3 * TB_D, true) != TG_OK || tg_linear_init(&c.out, TB_D, TB_D, true) != TG_OK ||
+        tg_linear_init(&c.fc1, TB_D, 4 * TB_D, true) != TG_OK || tg_linear_init(&c.fc2, 4 * TB_D, TB_D, true) != TG_OK)
+      die_tg("transformer init");
+    tg_tensor *w[12] = {c.ln1.weight, c.ln1.bias, c.ln2.weight, c.ln2.bias, c.qkv.weight, c.qkv.bias,
+                        c.out.weight, c.out.bias, c.fc1.weight, c.fc1.bias, c.fc2.weight, c.fc2.bias};
+    int nw = 0;
+    tg_tensor *wl[12];
+    for (int i = 0; i < 12; i++)
+      if (w[i]) wl[nw++] = w[i];
+    if (tg_realize_many(nw, wl) != TG_OK) die_tg("transformer weights");
+    double t = time_steps(tb_step, &c, 2, 5);
+    add_result("transformer_block_b8_t128_d256_h4", "tgc", c.ok ? t * 1e3 : NAN, "ms", nt);
+    results[nresults - 1].kpi = last_kpi;
+    if (!c.ok) checks_ok = false, fprintf(stderr, "workloads: transformer: wrong result or failure (%s)\n", tg_error());
+    note("  tgc %-30s done\n", "transformer block");
+    tg_layernorm_layer_free(&c.ln1), tg_layernorm_layer_free(&c.ln2);
+    tg_linear_free(&c.qkv), tg_linear_free(&c.out), tg_linear_free(&c.fc1), tg_linear_free(&c.fc2);
+    free(c.x);
+  }
+  double t_tgc = now_s() - t_start;
+  note("tgc done in %.1f s; running the peers (bench/workload_peers.py)...\n", t_tgc);
+
+  if (json_mode)
+    for (int i = 0; i < nresults; i++) {
+      const result *r = &results[i];
+      if (isfinite(r->value))
+        printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"threads\": %d}\n",
+               r->workload, r->impl, r->value, r->unit, r->threads);
+      else
+        printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": null, \"unit\": \"%s\", \"threads\": %d}\n",
+               r->workload, r->impl, r->unit, r->threads);
+    }
+  int first_peer = nresults;
+  run_peers();
+  if (json_mode) {
+    for (int i = first_peer; i < nresults; i++) {
+      const result *r = &results[i];
+      if (isfinite(r->value))
+        printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"threads\": %d}\n",
+               r->workload, r->impl, r->value, r->unit, r->threads);
+      else
+        printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": null, \"unit\": \"%s\", \"threads\": %d}\n",
+               r->workload, r->impl, r->unit, r->threads);
+    }
+    for (int i = 0; i < nskips; i++) fprintf(stderr, "skipped: %s\n", skip_notes[i]);
+    return checks_ok ? 0 : 1;
+  }
+  print_table();
+  for (int i = 0; i < ninfo; i++) note("%s\n", peer_info[i]);
+  for (int i = 0; i < nskips; i++) note("skipped: %s\n", skip_notes[i]);
+  note("load average (1 min): %.2f at the start, %.2f at the end%s\n", load_start, loadavg1(),
+       load_start > 0.5 ? " (the CPUs were busy before the start: expect skewed numbers)" : "");
+  note("checks (tgc): %s; total %.1f s (tgc %.1f s)\n", checks_ok ? "ok" : "FAILED", now_s() - t_start, t_tgc);
+  return checks_ok ? 0 : 1;
+}
