@@ -98,11 +98,18 @@ tg_tensor *tg_retain(tg_tensor *t) {
   return t;
 }
 
+/* scopes that could not be opened for lack of memory: their tensors belong to the enclosing scope, and
+ * their tg_scope_end must not close that one */
+static int lost_scopes;
+
 void tg_scope_begin(void) {
   if (nscopes == scopes_cap) {
     int nc = scopes_cap ? scopes_cap * 2 : 8;
     scope *ns = realloc(scopes, (size_t)nc * sizeof *ns);
-    if (!ns) return; /* the tensors then belong to the enclosing scope: nothing leaks */
+    if (!ns) {
+      lost_scopes++;
+      return;
+    }
     scopes = ns;
     scopes_cap = nc;
   }
@@ -110,6 +117,10 @@ void tg_scope_begin(void) {
 }
 
 void tg_scope_end(void) {
+  if (lost_scopes) {
+    lost_scopes--;
+    return;
+  }
   if (!nscopes) return;
   scope s = scopes[--nscopes];
   for (int i = 0; i < s.n; i++) {
