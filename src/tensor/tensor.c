@@ -100,14 +100,15 @@ tg_tensor *tg_retain(tg_tensor *t) {
 
 /* scopes that could not be opened for lack of memory: their tensors belong to the enclosing scope, and
  * their tg_scope_end must not close that one */
-static int lost_scopes;
+static int lost_scopes, lost_depth;
 
 void tg_scope_begin(void) {
   if (nscopes == scopes_cap) {
     int nc = scopes_cap ? scopes_cap * 2 : 8;
     scope *ns = realloc(scopes, (size_t)nc * sizeof *ns);
     if (!ns) {
-      lost_scopes++;
+      if (!lost_scopes) lost_depth = nscopes;
+      lost_scopes += lost_depth == nscopes;  /* deeper losses than the first are not tracked (memory is gone) */
       return;
     }
     scopes = ns;
@@ -117,7 +118,7 @@ void tg_scope_begin(void) {
 }
 
 void tg_scope_end(void) {
-  if (lost_scopes) {
+  if (lost_scopes && nscopes == lost_depth) {
     lost_scopes--;
     return;
   }
