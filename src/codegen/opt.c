@@ -260,7 +260,8 @@ static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbe
 
 /* the copy of the load's values over its inner loops into a DEFINE_LOCAL, and the load from it */
 static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
-  /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous; with
+  /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous (of equal
+   * strides the UPCAST loop innermost: conv's window ox+kx then gives vector lanes along ox); with
    * upcast_last the UPCAST loops go innermost whatever their stride (a transposing copy: matmul with B
    * transposed then reads its panel as the plain one) */
   int64_t coef[KS_MAX_AXES];
@@ -269,7 +270,9 @@ static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
     if (upcast_last && pl->inner[i]->aux[0] == AX_UPCAST) coef[i] = -1 - pl->inner[i]->src[0]->arg.i;
   }
   for (int i = 1; i < pl->ninner; i++)
-    for (int j = i; j > 0 && coef[j] > coef[j - 1]; j--) {
+    for (int j = i; j > 0 && (coef[j] > coef[j - 1] || (coef[j] == coef[j - 1] && pl->inner[j - 1]->aux[0] == AX_UPCAST &&
+                                                      pl->inner[j]->aux[0] != AX_UPCAST));
+         j--) {
       int64_t tc = coef[j]; coef[j] = coef[j - 1]; coef[j - 1] = tc;
       uop *tr = pl->inner[j]; pl->inner[j] = pl->inner[j - 1]; pl->inner[j - 1] = tr;
     }
