@@ -174,9 +174,13 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
   pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
   for (int i = 0; i < nout && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++)
     if (ax[i].size > (nred ? lanes : 2 * lanes) && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
+      kernel_state before = *ks;
+      hot hb = h;
       if (try_opt(ks, OPT_PADTO, i, nred ? 2 * lanes : lanes)) {
         find_hot(ks->ast, &h);
         pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
+        /* a short row padded by up to 60% is worth it only for vector lanes (conv's input gradient: none) */
+        if (vec_id < 0 && !vec_on_reduce && ax[i].size <= 2 * lanes) *ks = before, h = hb;
       }
       break;
     }
