@@ -10,8 +10,11 @@
  *      padded to one (PADTO) and the choice made again. A vector loop whose hot load is strided in it is
  *      taken when step 4 can pack that load transposed (matmul with B transposed), else the dot-product
  *      form: UNROLL of the reduce by one vector and 16 accumulators over the output loops with reuse;
+ *      (a reduce's loop is padded from above one vector: conv's rows of 20 or 24 become 32);
  *   2. register tile: for a reduce, one more output loop along which a hot load is reused gets UPCAST by
- *      8/6/4/3/2, keeping at most 16 vector accumulators (matmul: 8x32 floats, 16 zmm registers);
+ *      8/6/4/3/2, keeping at most 16 vector accumulators (matmul: 8x32 floats, 16 zmm registers); a load
+ *      reused there that varies along the vector loop counts twice (conv: the tile goes on cout, where x's
+ *      window vector is shared, not on the batch, where only the weight's scalar is);
  *   3. threads: the output loop that splits evenly across the pool, preferring the vector loop's outer part
  *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul);
  *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
@@ -170,10 +173,14 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
   bool vec_on_reduce = false;
   pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
   for (int i = 0; i < nout && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++)
-    if (ax[i].size > 2 * lanes && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
+    if (ax[i].size > (nred ? lanes : 2 * lanes) && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
+      kernel_state before = *ks;
+      hot hb = h;
       if (try_opt(ks, OPT_PADTO, i, nred ? 2 * lanes : lanes)) {
         find_hot(ks->ast, &h);
         pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
+        /* a short row padded by up to 60% is worth it only for vector lanes (conv's input gradient: none) */
+        if (vec_id < 0 && !vec_on_reduce && ax[i].size <= 2 * lanes) *ks = before, h = hb;
       }
       break;
     }
@@ -185,11 +192,23 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
     int vec_regs = 1;
     for (int i = 0; i < n; i++)
       if (ax[i].type == AX_UPCAST) vec_regs *= (int)(ax[i].size / (vec_id >= 0 ? lanes : 1));
-    int best = -1, best_reuse = 0;
+    int best = -1, best_reuse = 0, vi = -1;
+    hot h2;  /* the loads as they are after step 1 (h's predate its UPCAST) */
+    find_hot(ks->ast, &h2);
+    for (int i = 0; i < n && vi < 0; i++)  /* step 1's UPCAST is the only one so far */
+      if (vec_id >= 0 && ax[i].type == AX_UPCAST) vi = i;
     for (int i = 0; i < nout; i++) {
       if (ax[i].r->arg.i == vec_id) continue;
       int re, co, ga;
       load_kinds(&h, ax[i].r, &re, &co, &ga);
+      /* a load reused across i that varies along the vector loop counts twice: its vector load is then shared
+       * by the tile's accumulators (conv: x's window across cout, not the weight's scalar across the batch) */
+      for (int l = 0; re && vi >= 0 && l < h2.nloads; l++) {
+        int64_t ki, kv;
+        if (lin_coef(h2.loads[l]->src[1], ax[i].r, &ki) && ki == 0 &&
+            (!lin_coef(h2.loads[l]->src[1], ax[vi].r, &kv) || kv != 0))
+          re++;
+      }
       /* the most reuse; of equal reuse the longest loop (a batch axis of 8 folded into the tile would leave
        * no loop outside the tile to pack for) */
       if (re > best_reuse || (re && re == best_reuse && ax[i].size > ax[best].size)) { best_reuse = re; best = i; }

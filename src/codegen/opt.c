@@ -228,12 +228,16 @@ static uop *swap_ranges(uop *ast, uop *a, uop *b) {
   return r ? uop_substitute(r, tmp, a2) : NULL;
 }
 
-typedef struct pack_plan { uop *load; uop *inner[KS_MAX_AXES]; int ninner; int64_t elems; } pack_plan;
+/* load: the value copied (the load, or WHERE(gate, load, const): padding's gate then is evaluated in the copy,
+ * not in the tile loop); src: the load itself */
+typedef struct pack_plan { uop *load, *src; uop *inner[KS_MAX_AXES]; int ninner; int64_t elems; } pack_plan;
 
 /* whether load L can be packed for loop t: it does not use t, and every loop it uses is opened before t
  * (before[]), is one of red's loops, or is a register loop */
 static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbefore, pack_plan *pl) {
-  if (L->src[0]->op != OP_PARAM || uop_uses(L, t)) return false;
+  uop *src = L->op == OP_WHERE ? L->src[1] : L;
+  if (L->op == OP_WHERE && (src->op != OP_LOAD || L->src[2]->op != OP_CONST)) return false;
+  if (src->src[0]->op != OP_PARAM || uop_uses(L, t)) return false;
   int n;
   uop **order = uop_toposort(L, &n);  /* the loops of its index and of its mask (a masked load is copied masked) */
   if (!order) return false;
@@ -255,21 +259,25 @@ static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbe
   }
   free(order);
   pl->load = L;
+  pl->src = src;
   return ok && uses_red;
 }
 
 /* the copy of the load's values over its inner loops into a DEFINE_LOCAL, and the load from it */
 static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
-  /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous; with
+  /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous (of equal
+   * strides the UPCAST loop innermost: conv's window ox+kx then gives vector lanes along ox); with
    * upcast_last the UPCAST loops go innermost whatever their stride (a transposing copy: matmul with B
    * transposed then reads its panel as the plain one) */
   int64_t coef[KS_MAX_AXES];
   for (int i = 0; i < pl->ninner; i++) {
-    if (!lin_coef(pl->load->src[1], pl->inner[i], &coef[i])) coef[i] = 0;
+    if (!lin_coef(pl->src->src[1], pl->inner[i], &coef[i])) coef[i] = 0;
     if (upcast_last && pl->inner[i]->aux[0] == AX_UPCAST) coef[i] = -1 - pl->inner[i]->src[0]->arg.i;
   }
   for (int i = 1; i < pl->ninner; i++)
-    for (int j = i; j > 0 && coef[j] > coef[j - 1]; j--) {
+    for (int j = i; j > 0 && (coef[j] > coef[j - 1] || (coef[j] == coef[j - 1] && pl->inner[j - 1]->aux[0] == AX_UPCAST &&
+                                                      pl->inner[j]->aux[0] != AX_UPCAST));
+         j--) {
       int64_t tc = coef[j]; coef[j] = coef[j - 1]; coef[j - 1] = tc;
       uop *tr = pl->inner[j]; pl->inner[j] = pl->inner[j - 1]; pl->inner[j - 1] = tr;
     }
@@ -318,8 +326,8 @@ static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, bool up
     uop **sub = uop_toposort(order[i]->src[0], &m);
     if (!sub) break;
     for (int j = 0; j < m; j++)
-      if (sub[j]->op == OP_LOAD && pack_candidate(sub[j], order[i], ax[a].r, before, a, &pl) &&
-          pl.elems <= PACK_MAX_ELEMS && pl.elems > best.elems)
+      if ((sub[j]->op == OP_LOAD || sub[j]->op == OP_WHERE) && pack_candidate(sub[j], order[i], ax[a].r, before, a, &pl) &&
+          pl.elems <= PACK_MAX_ELEMS && (pl.elems > best.elems || (pl.elems == best.elems && pl.src == best.load)))
         best = pl;
     free(sub);
   }
