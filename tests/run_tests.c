@@ -1,7 +1,10 @@
 /* run_tests.c — runs the registered tests; the last line is "N passed, N failed". */
+#include <dirent.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -45,6 +48,27 @@ bool check_equal_i64(const char *what, const int64_t *got, const int64_t *want, 
       test_fail(file, line, "%s[%lld]: got %lld want %lld", what, (long long)i, (long long)got[i], (long long)want[i]);
   if (bad > 4) test_fail(file, line, "%s: %lld of %lld elements differ", what, (long long)bad, (long long)n);
   return bad == 0;
+}
+
+bool test_temp_dir(char *out, size_t cap) {
+  const char *t = getenv("TMPDIR");
+  snprintf(out, cap, "%s/tgc-test-XXXXXX", t && *t ? t : "/tmp");
+  return mkdtemp(out) != NULL;
+}
+
+void test_remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    char p[PATH_MAX];
+    while ((e = readdir(d)) != NULL) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
 }
 
 static int cmp_name(const void *a, const void *b) {

@@ -37,6 +37,11 @@ int test_failures_in_current(void);
 bool check_close_f32(const char *what, const float *got, const float *want, int64_t n, double atol, double rtol,
                      const char *file, int line);
 bool check_equal_i64(const char *what, const int64_t *got, const int64_t *want, int64_t n, const char *file, int line);
+/* a fresh directory under $TMPDIR or /tmp into out; false if none could be made */
+bool test_temp_dir(char *out, size_t cap);
+/* removes dir and the files in it */
+void test_remove_dir(const char *dir);
+
 #define CHECK_CLOSE(what, got, want, n) check_close_f32(what, got, want, n, 1e-6, 1e-3, __FILE__, __LINE__)
 
 #endif

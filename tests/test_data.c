@@ -10,27 +10,6 @@
 
 #include "test.h"
 
-static bool temp_dir(char *out, size_t cap) {
-  const char *t = getenv("TMPDIR");
-  snprintf(out, cap, "%s/tgc-data-XXXXXX", t && *t ? t : "/tmp");
-  return mkdtemp(out) != NULL;
-}
-
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    char p[PATH_MAX];
-    while ((e = readdir(d)) != NULL) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 /* writes n bytes to dir/name, gzipped if gz */
 static bool write_file(const char *dir, const char *name, const void *data, size_t n, bool gz) {
   char p[PATH_MAX];
@@ -93,7 +72,7 @@ static void check_small(const tg_dataset *d, int64_t n, int first_label) {
 TEST(test_mnist_reads_raw_and_gzipped_idx) {
   for (int gz = 0; gz < 2; gz++) {
     char dir[PATH_MAX];
-    if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+    if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
     CHECK(write_small_mnist(dir, gz), "write");
     tg_dataset train, test;
     CHECK(tg_mnist_load(dir, false, &train, &test) == TG_OK, "%s: %s", gz ? "gz" : "raw", tg_error());
@@ -106,7 +85,7 @@ TEST(test_mnist_reads_raw_and_gzipped_idx) {
     CHECK(tg_mnist_load(dir, true, NULL, &test) == TG_OK, "%s", tg_error());
     check_small(&test, 2, 7);
     tg_dataset_free(&test);
-    remove_dir(dir);
+    test_remove_dir(dir);
   }
 }
 
@@ -131,7 +110,7 @@ TEST(test_mnist_refuses_malformed_idx) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char dir[PATH_MAX];
-    if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+    if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
     bool ok = write_file(dir, "t10k-images-idx3-ubyte", good_img, ni, false) &&
               write_file(dir, "t10k-labels-idx1-ubyte", good_lab, nl, false);
     if (strcmp(bad[i].file, "train-images-idx3-ubyte")) ok = ok && write_file(dir, "train-images-idx3-ubyte", good_img, ni, false);
@@ -143,11 +122,11 @@ TEST(test_mnist_refuses_malformed_idx) {
     CHECK(tg_mnist_load(dir, false, &train, &test) != TG_OK, "%s: accepted", bad[i].what);
     CHECK(strstr(tg_error(), bad[i].file) && strstr(tg_error(), bad[i].expect), "%s: message: %s", bad[i].what, tg_error());
     CHECK(train.x == NULL && test.x == NULL, "%s: a failed load leaves nothing behind", bad[i].what);
-    remove_dir(dir);
+    test_remove_dir(dir);
   }
   /* a gzip stream cut in the middle */
   char dir[PATH_MAX], p[PATH_MAX + 32];
-  if (!temp_dir(dir, sizeof dir)) return;
+  if (!test_temp_dir(dir, sizeof dir)) return;
   CHECK(write_small_mnist(dir, true), "write");
   snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", dir);
   FILE *f = fopen(p, "rb");
@@ -162,7 +141,7 @@ TEST(test_mnist_refuses_malformed_idx) {
   rename(raw, p);  /* the cut stream under the .gz name */
   tg_dataset train = {0};
   CHECK(tg_mnist_load(dir, false, &train, NULL) != TG_OK && strstr(tg_error(), "train-images"), "cut gzip: %s", tg_error());
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 /* sets an environment variable for a test and gives back the old value (caller frees) */
@@ -182,7 +161,7 @@ static void restore_env(const char *name, char *old) {
 
 TEST(test_mnist_missing_lists_where_it_looked) {
   char dir[PATH_MAX], data[PATH_MAX], cache[PATH_MAX];
-  if (!temp_dir(dir, sizeof dir) || !temp_dir(data, sizeof data) || !temp_dir(cache, sizeof cache)) {
+  if (!test_temp_dir(dir, sizeof dir) || !test_temp_dir(data, sizeof data) || !test_temp_dir(cache, sizeof cache)) {
     CHECK(false, "mkdtemp failed");
     return;
   }
@@ -218,12 +197,12 @@ TEST(test_mnist_missing_lists_where_it_looked) {
   check_small(&train, 5, 3);
   tg_dataset_free(&train);
   tg_dataset_free(&test);
-  remove_dir(sub);
+  test_remove_dir(sub);
   restore_env("TG_DATA", old_data);
   restore_env("XDG_CACHE_HOME", old_cache);
-  remove_dir(dir);
-  remove_dir(data);
-  remove_dir(cache);
+  test_remove_dir(dir);
+  test_remove_dir(data);
+  test_remove_dir(cache);
 }
 
 /* the real files, where this machine keeps them (scripts/get_mnist.sh) */
@@ -293,7 +272,7 @@ TEST(test_digits_csv_loads_1797_rows) {
 
 TEST(test_digits_csv_refuses_bad_rows) {
   char dir[PATH_MAX], path[PATH_MAX + 32];
-  if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+  if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
   char row[512];
   size_t k = 0;
   for (int i = 0; i < 64; i++) k += (size_t)snprintf(row + k, sizeof row - k, "%d,", i % 17);
@@ -323,7 +302,7 @@ TEST(test_digits_csv_refuses_bad_rows) {
   }
   snprintf(path, sizeof path, "%s/none.csv", dir);
   CHECK(tg_digits_load(path, &d) == TG_ERR_IO && strstr(tg_error(), "none.csv"), "missing: %s", tg_error());
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 TEST(test_dataset_batch_copies_rows) {

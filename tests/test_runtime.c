@@ -21,29 +21,6 @@ static const char *add_src =
     "  for (int64_t i = lo; i < hi; i++) c[i] = a[i] + b[i];\n"
     "}\n";
 
-/* a fresh directory under $TMPDIR or /tmp; false if none could be made */
-static bool make_temp_dir(char *out, size_t cap) {
-  const char *t = getenv("TMPDIR");
-  snprintf(out, cap, "%s/tgc-test-XXXXXX", t && *t ? t : "/tmp");
-  return mkdtemp(out) != NULL;
-}
-
-/* removes dir and the files in it */
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    char p[PATH_MAX];
-    while ((e = readdir(d)) != NULL) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 /* runs add_src's kernel p over n elements on nthreads and compares with a plain loop */
 static void check_add_kernel(const tg_program *p, int64_t n, int nthreads) {
   const tg_device *d = device_cpu();
@@ -234,7 +211,7 @@ static void disk_cache_steps(const char *dir) {
 
 TEST(test_runtime_disk_cache_hit_corrupt_and_unwritable) {
   char dir[PATH_MAX];
-  if (!make_temp_dir(dir, sizeof dir)) {
+  if (!test_temp_dir(dir, sizeof dir)) {
     CHECK(false, "mkdtemp failed");
     return;
   }
@@ -243,12 +220,12 @@ TEST(test_runtime_disk_cache_hit_corrupt_and_unwritable) {
   disk_cache_steps(dir);
   cpu_program_cache_clear();
   compile_cache_set_dir(NULL);
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 TEST(test_runtime_compile_error_reports_compiler_message) {
   char dir[PATH_MAX];
-  if (!make_temp_dir(dir, sizeof dir)) {
+  if (!test_temp_dir(dir, sizeof dir)) {
     CHECK(false, "mkdtemp failed");
     return;
   }
@@ -269,7 +246,7 @@ TEST(test_runtime_compile_error_reports_compiler_message) {
   }
   CHECK(files == 0, "%d files left in the cache dir after a failed compile", files);
   compile_cache_set_dir(NULL);
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 TEST(test_runtime_device_default_reads_dev) {

@@ -10,27 +10,6 @@
 #include "tensor/tensor.h"
 #include "test.h"
 
-static bool temp_dir(char *out, size_t cap) {
-  const char *t = getenv("TMPDIR");
-  snprintf(out, cap, "%s/tgc-state-XXXXXX", t && *t ? t : "/tmp");
-  return mkdtemp(out) != NULL;
-}
-
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    char p[PATH_MAX];
-    while ((e = readdir(d)) != NULL) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 /* writes a safetensors file: the length hlen (or strlen(json) if hlen < 0), the json padded with spaces to
  * pad bytes (0: none), then ndata bytes */
 static bool write_raw(const char *path, const char *json, long long hlen, size_t pad, const void *data, size_t ndata) {
@@ -122,7 +101,7 @@ static size_t case_bytes(int i) {
 
 TEST(test_safetensors_round_trip_every_dtype_and_shape) {
   char dir[PATH_MAX], path[PATH_MAX + 32];
-  if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+  if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   tg_params *src = tg_params_new(), *dst = tg_params_new();
   uint8_t want[NCASES][64], got[64];
@@ -183,13 +162,13 @@ TEST(test_safetensors_round_trip_every_dtype_and_shape) {
   CHECK(er && tg_params_count(er) == 0, "empty: %s", tg_error());
   tg_params_free(er);
   tg_params_free(e);
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 /* the saved file follows the format: 8-byte header length, padded JSON, data aligned per dtype */
 TEST(test_safetensors_file_layout) {
   char dir[PATH_MAX], path[PATH_MAX + 32];
-  if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+  if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
   snprintf(path, sizeof path, "%s/m.safetensors", dir);
   tg_params *p = tg_params_new();
   tg_tensor *a = tg_full(TG_UINT8, 1, (int64_t[]){3}, 7), *b = tg_full(TG_FLOAT64, 1, (int64_t[]){2}, 1.5);
@@ -212,12 +191,12 @@ TEST(test_safetensors_file_layout) {
   memcpy(&d0, buf + 8 + hl, 8);
   CHECK(d0 == 1.5 && buf[8 + hl + 16] == 7, "data");
   tg_params_free(p);
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 TEST(test_safetensors_load_shares_the_mapping) {
   char dir[PATH_MAX], path[PATH_MAX + 32];
-  if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+  if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
   snprintf(path, sizeof path, "%s/big.safetensors", dir);
   enum { N = 1 << 18 };
   float *w = malloc(N * sizeof *w);
@@ -272,12 +251,12 @@ TEST(test_safetensors_load_shares_the_mapping) {
     fclose(maps);
     CHECK(!found, "%s is still mapped after its tensors were freed", path);
   }
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 TEST(test_safetensors_unaligned_offset_is_copied) {
   char dir[PATH_MAX], path[PATH_MAX + 32];
-  if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+  if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
   snprintf(path, sizeof path, "%s/u.safetensors", dir);
   /* a 1-byte tensor first puts the float32 tensor at offset 1 */
   const char *json = "{\"__metadata__\":{\"format\":\"pt\",\"k\":[1,{\"x\":null}]},"
@@ -300,7 +279,7 @@ TEST(test_safetensors_unaligned_offset_is_copied) {
   CHECK(host_bytes(tg_params_find(r, "t"), &t0) && t0 == 9, "u8 value %u", t0);
   CHECK(f && fabs(sum_of(f) - (1.5 - 2.0 + 3.25 + 1e-3)) < 1e-5, "computes on the copy");
   tg_params_free(r);
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 typedef struct bad_case {
@@ -312,7 +291,7 @@ typedef struct bad_case {
 
 TEST(test_safetensors_refuses_malformed_files) {
   char dir[PATH_MAX], path[PATH_MAX + 32];
-  if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+  if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
   snprintf(path, sizeof path, "%s/bad.safetensors", dir);
   static char deep[2200];
   strcpy(deep, "{\"__metadata__\":");
@@ -384,12 +363,12 @@ TEST(test_safetensors_refuses_malformed_files) {
         "missing file: %s", tg_error());
   CHECK(tg_safetensors_read(dir) == NULL && strstr(tg_error(), "regular"), "a directory: %s", tg_error());
   tg_params_free(p);
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 TEST(test_safetensors_load_reports_every_difference) {
   char dir[PATH_MAX], path[PATH_MAX + 32];
-  if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+  if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
   snprintf(path, sizeof path, "%s/m.safetensors", dir);
   tg_params *file = tg_params_new();
   const char *fnames[] = {"w1", "w2", "b1", "extra1", "extra2"};
@@ -434,13 +413,13 @@ TEST(test_safetensors_load_reports_every_difference) {
   CHECK(sum_of(tg_params_find(ok, "m1")) == -4, "m1 kept");
   tg_params_free(ok);
   tg_params_free(m);
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
 
 /* a parameter tensor that requires a gradient keeps it and trains on the loaded value */
 TEST(test_safetensors_load_into_trainable_param) {
   char dir[PATH_MAX], path[PATH_MAX + 32];
-  if (!temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+  if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
   snprintf(path, sizeof path, "%s/t.safetensors", dir);
   tg_params *p = tg_params_new();
   tg_tensor *w = tg_full(TG_FLOAT32, 1, (int64_t[]){3}, 2);
@@ -459,5 +438,5 @@ TEST(test_safetensors_load_into_trainable_param) {
   tg_free(w);
   tg_params_free(l);
   tg_params_free(p);
-  remove_dir(dir);
+  test_remove_dir(dir);
 }
