@@ -29,6 +29,25 @@ static tg_status init_failed(const char *op) {
   return tg_error_status();
 }
 
+/* weight of shape wshape and an optional bias of n elements, both U(-1/sqrt(fan_in), 1/sqrt(fan_in)):
+ * kaiming_uniform(a=sqrt(5)) as tinygrad and PyTorch */
+static tg_status weight_and_bias(const char *op, int nd, const int64_t *wshape, double fan_in, int64_t n, bool bias,
+                                 tg_tensor **w, tg_tensor **b) {
+  double bound = 1 / sqrt(fan_in);
+  *w = param_of(tg_uniform(TG_FLOAT32, nd, wshape, -bound, bound), true);
+  *b = bias ? param_of(tg_uniform(TG_FLOAT32, 1, &n, -bound, bound), true) : NULL;
+  if (*w && (!bias || *b)) return TG_OK;
+  tg_free(*w);
+  tg_free(*b);
+  *w = *b = NULL;
+  return init_failed(op);
+}
+
+static tg_status weight_bias_params(tg_tensor *w, tg_tensor *b, const char *prefix, tg_params *p) {
+  tg_status st = add_named(p, prefix, "weight", w);
+  return st ? st : add_named(p, prefix, "bias", b);
+}
+
 static bool positive(const char *op, int n, const int64_t *v) {
   for (int i = 0; i < n; i++)
     if (v[i] <= 0) {
@@ -43,14 +62,7 @@ static bool positive(const char *op, int n, const int64_t *v) {
 tg_status tg_linear_init(tg_linear *l, int64_t in, int64_t out, bool bias) {
   *l = (tg_linear){0};
   if (!positive("tg_linear_init", 2, (int64_t[]){in, out})) return TG_ERR_ARG;
-  double bound = 1 / sqrt((double)in);  /* kaiming_uniform(a=sqrt(5)), as tinygrad and PyTorch */
-  l->weight = param_of(tg_uniform(TG_FLOAT32, 2, (int64_t[]){out, in}, -bound, bound), true);
-  if (bias) l->bias = param_of(tg_uniform(TG_FLOAT32, 1, &out, -bound, bound), true);
-  if (!l->weight || (bias && !l->bias)) {
-    tg_linear_free(l);
-    return init_failed("tg_linear_init");
-  }
-  return TG_OK;
+  return weight_and_bias("tg_linear_init", 2, (int64_t[]){out, in}, (double)in, out, bias, &l->weight, &l->bias);
 }
 
 tg_tensor *tg_linear_forward(const tg_linear *l, tg_tensor *x) {
@@ -65,8 +77,7 @@ tg_tensor *tg_linear_forward(const tg_linear *l, tg_tensor *x) {
 }
 
 tg_status tg_linear_params(const tg_linear *l, const char *prefix, tg_params *p) {
-  tg_status st = add_named(p, prefix, "weight", l->weight);
-  return st ? st : add_named(p, prefix, "bias", l->bias);
+  return weight_bias_params(l->weight, l->bias, prefix, p);
 }
 
 void tg_linear_free(tg_linear *l) {
@@ -88,14 +99,8 @@ tg_status tg_conv2d_layer_init(tg_conv2d_layer *l, int64_t cin, int64_t cout, in
                  (long long)cout, (long long)g);
     return TG_ERR_ARG;
   }
-  double bound = 1 / sqrt((double)(cin / g * k * k));
-  l->weight = param_of(tg_uniform(TG_FLOAT32, 4, (int64_t[]){cout, cin / g, k, k}, -bound, bound), true);
-  if (bias) l->bias = param_of(tg_uniform(TG_FLOAT32, 1, &cout, -bound, bound), true);
-  if (!l->weight || (bias && !l->bias)) {
-    tg_conv2d_layer_free(l);
-    return init_failed("tg_conv2d_layer_init");
-  }
-  return TG_OK;
+  return weight_and_bias("tg_conv2d_layer_init", 4, (int64_t[]){cout, cin / g, k, k}, (double)(cin / g * k * k), cout,
+                         bias, &l->weight, &l->bias);
 }
 
 tg_tensor *tg_conv2d_layer_forward(const tg_conv2d_layer *l, tg_tensor *x) {
@@ -103,8 +108,7 @@ tg_tensor *tg_conv2d_layer_forward(const tg_conv2d_layer *l, tg_tensor *x) {
 }
 
 tg_status tg_conv2d_layer_params(const tg_conv2d_layer *l, const char *prefix, tg_params *p) {
-  tg_status st = add_named(p, prefix, "weight", l->weight);
-  return st ? st : add_named(p, prefix, "bias", l->bias);
+  return weight_bias_params(l->weight, l->bias, prefix, p);
 }
 
 void tg_conv2d_layer_free(tg_conv2d_layer *l) {
@@ -123,14 +127,9 @@ tg_status tg_conv_transpose2d_layer_init(tg_conv_transpose2d_layer *l, int64_t c
                  (long long)cin, (long long)cout, (long long)g);
     return TG_ERR_ARG;
   }
-  double bound = 1 / sqrt((double)(cout / g * k * k));  /* PyTorch: fan_in of the (cin, cout/g, k, k) weight */
-  l->weight = param_of(tg_uniform(TG_FLOAT32, 4, (int64_t[]){cin, cout / g, k, k}, -bound, bound), true);
-  if (bias) l->bias = param_of(tg_uniform(TG_FLOAT32, 1, &cout, -bound, bound), true);
-  if (!l->weight || (bias && !l->bias)) {
-    tg_conv_transpose2d_layer_free(l);
-    return init_failed("tg_conv_transpose2d_layer_init");
-  }
-  return TG_OK;
+  /* PyTorch: fan_in of the (cin, cout/g, k, k) weight */
+  return weight_and_bias("tg_conv_transpose2d_layer_init", 4, (int64_t[]){cin, cout / g, k, k}, (double)(cout / g * k * k),
+                         cout, bias, &l->weight, &l->bias);
 }
 
 tg_tensor *tg_conv_transpose2d_layer_forward(const tg_conv_transpose2d_layer *l, tg_tensor *x) {
@@ -138,8 +137,7 @@ tg_tensor *tg_conv_transpose2d_layer_forward(const tg_conv_transpose2d_layer *l,
 }
 
 tg_status tg_conv_transpose2d_layer_params(const tg_conv_transpose2d_layer *l, const char *prefix, tg_params *p) {
-  tg_status st = add_named(p, prefix, "weight", l->weight);
-  return st ? st : add_named(p, prefix, "bias", l->bias);
+  return weight_bias_params(l->weight, l->bias, prefix, p);
 }
 
 void tg_conv_transpose2d_layer_free(tg_conv_transpose2d_layer *l) {
