@@ -398,7 +398,8 @@ void tg_dataset_free(tg_dataset *d);
  * compiling or allocating. Parameters updated with tg_assign are written in place, so a training step
  * replays. Inputs must keep the captured shapes and dtypes; reading tensor data to the host inside a step
  * being captured is refused (its value would be frozen into the replay). Random numbers drawn inside a
- * captured step repeat on every replay. */
+ * captured step take fresh counters on every replay, exactly as the step run eagerly would. The step's
+ * intermediate buffers share one arena placed by lifetime (DEBUG=1 prints the bytes before and after). */
 typedef struct tg_jit tg_jit;
 typedef tg_status (*tg_jit_fn)(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out);
 tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx, int nin, int nout);
@@ -406,6 +407,8 @@ tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx, int nin, int nout);
  * next call overwrites */
 tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out);
 int tg_jit_kernels(const tg_jit *j);   /* kernels captured (0 before the capture) */
+/* bytes of the captured step's intermediate buffers on their own (before) and in the planned arena (after) */
+tg_status tg_jit_memory(const tg_jit *j, size_t *before, size_t *after);
 void tg_jit_free(tg_jit *j);
 
 /* ---- engine statistics, for tests and tools --------------------------------------------------------- */

@@ -12,7 +12,11 @@
 
 #include "engine/engine.h"
 #include "engine/jit.h"
+#include "engine/memplan.h"
 #include "tensor/tensor.h"
+
+/* a captured input's buffer sits in slot `slot` of launch `launch`: replays put the new input there */
+typedef struct jit_patch { int launch, slot, input; } jit_patch;
 
 struct tg_jit {
   tg_jit_fn fn;
@@ -24,11 +28,23 @@ struct tg_jit {
   tg_buffer **out_bufs;    /* the outputs' buffers (retained) */
   uop **in_shape;          /* the captured inputs' nodes: shapes and dtypes to check against */
   uop **out_shape;
+  /* prepared launches: the argument pointers of launch k are ptrs[k][0..nbufs) */
+  void ***ptrs;
+  jit_patch *patches;
+  int npatches;
+  /* memory plan: intermediates live in one arena */
+  tg_buffer *arena;
+  plan_item *plan;
+  int nplan;
+  size_t bytes_unplanned;  /* what the intermediates took before planning */
 };
 
 static jit_capture *active;
+static bool poison;
 
 jit_capture *jit_capturing(void) { return active; }
+
+void jit_set_poison(bool on) { poison = on; }
 
 void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads) {
   if (c->failed) return;
@@ -49,14 +65,47 @@ void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nb
   c->launches[c->n++] = (jit_launch){.prog = prog, .nbufs = nbufs, .nthreads = nthreads, .bufs = copy};
 }
 
+/* random.c tells of every draw while a step is captured */
+static void note_rng(void *ctx, void *buf, uint64_t base, uint64_t n) {
+  jit_capture *c = ctx;
+  if (c->failed || !buf) return;
+  if (c->nrng == c->caprng) {
+    int nc = c->caprng ? c->caprng * 2 : 16;
+    jit_rng *nr = realloc(c->rng, (size_t)nc * sizeof *nr);
+    if (!nr) { c->failed = true; return; }
+    c->rng = nr;
+    c->caprng = nc;
+  }
+  buffer_retain(buf);
+  c->rng[c->nrng++] = (jit_rng){.buf = buf, .base = base, .n = n};
+}
+
 static void capture_clear(jit_capture *c) {
   for (int i = 0; i < c->n; i++) {
     for (int b = 0; b < c->launches[i].nbufs; b++) buffer_release(c->launches[i].bufs[b]);
     free(c->launches[i].bufs);
     program_release(c->launches[i].prog);
   }
+  for (int i = 0; i < c->nrng; i++) buffer_release(c->rng[i].buf);
   free(c->launches);
+  free(c->rng);
   *c = (jit_capture){0};
+}
+
+/* drops the capture and everything prepared from it */
+static void jit_reset(tg_jit *j) {
+  capture_clear(&j->cap);
+  if (j->ptrs) free(j->ptrs[0]);
+  free(j->ptrs);
+  free(j->patches);
+  free(j->plan);
+  buffer_release(j->arena);
+  j->ptrs = NULL;
+  j->patches = NULL;
+  j->plan = NULL;
+  j->arena = NULL;
+  j->npatches = j->nplan = 0;
+  j->bytes_unplanned = 0;
 }
 
 tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx, int nin, int nout) {
@@ -90,7 +139,7 @@ static void mark_jit(void *ctx) {
 void tg_jit_free(tg_jit *j) {
   if (!j) return;
   uop_gc_remove_roots(mark_jit, j);
-  capture_clear(&j->cap);
+  jit_reset(j);
   for (int i = 0; i < j->nout; i++) buffer_release(j->out_bufs[i]);
   free(j->in_bufs);
   free(j->out_bufs);
@@ -123,33 +172,163 @@ static tg_status run_step(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   return st;
 }
 
+/* the distinct buffers of a capture with the facts the planner needs */
+typedef struct buf_use {
+  tg_buffer *buf;
+  int slots;          /* launch slots that hold it (each one retained it) */
+  int first, last;    /* first and last launch that touch it */
+  bool written_first; /* the first launch writes it (slot 0) and does not read it */
+} buf_use;
+
+static int find_use(buf_use *u, int n, const tg_buffer *b) {
+  for (int i = n - 1; i >= 0; i--)  /* recent buffers are the likely ones */
+    if (u[i].buf == b) return i;
+  return -1;
+}
+
+/* Intermediates are the buffers only the capture still holds, first written by a kernel of the step: no one
+ * outside can see them and no value of theirs survives from one replay to the next. They move into one
+ * arena placed by lifetime; parameters, optimizer state, inputs, outputs and random counters keep theirs. */
+static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
+  jit_capture *c = &j->cap;
+  int total = 0;
+  for (int k = 0; k < c->n; k++) total += c->launches[k].nbufs;
+  buf_use *use = malloc((size_t)(total ? total : 1) * sizeof *use);
+  if (!use) return TG_ERR_NOMEM;
+  int nuse = 0;
+  for (int k = 0; k < c->n; k++)
+    for (int b = 0; b < c->launches[k].nbufs; b++) {
+      tg_buffer *buf = c->launches[k].bufs[b];
+      int u = find_use(use, nuse, buf);
+      if (u < 0) {
+        u = nuse++;
+        use[u] = (buf_use){.buf = buf, .first = k, .written_first = b == 0};
+      } else if (use[u].first == k) {
+        use[u].written_first = false;  /* read and written by the same kernel: its old value matters */
+      }
+      use[u].slots++;
+      use[u].last = k;
+    }
+  j->plan = malloc((size_t)(nuse ? nuse : 1) * sizeof *j->plan);
+  int *item_of = malloc((size_t)(nuse ? nuse : 1) * sizeof *item_of);
+  if (!j->plan || !item_of) {
+    free(use);
+    free(item_of);
+    return TG_ERR_NOMEM;
+  }
+  j->nplan = 0;
+  for (int u = 0; u < nuse; u++) {
+    tg_buffer *b = use[u].buf;
+    bool mine = !b->wrapped && __atomic_load_n(&b->refcnt, __ATOMIC_RELAXED) == use[u].slots;
+    item_of[u] = -1;
+    if (!mine || !use[u].written_first) continue;
+    item_of[u] = j->nplan;
+    j->plan[j->nplan++] = (plan_item){.nbytes = b->nbytes, .first = use[u].first, .last = use[u].last};
+    j->bytes_unplanned += (b->nbytes + 63) & ~(size_t)63;  /* as the allocator takes it */
+  }
+  tg_status st = TG_OK;
+  size_t arena = memplan_assign(j->plan, j->nplan, 64);
+  if (arena == (size_t)-1) st = TG_ERR_NOMEM;
+  else if (j->nplan && !(j->arena = buffer_new(dev, arena))) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+  /* point the prepared launches into the arena and let the old buffers go */
+  for (int k = 0; k < c->n && st == TG_OK; k++)
+    for (int b = 0; b < c->launches[k].nbufs; b++) {
+      int it = item_of[find_use(use, nuse, c->launches[k].bufs[b])];
+      if (it >= 0) j->ptrs[k][b] = (char *)j->arena->ptr + j->plan[it].offset;
+    }
+  if (st == TG_OK)
+    for (int k = 0; k < c->n; k++)
+      for (int b = 0; b < c->launches[k].nbufs; b++) {
+        tg_buffer *buf = c->launches[k].bufs[b];
+        int u = find_use(use, nuse, buf);
+        if (u >= 0 && item_of[u] >= 0) {
+          c->launches[k].bufs[b] = NULL;
+          buffer_release(buf);
+        }
+      }
+  if (st == TG_OK && tg_debug_level() >= 1)
+    fprintf(stderr, "jit: captured %d kernels; %d intermediate buffers of %.2f MB planned into one arena of %.2f MB "
+            "(peak live %.2f MB)\n", c->n, j->nplan, j->bytes_unplanned / 1e6, arena / 1e6,
+            memplan_peak_live(j->plan, j->nplan) / 1e6);
+  free(use);
+  free(item_of);
+  return st;
+}
+
+/* the argument arrays of every launch, and where the inputs go in them */
+static tg_status prepare_launches(tg_jit *j) {
+  jit_capture *c = &j->cap;
+  size_t total = 0;
+  int npatch = 0;
+  for (int k = 0; k < c->n; k++) {
+    total += (size_t)c->launches[k].nbufs;
+    for (int b = 0; b < c->launches[k].nbufs; b++)
+      for (int i = 0; i < j->nin; i++)
+        if (c->launches[k].bufs[b] == j->in_bufs[i]) { npatch++; break; }
+  }
+  j->ptrs = calloc((size_t)c->n + 1, sizeof *j->ptrs);
+  void **all = malloc((total ? total : 1) * sizeof *all);
+  j->patches = malloc((size_t)(npatch ? npatch : 1) * sizeof *j->patches);
+  if (!j->ptrs || !all || !j->patches) {
+    free(all);
+    return TG_ERR_NOMEM;
+  }
+  j->ptrs[0] = all;
+  for (int k = 0; k < c->n; k++) {
+    j->ptrs[k] = all;
+    for (int b = 0; b < c->launches[k].nbufs; b++) {
+      tg_buffer *buf = c->launches[k].bufs[b];
+      all[b] = buf->ptr;
+      for (int i = 0; i < j->nin; i++)
+        if (buf == j->in_bufs[i]) {
+          j->patches[j->npatches++] = (jit_patch){.launch = k, .slot = b, .input = i};
+          break;
+        }
+    }
+    all += c->launches[k].nbufs;
+  }
+  return TG_OK;
+}
+
 static tg_status capture(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
-  capture_clear(&j->cap);
+  jit_reset(j);
   for (int i = 0; i < j->nin; i++) {
     j->in_bufs[i] = tensor_storage(in[i]);
     j->in_shape[i] = in[i]->u;
   }
+  uop_cache_invalidate();  /* values realized before the step would let the capture skip their kernels */
   active = &j->cap;
+  rng_set_observer(note_rng, &j->cap);
   tg_status st = run_step(j, in, out);
+  rng_set_observer(NULL, NULL);
   active = NULL;
   if (st == TG_OK && j->cap.failed) {  /* a host read inside the step (its error is set), or no memory */
     st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
     if (st == TG_ERR_NOMEM) tg_set_error(st, "tg_jit_call: out of memory recording the step");
   }
-  if (st != TG_OK) {
-    capture_clear(&j->cap);
-    for (int i = 0; i < j->nout; i++) { tg_free(out[i]); out[i] = NULL; }
-    return st;
-  }
-  for (int i = 0; i < j->nout; i++) {
+  for (int i = 0; i < j->nout && st == TG_OK; i++) {
     j->out_bufs[i] = tensor_storage(out[i]);
     if (!j->out_bufs[i]) {
-      capture_clear(&j->cap);
       tg_set_error(TG_ERR_INTERNAL, "tg_jit_call: output %d has no buffer after the step", i);
-      return TG_ERR_INTERNAL;
+      st = TG_ERR_INTERNAL;
+      break;
     }
     buffer_retain(j->out_bufs[i]);
     j->out_shape[i] = out[i]->u;
+  }
+  if (st == TG_OK) st = prepare_launches(j);
+  if (st == TG_OK) uop_gc();  /* nodes of the step's dropped tensors let go of their buffers */
+  if (st == TG_OK) st = plan_memory(j, device_default());
+  if (st != TG_OK) {
+    if (st == TG_ERR_NOMEM && !tg_error_status()) tg_set_error(st, "tg_jit_call: out of memory preparing the replay");
+    jit_reset(j);
+    for (int i = 0; i < j->nout; i++) {
+      buffer_release(j->out_bufs[i]);
+      j->out_bufs[i] = NULL;
+      tg_free(out[i]);
+      out[i] = NULL;
+    }
+    return st;
   }
   uop_gc_add_roots(mark_jit, j);
   j->captured = true;
@@ -158,29 +337,30 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
 
 static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   const tg_device *dev = device_default();
-  tg_buffer *now[64], **cur = j->nin <= 64 ? now : malloc((size_t)j->nin * sizeof *cur);
-  void *stack_ptrs[64];
-  if (!cur || !dev) {
-    if (cur != now) free(cur);
-    return dev ? TG_ERR_NOMEM : tg_error_status();
-  }
+  if (!dev) return tg_error_status();
   tg_status st = TG_OK;
-  for (int i = 0; i < j->nin && st == TG_OK; i++)
-    if (!(cur[i] = tensor_storage(in[i]))) st = tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
-  for (int k = 0; k < j->cap.n && st == TG_OK; k++) {
-    jit_launch *l = &j->cap.launches[k];
-    void **ptrs = l->nbufs <= 64 ? stack_ptrs : malloc((size_t)l->nbufs * sizeof *ptrs);
-    if (!ptrs) { st = TG_ERR_NOMEM; break; }
-    for (int b = 0; b < l->nbufs; b++) {
-      tg_buffer *buf = l->bufs[b];
-      for (int i = 0; i < j->nin; i++)
-        if (buf == j->in_bufs[i]) buf = cur[i];
-      ptrs[b] = buf->ptr;
+  /* random draws take their next counters, as the same step run eagerly would */
+  if (j->cap.nrng) {
+    uint64_t drawn = 0;
+    for (int r = 0; r < j->cap.nrng; r++) drawn += j->cap.rng[r].n;
+    uint64_t now = rng_advance(drawn);
+    for (int r = 0; r < j->cap.nrng && st == TG_OK; r++) {
+      uint32_t v[4];
+      rng_draw_words(now + (j->cap.rng[r].base - j->cap.rng[0].base), v);
+      st = dev->copyin(j->cap.rng[r].buf, v, sizeof v);
     }
-    st = dev->launch(l->prog, ptrs, l->nbufs, l->nthreads);
-    if (ptrs != stack_ptrs) free(ptrs);
   }
-  if (cur != now) free(cur);
+  for (int p = 0; p < j->npatches && st == TG_OK; p++) {
+    tg_buffer *b = tensor_storage(in[j->patches[p].input]);
+    if (!b) st = tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
+    else j->ptrs[j->patches[p].launch][j->patches[p].slot] = b->ptr;
+  }
+  if (poison && j->arena) memset(j->arena->ptr, 0xff, j->arena->nbytes);
+  for (int k = 0; k < j->cap.n && st == TG_OK; k++) {
+    const jit_launch *l = &j->cap.launches[k];
+    st = dev->launch(l->prog, j->ptrs[k], l->nbufs, l->nthreads);
+  }
+  uop_cache_invalidate();  /* the replay wrote parameters and outputs in place */
   for (int i = 0; i < j->nout; i++) out[i] = NULL;
   for (int i = 0; i < j->nout && st == TG_OK; i++) {
     uop *o = j->out_shape[i];
@@ -191,6 +371,24 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   if (st != TG_OK)
     for (int i = 0; i < j->nout; i++) { tg_free(out[i]); out[i] = NULL; }
   return st;
+}
+
+bool jit_plan_ok(const tg_jit *j, char *why, size_t whylen) {
+  if (!j || !j->captured) {
+    snprintf(why, whylen, "nothing captured");
+    return false;
+  }
+  return memplan_check(j->plan, j->nplan, j->arena ? j->arena->nbytes : 0, why, whylen);
+}
+
+tg_status tg_jit_memory(const tg_jit *j, size_t *before, size_t *after) {
+  if (!j || !j->captured) {
+    tg_set_error(TG_ERR_ARG, "tg_jit_memory: %s", j ? "the step is not captured yet (it is on the second call)" : "the JIT is NULL");
+    return TG_ERR_ARG;
+  }
+  if (before) *before = j->bytes_unplanned;
+  if (after) *after = j->arena ? j->arena->nbytes : 0;
+  return TG_OK;
 }
 
 tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {

@@ -7,12 +7,20 @@
 typedef struct jit_launch {
   tg_program *prog;
   int nbufs, nthreads;
-  tg_buffer **bufs;   /* retained */
+  tg_buffer **bufs;   /* retained; NULL once the memory planner moved the buffer into the arena */
 } jit_launch;
+
+/* a random draw made during the capture: its counter buffer gets a fresh counter on every replay */
+typedef struct jit_rng {
+  tg_buffer *buf;     /* retained */
+  uint64_t base, n;
+} jit_rng;
 
 typedef struct jit_capture {
   jit_launch *launches;
   int n, cap;
+  jit_rng *rng;
+  int nrng, caprng;
   bool failed;
 } jit_capture;
 
@@ -20,5 +28,11 @@ typedef struct jit_capture {
 jit_capture *jit_capturing(void);
 /* records one launch (realize.c calls it while capturing); buffers and program are retained */
 void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads);
+
+/* tests: fill every planned arena with NaN bytes before each replay, so a kernel reading a buffer the
+ * planner reused before writing it gives NaN instead of a stale value that happens to be right */
+void jit_set_poison(bool on);
+/* tests: true when the plan of a captured JIT keeps every two buffers alive at the same time apart */
+bool jit_plan_ok(const struct tg_jit *j, char *why, size_t whylen);
 
 #endif

@@ -97,7 +97,7 @@ fail:
 
 /* the storage a node has outside this schedule (allocating a BUFFER made by tg_empty), or NULL */
 static tg_buffer *storage(const tg_device *dev, uop *u) {
-  if (u->buf) return u->buf;
+  if (uop_storage(u)) return u->buf;
   if (u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER) u = u->src[0];
   if (u->op != OP_BUFFER) return NULL;
   if (!u->buf) {
@@ -297,9 +297,9 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
       continue;
     }
     bool in_place = ts[i]->assign_target && b == storage(dev, ts[i]->assign_target);
-    if (!o->buf && !in_place) {  /* an in-place value is overwritten by the next step: not a cache */
+    if (!uop_storage(o) && !in_place) {  /* an in-place value is overwritten by the next step: not a cache */
       buffer_retain(b);
-      o->buf = b;
+      uop_set_realized(o, b);
     }
     buffer_retain(b);
     uop *view = mk_reshape(mk_buffer((tg_dtype)o->dtype, uop_numel(o), b), o->ndim, o->shape);
@@ -309,6 +309,11 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   }
   for (int i = 0; i < n; i++) ts[i]->assign_target = NULL;
 out:
+  for (int k = 0; inplace && k < s.nkernels; k++)  /* values realized before may have read the old contents */
+    if (inplace[k]) {
+      uop_cache_invalidate();
+      break;
+    }
   free(inplace);
   free(korder);
   for (size_t i = 0; i < made.cap; i++)
@@ -420,5 +425,6 @@ tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes) {
   const tg_device *dev = device_default();
   tg_buffer *b = dev ? storage(dev, t->u) : NULL;
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
+  uop_cache_invalidate();
   return dev->copyin(b, src, nbytes);
 }

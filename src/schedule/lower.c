@@ -24,8 +24,8 @@ typedef struct lower_ctx {
   bool oom;
 } lower_ctx;
 
-bool node_has_storage(const uop *u) {
-  if (u->buf) return true;
+bool node_has_storage(uop *u) {
+  if (uop_storage(u)) return true;
   if (u->op == OP_BUFFER) return true;
   return u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER;
 }
@@ -73,7 +73,7 @@ static uop *load(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   if (n->op == OP_BUFFER) {
     p = param(c, n);
     lin = idx[0];
-  } else if (n->op == OP_RESHAPE && !n->buf && n->src[0]->op == OP_BUFFER) {
+  } else if (n->op == OP_RESHAPE && !uop_storage(n) && n->src[0]->op == OP_BUFFER) {
     p = param(c, n->src[0]);
     lin = linear_index(c, n->ndim, n->shape, idx);
   } else {

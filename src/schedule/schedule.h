@@ -33,6 +33,6 @@ uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs);
 
 /* true for a node that needs no kernel to be read as a contiguous buffer: BUFFER or RESHAPE(BUFFER) with
  * storage, or a node realized before */
-bool node_has_storage(const uop *u);
+bool node_has_storage(uop *u);
 
 #endif

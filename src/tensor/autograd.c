@@ -340,7 +340,7 @@ tg_status tg_assign(tg_tensor *dst, tg_tensor *src) {
   }
   /* a stored value is overwritten in place at the next realize (parameters keep their buffers) */
   uop *old = dst->u;
-  bool stored = old->buf || old->op == OP_BUFFER || (old->op == OP_RESHAPE && old->src[0]->op == OP_BUFFER);
+  bool stored = uop_storage(old) || old->op == OP_BUFFER || (old->op == OP_RESHAPE && old->src[0]->op == OP_BUFFER);
   if (!dst->assign_target && stored && src->u != old) dst->assign_target = old;
   dst->u = src->u;
   return TG_OK;

@@ -9,6 +9,19 @@
 
 static uint64_t seed = 0x5eed;
 static uint64_t counter;  /* elements drawn since the seed was set */
+static rng_draw_fn observer;
+static void *observer_ctx;
+
+void rng_set_observer(rng_draw_fn fn, void *ctx) {
+  observer = fn;
+  observer_ctx = ctx;
+}
+
+uint64_t rng_advance(uint64_t n) {
+  uint64_t base = counter;
+  counter += n;
+  return base;
+}
 
 void tg_manual_seed(uint64_t s) {
   seed = s;
@@ -23,47 +36,59 @@ static uop *rotl(uop *x, int r) {
   return mk_alu(OP_OR, TG_UINT32, 2, (uop *[]){l, h});
 }
 
-/* Threefry-2x32-20 of (x0, x1) under key (k0, k1); returns the first output word */
-static uop *threefry(uop *x0, uop *x1, uint32_t k0, uint32_t k1) {
+/* Threefry-2x32-20 of (x0, x1) under key (k0, k1) (nodes: the key is read from the draw's buffer);
+ * returns the first output word */
+static uop *threefry(uop *x0, uop *x1, uop *k0, uop *k1) {
   static const int R[8] = {13, 15, 26, 6, 17, 29, 16, 24};
-  uint32_t ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
-  x0 = add(x0, u32c(x0, ks[0]));
-  x1 = add(x1, u32c(x1, ks[1]));
+  uop *k2 = mk_alu(OP_XOR, TG_UINT32, 2, (uop *[]){mk_alu(OP_XOR, TG_UINT32, 2, (uop *[]){k0, k1}), u32c(k0, 0x1BD11BDAu)});
+  uop *ks[3] = {k0, k1, k2};
+  x0 = add(x0, ks[0]);
+  x1 = add(x1, ks[1]);
   for (int i = 0; i < 20; i++) {
     x0 = add(x0, x1);
     x1 = rotl(x1, R[i % 8]);
     x1 = mk_alu(OP_XOR, TG_UINT32, 2, (uop *[]){x1, x0});
     if (i % 4 == 3) {
       uint32_t s = (uint32_t)(i + 1) / 4;
-      x0 = add(x0, u32c(x0, ks[s % 3]));
-      x1 = add(x1, u32c(x1, ks[(s + 1) % 3] + s));
+      x0 = add(x0, ks[s % 3]);
+      x1 = add(x1, add(ks[(s + 1) % 3], u32c(x1, s)));
     }
   }
   return x0;
 }
 
-/* the counter offset as a one-element buffer, broadcast to n: a constant would make every call's kernel
- * new code to compile */
-static uop *offset_of(uint64_t base, int64_t n) {
-  uint32_t v[2] = {(uint32_t)base, (uint32_t)(base >> 32)};
-  tg_tensor *t = tg_from_data(TG_UINT32, 1, (int64_t[]){2}, v, sizeof v);
+void rng_draw_words(uint64_t base, uint32_t out[4]) {
+  out[0] = (uint32_t)base;
+  out[1] = (uint32_t)(base >> 32);
+  out[2] = (uint32_t)seed;
+  out[3] = (uint32_t)(seed >> 32);
+}
+
+/* the draw's counter and key as a 4-word buffer, broadcast to (n, 4): constants would make every call's
+ * kernel new code to compile, and a JIT replay rewrites the buffer to draw fresh numbers */
+static uop *draw_buffer(uint64_t base, int64_t n) {
+  uint32_t v[4];
+  rng_draw_words(base, v);
+  tg_tensor *t = tg_from_data(TG_UINT32, 1, (int64_t[]){4}, v, sizeof v);
   if (!t) return NULL;
   uop *u = t->u;
   tg_free(t);  /* the node keeps its buffer */
-  return u ? mk_expand(mk_reshape(u, 2, (int64_t[]){1, 2}), 2, (int64_t[]){n, 2}) : NULL;
+  if (observer && u) observer(observer_ctx, u->buf, base, (uint64_t)n);
+  return u ? mk_expand(mk_reshape(u, 2, (int64_t[]){1, 4}), 2, (int64_t[]){n, 4}) : NULL;
+}
+
+/* word w of every row of a (n, 4) draw buffer, shape (n,) */
+static uop *word(uop *draw, int w, int64_t n) {
+  return mk_reshape(mk_shrink(draw, (int64_t[]){0, n, w, w + 1}), 1, &n);
 }
 
 /* n uniform floats in [0, 1) as float32, shape (n,) */
 static uop *uniform_bits(int64_t n) {
-  uint64_t base = counter;
-  counter += (uint64_t)n;
+  uint64_t base = rng_advance((uint64_t)n);
   uop *idx = mk_iota(TG_UINT32, n);
-  uop *off = offset_of(base, n);
-  if (!idx || !off) return NULL;
-  uop *lo_off = mk_reshape(mk_shrink(off, (int64_t[]){0, n, 0, 1}), 1, &n);
-  uop *hi = mk_reshape(mk_shrink(off, (int64_t[]){0, n, 1, 2}), 1, &n);
-  uop *lo = add(idx, lo_off);
-  uop *bits = threefry(lo, hi, (uint32_t)seed, (uint32_t)(seed >> 32));
+  uop *d = draw_buffer(base, n);
+  if (!idx || !d) return NULL;
+  uop *bits = threefry(add(idx, word(d, 0, n)), word(d, 1, n), word(d, 2, n), word(d, 3, n));
   /* the top 24 bits as a float in [0, 1) */
   uop *top = mk_alu(OP_SHR, TG_UINT32, 2, (uop *[]){bits, u32c(bits, 8)});
   uop *f = mk_cast(top, TG_FLOAT32);

@@ -51,6 +51,13 @@ uop *mk_unary(uop_op op, uop *x);                 /* x's dtype */
 uop *mk_binary(uop_op op, uop *a, uop *b);        /* comparisons give bool, else a's dtype */
 uop *mk_where(uop *c, uop *a, uop *b);                     /* 0, 1, ..., n-1 computed in the kernel */
 
+/* random counters (random.c). Each draw of n numbers takes the next n counters and writes the first into a
+ * small buffer its kernels read; a JIT replay gives those buffers fresh counters (engine/jit.c) */
+typedef void (*rng_draw_fn)(void *ctx, void *buf, uint64_t base, uint64_t n);
+void rng_set_observer(rng_draw_fn fn, void *ctx);  /* fn sees every draw from now on (NULL: none) */
+uint64_t rng_advance(uint64_t n);                  /* takes n counters; returns the first */
+void rng_draw_words(uint64_t base, uint32_t out[4]);  /* a draw buffer's contents: counter, current seed */
+
 /* normalizes a possibly negative axis; -1 with an error naming op if out of range */
 int norm_axis(const char *op, int axis, int ndim);
 /* broadcasts a and b to one shape and promotes them to one dtype; false with an error naming op */

@@ -239,6 +239,23 @@ static void mark_drain(void) {
   }
 }
 
+static uint32_t cache_epoch;
+
+void *uop_storage(uop *u) {
+  if (u->buf && u->op != OP_BUFFER && u->epoch != cache_epoch) {
+    if (buf_release) buf_release(u->buf);
+    u->buf = NULL;
+  }
+  return u->buf;
+}
+
+void uop_set_realized(uop *u, void *buf) {
+  u->buf = buf;
+  u->epoch = cache_epoch;
+}
+
+void uop_cache_invalidate(void) { cache_epoch++; }
+
 static void free_node(uop *u) {
   if (u->buf && buf_release) buf_release(u->buf);
   free(u);

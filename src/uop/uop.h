@@ -70,6 +70,7 @@ struct uop {
   uint64_t hash;
   uop *next;            /* intern table chain */
   void *buf;            /* BUFFER storage, or a realized value; owned through the release hook */
+  uint32_t epoch;       /* a realized value's cache epoch: valid while no buffer was written in place since */
   int64_t vmin, vmax;   /* integer value range, valid when has_range */
   bool has_range;
 };
@@ -130,6 +131,15 @@ size_t uop_gc_maybe(void);           /* collects when the table doubled or much 
 void uop_gc_note_bytes(size_t n);    /* storage of n bytes was attached to nodes */
 size_t uop_live_count(void);
 void uop_shutdown(void);             /* frees everything (at exit) */
+
+/* ---- realized values ------------------------------------------------------------------------------- */
+/* A BUFFER node's storage, or the buffer a computed node was realized to while that is still its value. A
+ * realized value is a cache on an interned node: building the same graph again finds it. Writing a buffer
+ * in place (an optimizer step, a JIT replay, a host write) may change what such a node computes, so those
+ * writes call uop_cache_invalidate and older realized values are dropped when next asked for. */
+void *uop_storage(uop *u);
+void uop_set_realized(uop *u, void *buf);  /* u's value is in buf (one reference passes to u) */
+void uop_cache_invalidate(void);
 
 /* ---- printing (DEBUG) ------------------------------------------------------------------------------ */
 /* a readable multi-line dump of the graph under root, one node a line; caller frees */
