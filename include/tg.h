@@ -411,6 +411,24 @@ int tg_jit_kernels(const tg_jit *j);   /* kernels captured (0 before the capture
 tg_status tg_jit_memory(const tg_jit *j, size_t *before, size_t *after);
 void tg_jit_free(tg_jit *j);
 
+/* ---- symbolic integers: values bound at run time ---------------------------------------------------- */
+/* A variable (tinygrad's Variable) is an integer in [min, max] that kernels read when they run: binding a
+ * new value changes what the next realize or JIT replay computes and compiles nothing. Use it as a 0-d
+ * int32 tensor (masks, positions) or as the offset of a window along one axis (a KV cache's position).
+ * Shapes stay static: a window has a fixed length at a variable place. Bind before tg_jit_call, not in the
+ * step. A value realized before a bind keeps the value it had; graphs realized after see the new one. */
+typedef struct tg_variable tg_variable;
+tg_variable *tg_variable_new(const char *name, int64_t min, int64_t max);   /* bound to min */
+tg_status tg_variable_bind(tg_variable *v, int64_t value);                   /* refused outside [min, max] */
+int64_t tg_variable_value(const tg_variable *v);
+const char *tg_variable_name(const tg_variable *v);
+void tg_variable_free(tg_variable *v);
+tg_tensor *tg_variable_tensor(tg_variable *v);   /* a new 0-d int32 tensor reading the bound value */
+/* t[..., start:start+len, ...] along axis (needs 0 <= min and max + len <= the axis' size) */
+tg_tensor *tg_shrink_at(tg_tensor *t, int axis, tg_variable *start, int64_t len);
+/* zeros of extent size along axis with t placed from start on (needs max + t's extent <= size) */
+tg_tensor *tg_pad_at(tg_tensor *t, int axis, tg_variable *start, int64_t size);
+
 /* ---- engine statistics, for tests and tools --------------------------------------------------------- */
 typedef struct tg_stats {
   uint64_t kernels_run;       /* kernels launched */

@@ -12,4 +12,7 @@ tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes);
 struct tg_buffer;
 struct tg_buffer *tensor_storage(tg_tensor *t);
 
+/* true while a JIT step is being captured (host-side changes inside it would not be replayed) */
+bool engine_capturing(void);
+
 #endif

@@ -43,6 +43,7 @@ static jit_capture *active;
 static bool poison;
 
 jit_capture *jit_capturing(void) { return active; }
+bool engine_capturing(void) { return active != NULL; }
 
 void jit_set_poison(bool on) { poison = on; }
 

@@ -5,6 +5,8 @@
  *   reshape  linear index over the output, unravelled over the input with div/mod
  *   permute  reorder            expand  0 on broadcast axes      shrink  + offset
  *   flip     size-1-i           pad     i - before, with a validity mask (the value is 0 outside)
+ * A shrink or pad may also be offset by a variable (a second source): its value, loaded in the kernel and
+ * clamped to the variable's bounds, joins the index expression.
  * A REDUCE_AXIS opens new RANGEs for its reduced axes. A node with storage becomes a LOAD of a PARAM.
  * The symbolic simplifier then folds the div/mod and masks away wherever it can.
  */
@@ -67,6 +69,12 @@ static uop *linear_index(lower_ctx *c, int ndim, const int64_t *shape, uop *cons
 }
 
 static uop *lower(lower_ctx *c, uop *n, uop **idx, uop *valid);
+
+/* the kernel expression of a variable offset (a 0-d int32 node) in the index type */
+static uop *variable_offset(lower_ctx *c, uop *off) {
+  uop *v = lower(c, off, NULL, uop_const_int(TG_BOOL, 1));
+  return v && v->dtype != c->idt ? uop_cast(v, c->idt) : v;
+}
 
 static uop *load(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   uop *p, *lin;
@@ -131,14 +139,26 @@ static uop *lower_uncached(lower_ctx *c, uop *n, uop **idx, uop *valid) {
       return lower(c, src, in, valid);
     case OP_SHRINK:
       for (int i = 0; i < n->ndim; i++) in[i] = add(idx[i], ic(c, n->aux[2 * i]));
+      if (n->nsrc == 2) {
+        int a = (int)n->aux[2 * n->ndim];
+        in[a] = add(in[a], variable_offset(c, n->src[1]));
+      }
       return lower(c, src, in, valid);
     case OP_FLIP:
       for (int i = 0; i < n->ndim; i++) in[i] = n->aux[i] ? add(mul(idx[i], ic(c, -1)), ic(c, n->shape[i] - 1)) : idx[i];
       return lower(c, src, in, valid);
     case OP_PAD: {
       uop *mask = uop_const_int(TG_BOOL, 1);
+      int at = n->nsrc == 2 ? (int)n->aux[2 * n->ndim] : -1;
       for (int i = 0; i < n->ndim; i++) {
         int64_t before = n->aux[2 * i];
+        if (i == at) {  /* from off + before on: off - 1 < i - before < off + size */
+          uop *lo = add(variable_offset(c, n->src[1]), ic(c, before));
+          in[i] = add(idx[i], mul(lo, ic(c, -1)));
+          mask = and_(mask, uop_binary(OP_CMPLT, add(lo, ic(c, -1)), idx[i]));
+          mask = and_(mask, uop_binary(OP_CMPLT, idx[i], add(lo, ic(c, src->shape[i]))));
+          continue;
+        }
         in[i] = add(idx[i], ic(c, -before));
         if (n->aux[2 * i] || n->aux[2 * i + 1]) {
           mask = and_(mask, uop_binary(OP_CMPLT, ic(c, before - 1), idx[i]));

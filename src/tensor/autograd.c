@@ -163,6 +163,19 @@ static uop *g_shrink(void *ctx, uop *u, uop **cap) {
   c->out[0] = mk_pad(c->g, p);
   return done();
 }
+/* at a variable offset (the second source, which gets no gradient): the same move backwards */
+static uop *g_pad_at(void *ctx, uop *u, uop **cap) {
+  grad_ctx *c = ctx;
+  int axis = (int)u->aux[2 * u->ndim];
+  c->out[0] = mk_shrink_at(c->g, axis, u->src[1], u->src[0]->shape[axis]);
+  return done();
+}
+static uop *g_shrink_at(void *ctx, uop *u, uop **cap) {
+  grad_ctx *c = ctx;
+  int axis = (int)u->aux[2 * u->ndim];
+  c->out[0] = mk_pad_at(c->g, axis, u->src[1], u->src[0]->shape[axis]);
+  return done();
+}
 static uop *g_flip(void *ctx, uop *u, uop **cap) {
   grad_ctx *c = ctx;
   bool f[TG_MAX_DIMS];
@@ -191,6 +204,8 @@ static const rule gradient_rules[] = {
     {"(EXPAND _)", g_expand},
     {"(PAD _)", g_pad},
     {"(SHRINK _)", g_shrink},
+    {"(PAD _ _)", g_pad_at},
+    {"(SHRINK _ _)", g_shrink_at},
     {"(FLIP _)", g_flip},
     {"(CONTIGUOUS _)", g_pass},
     {"(TRUNC|BITCAST|CMPLT|CMPNE|CMPEQ|IDIV|MOD|AND|OR|XOR|SHL|SHR|DETACH ...)", g_none},

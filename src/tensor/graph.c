@@ -68,6 +68,27 @@ uop *mk_shrink(uop *x, const int64_t *bounds) {
   return shaped(OP_SHRINK, (tg_dtype)x->dtype, x, 0, 2 * x->ndim, bounds, x->ndim, shape);
 }
 
+/* SHRINK or PAD whose offset along one axis is an int32 node (a bound variable) as well as a constant:
+ * the node is the second source; aux holds the constant pairs and then that axis */
+static uop *moved_at(uop_op op, uop *x, int axis, uop *off, int64_t keep) {
+  if (!x || !off) return NULL;
+  int64_t aux[2 * TG_MAX_DIMS + 1], shape[TG_MAX_DIMS];
+  for (int i = 0; i < x->ndim; i++) {
+    aux[2 * i] = 0;
+    aux[2 * i + 1] = op == OP_SHRINK ? x->shape[i] : 0;
+    shape[i] = x->shape[i];
+  }
+  if (op == OP_SHRINK) aux[2 * axis + 1] = keep;
+  else aux[2 * axis + 1] = keep - x->shape[axis];
+  shape[axis] = keep;
+  aux[2 * x->ndim] = axis;
+  return uop_new_shaped(op, (tg_dtype)x->dtype, 2, (uop *[]){x, off}, (uop_arg){0}, 2 * x->ndim + 1, aux, x->ndim,
+                        shape);
+}
+
+uop *mk_shrink_at(uop *x, int axis, uop *off, int64_t len) { return moved_at(OP_SHRINK, x, axis, off, len); }
+uop *mk_pad_at(uop *x, int axis, uop *off, int64_t size) { return moved_at(OP_PAD, x, axis, off, size); }
+
 uop *mk_flip(uop *x, const bool *axes) {
   if (!x) return NULL;
   int64_t aux[TG_MAX_DIMS];

@@ -40,6 +40,10 @@ uop *mk_permute(uop *x, const int *order);
 uop *mk_pad(uop *x, const int64_t *pads);       /* zero padding */
 uop *mk_shrink(uop *x, const int64_t *bounds);
 uop *mk_flip(uop *x, const bool *axes);
+/* x[..., off:off+len, ...] along axis, off an int32 scalar node (a variable, variable.c) */
+uop *mk_shrink_at(uop *x, int axis, uop *off, int64_t len);
+/* zeros of extent size along axis with x placed from off on */
+uop *mk_pad_at(uop *x, int axis, uop *off, int64_t size);
 uop *mk_reduce(uop *x, uop_op op, const bool *axes);  /* keeps reduced axes as size 1 */
 uop *mk_const(tg_dtype dt, double v, int ndim, const int64_t *shape);  /* broadcast constant */
 uop *mk_alu(uop_op op, tg_dtype dt, int nsrc, uop *const *src);  /* same shapes required */
