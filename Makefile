@@ -40,7 +40,7 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/libtg.a include/tg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libtg.a include/tg.h
+$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/libtg.a include/tg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
 

@@ -47,7 +47,12 @@ def med(fn, warm, reps):
     return statistics.median(ts)
 
 
+ONLY = [w for w in os.environ.get("TG_BENCH_ONLY", "").split(",") if w]
+
+
 def guarded(impl, workload, fn):
+    if ONLY and workload not in ONLY:  # TG_BENCH_ONLY=mlp,conv2d runs only those (bench/jit.c asks for mlp)
+        return
     try:
         fn()
     except Exception as e:  # one failing workload does not stop the others

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "tg.h"
 #include "uop/uop.h"
 
@@ -279,28 +280,6 @@ static bool tb_step(void *p) {
 }
 
 /* ---- peers ---------------------------------------------------------------------------------------------------- */
-
-static bool json_str(const char *s, const char *key, char *out, size_t n) {
-  char k[64];
-  snprintf(k, sizeof k, "\"%s\": \"", key);
-  const char *p = strstr(s, k);
-  if (!p) return false;
-  p += strlen(k);
-  size_t len = strcspn(p, "\"");
-  snprintf(out, n, "%.*s", (int)(len < n - 1 ? len : n - 1), p);
-  return true;
-}
-
-static double json_num(const char *s, const char *key) {
-  char k[64];
-  snprintf(k, sizeof k, "\"%s\": ", key);
-  const char *p = strstr(s, k);
-  if (!p) return NAN;
-  p += strlen(k);
-  char *end;
-  double v = strtod(p, &end);
-  return end == p ? NAN : v;
-}
 
 static void peers_path(char *out, size_t n) {
   char exe[4096];

@@ -227,6 +227,11 @@ int main(int argc, char **argv) {
       progress(s + 1, steps, loss_v, (double)(s + 1) * batch / el, el / (s + 1) * (steps - s - 1), tty);
     }
     tg_set_training(false);
+    size_t unplanned, arena;
+    if (tg_jit_memory(jit, &unplanned, &arena) == TG_OK)
+      printf("jit: %d kernels per step; intermediates %.1f MB on their own, %.1f MB in the planned arena\n",
+             tg_jit_kernels(jit), unplanned / 1e6, arena / 1e6);
+    tg_error_clear();  /* not captured (JIT=0, or one step) */
     tg_jit_free(jit);
     double train_s = now_s() - t0;
     if (tty) fprintf(stderr, "\n");
