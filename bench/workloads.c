@@ -4,7 +4,7 @@
  *   matmul 256 / 1024 / 2048 float32                                  (GFLOP/s, 2 N^3 flops)
  *   softmax over the last axis of 4096x4096                           (GB/s, 2 x 4 x 4096^2 bytes)
  *   conv2d batch 32, 64->64 channels, 56x56, 3x3, padding 1           (GFLOP/s, 2 N Cout H W Cin 9 flops)
- *   784-512-512-10 MLP training step (relu, cross entropy, Adam), batch 128  (ms/step)
+ *   784-512-512-10 MLP training step (relu, cross entropy, Adam), batch 128, under tg_jit (JIT=0: eager)  (ms/step)
  *   transformer block forward, batch 8, sequence 128, width 256, 4 heads     (ms)
  *     pre-norm: x + out(sdpa_causal(qkv(ln1(x)))), then + fc2(gelu(fc1(ln2(.)))) (gelu: tanh approximation)
  *
@@ -211,22 +211,34 @@ typedef struct mlp_ctx {
   tg_linear l[3];
   tg_params *params;
   tg_optim *opt;
+  tg_jit *jit;  /* the step under tg_jit, as the MNIST example runs it (JIT=0: eager) */
   float *x;
   int32_t *y;
   double loss;
 } mlp_ctx;
 
+/* in = {x, y}, out = {loss} */
+static tg_status mlp_train(void *p, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  mlp_ctx *c = p;
+  tg_scope_begin();
+  tg_tensor *h = tg_relu(tg_linear_forward(&c->l[0], in[0]));
+  h = tg_relu(tg_linear_forward(&c->l[1], h));
+  tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear_forward(&c->l[2], h), in[1], (tg_loss_opts){0});
+  tg_status st = loss ? tg_backward(loss) : tg_error_status();
+  if (st == TG_OK) st = tg_optim_step(c->opt, 1, &loss);
+  out[0] = st == TG_OK ? tg_keep(loss) : NULL;
+  tg_scope_end();
+  return st;
+}
+
 static bool mlp_step(void *p) {
   mlp_ctx *c = p;
   int64_t xs[2] = {128, 784}, ys[1] = {128};
   tg_scope_begin();
-  tg_tensor *x = wrap(c->x, 2, xs);
-  tg_tensor *y = tg_from_blob(TG_INT32, 1, ys, c->y, 128 * sizeof(int32_t));
-  tg_tensor *h = tg_relu(tg_linear_forward(&c->l[0], x));
-  h = tg_relu(tg_linear_forward(&c->l[1], h));
-  tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear_forward(&c->l[2], h), y, (tg_loss_opts){0});
-  bool ok = loss && tg_backward(loss) == TG_OK && tg_optim_step(c->opt, 1, &loss) == TG_OK;
+  tg_tensor *in[2] = {wrap(c->x, 2, xs), tg_from_blob(TG_INT32, 1, ys, c->y, 128 * sizeof(int32_t))}, *loss = NULL;
+  bool ok = tg_jit_call(c->jit, in, &loss) == TG_OK;
   if (ok) c->loss = tg_item(loss);
+  tg_free(loss);
   tg_scope_end();
   return ok;
 }
@@ -476,13 +488,15 @@ int main(int argc, char **argv) {
     }
     c.opt = tg_adam_new(c.params, (tg_adam_opts){.lr = 1e-3});
     if (!c.opt) die_tg("tg_adam_new");
+    if (!(c.jit = tg_jit_new(mlp_train, &c, 2, 1))) die_tg("tg_jit_new");
     tg_set_training(true);
     double t = time_steps(mlp_step, &c, 3, 10);
     tg_set_training(false);
     add_result("mlp_784_512_512_10_adam_b128", "tgc", isfinite(c.loss) ? t * 1e3 : NAN, "ms/step", nt);
-    results[nresults - 1].kpi = last_kpi;
+    results[nresults - 1].kpi = last_kpi ? last_kpi : tg_jit_kernels(c.jit);  /* replays bypass the counter */
     if (!isfinite(c.loss)) checks_ok = false, fprintf(stderr, "workloads: MLP: loss %g (%s)\n", c.loss, tg_error());
     note("  tgc %-30s done (final loss %.4f)\n", "MLP training step", c.loss);
+    tg_jit_free(c.jit);
     tg_optim_free(c.opt);
     tg_params_free(c.params);
     for (int l = 0; l < 3; l++) tg_linear_free(&c.l[l]);
