@@ -148,3 +148,120 @@ TEST(test_jit_refuses_host_reads_during_capture) {
   tg_jit_free(j);
   mlp_free(&m);
 }
+
+/* ---- several steps of MNIST training (beautiful_mnist's layers, narrower, with dropout) ----------------- */
+
+typedef struct cnn {
+  tg_conv2d_layer c1, c2, c3, c4;
+  tg_batchnorm2d bn1, bn2;
+  tg_linear fc;
+  tg_params *p;
+  tg_optim *opt;
+} cnn;
+
+static tg_status cnn_init(cnn *m) {
+  tg_manual_seed(5);
+  memset(m, 0, sizeof *m);
+  tg_conv_opts o = {0};
+  if (tg_conv2d_layer_init(&m->c1, 1, 8, 5, true, o) || tg_conv2d_layer_init(&m->c2, 8, 8, 5, true, o) ||
+      tg_batchnorm2d_init(&m->bn1, 8) || tg_conv2d_layer_init(&m->c3, 8, 16, 3, true, o) ||
+      tg_conv2d_layer_init(&m->c4, 16, 16, 3, true, o) || tg_batchnorm2d_init(&m->bn2, 16) ||
+      tg_linear_init(&m->fc, 144, 10, true))
+    return tg_error_status();
+  m->p = tg_params_new();
+  tg_conv2d_layer_params(&m->c1, "c1", m->p);
+  tg_conv2d_layer_params(&m->c2, "c2", m->p);
+  tg_batchnorm2d_params(&m->bn1, "bn1", m->p);
+  tg_conv2d_layer_params(&m->c3, "c3", m->p);
+  tg_conv2d_layer_params(&m->c4, "c4", m->p);
+  tg_batchnorm2d_params(&m->bn2, "bn2", m->p);
+  tg_linear_params(&m->fc, "fc", m->p);
+  m->opt = tg_adam_new(m->p, (tg_adam_opts){.lr = 0.003});
+  return m->opt ? TG_OK : tg_error_status();
+}
+
+static void cnn_free(cnn *m) {
+  tg_optim_free(m->opt);
+  tg_params_free(m->p);
+  tg_conv2d_layer_free(&m->c1);
+  tg_conv2d_layer_free(&m->c2);
+  tg_conv2d_layer_free(&m->c3);
+  tg_conv2d_layer_free(&m->c4);
+  tg_batchnorm2d_free(&m->bn1);
+  tg_batchnorm2d_free(&m->bn2);
+  tg_linear_free(&m->fc);
+}
+
+static tg_status cnn_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  cnn *m = ctx;
+  tg_pool_opts pool = {.kernel = {2}};
+  tg_scope_begin();
+  tg_tensor *x = tg_cast(in[0], TG_FLOAT32);
+  x = tg_relu(tg_conv2d_layer_forward(&m->c1, x));
+  x = tg_relu(tg_conv2d_layer_forward(&m->c2, x));
+  x = tg_max_pool2d(tg_batchnorm2d_forward(&m->bn1, x), pool);
+  x = tg_relu(tg_conv2d_layer_forward(&m->c3, x));
+  x = tg_relu(tg_conv2d_layer_forward(&m->c4, x));
+  x = tg_max_pool2d(tg_batchnorm2d_forward(&m->bn2, x), pool);
+  tg_tensor *logits = tg_linear_forward(&m->fc, tg_dropout(tg_flatten(x, 1, -1), 0.25));
+  tg_tensor *loss = tg_sparse_categorical_crossentropy(logits, in[1], (tg_loss_opts){0});
+  tg_tensor *upd[5] = {loss, m->bn1.running_mean, m->bn1.running_var, m->bn2.running_mean, m->bn2.running_var};
+  tg_status st = loss ? tg_backward(loss) : tg_error_status();
+  if (st == TG_OK) st = tg_optim_step(m->opt, 5, upd);
+  out[0] = st == TG_OK ? tg_keep(loss) : NULL;
+  tg_scope_end();
+  return st;
+}
+
+/* every parameter and running statistic of m, flattened into out (at most cap floats); the count */
+static size_t cnn_state(cnn *m, float *out, size_t cap) {
+  size_t k = 0;
+  for (int i = 0; i < tg_params_count(m->p); i++) {
+    tg_tensor *t = tg_params_tensor(m->p, i);
+    size_t n = (size_t)tg_numel(t);
+    if (tg_dtype_of(t) != TG_FLOAT32 || k + n > cap) continue;
+    if (tg_to_host(t, out + k, n * 4) != TG_OK) return 0;
+    k += n;
+  }
+  return k;
+}
+
+TEST(test_jit_mnist_steps_are_bit_identical_to_eager) {
+  enum { B = 6, CAP = 16384 };
+  cnn a, b;
+  CHECK(cnn_init(&a) == TG_OK && cnn_init(&b) == TG_OK, "%s", tg_error());
+  tg_jit *j = tg_jit_new(cnn_step, &b, 2, 1);
+  CHECK_T(j);
+  float *sa = malloc(CAP * sizeof *sa), *sb = malloc(CAP * sizeof *sb);
+  CHECK_T(sa && sb);
+  uint8_t img[B * 28 * 28];
+  int32_t lab[B];
+  tg_set_training(true);
+  for (int s = 0; s < 5; s++) {
+    for (int i = 0; i < B * 28 * 28; i++) img[i] = (uint8_t)((i * 37 + s * 101) % 256 * ((i / 28 + s) % 3 != 0));
+    for (int i = 0; i < B; i++) lab[i] = (i * 3 + s) % 10;
+    tg_scope_begin();
+    tg_tensor *in[2] = {tg_from_data(TG_UINT8, 4, (int64_t[]){B, 1, 28, 28}, img, sizeof img),
+                        tg_from_data(TG_INT32, 1, (int64_t[]){B}, lab, sizeof lab)};
+    tg_tensor *la = NULL, *lb = NULL;
+    tg_manual_seed(40 + (uint64_t)s);  /* both draw the same dropout masks */
+    CHECK(cnn_step(&a, 2, in, 1, &la) == TG_OK, "eager step %d: %s", s, tg_error());
+    tg_manual_seed(40 + (uint64_t)s);
+    CHECK(tg_jit_call(j, in, &lb) == TG_OK, "jit step %d: %s", s, tg_error());
+    float fa = (float)tg_item(la), fb = (float)tg_item(lb);
+    CHECK(fa == fb && isfinite(fa), "step %d: loss %.9g eager, %.9g jit", s, fa, fb);
+    size_t na = cnn_state(&a, sa, CAP), nb = cnn_state(&b, sb, CAP);
+    CHECK(na == nb && na > 1000 && !memcmp(sa, sb, na * sizeof *sa), "step %d: parameters differ (%zu, %zu floats)",
+          s, na, nb);
+    tg_free(la);
+    tg_free(lb);
+    tg_scope_end();
+  }
+  tg_set_training(false);
+  CHECK(tg_jit_kernels(j) > 20, "captured only %d kernels", tg_jit_kernels(j));
+  free(sa);
+  free(sb);
+  tg_jit_free(j);
+  cnn_free(&a);
+  cnn_free(&b);
+}
