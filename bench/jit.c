@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "runtime/device.h"
 #include "tg.h"
 
 typedef struct mlp { tg_linear l1, l2, l3; tg_optim *opt; tg_params *p; } mlp;
@@ -85,7 +86,19 @@ static tg_status chain_step(void *ctx, int nin, tg_tensor *const *in, int nout, 
   return out[0] ? TG_OK : tg_error_status();
 }
 
-static tg_tensor *chain_input(int i) { return tg_full(TG_FLOAT32, 1, (int64_t[]){1}, 3.0); }
+/* a new buffer every call: the same graph on the same values would be served from realized values */
+static tg_tensor *chain_input(int i) { return tg_from_data(TG_FLOAT32, 1, (int64_t[]){1}, (float[]){3}, 4); }
+
+/* the pool's part of a launch split across threads: an empty task, many times */
+static void empty_task(void *ctx, int64_t core, int64_t n) {}
+
+static double pool_dispatch_us(void) {
+  int reps = 20000;
+  pool_run(empty_task, NULL, 0);
+  double t0 = bench_now_s();
+  for (int i = 0; i < reps; i++) pool_run(empty_task, NULL, 0);
+  return (bench_now_s() - t0) * 1e6 / reps;
+}
 
 /* ---- peers ------------------------------------------------------------------------------------------------ */
 
@@ -152,6 +165,7 @@ int main(int argc, char **argv) {
   double chain_eager = time_calls(chain_step, NULL, NULL, 2, steps, 1, chain_input);
   double chain_jit = time_calls(chain_step, NULL, cj, 3, steps, 1, chain_input);
   int ck = tg_jit_kernels(cj);
+  double pool_us = pool_dispatch_us();
 
   peer peers[8];
   int np = run_peers(peers, 8);
@@ -172,6 +186,8 @@ int main(int argc, char **argv) {
   printf("replay cost: a step of %d one-element kernels: %.1f us replayed (%.2f us per kernel), %.1f us eager "
          "(%.2f us per kernel: graph, schedule, cache look-ups, launch)\n", ck, chain_jit * 1e3,
          ck ? chain_jit * 1e3 / ck : 0, chain_eager * 1e3, ck ? chain_eager * 1e3 / ck : 0);
+  printf("a kernel split across the %d threads of the pool adds %.2f us (an empty task dispatched and joined)\n",
+         pool_size(), pool_us);
   tg_jit_free(cj);
   tg_jit_free(jit);
   tg_optim_free(m.opt);
