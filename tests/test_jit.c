@@ -265,3 +265,26 @@ TEST(test_jit_mnist_steps_are_bit_identical_to_eager) {
   cnn_free(&a);
   cnn_free(&b);
 }
+
+/* a step may return one of its inputs as it is: each call returns that call's input */
+static tg_status passthrough_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  out[0] = tg_reshape(in[0], 1, (int64_t[]){4});
+  out[1] = tg_add_scalar(in[0], 1);
+  return out[0] && out[1] ? TG_OK : tg_error_status();
+}
+
+TEST(test_jit_step_returning_its_input) {
+  tg_jit *j = tg_jit_new(passthrough_step, NULL, 1, 2);
+  CHECK_T(j);
+  for (int s = 0; s < 4; s++) {
+    float v[4] = {(float)s, 1, 2, 3}, a[4], b[4];
+    tg_tensor *x = tg_from_data(TG_FLOAT32, 1, (int64_t[]){4}, v, sizeof v), *o[2];
+    CHECK(tg_jit_call(j, &x, o) == TG_OK, "%s", tg_error());
+    CHECK(tg_to_host(o[0], a, sizeof a) == TG_OK && tg_to_host(o[1], b, sizeof b) == TG_OK, "%s", tg_error());
+    CHECK(a[0] == s && b[0] == s + 1, "call %d: returned input %g, input + 1 %g", s, a[0], b[0]);
+    tg_free(o[0]);
+    tg_free(o[1]);
+    tg_free(x);
+  }
+  tg_jit_free(j);
+}

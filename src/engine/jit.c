@@ -365,8 +365,11 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   for (int i = 0; i < j->nout; i++) out[i] = NULL;
   for (int i = 0; i < j->nout && st == TG_OK; i++) {
     uop *o = j->out_shape[i];
-    buffer_retain(j->out_bufs[i]);
-    out[i] = tensor_new(mk_reshape(mk_buffer((tg_dtype)o->dtype, uop_numel(o), j->out_bufs[i]), o->ndim, o->shape));
+    tg_buffer *b = j->out_bufs[i];
+    for (int k = 0; k < j->nin; k++)  /* a step that returns an input returns this call's input */
+      if (b == j->in_bufs[k]) b = tensor_storage(in[k]);
+    buffer_retain(b);
+    out[i] = tensor_new(mk_reshape(mk_buffer((tg_dtype)o->dtype, uop_numel(o), b), o->ndim, o->shape));
     if (!out[i]) st = TG_ERR_NOMEM;
   }
   if (st != TG_OK)
