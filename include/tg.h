@@ -418,7 +418,7 @@ void tg_llama_free(tg_llama *m);
 typedef struct tg_tokenizer tg_tokenizer;
 tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab_size);
 /* llama2.c's encode: BOS (1) if bos, a dummy-prefix space, code points (or byte tokens), then merges of the
- * best-scoring pair; EOS (2) if eos. Needs cap >= strlen(text) + 3; returns the count, negative on error */
+ * best-scoring pair (a byte token past the vocabulary: <unk>, 0); EOS (2) if eos. Needs cap >= strlen(text) + 3; returns the count, negative on error */
 int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens, int64_t cap);
 /* the text of token following prev (the space after BOS stripped, <0xNN> as that byte); owned by t */
 const char *tg_tokenizer_decode(const tg_tokenizer *t, int32_t prev, int32_t token);
