@@ -216,7 +216,22 @@ TEST(test_llama_refuses_malformed_checkpoints) {
   }
   CHECK(write_file(path, h, 20, 0), "write");
   CHECK(!tg_llama_load(path, 0) && strstr(tg_error(), "header"), "short header: %s", tg_error());
-  CHECK(!tg_llama_load("/nonexistent/m.bin", 0) && strstr(tg_error(), "/nonexistent/m.bin"), "%s", tg_error());
+  CHECK(!tg_llama_load("/nonexistent/m.bin", 0) && strstr(tg_error(), "/nonexistent/m.bin") &&
+        strstr(tg_error(), "No such file"), "%s", tg_error());
+  /* a missing file: every place looked in is named */
+  char found[PATH_MAX], want[PATH_MAX + 32];
+  const char *old = getenv("TG_DATA");
+  char *keep = old ? strdup(old) : NULL;
+  setenv("TG_DATA", dir, 1);
+  CHECK(tg_data_find("/nonexistent-dir", "stories260K", "none.bin", found, sizeof found) == TG_ERR_IO, "found");
+  snprintf(want, sizeof want, "%s/stories260K, ", dir);
+  CHECK(strstr(tg_error(), "none.bin not found") && strstr(tg_error(), "/nonexistent-dir, ") && strstr(tg_error(), want) &&
+        strstr(tg_error(), "../shared/data/stories260K"), "%s", tg_error());
+  CHECK(tg_data_find(NULL, ".", "m.bin", found, sizeof found) == TG_OK && strstr(found, dir), "$TG_DATA/./m.bin: %s",
+        tg_error());
+  if (keep) setenv("TG_DATA", keep, 1);
+  else unsetenv("TG_DATA");
+  free(keep);
   tg_error_clear();
   test_remove_dir(dir);
 }

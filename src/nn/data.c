@@ -586,13 +586,13 @@ tg_status tg_data_find(const char *dir, const char *sub, const char *name, char 
   if (cache_dir(cache, sizeof cache) && path_join(dirs[nd], cache, sub)) nd++;
   if (path_join(dirs[nd], "../shared/data", sub)) nd++;
   note looked = {0};
+  if (!env || !*env) note_add(&looked, "$TG_DATA (not set), ");
   for (int i = 0; i < nd; i++) {
     int w = snprintf(out, cap, "%s/%s", dirs[i], name);
     if (w > 0 && (size_t)w < cap && access(out, R_OK) == 0) return TG_OK;
-    note_add(&looked, "%s%s", i ? ", " : "", dirs[i]);
+    note_add(&looked, "%s%s", dirs[i], i + 1 < nd ? ", " : "");
   }
   out[0] = 0;
-  tg_set_error(TG_ERR_IO, "tg_data_find: %s not found; looked in %s%s", name, looked.s,
-               env && *env ? "" : " ($TG_DATA not set)");
+  tg_set_error(TG_ERR_IO, "tg_data_find: %s not found; looked in %s", name, looked.s);
   return TG_ERR_IO;
 }

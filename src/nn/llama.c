@@ -173,8 +173,9 @@ tg_llama *tg_llama_load(const char *path, int64_t max_seq) {
     return NULL;
   }
   struct stat sb;
-  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    tg_set_error(TG_ERR_IO, "tg_llama_load: %s: %s", path, S_ISREG(sb.st_mode) ? strerror(errno) : "not a regular file");
+  bool found = stat(path, &sb) == 0;
+  if (!found || !S_ISREG(sb.st_mode)) {
+    tg_set_error(TG_ERR_IO, "tg_llama_load: %s: %s", path, !found ? strerror(errno) : "not a regular file");
     return NULL;
   }
   FILE *f = fopen(path, "rb");

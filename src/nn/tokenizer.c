@@ -52,8 +52,10 @@ void tg_tokenizer_free(tg_tokenizer *t) {
 static bool take(const char *path, const unsigned char *buf, size_t len, size_t *off, void *dst, size_t n,
                  const char *what, int64_t tok) {
   if (len - *off < n) {
-    tg_set_error(TG_ERR_IO, "tg_tokenizer_load: %s: truncated: the file ends inside %s of token %lld (byte %zu of %zu)",
-                 path, what, (long long)tok, *off, len);
+    char where[48] = "";
+    if (tok >= 0) snprintf(where, sizeof where, " of token %lld", (long long)tok);
+    tg_set_error(TG_ERR_IO, "tg_tokenizer_load: %s: truncated: the file ends inside %s%s (at byte %zu of %zu)", path,
+                 what, where, *off, len);
     return false;
   }
   memcpy(dst, buf + *off, n);
