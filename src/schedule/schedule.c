@@ -2,7 +2,8 @@
  *
  * A node gets a buffer when it is an output, a CONTIGUOUS, or a REDUCE_AXIS whose result reaches its
  * consumers through an EXPAND (x - x.max(): recomputing the reduce for every broadcast element would
- * multiply its work). Everything else fuses: elementwise chains, the work before a reduce, the epilogue
+ * multiply its work) or through a PAD that at least doubles its size (the padded kernel runs the reduce for
+ * every element, valid or not: a KV-cache row placed among 512). Everything else fuses: elementwise chains, the work before a reduce, the epilogue
  * after it, and reduces nested in reduces (matmul -> relu -> sum is one kernel).
  */
 #include <stdlib.h>
