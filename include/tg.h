@@ -391,6 +391,40 @@ tg_status tg_dataset_batch(const tg_dataset *d, const int64_t *perm, int64_t sta
 void tg_shuffle(int64_t *perm, int64_t n, uint64_t seed);
 void tg_dataset_free(tg_dataset *d);
 
+/* the file sub/name of a dataset or model: in dir when given, else $TG_DATA/sub, the user cache
+ * ($XDG_CACHE_HOME/tgc/sub or ~/.cache/tgc/sub), then ../shared/data/sub; its path into out, or TG_ERR_IO with
+ * an error that lists where it looked */
+tg_status tg_data_find(const char *dir, const char *sub, const char *name, char *out, size_t cap);
+
+/* ---- nn: Llama from a llama2.c checkpoint, decoded one token per step ------------------------------- */
+/* The checkpoint is llama2.c's legacy format (a 7 int32 header, then float32 weights in its order), checked
+ * against its size. Each step is one tg_jit replay (JIT=0: run eagerly) whose position is a tg_variable:
+ * RoPE, the KV-cache writes and the attention mask read it, so one capture serves every position. */
+typedef struct tg_llama_config {
+  int64_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
+  bool shared_classifier;   /* the classifier is the token embedding */
+} tg_llama_config;
+typedef struct tg_llama tg_llama;
+/* max_seq (0: the model's seq_len) is the length of the KV caches and the number of positions */
+tg_llama *tg_llama_load(const char *path, int64_t max_seq);
+tg_llama_config tg_llama_config_of(const tg_llama *m);
+int64_t tg_llama_max_seq(const tg_llama *m);
+/* the logits (vocab_size floats) after token at position pos; positions come in order from 0, each once */
+tg_status tg_llama_step(tg_llama *m, int32_t token, int64_t pos, float *logits);
+tg_status tg_llama_reset(tg_llama *m);   /* empties the caches: the next position is 0 */
+int tg_llama_kernels(const tg_llama *m);  /* kernels of the captured step (0 before the capture) */
+void tg_llama_free(tg_llama *m);
+/* llama2.c's tokenizer file (int32 max token length, then per token a float32 score, an int32 length, bytes) */
+typedef struct tg_tokenizer tg_tokenizer;
+tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab_size);
+/* llama2.c's encode: BOS (1) if bos, a dummy-prefix space, code points (or byte tokens), then merges of the
+ * best-scoring pair (a byte token past the vocabulary: <unk>, 0); EOS (2) if eos. Needs cap >= strlen(text) + 3; returns the count, negative on error */
+int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens, int64_t cap);
+/* the text of token following prev (the space after BOS stripped, <0xNN> as that byte); owned by t */
+const char *tg_tokenizer_decode(const tg_tokenizer *t, int32_t prev, int32_t token);
+int64_t tg_tokenizer_vocab(const tg_tokenizer *t);
+void tg_tokenizer_free(tg_tokenizer *t);
+
 /* ---- JIT: capture a step once, replay its kernels ------------------------------------------------------ */
 /* A step reads nin realized input tensors and returns nout new tensors in out (owned by the caller). The
  * first tg_jit_call runs it normally, the second runs it and captures every kernel it launches with its

@@ -264,3 +264,35 @@ TEST(test_schedule_kernels_run_in_dependency_order) {
   free(hx); free(hc);
   tg_scope_end();
 }
+
+/* a matmul row placed among many rows (a KV-cache write): the padded kernel would run the whole reduce for
+ * every row, valid or not, so the row is stored first; a pad that adds little keeps the reduce fused */
+TEST(test_schedule_reduce_seen_through_a_growing_pad_is_stored) {
+  tg_scope_begin();
+  tg_tensor *x = rand_t(2, (int64_t[]){1, 64}), *w = rand_t(2, (int64_t[]){64, 32});
+  tg_tensor *c = rand_t(2, (int64_t[]){512, 32});
+  tg_variable *pos = tg_variable_new("pos", 0, 511);
+  CHECK_T(pos);
+  tg_variable_bind(pos, 300);
+  float *hx = host(x), *hw = host(w), *hc = host(c), row[32];
+  ref_matmul(hx, hw, row, 1, 64, 32);
+  tg_tensor *placed[2] = {tg_add(c, tg_pad(tg_matmul(x, w), 2, (int64_t[]){300, 211, 0, 0}, 0)),
+                          tg_add(c, tg_pad_at(tg_matmul(x, w), 0, pos, 512))};
+  for (int k = 0; k < 2; k++) {
+    CHECK_T(placed[k]);
+    CHECK(kernels_of(placed[k]) == 2, "%s: %d kernels, want 2 (the row, then the placed sum)", k ? "pad_at" : "pad",
+          (int)tg_kernel_count_last());
+    float *got = host(placed[k]), *want = malloc(512 * 32 * sizeof *want);
+    for (int i = 0; got && want && i < 512 * 32; i++) want[i] = hc[i] + (i / 32 == 300 ? row[i % 32] : 0);
+    if (got && want) CHECK_CLOSE("placed row", got, want, 512 * 32);
+    free(got);
+    free(want);
+  }
+  tg_tensor *a = rand_t(2, (int64_t[]){16, 16}), *b = rand_t(2, (int64_t[]){16, 16});
+  tg_tensor *small = tg_pad(tg_matmul(a, b), 2, (int64_t[]){1, 1, 1, 1}, 0);
+  CHECK_T(small);
+  CHECK(kernels_of(small) == 1, "matmul padded by one: %d kernels, want 1", (int)tg_kernel_count_last());
+  free(hx); free(hw); free(hc);
+  tg_variable_free(pos);
+  tg_scope_end();
+}

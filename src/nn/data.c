@@ -569,3 +569,30 @@ void tg_dataset_free(tg_dataset *d) {
   tg_free(d->y);
   *d = (tg_dataset){0};
 }
+
+/* ---- finding a data file ------------------------------------------------------------------------------------ */
+
+tg_status tg_data_find(const char *dir, const char *sub, const char *name, char *out, size_t cap) {
+  if (!sub || !name || !out || cap == 0) {
+    tg_set_error(TG_ERR_ARG, "tg_data_find: NULL argument or no room for the path");
+    return TG_ERR_ARG;
+  }
+  /* where a user keeps data, then the project's shared data beside the repository */
+  const char *env = getenv("TG_DATA");
+  char cache[PATH_MAX], dirs[4][PATH_MAX];
+  int nd = 0;
+  if (dir && snprintf(dirs[nd], PATH_MAX, "%s", dir) < PATH_MAX) nd++;
+  if (env && *env && path_join(dirs[nd], env, sub)) nd++;
+  if (cache_dir(cache, sizeof cache) && path_join(dirs[nd], cache, sub)) nd++;
+  if (path_join(dirs[nd], "../shared/data", sub)) nd++;
+  note looked = {0};
+  if (!env || !*env) note_add(&looked, "$TG_DATA (not set), ");
+  for (int i = 0; i < nd; i++) {
+    int w = snprintf(out, cap, "%s/%s", dirs[i], name);
+    if (w > 0 && (size_t)w < cap && access(out, R_OK) == 0) return TG_OK;
+    note_add(&looked, "%s%s", dirs[i], i + 1 < nd ? ", " : "");
+  }
+  out[0] = 0;
+  tg_set_error(TG_ERR_IO, "tg_data_find: %s not found; looked in %s", name, looked.s);
+  return TG_ERR_IO;
+}

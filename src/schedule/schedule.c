@@ -2,7 +2,8 @@
  *
  * A node gets a buffer when it is an output, a CONTIGUOUS, or a REDUCE_AXIS whose result reaches its
  * consumers through an EXPAND (x - x.max(): recomputing the reduce for every broadcast element would
- * multiply its work). Everything else fuses: elementwise chains, the work before a reduce, the epilogue
+ * multiply its work) or through a PAD that at least doubles its size (the padded kernel runs the reduce for
+ * every element, valid or not: a KV-cache row placed among 512). Everything else fuses: elementwise chains, the work before a reduce, the epilogue
  * after it, and reduces nested in reduces (matmul -> relu -> sum is one kernel).
  */
 #include <stdlib.h>
@@ -124,7 +125,7 @@ static bool expensive(uop *u, const uop_map *realized, bool only_reduce) {
 
 tg_status schedule_create(int n, uop *const *outs, schedule *s) {
   memset(s, 0, sizeof *s);
-  uop_map realized = {0}, expanded = {0}, rewritten = {0}, consumers = {0};
+  uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0};
   tg_status st = TG_OK;
   uop **order = NULL;
   s->roots = malloc(((size_t)n + 1) * sizeof *s->roots);
@@ -157,8 +158,11 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
     /* a value made by a reduce and used by several nodes would be recomputed by each of their kernels
      * (a convolution's output feeds batchnorm's mean, its variance, the normalization, the backward) */
     bool shared = (intptr_t)umap_get(&consumers, u) >= 2 && (u->op == OP_REDUCE_AXIS || uop_is_alu((uop_op)u->op));
-    if (!stored && (u->op == OP_CONTIGUOUS || (broadcast && u->op == OP_REDUCE_AXIS) ||
-                    (broadcast && uop_is_alu((uop_op)u->op) && expensive(u, &realized, false)) ||
+    /* a reduce (or a long ALU chain) seen through a PAD that at least doubles its size is computed for every
+     * element of the padded extent, valid or not (a KV cache row placed at a position among 512: 512x) */
+    bool pad_grown = umap_get(&padded, u) != NULL;
+    if (!stored && (u->op == OP_CONTIGUOUS || ((broadcast || pad_grown) && u->op == OP_REDUCE_AXIS) ||
+                    ((broadcast || pad_grown) && uop_is_alu((uop_op)u->op) && expensive(u, &realized, false)) ||
                     (shared && uop_is_alu((uop_op)u->op) && expensive(u, &realized, true)) ||
                     (shared && u->op == OP_REDUCE_AXIS))) {
       if (!umap_put(&realized, u, &yes)) goto nomem;
@@ -177,6 +181,10 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
     if (flag)
       for (int k = 0; k < u->nsrc; k++)
         if (!umap_put(&expanded, u->src[k], &yes)) goto nomem;
+    bool grows = !stored && (pad_grown || (u->op == OP_PAD && uop_numel(u) >= 2 * uop_numel(u->src[0])));
+    if (grows)
+      for (int k = 0; k < u->nsrc; k++)
+        if (!umap_put(&padded, u->src[k], &yes)) goto nomem;
   }
   s->kernels = calloc((size_t)realized.n + 1, sizeof *s->kernels);
   s->realized = calloc((size_t)realized.n + 1, sizeof *s->realized);
@@ -203,6 +211,7 @@ out:
   free(order);
   umap_free(&realized);
   umap_free(&expanded);
+  umap_free(&padded);
   umap_free(&rewritten);
   umap_free(&consumers);
   if (st != TG_OK) schedule_free(s);
