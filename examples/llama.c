@@ -141,6 +141,7 @@ int main(int argc, char **argv) {
     }
   }
   printf("\n");
+  fflush(stdout);  /* the text before the statistics on stderr, also when piped */
   if (ids) fprintf(stderr, "\n");
   double end = now_s();
   if (pos > 1 && rc == 0) {

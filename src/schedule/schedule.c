@@ -3,8 +3,9 @@
  * A node gets a buffer when it is an output, a CONTIGUOUS, or a REDUCE_AXIS whose result reaches its
  * consumers through an EXPAND (x - x.max(): recomputing the reduce for every broadcast element would
  * multiply its work) or through a PAD that at least doubles its size (the padded kernel runs the reduce for
- * every element, valid or not: a KV-cache row placed among 512). Everything else fuses: elementwise chains, the work before a reduce, the epilogue
- * after it, and reduces nested in reduces (matmul -> relu -> sum is one kernel).
+ * every element, valid or not: a KV-cache row placed among 512). Everything else fuses: elementwise chains,
+ * the work before a reduce, the epilogue after it, and reduces nested in reduces (matmul -> relu -> sum is
+ * one kernel).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -182,8 +183,8 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
       for (int k = 0; k < u->nsrc; k++)
         if (!umap_put(&expanded, u->src[k], &yes)) goto nomem;
     bool grows = !stored && (pad_grown || (u->op == OP_PAD && uop_numel(u) >= 2 * uop_numel(u->src[0])));
-    if (grows)
-      for (int k = 0; k < u->nsrc; k++)
+    if (grows)  /* the padded value, not a variable offset (tg_pad_at's second source, read once) */
+      for (int k = 0; k < (u->op == OP_PAD ? 1 : u->nsrc); k++)
         if (!umap_put(&padded, u->src[k], &yes)) goto nomem;
   }
   s->kernels = calloc((size_t)realized.n + 1, sizeof *s->kernels);
