@@ -1,16 +1,19 @@
 /* threadpool.c — the persistent thread pool CPU kernels run on.
  *
  * A kernel splits its outermost THREAD loop by core_id, so a launch is "call fn(ctx, i, n) for every i in
- * [0, n) and wait". The pool has pool_size() threads including the caller, which runs core 0; the worker
- * threads are created on the first launch (TG_THREADS, else the CPUs this process may run on).
+ * [0, n) and wait". The pool has pool_size() threads including the caller; the worker threads are created
+ * on the first launch (TG_THREADS, else the CPUs this process may run on).
  *
- * Each worker has its own slot (a cache line): the caller writes the task into it and bumps its generation
- * word; the worker spins on that word for up to SPIN_NS (pause, then sched_yield), then sleeps on it with a
- * futex. The caller waits for the finished-worker count the same way. NOTES.md measured 0.12–0.8 µs per
- * launch for spin-then-futex, 1.4 µs for sleep-only and 4–70 µs for libgomp; this pool measured 0.4 µs
- * back to back on 2 threads. Only the workers a launch uses are touched, so a launch never races with a
- * worker still looking at an earlier one. With more threads than CPUs, spinning only steals time from the
- * thread being waited for, so workers sleep at once.
+ * The ids are not dealt out in advance: the caller and the workers it wakes claim them one by one from a
+ * shared ticket, so when the OS has not scheduled a worker (a loaded or oversubscribed machine), the caller
+ * runs that share itself instead of waiting a scheduler time slice for it. With static shares a decoding
+ * step of 95 small kernels went from 0.6 ms to 70 ms per token when another process took a core.
+ *
+ * Each worker has its own wake word (a cache line): the caller bumps it; the worker spins on it for up to
+ * SPIN_NS (pause, then sched_yield), then sleeps on it with a futex. The caller waits for the finished-id
+ * count the same way. NOTES.md measured 0.12–0.8 µs per launch for spin-then-futex, 1.4 µs for sleep-only
+ * and 4–70 µs for libgomp. With more threads than CPUs, spinning only steals time from the thread being
+ * waited for, so workers sleep at once.
  *
  * pool_run is meant to be called from one thread at a time; a mutex makes concurrent callers take turns.
  * Called from inside a task, it runs the nested work on the calling thread, in order. Workers block all
@@ -20,6 +23,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,21 +62,29 @@ static void word_wake(atomic_uint *w) { (void)w; }
 #endif
 
 typedef struct slot {
-  _Alignas(64) atomic_uint gen;  /* bumped by the caller once per task for this worker */
+  _Alignas(64) atomic_uint gen;  /* bumped by the caller once per launch this worker should join */
   atomic_int sleeping;           /* the worker is (about to be) in word_wait on gen */
-  pool_task fn;                  /* NULL: exit */
-  void *ctx;
-  int64_t first, step, n;        /* run fn(ctx, i, n) for i = first, first + step, ... < n */
+  atomic_bool exit;
   unsigned start_gen;            /* gen when the thread was created */
 } slot;
 
+/* The launch in progress. Core ids are claimed one at a time from `ticket` (launch number << 32 | id count
+ * << 16 | next id): whoever runs (the caller, or a worker that woke up) takes the next id, so a worker the OS
+ * has not scheduled yet holds nothing up: the caller runs its share. A claim is a compare-and-swap on the
+ * whole ticket, so it succeeds only while the ticket still names the launch whose task the claimer read: a
+ * late worker never runs an old task, and never a new task under an old count. */
+#define TICKET(seq, n, next) ((uint64_t)(seq) << 32 | (uint64_t)(n) << 16 | (uint64_t)(next))
+#define MAX_IDS 65535
 static struct {
   pthread_mutex_t run_lock;   /* one launch (or start/shutdown) at a time */
   int nthreads;               /* threads incl. the caller once started; 0 before */
   int64_t spin_ns;
   pthread_t tids[MAX_THREADS];
   slot slots[MAX_THREADS];
-  _Alignas(64) atomic_uint pending;  /* workers not done with the current launch */
+  _Atomic(pool_task) fn;
+  _Atomic(void *) ctx;
+  _Alignas(64) _Atomic uint64_t ticket;
+  _Alignas(64) atomic_uint done;     /* core ids finished in the current launch */
   atomic_int caller_sleeping;
 } P = {.run_lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -137,10 +149,21 @@ static unsigned wait_change(atomic_uint *w, unsigned seen, atomic_int *sleeping,
   return v;
 }
 
-static void run_share(pool_task fn, void *ctx, int64_t first, int64_t step, int64_t n) {
-  in_task = true;
-  for (int64_t i = first; i < n; i += step) fn(ctx, i, n);
-  in_task = false;
+/* claims and runs core ids of the current launch until none is left */
+static void run_claims(void) {
+  for (;;) {
+    uint64_t t = atomic_load(&P.ticket);
+    pool_task fn = atomic_load(&P.fn);
+    void *ctx = atomic_load(&P.ctx);
+    unsigned n = (unsigned)(t >> 16 & 0xffff), id = (unsigned)(t & 0xffff);
+    if (id >= n) return;
+    if (!atomic_compare_exchange_weak(&P.ticket, &t, t + 1)) continue;  /* the ticket moved on: read again */
+    in_task = true;
+    fn(ctx, id, n);
+    in_task = false;
+    /* the caller may sleep on done: wake it when the last id is finished */
+    if (atomic_fetch_add(&P.done, 1) + 1 == n && atomic_load(&P.caller_sleeping)) word_wake(&P.done);
+  }
 }
 
 static void *worker_main(void *arg) {
@@ -148,10 +171,8 @@ static void *worker_main(void *arg) {
   unsigned seen = s->start_gen;
   for (;;) {
     seen = wait_change(&s->gen, seen, &s->sleeping, P.spin_ns);
-    if (!s->fn) return NULL;
-    run_share(s->fn, s->ctx, s->first, s->step, s->n);
-    /* the caller may sleep on pending: wake it when the last worker is done */
-    if (atomic_fetch_sub(&P.pending, 1) == 1 && atomic_load(&P.caller_sleeping)) word_wake(&P.pending);
+    if (atomic_load(&s->exit)) return NULL;
+    run_claims();
   }
 }
 
@@ -179,7 +200,7 @@ static void pool_start(void) {
   int n = 1;
   for (; n < want; n++) {
     slot *s = &P.slots[n];
-    s->fn = NULL;
+    atomic_store(&s->exit, false);
     s->start_gen = atomic_load(&s->gen);
     if (pthread_create(&P.tids[n], NULL, worker_main, s) != 0) break;  /* run with what we have */
   }
@@ -193,6 +214,7 @@ int pool_size(void) { return config_size(); }
 void pool_run(pool_task fn, void *ctx, int nthreads) {
   if (!fn) return;
   int64_t n = nthreads > 0 ? nthreads : pool_size();
+  if (n > MAX_IDS) n = MAX_IDS;  /* ids are 16 bits of the ticket; kernels split by whatever count they get */
   if (n == 1 || in_task) {
     bool outer = in_task;
     for (int64_t i = 0; i < n; i++) {
@@ -204,21 +226,25 @@ void pool_run(pool_task fn, void *ctx, int nthreads) {
   }
   pthread_mutex_lock(&P.run_lock);
   if (!P.nthreads) pool_start();
-  int active = n < P.nthreads ? (int)n : P.nthreads;  /* thread t runs core ids t, t + active, ... */
-  atomic_store(&P.pending, (unsigned)(active - 1));
-  for (int t = 1; t < active; t++) {
+  int helpers = (n < P.nthreads ? (int)n : P.nthreads) - 1;  /* workers woken to claim ids */
+  /* the task first, then the ticket that opens it (seq_cst: a claimer that reads the new ticket reads the
+   * new task); ids of the previous launch are all claimed, so no one reads the task while it changes hands */
+  atomic_store(&P.fn, fn);
+  atomic_store(&P.ctx, ctx);
+  atomic_store(&P.done, 0);
+  atomic_store(&P.ticket, TICKET((atomic_load(&P.ticket) >> 32) + 1, n, 0));
+  for (int t = 1; t <= helpers; t++) {
     slot *s = &P.slots[t];
-    s->fn = fn, s->ctx = ctx, s->first = t, s->step = active, s->n = n;
-    atomic_fetch_add(&s->gen, 1);  /* seq_cst: publishes the task, and orders the read of sleeping after it */
+    atomic_fetch_add(&s->gen, 1);  /* seq_cst: orders the read of sleeping after it */
     if (atomic_load(&s->sleeping)) word_wake(&s->gen);
   }
-  run_share(fn, ctx, 0, active, n);
-  /* wait for the workers: spin, then sleep on pending */
-  unsigned left;
-  if (!spin_until(&P.pending, 0, true, P.spin_ns)) {
-    while ((left = atomic_load(&P.pending)) != 0) {
+  run_claims();
+  /* wait for the ids others claimed: spin, then sleep on done */
+  unsigned fin;
+  if (!spin_until(&P.done, (unsigned)n, true, P.spin_ns)) {
+    while ((fin = atomic_load(&P.done)) != (unsigned)n) {
       atomic_store(&P.caller_sleeping, 1);
-      if ((left = atomic_load(&P.pending)) != 0) word_wait(&P.pending, left);
+      if ((fin = atomic_load(&P.done)) != (unsigned)n) word_wait(&P.done, fin);
       atomic_store(&P.caller_sleeping, 0);
     }
   }
@@ -229,7 +255,7 @@ void pool_shutdown(void) {
   pthread_mutex_lock(&P.run_lock);
   for (int t = 1; t < P.nthreads; t++) {
     slot *s = &P.slots[t];
-    s->fn = NULL;
+    atomic_store(&s->exit, true);
     atomic_fetch_add(&s->gen, 1);
     if (atomic_load(&s->sleeping)) word_wake(&s->gen);
   }
