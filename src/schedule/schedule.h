@@ -31,6 +31,11 @@ void schedule_free(schedule *s);
 /* the kernel graph of node `root` stored contiguously (lower.c); leaves: nodes with storage or realized */
 uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs);
 
+/* whether the reduce u (or a value made from one), left unrealized, is computed in root's kernel once per
+ * element: indexed only by root's outermost loops P, every REDUCE of that kernel over one row of at most row_max
+ * elements and depending on exactly P (softmax: max and sum once per row, then the row's outputs) */
+bool lower_row_fusable(uop *root, const uop_map *realized, uop *u, int64_t row_max);
+
 /* true for a node that needs no kernel to be read as a contiguous buffer: BUFFER or RESHAPE(BUFFER) with
  * storage, or a node realized before */
 bool node_has_storage(const uop *u);
