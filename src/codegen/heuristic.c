@@ -149,6 +149,13 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
   *vec_on_reducep = vec_on_reduce;
 }
 
+/* a loop of size not a multiple of the vector padded to a multiple of `to`, or of the vector when that wastes
+ * more than an eighth */
+static void pad_loop(kernel_state *ks, int axis, int64_t size, int lanes, int64_t to) {
+  if (lanes < 2 || size % lanes == 0 || size < 2 * lanes) return;
+  if (8 * ((size + to - 1) / to * to - size) > size || !try_opt(ks, OPT_PADTO, axis, to)) try_opt(ks, OPT_PADTO, axis, lanes);
+}
+
 /* A row kernel (a reduce broadcast along an output loop, computed once per row: see schedule.c) gets vector
  * lanes on its row's output loop and on each reduce's loop (expand.c gives them one lane: no value uses two
  * of them), 4 vector accumulators per reduce to hide the latency of the add or max chain, and threads on the
@@ -165,7 +172,19 @@ static bool row_kernel(kernel_state *ks, int lanes) {
   find_hot(ks->ast, &h);
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
-  if (lanes >= 2 && ax[row].size % lanes == 0 && store_contiguous(&h, ax[row].r))
+  /* rows that are not a multiple of the vector (1000 classes) are padded, their edge masked */
+  int64_t row_id = ax[row].r->arg.i;
+  if (store_contiguous(&h, ax[row].r)) pad_loop(ks, row, ax[row].size, lanes, 2 * lanes);
+  for (int i = 0; i < nred; i++) {
+    int re, co, ga;
+    n = ks_axes(ks, ax, &nout, &nred);
+    load_kinds(&h, ax[nout + i].r, &re, &co, &ga);
+    if (!ga && co) pad_loop(ks, nout + i, ax[nout + i].size, lanes, 4 * lanes);
+  }
+  find_hot(ks->ast, &h);
+  n = ks_axes(ks, ax, &nout, &nred);
+  row = axis_of(ks, row_id, false);
+  if (row >= 0 && lanes >= 2 && ax[row].size % lanes == 0 && store_contiguous(&h, ax[row].r))
     try_opt(ks, OPT_UPCAST, row, ax[row].size % (2 * lanes) == 0 ? 2 * lanes : lanes);
   /* by id: an UNROLL of a whole loop removes it, and the others move */
   int64_t red_ids[KS_MAX_AXES];
