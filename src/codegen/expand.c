@@ -217,18 +217,16 @@ static uop *merge_lanes(uop *ast, uop *lane, uop *cand, uop **rs, int *nr, int l
   uop **order = uop_toposort(ast, &n);
   if (!order) return NULL;
   loop_sets ls = {0};
-  uint64_t used[KS_MAX_AXES] = {0}, group = cand->arg.i < 64 ? 1ULL << cand->arg.i : 0;
-  /* the loops each loop is used together with */
-  uint64_t *with = calloc(64, sizeof *with);
-  for (int i = 0; i < n && with; i++) {
+  uint64_t group = (cand->arg.i < 64 ? 1ULL << cand->arg.i : 0) | (lane->arg.i < 64 ? 1ULL << lane->arg.i : 0);
+  uint64_t with[64] = {0};  /* the loops each loop is used together with */
+  for (int i = 0; i < n; i++) {
     uint64_t f = loops_free(&ls, order[i]);
     for (int b = 0; b < 64; b++)
       if (f >> b & 1) with[b] |= f;
   }
   free(order);
   loop_sets_free(&ls);
-  if (!with || ls.fail) { free(with); return ls.fail ? ast : NULL; }
-  (void)used;
+  if (ls.fail) return ast;  /* out of memory: the other loops stay scalar copies */
   for (int i = 0; i < *nr && ast; i++) {
     uop *q = rs[i];
     int64_t id = q->arg.i;
@@ -248,7 +246,6 @@ static uop *merge_lanes(uop *ast, uop *lane, uop *cand, uop **rs, int *nr, int l
       rs[i--] = rs[--*nr];
     }
   }
-  free(with);
   return ast;
 }
 

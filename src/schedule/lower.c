@@ -288,7 +288,7 @@ bool lower_row_fusable(uop *root, const uop_map *realized, uop *u, int64_t row_m
       out_row *= x->src[0]->arg.i;
     if (x->op != OP_REDUCE) continue;
     int64_t ext = 1;
-    for (int j = 1; j < x->nsrc; j++) ext *= x->src[j]->src[0]->arg.i;
+    for (int j = 1; j < x->nsrc; j++) ext *= x->src[j]->op == OP_RANGE ? x->src[j]->src[0]->arg.i : 1;
     ok = ext <= row_max && free_ranges(x, &fr, &ok) == rows;
   }
   ok = ok && out_row <= row_max;
