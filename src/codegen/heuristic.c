@@ -19,6 +19,8 @@
  *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul);
  *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
  *      into a contiguous buffer (PACK) before the tile loop.
+ * A row kernel (reduces broadcast along its inner output loop: softmax in one kernel) takes its own short
+ * path instead, row_kernel() below.
  */
 #include <stdlib.h>
 #include <string.h>

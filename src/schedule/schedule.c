@@ -2,8 +2,9 @@
  *
  * A node gets a buffer when it is an output, a CONTIGUOUS, or a REDUCE_AXIS whose result reaches its
  * consumers through an EXPAND (x - x.max(): recomputing the reduce for every broadcast element would
- * multiply its work). Everything else fuses: elementwise chains, the work before a reduce, the epilogue
- * after it, and reduces nested in reduces (matmul -> relu -> sum is one kernel).
+ * multiply its work) unless its one kernel computes it once per row anyway (row fusion, below). Everything
+ * else fuses: elementwise chains, the work before a reduce, the epilogue after it, and reduces nested in
+ * reduces (matmul -> relu -> sum is one kernel).
  */
 #include <stdlib.h>
 #include <string.h>

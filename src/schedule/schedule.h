@@ -1,6 +1,7 @@
 /* schedule.h — the tensor graph becomes a list of kernels.
  *
- * Decides which nodes are stored to a buffer (outputs, CONTIGUOUS, reduces whose result is broadcast),
+ * Decides which nodes are stored to a buffer (outputs, CONTIGUOUS, reduces whose result is broadcast, except
+ * those a kernel computes once per row of its own: softmax's max and sum),
  * turns everything between two stored values into ONE kernel AST with movement ops rewritten to index
  * arithmetic and validity masks (lower.c), and orders the kernels by their buffer dependencies.
  */
