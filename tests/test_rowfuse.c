@@ -135,3 +135,38 @@ TEST(test_rowfuse_gradients_match_the_analytic_formulas) {
   for (int op = 0; op < 3; op++)
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) check_gradient((row_op)op, sizes[i][0], sizes[i][1]);
 }
+
+TEST(test_rowfuse_a_row_max_shared_by_two_outputs_is_computed_once) {
+  tg_scope_begin();
+  int64_t shape[2] = {6, 40};
+  float *hx = random_floats(240, 3), w1[240], w2[240], g1[240], g2[240];
+  tg_tensor *x = tg_from_data(TG_FLOAT32, 2, shape, hx, sizeof w1);
+  tg_tensor *m = tg_max(x, 1, (int[]){1}, true);
+  tg_tensor *outs[2] = {tg_mul_scalar(tg_sub(x, m), 2.0), tg_exp(tg_sub(x, m))};
+  CHECK_T(outs[1]);
+  CHECK(tg_realize_many(2, outs) == TG_OK, "%s", tg_error());
+  /* the max is realized once for both (its own kernel), not computed inside each output's kernel */
+  CHECK(tg_kernel_count_last() == 3, "%d kernels, want 3", (int)tg_kernel_count_last());
+  CHECK(tg_to_host(outs[0], g1, sizeof g1) == TG_OK && tg_to_host(outs[1], g2, sizeof g2) == TG_OK, "%s", tg_error());
+  for (int i = 0; i < 6; i++) {
+    float mx = -INFINITY;
+    for (int j = 0; j < 40; j++) mx = hx[i * 40 + j] > mx ? hx[i * 40 + j] : mx;
+    for (int j = 0; j < 40; j++) w1[i * 40 + j] = 2 * (hx[i * 40 + j] - mx), w2[i * 40 + j] = expf(hx[i * 40 + j] - mx);
+  }
+  CHECK_CLOSE("2 (x - max)", g1, w1, 240);
+  CHECK_CLOSE("exp(x - max)", g2, w2, 240);
+  /* logsumexp: a row reduce whose own output is per row */
+  tg_tensor *l = tg_logsumexp(x, 1, false);
+  CHECK_T(l);
+  float gl[6];
+  CHECK(tg_to_host(l, gl, sizeof gl) == TG_OK, "%s", tg_error());
+  for (int i = 0; i < 6; i++) {
+    double mx = -INFINITY, s = 0;
+    for (int j = 0; j < 40; j++) mx = hx[i * 40 + j] > mx ? hx[i * 40 + j] : mx;
+    for (int j = 0; j < 40; j++) s += exp(hx[i * 40 + j] - mx);
+    w1[i] = (float)(mx + log(s));
+  }
+  CHECK_CLOSE("logsumexp", gl, w1, 6);
+  free(hx);
+  tg_scope_end();
+}
