@@ -75,10 +75,6 @@ bool uop_uses_memo(uop *u, uop *r, uop_map *memo);  /* the same with a memo kept
 /* the largest range id in ast, -1 if none */
 int64_t max_range_id(uop *ast);
 
-/* the loops (RANGE ids below 64) a value uses, as a bit set: a REDUCE binds its own (memo per kernel) */
-typedef struct loop_sets { uop_map memo; bool fail; } loop_sets;
-uint64_t loops_free(loop_sets *ls, uop *u);
-void loop_sets_free(loop_sets *ls);
 /* the loops every REDUCE of the kernel uses, all bits when there is none; an output loop not among them is
  * one that reduces are broadcast along (a row kernel: softmax's output loop) */
 uint64_t reduce_loops(uop *ast);

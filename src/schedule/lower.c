@@ -230,25 +230,6 @@ uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs) {
   return ast;
 }
 
-/* the RANGEs (ids below 64) u uses free, as a bit set: a REDUCE binds its own; *ok false past 64 */
-static uint64_t free_ranges(uop *u, uop_map *memo, bool *ok) {
-  uint64_t *box = umap_get(memo, u);
-  if (box) return *box;
-  uint64_t d = 0;
-  if (u->op == OP_RANGE) {
-    if (u->arg.i >= 64) *ok = false;
-    else d = 1ULL << u->arg.i;
-  }
-  for (int i = 0; i < u->nsrc; i++) d |= free_ranges(u->src[i], memo, ok);
-  if (u->op == OP_REDUCE)
-    for (int i = 1; i < u->nsrc; i++)
-      if (u->src[i]->op == OP_RANGE && u->src[i]->arg.i < 64) d &= ~(1ULL << u->src[i]->arg.i);
-  box = malloc(sizeof *box);
-  if (!box || !umap_put(memo, u, box)) { free(box); *ok = false; return d; }
-  *box = d;
-  return d;
-}
-
 bool lower_row_fusable(uop *root, const uop_map *realized, uop *u, int64_t row_max) {
   lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32};
   uop *ast = lower_into(&c, root);
@@ -279,22 +260,21 @@ bool lower_row_fusable(uop *root, const uop_map *realized, uop *u, int64_t row_m
   int n = 0;
   if (ok) ast = uop_simplify(ast);
   uop **order = ok && ast ? uop_toposort(ast, &n) : NULL;
-  uop_map fr = {0};
+  loop_sets fr = {0};
   ok = ok && order;
   int64_t out_row = 1;
   for (int i = 0; ok && i < n; i++) {
     uop *x = order[i];
+    if (x->op == OP_RANGE && x->arg.i >= 64) ok = false;  /* past the bit sets */
     if (x->op == OP_RANGE && x->aux[0] == AX_GLOBAL && x->arg.i < 64 && !(rows & (1ULL << x->arg.i)))
       out_row *= x->src[0]->arg.i;
     if (x->op != OP_REDUCE) continue;
     int64_t ext = 1;
     for (int j = 1; j < x->nsrc; j++) ext *= x->src[j]->op == OP_RANGE ? x->src[j]->src[0]->arg.i : 1;
-    ok = ext <= row_max && free_ranges(x, &fr, &ok) == rows;
+    ok = ok && ext <= row_max && loops_free(&fr, x) == rows;
   }
   ok = ok && out_row <= row_max;
-  for (size_t i = 0; i < fr.cap; i++)
-    if (fr.keys[i]) free(fr.vals[i]);
-  umap_free(&fr);
+  loop_sets_free(&fr);
   free(order);
   umap_free(&c.memo);
   free(c.bufs);
