@@ -106,7 +106,8 @@ static bool expensive(uop *u, const uop_map *realized, bool only_reduce) {
     if (umap_get(&seen, x)) continue;
     if (!umap_put(&seen, x, &yes) || ++visited >= EXPENSIVE_WALK) { big = true; break; }
     if (x != u && (node_has_storage(x) || umap_get(realized, x))) { leaves++; continue; }
-    /* a reduce seen through a broadcast gets stored anyway: a leaf; any other means real work */
+    /* a reduce seen through a broadcast is stored, or computed once per row (row fusion): a leaf; any other
+     * means real work */
     if (x->op == OP_REDUCE_AXIS) {
       if (bcast) { leaves++; continue; }
       big = true;
