@@ -207,6 +207,48 @@ static int lane_score(uop *ast, uop *r) {
   return score;
 }
 
+/* Other loops of the kernel that no value uses together with the lane's loop share the lane: their inner
+ * `lanes` iterations become the same RANGE. A value then is a vector along at most one of them, and a REDUCE
+ * over the lane binds it, so what it means inside the reduce never meets what it means outside. A row kernel
+ * (softmax: the row's max, its sum of exps, its outputs) so has vector loads in all three loops. rs[0..*nr)
+ * are the loops left to expand (the split loops' outer parts replace them); cand is the lane's own loop. */
+static uop *merge_lanes(uop *ast, uop *lane, uop *cand, uop **rs, int *nr, int lanes) {
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return NULL;
+  loop_sets ls = {0};
+  uint64_t group = (cand->arg.i < 64 ? 1ULL << cand->arg.i : 0) | (lane->arg.i < 64 ? 1ULL << lane->arg.i : 0);
+  uint64_t with[64] = {0};  /* the loops each loop is used together with */
+  for (int i = 0; i < n; i++) {
+    uint64_t f = loops_free(&ls, order[i]);
+    for (int b = 0; b < 64; b++)
+      if (f >> b & 1) with[b] |= f;
+  }
+  free(order);
+  loop_sets_free(&ls);
+  if (ls.fail) return ast;  /* out of memory: the other loops stay scalar copies */
+  for (int i = 0; i < *nr && ast; i++) {
+    uop *q = rs[i];
+    int64_t id = q->arg.i;
+    if (q == lane || id >= 64 || q->src[0]->arg.i % lanes || lane_score(ast, q) <= 0) continue;
+    uint64_t together = 0;
+    for (int b = 0; b < 64; b++)
+      if (group >> b & 1) together |= with[b];
+    if (together >> id & 1) continue;
+    group |= 1ULL << id;
+    if (q->src[0]->arg.i > lanes) {
+      uop *outer, *inner;
+      ast = split_range(ast, q, lanes, (int)q->aux[0], &outer, &inner);
+      ast = ast ? uop_substitute(ast, inner, lane) : NULL;
+      rs[i] = outer;
+    } else {
+      ast = uop_substitute(ast, q, lane);
+      rs[i--] = rs[--*nr];
+    }
+  }
+  return ast;
+}
+
 uop *expand_kernel(uop *ast, int vec_bytes, uop **lane_out) {
   *lane_out = NULL;
   int n;
@@ -239,6 +281,7 @@ uop *expand_kernel(uop *ast, int vec_bytes, uop **lane_out) {
         if (rs[i] == cand) rs[i] = rs[--nr];
     }
   }
+  if (lane && !(ast = merge_lanes(ast, lane, cand, rs, &nr, lanes))) return NULL;
   /* unrolls first: fewer REDUCEs to copy when the upcasts copy the stores */
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < nr; i++) {

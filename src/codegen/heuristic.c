@@ -19,6 +19,8 @@
  *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul);
  *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
  *      into a contiguous buffer (PACK) before the tile loop.
+ * A row kernel (reduces broadcast along its inner output loop: softmax in one kernel) takes its own short
+ * path instead, row_kernel() below.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +151,69 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
   *vec_on_reducep = vec_on_reduce;
 }
 
+/* a loop of size not a multiple of the vector padded to a multiple of `to`, or of the vector when that wastes
+ * more than an eighth */
+static void pad_loop(kernel_state *ks, int axis, int64_t size, int lanes, int64_t to) {
+  if (lanes < 2 || size % lanes == 0 || size < 2 * lanes) return;
+  if (8 * ((size + to - 1) / to * to - size) > size || !try_opt(ks, OPT_PADTO, axis, to)) try_opt(ks, OPT_PADTO, axis, lanes);
+}
+
+/* A row kernel (a reduce broadcast along an output loop, computed once per row: see schedule.c) gets vector
+ * lanes on its row's output loop and on each reduce's loop (expand.c gives them one lane: no value uses two
+ * of them), 4 vector accumulators per reduce to hide the latency of the add or max chain, and threads on the
+ * rows. Returns false when the kernel is not a row kernel. */
+static bool row_kernel(kernel_state *ks, int lanes) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  uint64_t rl = reduce_loops(ks->ast);
+  int row = -1;
+  for (int i = nout - 1; i >= 0 && row < 0; i--)
+    if (ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1) && ax[i].size > 1) row = i;
+  if (row < 0 || !nred) return false;
+  hot h;
+  find_hot(ks->ast, &h);
+  double work = 1;
+  for (int i = 0; i < n; i++) work *= (double)ax[i].size;
+  /* rows that are not a multiple of the vector (1000 classes) are padded, their edge masked */
+  int64_t row_id = ax[row].r->arg.i;
+  if (store_contiguous(&h, ax[row].r)) pad_loop(ks, row, ax[row].size, lanes, 2 * lanes);
+  for (int i = 0; i < nred; i++) {
+    int re, co, ga;
+    n = ks_axes(ks, ax, &nout, &nred);
+    load_kinds(&h, ax[nout + i].r, &re, &co, &ga);
+    if (!ga && co) pad_loop(ks, nout + i, ax[nout + i].size, lanes, 4 * lanes);
+  }
+  find_hot(ks->ast, &h);
+  n = ks_axes(ks, ax, &nout, &nred);
+  row = axis_of(ks, row_id, false);
+  if (row >= 0 && lanes >= 2 && ax[row].size % lanes == 0 && store_contiguous(&h, ax[row].r))
+    try_opt(ks, OPT_UPCAST, row, ax[row].size % (2 * lanes) == 0 ? 2 * lanes : lanes);
+  /* by id: an UNROLL of a whole loop removes it, and the others move */
+  int64_t red_ids[KS_MAX_AXES];
+  int nids = 0;
+  for (int i = nout; i < nout + nred; i++) red_ids[nids++] = ax[i].r->arg.i;
+  for (int k = 0; k < nids && lanes >= 2; k++) {
+    int i = axis_of(ks, red_ids[k], true);
+    n = ks_axes(ks, ax, &nout, &nred);
+    if (i < 0) continue;
+    int re, co, ga;
+    load_kinds(&h, ax[nout + i].r, &re, &co, &ga);
+    if (ax[nout + i].size % lanes || ga || !co) continue;
+    int64_t amt = 4 * lanes;
+    while (amt > lanes && ax[nout + i].size % amt) amt /= 2;
+    try_opt(ks, OPT_UNROLL, i, amt);
+  }
+  if (ks->tg.nthreads > 1 && work >= THREAD_MIN_WORK) {
+    n = ks_axes(ks, ax, &nout, &nred);
+    int nt = ks->tg.nthreads;
+    for (int i = 0; i < nout; i++)
+      if (ax[i].type == AX_GLOBAL && ax[i].size >= nt && (ax[i].size % nt == 0 || ax[i].size >= 4 * nt) &&
+          try_opt(ks, OPT_THREAD, i, nt))
+        break;
+  }
+  return true;
+}
+
 /* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
  * can make that load contiguous; false when that PACK then does not apply */
 static bool heuristic(kernel_state *ks, bool pack_t) {
@@ -166,6 +231,7 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
     if (h.stores[i]->src[2]->dtype != TG_FLOAT32 && h.stores[i]->src[2]->dtype != TG_INT32) lanes = 1;
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
+  if (row_kernel(ks, lanes)) return true;
 
   /* 1. the vector loop; when there is none, an output loop with a contiguous store that is not a multiple
    * of the vector is padded to one (masked loads and stores at its edge) and the choice made again */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/opt.h"
 
 typedef struct lin_ctx {
   uop_map deps;      /* node -> range bit set (boxed) */
@@ -131,6 +131,11 @@ static void emit_reduce(lin_ctx *c, uop *r) {
   for (int i = 0; i < c->nreduces; i++) {
     uop *q = c->reduces[i];
     if (q == r || emitted(c, q) || !same_loops(q, r) || (deps(c, q) & ~c->open)) continue;
+    /* a reduce that uses another's value is not in its loop nest, even over the same loops (a row kernel's
+     * sum of exp(x - max) after the max, both over the vector lane only) */
+    bool dep = false;
+    for (int g = 0; g < ng && !dep; g++) dep = uop_uses(q->src[0], grp[g]) || uop_uses(grp[g]->src[0], q);
+    if (dep) continue;
     mark(c, q);
     grp[ng++] = q;
   }

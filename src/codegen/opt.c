@@ -150,6 +150,19 @@ done:
   return y;
 }
 
+uint64_t reduce_loops(uop *ast) {
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return ~0ULL;
+  loop_sets ls = {0};
+  uint64_t all = ~0ULL;
+  for (int i = 0; i < n; i++)
+    if (order[i]->op == OP_REDUCE) all &= loops_free(&ls, order[i]);
+  loop_sets_free(&ls);
+  free(order);
+  return ls.fail ? ~0ULL : all;
+}
+
 /* ---- PADTO: r of size n becomes r' of size m, every load and store that uses it masked with r' < n, every
  * reduce over it given the identity outside ------------------------------------------------------------ */
 
@@ -396,11 +409,29 @@ int ks_axes(const kernel_state *ks, axis_info *ax, int *nout, int *nred) {
   return k;
 }
 
-static int64_t expand_product(const axis_info *ax, int n) {
-  int64_t p = 1;
+/* the most register copies of one value once the UPCAST/UNROLL loops are expanded and r is split by k: the
+ * product of the expanded loops a value uses. Loops no value uses together multiply nothing (a row kernel's
+ * output UPCAST and its reduces' UNROLLs: each reduce is copied by its own UNROLL only) */
+static int64_t expand_product(uop *ast, const axis_info *ax, int n, uop *r, int64_t k) {
+  int64_t size[64] = {0};
   for (int i = 0; i < n; i++)
-    if (ax[i].type == AX_UPCAST || ax[i].type == AX_UNROLL) p *= ax[i].size;
-  return p;
+    if ((ax[i].type == AX_UPCAST || ax[i].type == AX_UNROLL) && ax[i].r->arg.i < 64) size[ax[i].r->arg.i] = ax[i].size;
+  int m;
+  uop **order = uop_toposort(ast, &m);
+  if (!order) return INT64_MAX;
+  loop_sets ls = {0};
+  int64_t most = 1;
+  for (int i = 0; i < m; i++) {
+    /* a REDUCE's source uses its loops; the REDUCE itself is one value per its free loops */
+    uint64_t f = loops_free(&ls, order[i]);
+    int64_t p = r->arg.i < 64 && (f >> r->arg.i & 1) ? k : 1;
+    for (int b = 0; b < 64; b++)
+      if ((f >> b & 1) && size[b]) p *= size[b];
+    if (p > most) most = p;
+  }
+  loop_sets_free(&ls);
+  free(order);
+  return ls.fail ? INT64_MAX : most;
 }
 
 #define REFUSE(...) do { snprintf(why, 160, __VA_ARGS__); return false; } while (0)
@@ -435,7 +466,7 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
       if (k > 64) REFUSE("%s: amount %lld is more than 64 registers", opt_name(o.op), (long long)k);
       if (size % k) REFUSE("%s: axis %d of size %lld is not a multiple of %lld (PADTO first)", opt_name(o.op), o.axis,
                            (long long)size, (long long)k);
-      if (expand_product(ax, n) * k > KS_MAX_EXPAND)
+      if (expand_product(ks->ast, ax, n, a.r, k) > KS_MAX_EXPAND)
         REFUSE("%s: more than %d register copies in all", opt_name(o.op), KS_MAX_EXPAND);
       if (o.op == OPT_UPCAST && a.type == AX_THREAD && size / k < ks->nthreads)
         REFUSE("UPCAST: leaves %lld iterations for %d threads", (long long)(size / k), ks->nthreads);
@@ -446,6 +477,9 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
       if (a.type == AX_THREAD) REFUSE("THREAD: axis %d is already split across threads", o.axis);
       if (ks->nthreads > 1) REFUSE("THREAD: the kernel already has a THREAD axis");
       if (a.type != AX_GLOBAL) REFUSE("THREAD: axis %d is not an output loop", o.axis);
+      /* the threads' loop is opened first: a reduce that does not use it would run once per thread's part */
+      if (a.r->arg.i >= 64 || !(reduce_loops(ks->ast) >> a.r->arg.i & 1))
+        REFUSE("THREAD: axis %d is a row the kernel's reduces are broadcast along", o.axis);
       if (k < 2 || k > ks->tg.nthreads) REFUSE("THREAD: %lld threads, the pool has %d", (long long)k, ks->tg.nthreads);
       if (size < k) REFUSE("THREAD: axis %d has %lld iterations for %lld threads", o.axis, (long long)size, (long long)k);
       int64_t type = AX_THREAD;

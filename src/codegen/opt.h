@@ -75,6 +75,10 @@ bool uop_uses_memo(uop *u, uop *r, uop_map *memo);  /* the same with a memo kept
 /* the largest range id in ast, -1 if none */
 int64_t max_range_id(uop *ast);
 
+/* the loops every REDUCE of the kernel uses, all bits when there is none; an output loop not among them is
+ * one that reduces are broadcast along (a row kernel: softmax's output loop) */
+uint64_t reduce_loops(uop *ast);
+
 /* the coefficient of r in e when e is linear in r (sums, products by constants); false otherwise */
 bool lin_coef(uop *e, uop *r, int64_t *coef);
 

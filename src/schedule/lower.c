@@ -206,36 +206,39 @@ static bool enter_unrealized(uop *u, void *ctx) {
   return u == c->root || !(umap_get(c->realized, u) || node_has_storage(u));
 }
 
+/* the kernel of root lowered into c: SINK(STORE) before simplification, NULL on failure */
+static uop *lower_into(lower_ctx *c, uop *root) {
+  /* 32-bit indices unless some node of the kernel has 2^31 elements or more */
+  int nn;
+  uop **order = uop_toposort_filtered(root, enter_unrealized, c, &nn);
+  if (!order) return NULL;
+  for (int i = 0; i < nn; i++) {
+    int64_t ne = order[i]->op == OP_BUFFER ? order[i]->aux[0] : uop_numel(order[i]);
+    if (ne >= ((int64_t)1 << 31) - 1) c->idt = TG_INT64;
+    for (int d = 0; d < order[i]->ndim; d++)
+      if (order[i]->shape[d] >= ((int64_t)1 << 31) - 1) c->idt = TG_INT64;
+  }
+  free(order);
+  param_slot(c, root);  /* the output is PARAM 0 */
+  uop *idx[TG_MAX_DIMS];
+  for (int i = 0; i < root->ndim; i++) {
+    if (root->shape[i] == 1) { idx[i] = ic(c, 0); continue; }
+    uop *bound = ic(c, root->shape[i]);
+    int64_t type = AX_GLOBAL;
+    idx[i] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+  }
+  uop *value = lower(c, root, idx, uop_const_int(TG_BOOL, 1));
+  if (!value || c->oom) return NULL;
+  uop *s[3] = {param(c, root), linear_index(c, root->ndim, root->shape, idx), value};
+  uop *store = uop_new(OP_STORE, (tg_dtype)root->dtype, 3, s, (uop_arg){0}, 0, NULL);
+  return store ? uop_new(OP_SINK, TG_BOOL, 1, &store, (uop_arg){0}, 0, NULL) : NULL;
+}
+
 uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs) {
   lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32};
   *bufs = NULL;
   *nbufs = 0;
-  /* 32-bit indices unless some node of the kernel has 2^31 elements or more */
-  int nn;
-  uop **order = uop_toposort_filtered(root, enter_unrealized, &c, &nn);
-  if (!order) return NULL;
-  for (int i = 0; i < nn; i++) {
-    int64_t ne = order[i]->op == OP_BUFFER ? order[i]->aux[0] : uop_numel(order[i]);
-    if (ne >= ((int64_t)1 << 31) - 1) c.idt = TG_INT64;
-    for (int d = 0; d < order[i]->ndim; d++)
-      if (order[i]->shape[d] >= ((int64_t)1 << 31) - 1) c.idt = TG_INT64;
-  }
-  free(order);
-  param_slot(&c, root);  /* the output is PARAM 0 */
-  uop *idx[TG_MAX_DIMS];
-  for (int i = 0; i < root->ndim; i++) {
-    if (root->shape[i] == 1) { idx[i] = ic(&c, 0); continue; }
-    uop *bound = ic(&c, root->shape[i]);
-    int64_t type = AX_GLOBAL;
-    idx[i] = uop_new(OP_RANGE, c.idt, 1, &bound, (uop_arg){.i = c.next_range++}, 1, &type);
-  }
-  uop *value = lower(&c, root, idx, uop_const_int(TG_BOOL, 1));
-  uop *ast = NULL;
-  if (value && !c.oom) {
-    uop *s[3] = {param(&c, root), linear_index(&c, root->ndim, root->shape, idx), value};
-    uop *store = uop_new(OP_STORE, (tg_dtype)root->dtype, 3, s, (uop_arg){0}, 0, NULL);
-    ast = uop_simplify(store ? uop_new(OP_SINK, TG_BOOL, 1, &store, (uop_arg){0}, 0, NULL) : NULL);
-  }
+  uop *ast = uop_simplify(lower_into(&c, root));
   umap_free(&c.memo);
   if (!ast || c.oom) {
     if (c.oom) tg_set_error(TG_ERR_NOMEM, "schedule: out of memory lowering a kernel");
@@ -245,4 +248,55 @@ uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs) {
   *bufs = c.bufs;
   *nbufs = c.nbufs;
   return ast;
+}
+
+bool lower_row_fusable(uop *root, const uop_map *realized, uop *u, int64_t row_max) {
+  lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32};
+  uop *ast = lower_into(&c, root);
+  bool ok = ast != NULL;
+  uint64_t rows = 0;  /* P: the loops u is indexed by */
+  bool found = false;
+  /* every place u is used: indexed by distinct output loops, unmasked (the memo keys, see lower()) */
+  for (size_t k = 0; ok && k < c.memo.cap; k++) {
+    uop *key = c.memo.keys[k];
+    if (!key || key->src[0] != u) continue;
+    uop *valid = key->src[1];
+    if (!uop_is_const(valid) || !valid->arg.i) { ok = false; break; }
+    uint64_t p = 0;
+    for (int d = 0; d < u->ndim && ok; d++) {
+      if (u->shape[d] == 1) continue;
+      uop *r = uop_simplify(key->src[d + 2]);
+      ok = r && r->op == OP_RANGE && r->aux[0] == AX_GLOBAL && r->arg.i < 64 && !(p & (1ULL << r->arg.i));
+      if (ok) p |= 1ULL << r->arg.i;
+    }
+    if (found && p != rows) ok = false;
+    rows = p;
+    found = true;
+  }
+  /* P is the outermost loops (output loops have ids 0.. outermost first), so u is computed once per element
+   * where the linearizer hoists it; every REDUCE of the kernel is over one row of at most row_max and
+   * computed once per P (a matmul reading u would put u's rows inside its own loops) */
+  ok = ok && found && (rows & (rows + 1)) == 0;
+  int n = 0;
+  if (ok) ast = uop_simplify(ast);
+  uop **order = ok && ast ? uop_toposort(ast, &n) : NULL;
+  loop_sets fr = {0};
+  ok = ok && order;
+  int64_t out_row = 1;
+  for (int i = 0; ok && i < n; i++) {
+    uop *x = order[i];
+    if (x->op == OP_RANGE && x->arg.i >= 64) ok = false;  /* past the bit sets */
+    if (x->op == OP_RANGE && x->aux[0] == AX_GLOBAL && x->arg.i < 64 && !(rows & (1ULL << x->arg.i)))
+      out_row *= x->src[0]->arg.i;
+    if (x->op != OP_REDUCE) continue;
+    int64_t ext = 1;
+    for (int j = 1; j < x->nsrc; j++) ext *= x->src[j]->op == OP_RANGE ? x->src[j]->src[0]->arg.i : 1;
+    ok = ok && ext <= row_max && loops_free(&fr, x) == rows;
+  }
+  ok = ok && out_row <= row_max;
+  loop_sets_free(&fr);
+  free(order);
+  umap_free(&c.memo);
+  free(c.bufs);
+  return ok;
 }

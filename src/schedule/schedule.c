@@ -2,10 +2,10 @@
  *
  * A node gets a buffer when it is an output, a CONTIGUOUS, or a REDUCE_AXIS whose result reaches its
  * consumers through an EXPAND (x - x.max(): recomputing the reduce for every broadcast element would
- * multiply its work) or through a PAD that at least doubles its size (the padded kernel runs the reduce for
- * every element, valid or not: a KV-cache row placed among 512). Everything else fuses: elementwise chains,
- * the work before a reduce, the epilogue after it, and reduces nested in reduces (matmul -> relu -> sum is
- * one kernel).
+ * multiply its work) unless its one kernel computes it once per row anyway (row fusion, below), or through a
+ * PAD that at least doubles its size (the padded kernel runs the reduce for every element, valid or not: a
+ * KV-cache row placed among 512). Everything else fuses: elementwise chains, the work before a reduce, the
+ * epilogue after it, and reduces nested in reduces (matmul -> relu -> sum is one kernel).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +107,8 @@ static bool expensive(uop *u, const uop_map *realized, bool only_reduce) {
     if (umap_get(&seen, x)) continue;
     if (!umap_put(&seen, x, &yes) || ++visited >= EXPENSIVE_WALK) { big = true; break; }
     if (x != u && (node_has_storage(x) || umap_get(realized, x))) { leaves++; continue; }
-    /* a reduce seen through a broadcast gets stored anyway: a leaf; any other means real work */
+    /* a reduce seen through a broadcast is stored, or computed once per row (row fusion): a leaf; any other
+     * means real work */
     if (x->op == OP_REDUCE_AXIS) {
       if (bcast) { leaves++; continue; }
       big = true;
@@ -124,18 +125,76 @@ static bool expensive(uop *u, const uop_map *realized, bool only_reduce) {
   return big || alu >= EXPENSIVE_ALU || (leaves >= EXPENSIVE_LEAVES && alu >= 2);
 }
 
+/* ---- row fusion ----------------------------------------------------------------------------------------
+ * A reduce broadcast back along the axes it reduced (x - max(x, -1), x - mean(x, -1)) is realized above
+ * because recomputing it per broadcast element multiplies its work. When its only kernel reads it per row
+ * of that kernel's outermost loops, it need not be: the linearizer computes a value in the outermost loop
+ * that has its variables, so the reduce runs once per row before the row's output loop, over a row that is
+ * still in L1/L2. Softmax then is one kernel (max loop, sum-of-exp loop, output loop) and reads its input
+ * from memory once instead of three times. lower_row_fusable() checks the kernel that would hold it; rows
+ * are bounded so that a row stays in cache between its passes (16K float32: 64 KiB, within L2). A reduce
+ * broadcast over other axes (batchnorm's mean over N, H, W), read inside another reduce (a matmul), or by
+ * several kernels stays realized. */
+#define FUSE_ROW_MAX 16384
+
+static char multi;  /* owner of a node in several kernels */
+
+/* owner[u]: the realized node whose kernel computes u, or &multi when several do */
+static bool find_owners(uop **order, int nn, uop *sink, const uop_map *realized, uop_map *owner) {
+  umap_free(owner);
+  for (int i = nn - 1; i >= 0; i--) {
+    uop *u = order[i];
+    if (u == sink || node_has_storage(u)) continue;
+    uop *own = umap_get(realized, u) ? u : umap_get(owner, u);
+    if (!own) continue;
+    for (int k = 0; k < u->nsrc; k++) {
+      uop *x = u->src[k], *cur = umap_get(owner, x);
+      if (node_has_storage(x) || cur == own || cur == (uop *)&multi) continue;
+      if (!umap_put(owner, x, cur ? (uop *)&multi : own)) return false;
+    }
+  }
+  return true;
+}
+
+/* the broadcast reduces cands (consumers first) left unrealized where their kernel computes them per row */
+static tg_status fuse_rows(uop **order, int nn, uop *sink, uop_map *realized, uop **cands, int ncands) {
+  uop_map owner = {0};
+  static char yes;
+  bool fresh = false;
+  for (int i = 0; i < ncands; i++) {
+    uop *u = cands[i];
+    if (!fresh && !find_owners(order, nn, sink, realized, &owner)) goto nomem;
+    fresh = true;
+    uop *k = umap_get(&owner, u);
+    if (!k || k == (uop *)&multi) continue;
+    if (!umap_put(realized, u, NULL)) goto nomem;
+    if (lower_row_fusable(k, realized, u, FUSE_ROW_MAX)) {
+      fresh = false;
+      continue;
+    }
+    if (!umap_put(realized, u, &yes)) goto nomem;
+  }
+  umap_free(&owner);
+  return TG_OK;
+nomem:
+  umap_free(&owner);
+  tg_set_error(TG_ERR_NOMEM, "schedule: out of memory");
+  return TG_ERR_NOMEM;
+}
+
 tg_status schedule_create(int n, uop *const *outs, schedule *s) {
   memset(s, 0, sizeof *s);
   uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0};
   tg_status st = TG_OK;
-  uop **order = NULL;
+  uop **order = NULL, **cands = NULL;
+  int ncands = 0;
   s->roots = malloc(((size_t)n + 1) * sizeof *s->roots);
   uop *sink = uop_new(OP_SINK, TG_BOOL, n, outs, (uop_arg){.i = -2}, 0, NULL);
   if (!sink || !s->roots || !(sink = rewrite_reductions(sink, &rewritten))) goto nomem;
   memcpy(s->roots, sink->src, (size_t)n * sizeof *s->roots);
   int nn;
   order = uop_toposort_filtered(sink, enter_no_storage, NULL, &nn);
-  if (!order) goto nomem;
+  if (!order || !(cands = malloc(((size_t)nn + 1) * sizeof *cands))) goto nomem;
   static char yes;
   for (int i = 0; i < n; i++)
     if (!node_has_storage(s->roots[i]) && !umap_put(&realized, s->roots[i], &yes)) goto nomem;
@@ -159,15 +218,18 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
     /* a value made by a reduce and used by several nodes would be recomputed by each of their kernels
      * (a convolution's output feeds batchnorm's mean, its variance, the normalization, the backward) */
     bool shared = (intptr_t)umap_get(&consumers, u) >= 2 && (u->op == OP_REDUCE_AXIS || uop_is_alu((uop_op)u->op));
+    bool alu = uop_is_alu((uop_op)u->op);
     /* a reduce (or a long ALU chain) seen through a PAD that at least doubles its size is computed for every
      * element of the padded extent, valid or not (a KV cache row placed at a position among 512: 512x) */
     bool pad_grown = umap_get(&padded, u) != NULL;
-    if (!stored && (u->op == OP_CONTIGUOUS || ((broadcast || pad_grown) && u->op == OP_REDUCE_AXIS) ||
-                    ((broadcast || pad_grown) && uop_is_alu((uop_op)u->op) && expensive(u, &realized, false)) ||
-                    (shared && uop_is_alu((uop_op)u->op) && expensive(u, &realized, true)) ||
-                    (shared && u->op == OP_REDUCE_AXIS))) {
+    bool must = u->op == OP_CONTIGUOUS || (shared && alu && expensive(u, &realized, true)) ||
+                (shared && u->op == OP_REDUCE_AXIS) ||
+                (pad_grown && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, false))));
+    bool bcast_reduce = broadcast && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, true)));
+    if (!stored && (must || bcast_reduce || (broadcast && alu && expensive(u, &realized, false)))) {
       if (!umap_put(&realized, u, &yes)) goto nomem;
       stored = true;
+      if (!must && bcast_reduce) cands[ncands++] = u;
     }
     /* the values a MAX reduce compares are stored when they come from a reduce: recomputed in another
      * kernel with another summation order they differ in the last bit, and the gradient's x == max(x)
@@ -187,6 +249,7 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
       for (int k = 0; k < (u->op == OP_PAD ? 1 : u->nsrc); k++)
         if (!umap_put(&padded, u->src[k], &yes)) goto nomem;
   }
+  if ((st = fuse_rows(order, nn, sink, &realized, cands, ncands)) != TG_OK) goto out;
   s->kernels = calloc((size_t)realized.n + 1, sizeof *s->kernels);
   s->realized = calloc((size_t)realized.n + 1, sizeof *s->realized);
   if (!s->kernels || !s->realized) goto nomem;
@@ -210,6 +273,7 @@ nomem:
   tg_set_error(st, "schedule: out of memory");
 out:
   free(order);
+  free(cands);
   umap_free(&realized);
   umap_free(&expanded);
   umap_free(&padded);

@@ -1,6 +1,7 @@
 /* schedule.h — the tensor graph becomes a list of kernels.
  *
- * Decides which nodes are stored to a buffer (outputs, CONTIGUOUS, reduces whose result is broadcast),
+ * Decides which nodes are stored to a buffer (outputs, CONTIGUOUS, reduces whose result is broadcast, except
+ * those a kernel computes once per row of its own: softmax's max and sum),
  * turns everything between two stored values into ONE kernel AST with movement ops rewritten to index
  * arithmetic and validity masks (lower.c), and orders the kernels by their buffer dependencies.
  */
@@ -30,6 +31,11 @@ void schedule_free(schedule *s);
 
 /* the kernel graph of node `root` stored contiguously (lower.c); leaves: nodes with storage or realized */
 uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs);
+
+/* whether the reduce u (or a value made from one), left unrealized, is computed in root's kernel once per
+ * element: indexed only by root's outermost loops P, every REDUCE of that kernel over one row of at most row_max
+ * elements and depending on exactly P (softmax: max and sum once per row, then the row's outputs) */
+bool lower_row_fusable(uop *root, const uop_map *realized, uop *u, int64_t row_max);
 
 /* true for a node that needs no kernel to be read as a contiguous buffer: BUFFER or RESHAPE(BUFFER) with
  * storage, or a node realized before */

@@ -55,6 +55,27 @@ void umap_free(uop_map *m) {
   *m = (uop_map){0};
 }
 
+uint64_t loops_free(loop_sets *ls, uop *u) {
+  uint64_t *box = umap_get(&ls->memo, u);
+  if (box) return *box;
+  uint64_t d = 0;
+  if (u->op == OP_RANGE && u->arg.i < 64) d = 1ULL << u->arg.i;
+  for (int i = 0; i < u->nsrc; i++) d |= loops_free(ls, u->src[i]);
+  if (u->op == OP_REDUCE)
+    for (int i = 1; i < u->nsrc; i++)
+      if (u->src[i]->op == OP_RANGE && u->src[i]->arg.i < 64) d &= ~(1ULL << u->src[i]->arg.i);
+  box = malloc(sizeof *box);
+  if (!box || !umap_put(&ls->memo, u, box)) { free(box); ls->fail = true; return d; }
+  *box = d;
+  return d;
+}
+
+void loop_sets_free(loop_sets *ls) {
+  for (size_t i = 0; i < ls->memo.cap; i++)
+    if (ls->memo.keys[i]) free(ls->memo.vals[i]);
+  umap_free(&ls->memo);
+}
+
 /* ---- patterns ------------------------------------------------------------------------------------- */
 
 typedef struct pat pat;

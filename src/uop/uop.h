@@ -179,6 +179,12 @@ void *umap_get(const uop_map *m, const uop *k);   /* NULL if absent */
 bool umap_put(uop_map *m, uop *k, void *v);        /* false on allocation failure */
 void umap_free(uop_map *m);
 
+/* the loops (RANGE ids below 64) a value uses free, as a bit set: a REDUCE binds its own. The memo is per
+ * kernel; fail is set when it ran out of memory (the result is then still right, only not remembered) */
+typedef struct loop_sets { uop_map memo; bool fail; } loop_sets;
+uint64_t loops_free(loop_sets *ls, uop *u);
+void loop_sets_free(loop_sets *ls);
+
 /* ---- helpers shared by the layers ------------------------------------------------------------------ */
 void tg_set_error(tg_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tg_debug_level(void);
