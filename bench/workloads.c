@@ -8,7 +8,8 @@
  *   transformer block forward, batch 8, sequence 128, width 256, 4 heads     (ms)
  *     pre-norm: x + out(sdpa_causal(qkv(ln1(x)))), then + fc2(gelu(fc1(ln2(.)))) (gelu: tanh approximation)
  *
- * Usage: build/bench/workloads [--json]. --json prints one JSON line per (workload, implementation):
+ * Usage: build/bench/workloads [--json] [--beam]. --beam also runs matmul 1024 and 2048 with BEAM=2 (the first
+ * call's search time is printed; results are cached on disk, so a second run does no search). --json prints one JSON line per (workload, implementation):
  * {"workload", "impl", "value", "unit", "threads"}. The peers run afterwards as `python3 bench/workload_peers.py`
  * (PYTHON=... picks another interpreter); a missing package is skipped with a note. tinygrad BEAM runs only
  * with TG_BENCH_TINYGRAD_BEAM=1 (BEAM=2; it searches for minutes), else its column says "skip".
@@ -35,6 +36,7 @@
 #include "uop/uop.h"
 
 static bool json_mode;
+static bool beam_mode;  /* --beam: matmul 1024 and 2048 also with BEAM=2 (search time reported) */
 
 static double now_s(void) {
   struct timespec ts;
@@ -346,7 +348,7 @@ static void run_peers(void) {
 static const char *const WORKLOADS[] = {"matmul_256", "matmul_1024", "matmul_2048", "softmax_4096x4096",
                                         "conv2d_b32_64x64_56x56_k3", "mlp_784_512_512_10_adam_b128",
                                         "transformer_block_b8_t128_d256_h4"};
-static const char *const IMPLS[] = {"tgc", "pytorch", "tinygrad", "tinygrad_beam", "numpy"};
+static const char *const IMPLS[] = {"tgc", "pytorch", "tinygrad", "tinygrad_beam", "numpy", "tgc_beam"};
 #define NW (int)(sizeof WORKLOADS / sizeof *WORKLOADS)
 #define NI (int)(sizeof IMPLS / sizeof *IMPLS)
 
@@ -368,8 +370,8 @@ static void fmt_ratio(char *b, size_t n, const result *t, const result *r) {
 }
 
 static void print_table(void) {
-  note("\n%-34s %-9s %8s %8s %8s %8s %8s  %-10s %-10s\n", "workload", "unit", "tgc", "pytorch", "tinygrad",
-       "tg BEAM", "numpy", "vs pytorch", "vs tinygrad");
+  note("\n%-34s %-9s %8s %8s %8s %8s %8s %9s  %-10s %-10s %-9s %-9s\n", "workload", "unit", "tgc", "pytorch",
+       "tinygrad", "tg BEAM", "numpy", "tgc BEAM", "vs pytorch", "vs tinygrad", "vs numpy", "BEAM/numpy");
   for (int w = 0; w < NW; w++) {
     const result *r[NI];
     char v[NI][16], rp[16], rt[16];
@@ -380,9 +382,14 @@ static void print_table(void) {
       if (r[i] && !*unit) unit = r[i]->unit;
     }
     if (!strcmp(v[3], "-") && !getenv("TG_BENCH_TINYGRAD_BEAM")) snprintf(v[3], sizeof v[3], "skip");
+    if (!strcmp(v[5], "-") && !beam_mode && !strncmp(WORKLOADS[w], "matmul", 6)) snprintf(v[5], sizeof v[5], "skip");
+    char rn[16], rb[16];
     fmt_ratio(rp, sizeof rp, r[0], r[1]);
     fmt_ratio(rt, sizeof rt, r[0], r[2]);
-    note("%-34s %-9s %8s %8s %8s %8s %8s  %-10s %-10s\n", WORKLOADS[w], unit, v[0], v[1], v[2], v[3], v[4], rp, rt);
+    fmt_ratio(rn, sizeof rn, r[0], r[4]);
+    fmt_ratio(rb, sizeof rb, r[5], r[4]);
+    note("%-34s %-9s %8s %8s %8s %8s %8s %9s  %-10s %-10s %-9s %-9s\n", WORKLOADS[w], unit, v[0], v[1], v[2], v[3], v[4],
+         v[5], rp, rt, rn, rb);
   }
   /* thread counts per implementation (the first result of each) */
   note("\nthreads:");
@@ -420,8 +427,9 @@ static double loadavg1(void) {
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) json_mode = true;
+    else if (!strcmp(argv[i], "--beam")) beam_mode = true;
     else {
-      fprintf(stderr, "usage: %s [--json]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--json] [--beam]\n", argv[0]);
       return 2;
     }
   }
@@ -444,6 +452,19 @@ int main(int argc, char **argv) {
     results[nresults - 1].kpi = last_kpi;
     if (!c.ok) checks_ok = false, fprintf(stderr, "workloads: %s: wrong result or failure (%s)\n", buf, tg_error());
     note("  tgc %-30s done\n", buf);
+    if (beam_mode && n >= 1024) {  /* the same matmul with kernels searched by BEAM=2 (cached on disk) */
+      tg_collect();  /* forget the heuristic's kernels */
+      setenv("BEAM", "2", 1);
+      double t0 = now_s();
+      c.check = true;
+      bool ok = mm_step(&c) && c.ok;
+      double search = now_s() - t0;
+      double tb = ok ? time_steps(mm_step, &c, 1, MM_REPS[k]) : NAN;
+      unsetenv("BEAM");
+      tg_collect();
+      add_result(buf, "tgc_beam", ok ? 2.0 * n * n * n / tb / 1e9 : NAN, "GFLOP/s", nt);
+      note("  tgc BEAM=2 %-23s done (first call incl. search and compiles: %.1f s)\n", buf, search);
+    }
     free(c.a), free(c.b);
   }
 
