@@ -462,6 +462,9 @@ tg_tensor *tg_variable_tensor(tg_variable *v);   /* a new 0-d int32 tensor readi
 tg_tensor *tg_shrink_at(tg_tensor *t, int axis, tg_variable *start, int64_t len);
 /* zeros of extent size along axis with t placed from start on (needs max + t's extent <= size) */
 tg_tensor *tg_pad_at(tg_tensor *t, int axis, tg_variable *start, int64_t size);
+/* dst[..., start:start+len, ...] = src along axis (src: dst's shape with len on axis, dst's dtype), in place
+ * at the next realize of dst: its kernel runs over src only (a KV cache takes one row per step) */
+tg_status tg_assign_at(tg_tensor *dst, int axis, tg_variable *start, tg_tensor *src);
 
 /* ---- engine statistics, for tests and tools --------------------------------------------------------- */
 typedef struct tg_stats {

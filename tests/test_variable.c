@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
 #include "test.h"
 
 static tg_tensor *vec(int ndim, const int64_t *shape, const float *v) {
@@ -134,6 +136,7 @@ enum { D = 8, T = 16 };
 
 typedef struct kv {
   tg_variable *pos;
+  bool window;  /* write the caches with tg_assign_at (a kernel over the row) instead of cache + pad_at */
   tg_tensor *wq, *wk, *wv, *k, *v;  /* k, v: the caches (T, D), written in place */
 } kv;
 
@@ -165,26 +168,38 @@ static tg_status kv_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_
   kv *c = ctx;
   tg_scope_begin();
   tg_tensor *q = tg_matmul(in[0], c->wq), *k = tg_matmul(in[0], c->wk), *v = tg_matmul(in[0], c->wv);
-  tg_tensor *kn = tg_add(c->k, tg_pad_at(k, 0, c->pos, T)), *vn = tg_add(c->v, tg_pad_at(v, 0, c->pos, T));
+  tg_tensor *kn, *vn;
+  tg_status st = TG_OK;
+  if (c->window) {
+    /* the rows first: the attention below reads the caches with them */
+    st = tg_assign_at(c->k, 0, c->pos, k);
+    if (st == TG_OK) st = tg_assign_at(c->v, 0, c->pos, v);
+    tg_tensor *both[2] = {c->k, c->v};
+    if (st == TG_OK) st = tg_realize_many(2, both);
+    kn = c->k, vn = c->v;
+  } else {
+    kn = tg_add(c->k, tg_pad_at(k, 0, c->pos, T)), vn = tg_add(c->v, tg_pad_at(v, 0, c->pos, T));
+  }
   tg_tensor *scores = tg_mul_scalar(tg_matmul(q, tg_transpose(kn, 0, 1)), 1 / sqrt(D));
   tg_tensor *seen = tg_le(tg_arange(TG_INT32, 0, T, 1), tg_variable_tensor(c->pos));
   scores = tg_where(seen, scores, tg_full(TG_FLOAT32, 2, (int64_t[]){1, T}, -INFINITY));
   out[0] = tg_keep(tg_matmul(tg_softmax(scores, 1), vn));
   out[1] = tg_keep(tg_shrink_at(kn, 0, c->pos, 1));
-  tg_status st = tg_assign(c->k, kn);
-  if (st == TG_OK) st = tg_assign(c->v, vn);
+  if (st == TG_OK && !c->window) st = tg_assign(c->k, kn);
+  if (st == TG_OK && !c->window) st = tg_assign(c->v, vn);
   tg_tensor *all[4] = {c->k, c->v, out[0], out[1]};
   if (st == TG_OK) st = tg_realize_many(4, all);
   tg_scope_end();
   return st;
 }
 
-TEST(test_kv_cache_step_replays_at_every_position) {
+static void kv_cache_case(bool window) {
   tg_variable *pos = tg_variable_new("pos", 0, T - 1);
   CHECK_T(pos);
   kv eager, jitted;
   kv_init(&eager, pos);
   kv_init(&jitted, pos);
+  eager.window = jitted.window = window;
   tg_jit *j = tg_jit_new(kv_step, &jitted, 1, 2);
   CHECK_T(j);
   float xs[10][D], wk[D * D], wv[D * D], wq[D * D];
@@ -245,5 +260,70 @@ TEST(test_kv_cache_step_replays_at_every_position) {
   tg_jit_free(j);
   kv_free(&eager);
   kv_free(&jitted);
+  tg_variable_free(pos);
+}
+
+TEST(test_kv_cache_step_replays_at_every_position) { kv_cache_case(false); }
+TEST(test_kv_cache_step_with_window_writes_replays_at_every_position) { kv_cache_case(true); }
+
+/* a window write: its kernel runs over the window only, in place; readers of the old value in the same
+ * realize see the old value, readers of the new one the new; a window that reads its own target and two
+ * tensors sharing one buffer fall back to whole-tensor kernels with the same values */
+TEST(test_assign_at_writes_only_its_window) {
+  enum { R = 6, C = 5 };
+  tg_variable *pos = tg_variable_new("pos", 0, R - 2);
+  CHECK_T(pos);
+  float init[R * C], rows[2 * C], want[R * C], got[R * C];
+  for (int i = 0; i < R * C; i++) init[i] = (float)i;
+  for (int i = 0; i < 2 * C; i++) rows[i] = -1.0f - (float)i;
+  tg_tensor *dst = tg_from_data(TG_FLOAT32, 2, (int64_t[]){R, C}, init, sizeof init);
+  memcpy(want, init, sizeof want);
+  for (int p = 0; p <= R - 2; p += 2) {
+    tg_variable_bind(pos, p);
+    tg_scope_begin();
+    tg_tensor *src = tg_mul_scalar(tg_from_data(TG_FLOAT32, 2, (int64_t[]){2, C}, rows, sizeof rows), p + 1);
+    tg_tensor *old_sum = tg_sum(dst, 0, NULL, false);  /* built before the write: the old value */
+    /* the schedule: one kernel, over the 2 x C window, writing into dst's buffer */
+    CHECK(tg_assign_at(dst, 0, pos, src) == TG_OK, "%s", tg_error());
+    schedule s;
+    uop *target = dst->assign_target, *out = dst->u;
+    CHECK(schedule_create_assign(1, &out, &target, &s) == TG_OK && s.nkernels == 1 && s.kernels[0].window_into == target,
+          "p %d: %d kernels, window %p", p, s.nkernels, (void *)s.kernels[0].window_into);
+    schedule_free(&s);
+    tg_tensor *new_sum = tg_sum(dst, 0, NULL, false);
+    double old_want = 0, new_want = 0;
+    for (int i = 0; i < R * C; i++) old_want += want[i];
+    for (int r = 0; r < 2; r++)
+      for (int c = 0; c < C; c++) want[(p + r) * C + c] = rows[r * C + c] * (float)(p + 1);
+    for (int i = 0; i < R * C; i++) new_want += want[i];
+    tg_tensor *all[3] = {dst, old_sum, new_sum};
+    CHECK(tg_realize_many(3, all) == TG_OK && tg_to_host(dst, got, sizeof got) == TG_OK, "%s", tg_error());
+    CHECK(!memcmp(got, want, sizeof got), "p %d: the window write differs", p);
+    CHECK(tg_item(old_sum) == old_want && tg_item(new_sum) == new_want, "p %d: sums %g %g, want %g %g", p,
+          tg_item(old_sum), tg_item(new_sum), old_want, new_want);
+    tg_scope_end();
+  }
+  /* src reading the target itself: rows 0..1 copied to the window */
+  tg_variable_bind(pos, 3);
+  tg_scope_begin();
+  CHECK(tg_assign_at(dst, 0, pos, tg_shrink(dst, 2, (int64_t[]){0, 2, 0, C})) == TG_OK && tg_realize(dst) == TG_OK,
+        "%s", tg_error());
+  memcpy(want + 3 * C, want, 2 * C * sizeof *want);
+  CHECK(tg_to_host(dst, got, sizeof got) == TG_OK && !memcmp(got, want, sizeof got), "self-reading window differs");
+  tg_scope_end();
+  /* two tensors made alike share one buffer: writing one leaves the other */
+  tg_tensor *a = tg_zeros(TG_FLOAT32, 2, (int64_t[]){R, C}), *b = tg_zeros(TG_FLOAT32, 2, (int64_t[]){R, C});
+  tg_tensor *ab[2] = {a, b};
+  CHECK(tg_realize_many(2, ab) == TG_OK, "%s", tg_error());
+  tg_scope_begin();
+  CHECK(tg_assign_at(a, 0, pos, tg_full(TG_FLOAT32, 2, (int64_t[]){2, C}, 7)) == TG_OK && tg_realize(a) == TG_OK, "%s",
+        tg_error());
+  tg_scope_end();
+  CHECK(tg_item(tg_sum(a, 0, NULL, false)) == 70 && tg_item(tg_sum(b, 0, NULL, false)) == 0,
+        "a write into one of two alike tensors changed the other (sums %g, %g)", tg_item(tg_sum(a, 0, NULL, false)),
+        tg_item(tg_sum(b, 0, NULL, false)));
+  tg_free(a);
+  tg_free(b);
+  tg_free(dst);
   tg_variable_free(pos);
 }

@@ -174,6 +174,56 @@ static bool order_kernels(const schedule *s, const tg_device *dev, tg_buffer *co
   return ok;
 }
 
+/* the buffer a node reads as its value without running anything (no allocation), or NULL */
+static tg_buffer *stored_buffer(uop *u) {
+  if (uop_storage(u)) return u->buf;
+  return u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER ? uop_storage(u->src[0]) : NULL;
+}
+
+/* whether a live tensor other than t holds buffer b as its value, or is assigned to be written into it:
+ * equal graphs are one node, so two tensors made alike (zeros of one shape) share one buffer after a
+ * realize. Writing it in place would change both. */
+static bool held_by_another(const tg_buffer *b, const tg_tensor *t) {
+  for (tg_tensor *o = tensor_live_first(); o; o = o->next)
+    if (o != t && (stored_buffer(o->u) == b || (o->assign_target && stored_buffer(o->assign_target) == b))) return true;
+  return false;
+}
+
+/* which kernels write into an assigned tensor's old buffer (*inplace) and the order to run them in
+ * (*korder). An assigned tensor's kernel writes into its old buffer when that is safe; a window write must.
+ * false when a window write has no order that runs it in place (schedule again without windows). */
+static bool plan_in_place(const schedule *s, const tg_device *dev, tg_tensor *const *ts, int n, const uop_map *made,
+                          tg_buffer ***inplace_out, int **korder_out, tg_status *st) {
+  tg_buffer **inplace = *inplace_out = calloc((size_t)s->nkernels + 1, sizeof *inplace);
+  int *korder = *korder_out = calloc((size_t)s->nkernels + 1, sizeof *korder);
+  if (!inplace || !korder) {
+    *st = TG_ERR_NOMEM;
+    return true;
+  }
+  bool windows = false;
+  for (int k = 0; k < s->nkernels; k++)
+    if (s->kernels[k].window_into) {
+      inplace[k] = storage(dev, s->kernels[k].window_into);
+      windows = true;
+      for (int i = 0; i < n; i++)
+        if (ts[i]->assign_target == s->kernels[k].window_into && held_by_another(inplace[k], ts[i])) return false;
+    }
+  for (int i = 0; i < n; i++) {
+    uop *t = ts[i]->assign_target;
+    if (!t) continue;
+    tg_buffer *tb = storage(dev, t);
+    if (tb && held_by_another(tb, ts[i])) continue;  /* copy on write */
+    for (int k = 0; k < s->nkernels && tb; k++)
+      if (!s->kernels[k].window_into && s->kernels[k].output == s->roots[i] && uop_numel(t) == uop_numel(s->roots[i]) &&
+          t->dtype == s->roots[i]->dtype && reads_only_own_element(&s->kernels[k], dev, tb, made))
+        inplace[k] = tb;
+  }
+  if (order_kernels(s, dev, inplace, made, korder)) return true;
+  if (windows) return false;
+  for (int k = 0; k < s->nkernels; k++) { inplace[k] = NULL; korder[k] = k; }
+  return true;
+}
+
 tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   if (n < 0 || (n && !ts)) {
     tg_set_error(TG_ERR_ARG, "tg_realize_many: bad tensor list");
@@ -194,31 +244,28 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   for (int i = 0; i < n; i++) outs[i] = ts[i]->u;
   int dbg = tg_debug_level();
   double t0 = now_ms();
-  schedule s;
+  schedule s = {0};
   tg_buffer **inplace = NULL;  /* per kernel: the assigned tensor's buffer it overwrites, or NULL */
   int *korder = NULL;
-  tg_status st = schedule_create(n, outs, &s);
+  uop **targets = calloc((size_t)n + 1, sizeof *targets);  /* assign targets: windows may be written in place */
   uop_map made = {0};  /* realized node -> buffer made in this run */
+  tg_status st = targets ? TG_OK : TG_ERR_NOMEM;
+  for (int i = 0; i < n && targets; i++) targets[i] = ts[i]->u == outs[i] ? ts[i]->assign_target : NULL;
+  for (int attempt = 0; attempt < 2 && st == TG_OK; attempt++) {
+    /* the second attempt, without window writes, when the first found no order to run them in place */
+    st = schedule_create_assign(n, outs, attempt ? NULL : targets, &s);
+    if (st != TG_OK) break;
+    if (plan_in_place(&s, dev, ts, n, &made, &inplace, &korder, &st)) break;
+    schedule_free(&s);
+    free(inplace);
+    free(korder);
+    inplace = NULL;
+    korder = NULL;
+  }
+  free(targets);
   if (st != TG_OK) goto out;
   if (s.nkernels) stats.schedules++;
   double t_sched = now_ms() - t0;
-  /* assigned tensors whose old value has a buffer: their kernel writes into it when that is safe */
-  inplace = calloc((size_t)s.nkernels + 1, sizeof *inplace);
-  korder = calloc((size_t)s.nkernels + 1, sizeof *korder);
-  if (!inplace || !korder) { st = TG_ERR_NOMEM; goto out; }
-  for (int i = 0; i < n; i++) {
-    uop *t = ts[i]->assign_target;
-    if (!t || ts[i]->u != outs[i]) continue;
-    tg_buffer *tb = storage(dev, t);
-    for (int k = 0; k < s.nkernels && tb; k++)
-      if (s.kernels[k].output == s.roots[i] && uop_numel(t) == uop_numel(s.roots[i]) && t->dtype == s.roots[i]->dtype)
-        inplace[k] = tb;
-  }
-  for (int k = 0; k < s.nkernels; k++)
-    if (inplace[k] && !reads_only_own_element(&s.kernels[k], dev, inplace[k], &made)) inplace[k] = NULL;
-  if (!order_kernels(&s, dev, inplace, &made, korder)) {
-    for (int k = 0; k < s.nkernels; k++) { inplace[k] = NULL; korder[k] = k; }
-  }
   for (int i = 0; i < s.nrealized; i++) {
     uop *r = s.realized[i];
     size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);

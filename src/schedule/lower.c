@@ -206,8 +206,10 @@ static bool enter_unrealized(uop *u, void *ctx) {
   return u == c->root || !(umap_get(c->realized, u) || node_has_storage(u));
 }
 
-/* the kernel of root lowered into c: SINK(STORE) before simplification, NULL on failure */
-static uop *lower_into(lower_ctx *c, uop *root) {
+/* the kernel of root lowered into c: SINK(STORE) before simplification, NULL on failure. With a window, the
+ * kernel runs over the window's value only and stores it at its place in root's layout: the rest of the
+ * output buffer (the assigned tensor's own) keeps what it holds. */
+static uop *lower_into(lower_ctx *c, uop *root, const window_write *w) {
   /* 32-bit indices unless some node of the kernel has 2^31 elements or more */
   int nn;
   uop **order = uop_toposort_filtered(root, enter_unrealized, c, &nn);
@@ -220,25 +222,70 @@ static uop *lower_into(lower_ctx *c, uop *root) {
   }
   free(order);
   param_slot(c, root);  /* the output is PARAM 0 */
-  uop *idx[TG_MAX_DIMS];
-  for (int i = 0; i < root->ndim; i++) {
-    if (root->shape[i] == 1) { idx[i] = ic(c, 0); continue; }
-    uop *bound = ic(c, root->shape[i]);
+  uop *src = w ? w->value : root, *idx[TG_MAX_DIMS], *at[TG_MAX_DIMS];
+  for (int i = 0; i < src->ndim; i++) {
+    if (src->shape[i] == 1) { idx[i] = ic(c, 0); continue; }
+    uop *bound = ic(c, src->shape[i]);
     int64_t type = AX_GLOBAL;
     idx[i] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
   }
-  uop *value = lower(c, root, idx, uop_const_int(TG_BOOL, 1));
+  uop *value = lower(c, src, idx, uop_const_int(TG_BOOL, 1));
   if (!value || c->oom) return NULL;
-  uop *s[3] = {param(c, root), linear_index(c, root->ndim, root->shape, idx), value};
+  for (int i = 0; i < root->ndim; i++) {
+    at[i] = idx[i];
+    if (!w) continue;
+    if (w->before[i]) at[i] = add(at[i], ic(c, w->before[i]));
+    if (i == w->axis && w->offset) at[i] = add(at[i], variable_offset(c, w->offset));
+  }
+  uop *s[3] = {param(c, root), linear_index(c, root->ndim, root->shape, at), value};
   uop *store = uop_new(OP_STORE, (tg_dtype)root->dtype, 3, s, (uop_arg){0}, 0, NULL);
   return store ? uop_new(OP_SINK, TG_BOOL, 1, &store, (uop_arg){0}, 0, NULL) : NULL;
 }
 
+/* true for a bool value true everywhere: a constant seen through reshapes and expands */
+static bool all_true(uop *u) {
+  while (u->op == OP_RESHAPE || u->op == OP_EXPAND) u = u->src[0];
+  return u->op == OP_CONST && u->dtype == TG_BOOL && u->arg.i;
+}
+
+/* the buffer a node with storage reads, or NULL */
+static void *storage_of(uop *u) {
+  if (uop_storage(u)) return u->buf;
+  return u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER ? uop_storage(u->src[0]) : NULL;
+}
+
+static bool enter_no_storage_node(uop *u, void *ctx) { return !node_has_storage(u); }
+
+bool lower_window_of(uop *root, uop *target, window_write *w) {
+  void *tbuf = storage_of(target);
+  if (root->op != OP_WHERE || root->src[2] != target || !tbuf) return false;
+  uop *m = root->src[0], *v = root->src[1];
+  if (m->op != OP_PAD || v->op != OP_PAD || m->nsrc != v->nsrc || m->naux != v->naux || !all_true(m->src[0]) ||
+      memcmp(m->aux, v->aux, (size_t)m->naux * sizeof *m->aux) || (m->nsrc == 2 && m->src[1] != v->src[1]))
+    return false;
+  /* the value written must not read the buffer it is written into: elements would change under it */
+  int n;
+  uop **order = uop_toposort_filtered(v->src[0], enter_no_storage_node, NULL, &n);
+  if (!order) return false;
+  bool reads = false;
+  for (int i = 0; i < n && !reads; i++) reads = storage_of(order[i]) == tbuf;
+  free(order);
+  if (reads) return false;
+  *w = (window_write){.value = v->src[0], .axis = v->nsrc == 2 ? (int)v->aux[2 * v->ndim] : -1,
+                      .offset = v->nsrc == 2 ? v->src[1] : NULL};
+  for (int i = 0; i < v->ndim; i++) w->before[i] = v->aux[2 * i];
+  return true;
+}
+
 uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs) {
+  return lower_window_kernel(root, NULL, realized, bufs, nbufs);
+}
+
+uop *lower_window_kernel(uop *root, const window_write *w, const uop_map *realized, uop ***bufs, int *nbufs) {
   lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32};
   *bufs = NULL;
   *nbufs = 0;
-  uop *ast = uop_simplify(lower_into(&c, root));
+  uop *ast = uop_simplify(lower_into(&c, root, w));
   umap_free(&c.memo);
   if (!ast || c.oom) {
     if (c.oom) tg_set_error(TG_ERR_NOMEM, "schedule: out of memory lowering a kernel");
@@ -252,7 +299,7 @@ uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs) {
 
 bool lower_row_fusable(uop *root, const uop_map *realized, uop *u, int64_t row_max) {
   lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32};
-  uop *ast = lower_into(&c, root);
+  uop *ast = lower_into(&c, root, NULL);
   bool ok = ast != NULL;
   uint64_t rows = 0;  /* P: the loops u is indexed by */
   bool found = false;

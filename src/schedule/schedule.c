@@ -182,7 +182,9 @@ nomem:
   return TG_ERR_NOMEM;
 }
 
-tg_status schedule_create(int n, uop *const *outs, schedule *s) {
+tg_status schedule_create(int n, uop *const *outs, schedule *s) { return schedule_create_assign(n, outs, NULL, s); }
+
+tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, schedule *s) {
   memset(s, 0, sizeof *s);
   uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0};
   tg_status st = TG_OK;
@@ -260,7 +262,10 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
     if (uop_numel(u) == 0) continue;  /* an empty tensor needs storage but no kernel */
     sched_kernel *k = &s->kernels[s->nkernels];
     k->output = u;
-    k->ast = lower_kernel(u, &realized, &k->bufs, &k->nbufs);
+    window_write w;
+    for (int r = 0; targets && r < n && !k->window_into; r++)
+      if (targets[r] && s->roots[r] == u && lower_window_of(u, targets[r], &w)) k->window_into = targets[r];
+    k->ast = lower_window_kernel(u, k->window_into ? &w : NULL, &realized, &k->bufs, &k->nbufs);
     if (!k->ast) {
       st = tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
       goto out;

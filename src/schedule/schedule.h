@@ -15,6 +15,8 @@ typedef struct sched_kernel {
   uop *output;      /* the tensor-graph node this kernel stores */
   int nbufs;
   uop **bufs;       /* tensor-graph nodes whose storage is PARAM i; bufs[0] == output */
+  uop *window_into; /* a window write (lower_window_of): the kernel stores only the window, so its output
+                     * buffer must be this target's storage */
 } sched_kernel;
 
 typedef struct schedule {
@@ -27,10 +29,27 @@ typedef struct schedule {
 
 /* the kernels that compute outs[0..n); NULL-free on error with tg_error set */
 tg_status schedule_create(int n, uop *const *outs, schedule *s);
+/* the same with the assign target of each output (NULL: none): an output that writes a window of its
+ * target gets a kernel over the window only (sched_kernel.window_into) */
+tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, schedule *s);
 void schedule_free(schedule *s);
 
 /* the kernel graph of node `root` stored contiguously (lower.c); leaves: nodes with storage or realized */
 uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs);
+
+/* A write into a window of a stored tensor: root = WHERE(PAD(true), PAD(value), target), the value placed
+ * at offsets `before` (plus a variable offset along one axis) and the target everywhere else. Assigned to
+ * the target, its kernel only needs to store the window into the target's buffer. */
+typedef struct window_write {
+  uop *value;                    /* what is written, shape of the window */
+  int64_t before[TG_MAX_DIMS];   /* the window's constant offsets */
+  int axis;                      /* the axis with a variable offset too, or -1 */
+  uop *offset;                   /* that offset (a 0-d int32 node) */
+} window_write;
+/* true (filling w) when root is such a write into target's storage and its value does not read that storage */
+bool lower_window_of(uop *root, uop *target, window_write *w);
+/* the kernel of root, or with w, of its window only, stored at its place in root's (the target's) layout */
+uop *lower_window_kernel(uop *root, const window_write *w, const uop_map *realized, uop ***bufs, int *nbufs);
 
 /* whether the reduce u (or a value made from one), left unrealized, is computed in root's kernel once per
  * element: indexed only by root's outermost loops P, every REDUCE of that kernel over one row of at most row_max

@@ -127,3 +127,30 @@ tg_tensor *tg_pad_at(tg_tensor *t, int axis, tg_variable *start, int64_t size) {
   }
   return tensor_new(mk_pad_at(t->u, a, var_node(start), size));
 }
+
+tg_status tg_assign_at(tg_tensor *dst, int axis, tg_variable *start, tg_tensor *src) {
+  int a = check_window("tg_assign_at", dst, axis, start);
+  if (a < 0) return tg_error_status();
+  if (!src) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_assign_at: src is NULL");
+    return tg_error_status();
+  }
+  bool fits = TNDIM(src) == TNDIM(dst) && TDT(src) == TDT(dst) && start->max + TSHAPE(src)[a] <= TSHAPE(dst)[a];
+  for (int i = 0; i < TNDIM(dst) && fits; i++) fits = i == a || TSHAPE(src)[i] == TSHAPE(dst)[i];
+  if (!fits) {
+    char b1[256], b2[256];
+    tg_set_error(TG_ERR_ARG, "tg_assign_at: a %s %s does not fit in %s %s along axis %d from %s (up to %lld)",
+                 tg_dtype_name(TDT(src)), shape_str(b1, sizeof b1, TNDIM(src), TSHAPE(src)), tg_dtype_name(TDT(dst)),
+                 shape_str(b2, sizeof b2, TNDIM(dst), TSHAPE(dst)), a, start->name, (long long)start->max);
+    return TG_ERR_ARG;
+  }
+  /* the value: src in the window, dst elsewhere; realized as a kernel over the window (schedule.h) */
+  uop *off = var_node(start);
+  int64_t ext = TSHAPE(dst)[a];
+  uop *inside = mk_pad_at(mk_const(TG_BOOL, 1, TNDIM(src), TSHAPE(src)), a, off, ext);
+  uop *placed = mk_pad_at(src->u, a, off, ext);
+  tg_tensor *v = tensor_new(mk_where(inside, placed, dst->u));
+  tg_status st = v ? tg_assign(dst, v) : tg_error_status();
+  tg_free(v);
+  return st;
+}
