@@ -8,8 +8,8 @@
  * The decode step is one captured JIT step: its input is the token id (int32 (1,)), its output the logits
  * (1, vocab). The position is a tg_variable bound before each call, so one capture serves every position:
  * RoPE's angle is pos * freq computed in the kernel, each layer's K and V caches (max_seq, kv_dim) get the
- * new row as cache + pad_at(row, pos) assigned in place (each position is written once into zeros), and
- * attention reads all max_seq positions with those after pos masked to -inf.
+ * new row with tg_assign_at (a kernel over the row writes it in place), and attention reads all max_seq
+ * positions with those after pos masked to -inf.
  */
 #include <errno.h>
 #include <math.h>
@@ -255,11 +255,12 @@ static tg_status llama_step(void *ctx, int nin, tg_tensor *const *in, int nout, 
     /* the new rows are stored, then placed: left to the scheduler, the K row's matmul and RoPE fuse into one
      * kernel that runs the matmul twice (the pair and its flip), 1150 vs 1400 tok/s best of 6 */
     tg_tensor *k = tg_contiguous(rope(linear(h, y->wk), nkv, head, cs, sn));   /* (1, kv_dim) */
-    tg_tensor *v = tg_contiguous(linear(h, y->wv));
-    tg_tensor *kn = tg_add(y->kc, tg_pad_at(k, 0, m->pos, T));                 /* (T, kv_dim) */
-    tg_tensor *vn = tg_add(y->vc, tg_pad_at(v, 0, m->pos, T));
-    st = tg_assign(y->kc, kn);
-    if (st == TG_OK) st = tg_assign(y->vc, vn);
+    tg_tensor *v = linear(h, y->wv);
+    /* row pos of each cache, written in place by a kernel over the row; the attention below reads the
+     * caches with it (the realize orders the write before those reads) */
+    st = tg_assign_at(y->kc, 0, m->pos, k);
+    if (st == TG_OK) st = tg_assign_at(y->vc, 0, m->pos, v);
+    tg_tensor *kn = y->kc, *vn = y->vc;                                         /* (T, kv_dim) */
     assigned[2 * l] = y->kc;
     assigned[2 * l + 1] = y->vc;
     /* grouped-query attention: query head g*rep + r reads kv head g */
