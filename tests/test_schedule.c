@@ -229,6 +229,30 @@ TEST(test_schedule_outputs_sharing_work_together_use_fewer_kernels) {
   tg_scope_end();
 }
 
+/* a reduce read through a view by two kernels (a weight's gradient reshaped, then both of Adam's moments)
+ * is stored once, not recomputed in each */
+TEST(test_schedule_reduce_shared_through_a_view_runs_once) {
+  tg_scope_begin();
+  tg_tensor *x = rand_t(3, (int64_t[]){64, 6, 4});
+  tg_tensor *g = tg_reshape(tg_sum(x, 1, (int[]){0}, false), 2, (int64_t[]){4, 6});
+  tg_tensor *o1 = tg_mul_scalar(g, 2.0), *o2 = tg_mul(g, g);
+  CHECK_T(o2);
+  tg_tensor *both[2] = {o1, o2};
+  CHECK(tg_realize_many(2, both) == TG_OK, "%s", tg_error());
+  CHECK(tg_kernel_count_last() == 3, "sum, then two consumers: %d kernels, want 3", (int)tg_kernel_count_last());
+  float *hx = host(x), *h1 = host(o1), *h2 = host(o2), w1[24], w2[24];
+  for (int i = 0; i < 24; i++) {
+    double acc = 0;
+    for (int n = 0; n < 64; n++) acc += hx[n * 24 + i];
+    w1[i] = (float)(2 * acc);
+    w2[i] = (float)(acc * acc);
+  }
+  CHECK_CLOSE("2g", h1, w1, 24);
+  CHECK_CLOSE("g*g", h2, w2, 24);
+  free(hx); free(h1); free(h2);
+  tg_scope_end();
+}
+
 TEST(test_schedule_realized_tensor_is_not_recomputed) {
   tg_scope_begin();
   tg_tensor *a = rand_t(1, (int64_t[]){100});

@@ -124,7 +124,7 @@ static bool expensive(uop *u, const uop_map *realized, bool only_reduce) {
 
 tg_status schedule_create(int n, uop *const *outs, schedule *s) {
   memset(s, 0, sizeof *s);
-  uop_map realized = {0}, expanded = {0}, rewritten = {0}, consumers = {0};
+  uop_map realized = {0}, expanded = {0}, rewritten = {0}, consumers = {0}, viewed = {0};
   tg_status st = TG_OK;
   uop **order = NULL;
   s->roots = malloc(((size_t)n + 1) * sizeof *s->roots);
@@ -156,7 +156,8 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
     bool broadcast = umap_get(&expanded, u) != NULL;
     /* a value made by a reduce and used by several nodes would be recomputed by each of their kernels
      * (a convolution's output feeds batchnorm's mean, its variance, the normalization, the backward) */
-    bool shared = (intptr_t)umap_get(&consumers, u) >= 2 && (u->op == OP_REDUCE_AXIS || uop_is_alu((uop_op)u->op));
+    bool shared = ((intptr_t)umap_get(&consumers, u) >= 2 || umap_get(&viewed, u)) &&
+                  (u->op == OP_REDUCE_AXIS || uop_is_alu((uop_op)u->op));
     if (!stored && (u->op == OP_CONTIGUOUS || (broadcast && u->op == OP_REDUCE_AXIS) ||
                     (broadcast && uop_is_alu((uop_op)u->op) && expensive(u, &realized, false)) ||
                     (shared && uop_is_alu((uop_op)u->op) && expensive(u, &realized, true)) ||
@@ -173,6 +174,11 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
       if (!node_has_storage(x) && uop_is_alu((uop_op)x->op) && expensive(x, &realized, false) && !umap_put(&realized, x, &yes))
         goto nomem;
     }
+    /* the same through a view: a weight's gradient is reshaped and then read by both of Adam's moments
+     * (MNIST: every weight-gradient kernel ran twice) */
+    if (!stored && u->op >= OP_RESHAPE && u->op <= OP_FLIP &&
+        ((intptr_t)umap_get(&consumers, u) >= 2 || umap_get(&viewed, u)) && !umap_put(&viewed, u->src[0], &yes))
+      goto nomem;
     bool flag = !stored && (umap_get(&expanded, u) || u->op == OP_EXPAND);
     if (flag)
       for (int k = 0; k < u->nsrc; k++)
@@ -205,6 +211,7 @@ out:
   umap_free(&expanded);
   umap_free(&rewritten);
   umap_free(&consumers);
+  umap_free(&viewed);
   if (st != TG_OK) schedule_free(s);
   return st;
 }
