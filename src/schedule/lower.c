@@ -110,7 +110,8 @@ static uop *lower_uncached(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   switch (n->op) {
     case OP_CONST: return n;
     case OP_CONTIGUOUS:
-    case OP_DETACH: return lower(c, src, idx, valid);
+    case OP_DETACH:
+    case OP_CUSTOM_GRAD: return lower(c, src, idx, valid);
     case OP_IOTA: return uop_cast(idx[0], (tg_dtype)n->dtype);
     case OP_RESHAPE: {
       uop *lin = linear_index(c, n->ndim, n->shape, idx);

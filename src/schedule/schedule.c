@@ -72,6 +72,7 @@ static uop *rewrite_reductions(uop *root, uop_map *memo) {
       v = uop_replace_src(u, u->nsrc, src);
       if (src != tmp) free(src);
       if (v && v->op == OP_REDUCE_AXIS) v = split_reduce(v);
+      if (v && v->op == OP_CUSTOM_GRAD) v = v->src[0];  /* its other sources matter to gradients only */
       if (!v) goto out;
     }
     if (!umap_put(memo, u, v)) goto out;

@@ -51,6 +51,10 @@ uop *mk_unary(uop_op op, uop *x);                 /* x's dtype */
 uop *mk_binary(uop_op op, uop *a, uop *b);        /* comparisons give bool, else a's dtype */
 uop *mk_where(uop *c, uop *a, uop *b);                     /* 0, 1, ..., n-1 computed in the kernel */
 
+/* the gradient of a convolution's input x from its output's gradient gy and its weight w, aux as a
+ * CUSTOM_GRAD CG_CONV_INPUT node's (conv.c) */
+uop *conv_input_grad(uop *gy, uop *x, uop *w, const int64_t *aux);
+
 /* normalizes a possibly negative axis; -1 with an error naming op if out of range */
 int norm_axis(const char *op, int axis, int ndim);
 /* broadcasts a and b to one shape and promotes them to one dtype; false with an error naming op */
