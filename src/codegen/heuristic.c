@@ -185,6 +185,23 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
       break;
     }
 
+  /* the same for a reduce loop read contiguously (a convolution's weight gradient: its output is the small
+   * weight, its rows of 20 or 24 pixels are reduced): padded to a vector, it gives vector accumulators */
+  for (int i = nout; i < nout + nred && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++) {
+    int re, co, ga;
+    n = ks_axes(ks, ax, &nout, &nred);
+    if (i >= nout + nred || ax[i].size <= lanes || ax[i].size % lanes == 0) continue;
+    load_kinds(&h, ax[i].r, &re, &co, &ga);
+    if (ga || !co) continue;
+    kernel_state before = *ks;
+    hot hb = h;
+    if (try_opt(ks, OPT_PADTO, i, lanes)) {
+      find_hot(ks->ast, &h);
+      pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
+      if (vec_id < 0 && !vec_on_reduce) *ks = before, h = hb;
+    }
+  }
+
   /* 2. a register tile for reduces: reuse a hot load across one more output loop */
   int64_t tile_id = -1;
   if (nred && !vec_on_reduce) {
