@@ -30,6 +30,8 @@ void schedule_free(schedule *s);
 
 /* the kernel graph of node `root` stored contiguously (lower.c); leaves: nodes with storage or realized */
 uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs);
+/* whether lower_kernel narrows int64 indices that fit to int32 (true; tests turn it off to cover int64 code) */
+extern bool lower_narrow_indices;
 
 /* true for a node that needs no kernel to be read as a contiguous buffer: BUFFER or RESHAPE(BUFFER) with
  * storage, or a node realized before */
