@@ -151,9 +151,10 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
 
 /* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
  * can make that load contiguous; false when that PACK then does not apply */
-static bool heuristic(kernel_state *ks, bool pack_t) {
+static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   axis_info ax[KS_MAX_AXES];
   int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  *vectorized = true;
   if (!n) return true;
   hot h;
   find_hot(ks->ast, &h);
@@ -201,6 +202,8 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
       if (vec_id < 0 && !vec_on_reduce) *ks = before, h = hb;
     }
   }
+
+  *vectorized = vec_id >= 0 || vec_on_reduce || lanes < 2;
 
   /* 2. a register tile for reduces: reuse a hot load across one more output loop */
   int64_t tile_id = -1;
@@ -270,9 +273,22 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
   return vec_id < 0 || !pack_t;
 }
 
+static bool heuristic_both(kernel_state *ks) {
+  kernel_state save = *ks;
+  bool vec;
+  if (heuristic(ks, true, &vec)) return vec;
+  *ks = save;
+  heuristic(ks, false, &vec);
+  return vec;
+}
+
+/* when no loop fills a whole machine vector, half vectors (a row of 8 pixels with AVX-512: the 8x8 and 10x10
+ * convolutions of MNIST) rather than scalar code */
 void hand_coded_optimizations(kernel_state *ks) {
   kernel_state save = *ks;
-  if (heuristic(ks, true)) return;
+  if (heuristic_both(ks) || ks->tg.vec_bytes < 64) return;
+  kernel_state full = *ks;
   *ks = save;
-  heuristic(ks, false);
+  ks->tg.vec_bytes /= 2;
+  if (!heuristic_both(ks)) *ks = full;
 }
