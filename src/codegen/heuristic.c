@@ -186,12 +186,13 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
       break;
     }
 
-  /* the same for a reduce loop read contiguously (a convolution's weight gradient: its output is the small
-   * weight, its rows of 20 or 24 pixels are reduced): padded to a vector, it gives vector accumulators */
+  /* the same for a reduce loop read contiguously and longer than half a vector (a convolution's weight
+   * gradient: its output is the small weight, its rows of 6, 20 or 24 pixels are reduced): padded to a vector,
+   * it gives vector accumulators */
   for (int i = nout; i < nout + nred && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++) {
     int re, co, ga;
     n = ks_axes(ks, ax, &nout, &nred);
-    if (i >= nout + nred || ax[i].size <= lanes || ax[i].size % lanes == 0) continue;
+    if (i >= nout + nred || 2 * ax[i].size <= lanes || ax[i].size % lanes == 0) continue;
     load_kinds(&h, ax[i].r, &re, &co, &ga);
     if (ga || !co) continue;
     kernel_state before = *ks;
