@@ -174,10 +174,10 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   bool vec_on_reduce = false;
   pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
   for (int i = 0; i < nout && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++)
-    if (ax[i].size > (nred ? lanes : 2 * lanes) && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
+    if (ax[i].size > (nred ? lanes / 2 : 2 * lanes) && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
       kernel_state before = *ks;
       hot hb = h;
-      if (try_opt(ks, OPT_PADTO, i, nred ? 2 * lanes : lanes)) {
+      if (try_opt(ks, OPT_PADTO, i, nred && ax[i].size > lanes ? 2 * lanes : lanes)) {
         find_hot(ks->ast, &h);
         pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
         /* a short row padded by up to 60% is worth it only for vector lanes (conv's input gradient: none) */
@@ -193,6 +193,8 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
     int re, co, ga;
     n = ks_axes(ks, ax, &nout, &nred);
     if (i >= nout + nred || 2 * ax[i].size <= lanes || ax[i].size % lanes == 0) continue;
+    if (ks->tg.vec_bytes >= 64 && (ax[i].size + lanes / 2 - 1) / (lanes / 2) * (lanes / 2) < (ax[i].size + lanes - 1) / lanes * lanes)
+      continue;  /* half vectors waste less: tried next */
     load_kinds(&h, ax[i].r, &re, &co, &ga);
     if (ga || !co) continue;
     kernel_state before = *ks;
