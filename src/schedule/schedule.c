@@ -177,7 +177,12 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) {
      * (a convolution's output feeds batchnorm's mean, its variance, the normalization, the backward) */
     bool shared = ((intptr_t)umap_get(&consumers, u) >= 2 || umap_get(&viewed, u)) &&
                   (u->op == OP_REDUCE_AXIS || uop_is_alu((uop_op)u->op));
-    if (!stored && (u->op == OP_CONTIGUOUS || (broadcast && u->op == OP_REDUCE_AXIS) ||
+    /* a narrow integer cast to float32 and read through a broadcast (a convolution's uint8 images, read once
+     * per output channel and tap) is stored as float32: the vector path has no uint8 lanes, and the conv
+     * reading it ran scalar (MNIST conv1: 43 ms scalar) */
+    bool widened = u->op == OP_CAST && u->dtype == TG_FLOAT32 && tg_dtype_size((tg_dtype)u->src[0]->dtype) < 4 &&
+                   dtype_is_int((tg_dtype)u->src[0]->dtype);
+    if (!stored && (u->op == OP_CONTIGUOUS || (broadcast && u->op == OP_REDUCE_AXIS) || (broadcast && widened) ||
                     (broadcast && uop_is_alu((uop_op)u->op) && expensive(u, &realized, false)) ||
                     (shared && uop_is_alu((uop_op)u->op) && expensive(u, &realized, true)) ||
                     (shared && u->op == OP_REDUCE_AXIS))) {
