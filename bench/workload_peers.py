@@ -119,6 +119,17 @@ def run_torch():
                                                   "GFLOP/s", th))
         del xc, wc
 
+    def conv_train():
+        xt = torch.randn(32, 64, 56, 56, requires_grad=True)
+        wt = (torch.randn(64, 64, 3, 3) * 0.05).requires_grad_()
+        gy = torch.randn(32, 64, 56, 56)
+
+        def step():
+            xt.grad, wt.grad = None, None
+            F.conv2d(xt, wt, padding=1).backward(gy)
+        emit("conv2d_train_b32_64x64_56x56_k3", "pytorch", 3 * CONV_FLOPS / med(step, 1, 3) / 1e9, "GFLOP/s", th)
+    guarded("pytorch", "conv2d_train", conv_train)
+
     def mlp():
         model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
                                     torch.nn.ReLU(), torch.nn.Linear(512, 10))

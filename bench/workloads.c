@@ -4,6 +4,7 @@
  *   matmul 256 / 1024 / 2048 float32                                  (GFLOP/s, 2 N^3 flops)
  *   softmax over the last axis of 4096x4096                           (GB/s, 2 x 4 x 4096^2 bytes)
  *   conv2d batch 32, 64->64 channels, 56x56, 3x3, padding 1           (GFLOP/s, 2 N Cout H W Cin 9 flops)
+ *   the same conv2d forward + input and weight gradients                (GFLOP/s, 3 x the forward's flops)
  *   784-512-512-10 MLP training step (relu, cross entropy, Adam), batch 128, under tg_jit (JIT=0: eager)  (ms/step)
  *   transformer block forward, batch 8, sequence 128, width 256, 4 heads     (ms)
  *     pre-norm: x + out(sdpa_causal(qkv(ln1(x)))), then + fc2(gelu(fc1(ln2(.)))) (gelu: tanh approximation)
@@ -209,6 +210,23 @@ static bool conv_step(void *p) {
   return ok;
 }
 
+/* the training side of the same convolution: its forward and the gradients of its input and weight for an
+ * upstream gradient gy (loss = sum(y * gy)), as PyTorch's y.backward(gy) computes them */
+typedef struct conv_train_ctx { float *x, *w, *gy; } conv_train_ctx;
+
+static bool conv_train_step(void *p) {
+  conv_train_ctx *c = p;
+  tg_scope_begin();
+  tg_tensor *x = tg_set_requires_grad(wrap(c->x, 4, CONV_X), true), *w = tg_set_requires_grad(wrap(c->w, 4, CONV_W), true);
+  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = {1}});
+  tg_tensor *loss = tg_sum(tg_mul(y, wrap(c->gy, 4, CONV_X)), 0, NULL, false);
+  bool ok = loss && tg_backward(loss) == TG_OK;
+  tg_tensor *r[3] = {y, tg_grad(x), tg_grad(w)};
+  ok = ok && r[1] && r[2] && tg_realize_many(3, r) == TG_OK;
+  tg_scope_end();
+  return ok;
+}
+
 typedef struct mlp_ctx {
   tg_linear l[3];
   tg_params *params;
@@ -346,7 +364,8 @@ static void run_peers(void) {
 /* ---- output ----------------------------------------------------------------------------------------------------- */
 
 static const char *const WORKLOADS[] = {"matmul_256", "matmul_1024", "matmul_2048", "softmax_4096x4096",
-                                        "conv2d_b32_64x64_56x56_k3", "mlp_784_512_512_10_adam_b128",
+                                        "conv2d_b32_64x64_56x56_k3", "conv2d_train_b32_64x64_56x56_k3",
+                                        "mlp_784_512_512_10_adam_b128",
                                         "transformer_block_b8_t128_d256_h4"};
 static const char *const IMPLS[] = {"tgc", "pytorch", "tinygrad", "tinygrad_beam", "numpy", "tgc_beam"};
 #define NW (int)(sizeof WORKLOADS / sizeof *WORKLOADS)
@@ -489,6 +508,18 @@ int main(int argc, char **argv) {
     if (!isfinite(t)) checks_ok = false, fprintf(stderr, "workloads: conv2d failed (%s)\n", tg_error());
     note("  tgc %-30s done\n", "conv2d");
     free(c.x), free(c.w);
+  }
+
+  /* conv2d forward and backward */
+  {
+    conv_train_ctx c = {.x = host(32 * 64 * 56 * 56, 4, 1), .w = host(64 * 64 * 9, 5, 0.05f), .gy = host(32 * 64 * 56 * 56, 8, 1)};
+    double t = time_steps(conv_train_step, &c, 1, 3);
+    double flops = 3 * 2.0 * 32 * 64 * 56 * 56 * 64 * 9;
+    add_result("conv2d_train_b32_64x64_56x56_k3", "tgc", flops / t / 1e9, "GFLOP/s", nt);
+    results[nresults - 1].kpi = last_kpi;
+    if (!isfinite(t)) checks_ok = false, fprintf(stderr, "workloads: conv2d training failed (%s)\n", tg_error());
+    note("  tgc %-30s done\n", "conv2d forward+backward");
+    free(c.x), free(c.w), free(c.gy);
   }
 
   /* MLP training step */

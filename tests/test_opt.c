@@ -385,8 +385,14 @@ TEST(test_opt_int64_index_matmul_is_vector_code_and_correct) {
   tg_tensor *a = rand_t(2, sa), *b = rand_t(2, sa), *y = tg_matmul(a, b);
   CHECK_T(y);
   kernel_info info;
+  lower_narrow_indices = false;  /* its indices fit in int32: only unnarrowed is it int64 code */
   char *src = heuristic_source(y, 64, &info);
+  lower_narrow_indices = true;
   CHECK(src && strstr(src, "long long ridx") && strstr(src, "tg_float_v acc"), "not int64 vector code:\n%.2000s",
+        src ? src : tg_error());
+  free(src);
+  src = heuristic_source(y, 64, &info);
+  CHECK(src && !strstr(src, "long long ridx") && strstr(src, "int ridx"), "indices not narrowed to int32:\n%.2000s",
         src ? src : tg_error());
   free(src);
   float *ha = malloc((size_t)(n * n) * 4), *hb = malloc((size_t)(n * n) * 4), *hy = malloc((size_t)(n * n) * 4);

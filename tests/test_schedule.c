@@ -229,6 +229,57 @@ TEST(test_schedule_outputs_sharing_work_together_use_fewer_kernels) {
   tg_scope_end();
 }
 
+/* a reduce read through a view by two kernels (a weight's gradient reshaped, then both of Adam's moments)
+ * is stored once, not recomputed in each */
+TEST(test_schedule_reduce_shared_through_a_view_runs_once) {
+  tg_scope_begin();
+  tg_tensor *x = rand_t(3, (int64_t[]){64, 6, 4});
+  tg_tensor *g = tg_reshape(tg_sum(x, 1, (int[]){0}, false), 2, (int64_t[]){4, 6});
+  tg_tensor *o1 = tg_mul_scalar(g, 2.0), *o2 = tg_mul(g, g);
+  CHECK_T(o2);
+  tg_tensor *both[2] = {o1, o2};
+  CHECK(tg_realize_many(2, both) == TG_OK, "%s", tg_error());
+  CHECK(tg_kernel_count_last() == 3, "sum, then two consumers: %d kernels, want 3", (int)tg_kernel_count_last());
+  float *hx = host(x), *h1 = host(o1), *h2 = host(o2), w1[24], w2[24];
+  for (int i = 0; i < 24; i++) {
+    double acc = 0;
+    for (int n = 0; n < 64; n++) acc += hx[n * 24 + i];
+    w1[i] = (float)(2 * acc);
+    w2[i] = (float)(acc * acc);
+  }
+  CHECK_CLOSE("2g", h1, w1, 24);
+  CHECK_CLOSE("g*g", h2, w2, 24);
+  free(hx); free(h1); free(h2);
+  tg_scope_end();
+}
+
+/* uint8 images cast to float32 and read by a convolution's windows are stored as float32 first (the vector
+ * path has no uint8 lanes): two kernels, and the values of the plain convolution */
+TEST(test_schedule_widened_uint8_under_a_conv_is_stored) {
+  tg_scope_begin();
+  uint8_t px[2 * 6 * 6];
+  for (int i = 0; i < 72; i++) px[i] = (uint8_t)(i * 37 % 251);
+  tg_tensor *x = tg_from_data(TG_UINT8, 4, (int64_t[]){2, 1, 6, 6}, px, sizeof px);
+  tg_tensor *w = rand_t(4, (int64_t[]){4, 1, 3, 3});
+  CHECK(tg_realize(x) == TG_OK && tg_realize(w) == TG_OK, "%s", tg_error());
+  tg_tensor *y = tg_conv2d(tg_cast(x, TG_FLOAT32), w, NULL, (tg_conv_opts){0});
+  CHECK_T(y);
+  CHECK(kernels_of(y) == 2, "cast + conv took %d kernels, want 2", (int)tg_kernel_count_last());
+  float *hw = host(w), *hy = host(y), want[2 * 4 * 4 * 4];
+  for (int n = 0; n < 2; n++)
+    for (int co = 0; co < 4; co++)
+      for (int oy = 0; oy < 4; oy++)
+        for (int ox = 0; ox < 4; ox++) {
+          double acc = 0;
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) acc += (double)px[n * 36 + (oy + ky) * 6 + ox + kx] * hw[co * 9 + ky * 3 + kx];
+          want[((n * 4 + co) * 4 + oy) * 4 + ox] = (float)acc;
+        }
+  CHECK_CLOSE("conv of uint8", hy, want, 2 * 4 * 4 * 4);
+  free(hw); free(hy);
+  tg_scope_end();
+}
+
 TEST(test_schedule_realized_tensor_is_not_recomputed) {
   tg_scope_begin();
   tg_tensor *a = rand_t(1, (int64_t[]){100});

@@ -97,6 +97,22 @@ static int axis_of(kernel_state *ks, int64_t id, bool red) {
   return -1;
 }
 
+/* whether a hot load reads overlapping windows: two of its loops step its index by the same amount (a conv's
+ * ox and kx, oy and ky). Packing such a load copies every element once per window it is in */
+static bool windowed(kernel_state *ks, const hot *h) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  for (int l = 0; l < h->nloads; l++) {
+    int64_t c[KS_MAX_AXES];
+    for (int i = 0; i < n; i++) {
+      if (!lin_coef(h->loads[l]->src[1], ax[i].r, &c[i])) c[i] = 0;
+      for (int j = 0; j < i && c[i]; j++)
+        if (c[j] == c[i]) return true;
+    }
+  }
+  return false;
+}
+
 /* step 1 of the heuristic: the vector loop (see the top of the file); *vec_id its id when it is an output loop */
 static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int64_t *vec_idp, bool *vec_on_reducep) {
   axis_info ax[KS_MAX_AXES];
@@ -216,9 +232,10 @@ static bool row_kernel(kernel_state *ks, int lanes) {
 
 /* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
  * can make that load contiguous; false when that PACK then does not apply */
-static bool heuristic(kernel_state *ks, bool pack_t) {
+static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   axis_info ax[KS_MAX_AXES];
   int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  *vectorized = true;
   if (!n) return true;
   hot h;
   find_hot(ks->ast, &h);
@@ -239,10 +256,10 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
   bool vec_on_reduce = false;
   pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
   for (int i = 0; i < nout && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++)
-    if (ax[i].size > (nred ? lanes : 2 * lanes) && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
+    if (ax[i].size > (nred ? lanes / 2 : 2 * lanes) && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
       kernel_state before = *ks;
       hot hb = h;
-      if (try_opt(ks, OPT_PADTO, i, nred ? 2 * lanes : lanes)) {
+      if (try_opt(ks, OPT_PADTO, i, nred && ax[i].size > lanes ? 2 * lanes : lanes)) {
         find_hot(ks->ast, &h);
         pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
         /* a short row padded by up to 60% is worth it only for vector lanes (conv's input gradient: none) */
@@ -250,6 +267,28 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
       }
       break;
     }
+
+  /* the same for a reduce loop read contiguously and longer than half a vector (a convolution's weight
+   * gradient: its output is the small weight, its rows of 6, 20 or 24 pixels are reduced): padded to a vector,
+   * it gives vector accumulators */
+  for (int i = nout; i < nout + nred && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++) {
+    int re, co, ga;
+    n = ks_axes(ks, ax, &nout, &nred);
+    if (i >= nout + nred || 2 * ax[i].size <= lanes || ax[i].size % lanes == 0) continue;
+    if (ks->tg.vec_bytes >= 64 && (ax[i].size + lanes / 2 - 1) / (lanes / 2) * (lanes / 2) < (ax[i].size + lanes - 1) / lanes * lanes)
+      continue;  /* half vectors waste less: tried next */
+    load_kinds(&h, ax[i].r, &re, &co, &ga);
+    if (ga || !co) continue;
+    kernel_state before = *ks;
+    hot hb = h;
+    if (try_opt(ks, OPT_PADTO, i, lanes)) {
+      find_hot(ks->ast, &h);
+      pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
+      if (vec_id < 0 && !vec_on_reduce) *ks = before, h = hb;
+    }
+  }
+
+  *vectorized = vec_id >= 0 || vec_on_reduce || lanes < 2;
 
   /* 2. a register tile for reduces: reuse a hot load across one more output loop */
   int64_t tile_id = -1;
@@ -304,7 +343,11 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
 
   /* 4. cache blocking: the vector loop outside the tile loop, and the operand reused across the tile loop
    * (matmul: B's panel of the vector loop's columns) packed into a contiguous buffer before it */
-  if (tile_id >= 0 && vec_id >= 0) {
+  /* not for convolutions: their packed window panel is an im2col copy per output row, which cost more than
+   * the tile's arithmetic (conv2d 32x64x58x58 k3: 64-122 ms packed, 32-34 ms reading the input in place) */
+  hot hp;
+  find_hot(ks->ast, &hp);
+  if (tile_id >= 0 && vec_id >= 0 && !windowed(ks, &hp)) {
     n = ks_axes(ks, ax, &nout, &nred);
     int vi = axis_of(ks, vec_id, false), ti = axis_of(ks, tile_id, false);
     if (vi >= 0 && ti >= 0 && ax[vi].size >= 2) {
@@ -319,9 +362,22 @@ static bool heuristic(kernel_state *ks, bool pack_t) {
   return vec_id < 0 || !pack_t;
 }
 
+static bool heuristic_both(kernel_state *ks) {
+  kernel_state save = *ks;
+  bool vec;
+  if (heuristic(ks, true, &vec)) return vec;
+  *ks = save;
+  heuristic(ks, false, &vec);
+  return vec;
+}
+
+/* when no loop fills a whole machine vector, half vectors (a row of 8 pixels with AVX-512: the 8x8 and 10x10
+ * convolutions of MNIST) rather than scalar code */
 void hand_coded_optimizations(kernel_state *ks) {
   kernel_state save = *ks;
-  if (heuristic(ks, true)) return;
+  if (heuristic_both(ks) || ks->tg.vec_bytes < 64) return;
+  kernel_state full = *ks;
   *ks = save;
-  heuristic(ks, false);
+  ks->tg.vec_bytes /= 2;
+  if (!heuristic_both(ks)) *ks = full;
 }

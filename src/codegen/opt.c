@@ -174,6 +174,17 @@ static double reduce_identity(uop_op op, tg_dtype dt) {
   return 0;
 }
 
+/* whether u is exactly 0 wherever valid is false: a load masked by valid (it reads 0 there), or sums and
+ * products of such values (0 * 0, not 0 * x: x may be inf). Then a reduce needs no select of its identity,
+ * which would keep the multiply and the add from fusing (conv's weight gradient over a padded row) */
+static bool zero_outside(uop *u, uop *valid) {
+  if (u->op == OP_LOAD)
+    return u->nsrc == 3 && (u->src[2] == valid || (u->src[2]->op == OP_AND && (u->src[2]->src[0] == valid ||
+                                                                               u->src[2]->src[1] == valid)));
+  if (u->op == OP_MUL || u->op == OP_ADD) return zero_outside(u->src[0], valid) && zero_outside(u->src[1], valid);
+  return false;
+}
+
 static uop *pad_mask(pad_ctx *c, uop *u) {
   if (c->fail) return NULL;
   uop *done = umap_get(&c->memo, u);
@@ -196,7 +207,7 @@ static uop *pad_mask(pad_ctx *c, uop *u) {
     } else if (u->op == OP_REDUCE) {
       bool has = false;
       for (int i = 1; i < u->nsrc; i++) has |= u->src[i] == c->r;
-      if (has) {
+      if (has && !(u->arg.i == OP_ADD && zero_outside(src[0], c->valid))) {
         uop *id = uop_const((tg_dtype)u->dtype, reduce_identity((uop_op)u->arg.i, (tg_dtype)u->dtype));
         src[0] = uop_where(c->valid, src[0], id);
       }

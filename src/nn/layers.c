@@ -8,13 +8,8 @@
 
 /* the value of a lazy initializer, stored once, owned by the layer, wanting a gradient if trainable */
 static tg_tensor *param_of(tg_tensor *lazy, bool trainable) {
-  tg_tensor *t = tensor_unscope(tg_contiguous(lazy));
-  tg_free(lazy);
-  if (!t || tg_realize(t) != TG_OK) {
-    tg_free(t);
-    return NULL;
-  }
-  return tg_set_requires_grad(t, trainable);
+  tg_tensor *t = tensor_own(lazy);
+  return t ? tg_set_requires_grad(t, trainable) : NULL;
 }
 
 static tg_status add_named(tg_params *p, const char *prefix, const char *name, tg_tensor *t) {

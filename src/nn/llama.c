@@ -158,9 +158,9 @@ static bool make_state(tg_llama *m) {
   bool ok = m->freq && (m->pos = tg_variable_new("pos", 0, m->max_seq - 1));
   for (int64_t l = 0; ok && l < m->c.n_layers; l++) {
     llama_layer *y = &m->layers[l];
-    y->kc = tensor_unscope(tg_zeros(TG_FLOAT32, 2, shape));
-    y->vc = tensor_unscope(tg_zeros(TG_FLOAT32, 2, shape));
-    ok = y->kc && y->vc && tg_realize(y->kc) == TG_OK && tg_realize(y->vc) == TG_OK;
+    y->kc = tensor_own(tg_zeros(TG_FLOAT32, 2, shape));
+    y->vc = tensor_own(tg_zeros(TG_FLOAT32, 2, shape));
+    ok = y->kc && y->vc;
   }
   return ok;
 }

@@ -24,15 +24,7 @@ struct tg_optim {
   bool nesterov;
 };
 
-static tg_tensor *owned(tg_tensor *lazy) {  /* realized, unscoped, no gradient */
-  tg_tensor *t = tensor_unscope(tg_contiguous(lazy));
-  tg_free(lazy);
-  if (t && tg_realize(t) != TG_OK) {
-    tg_free(t);
-    return NULL;
-  }
-  return t;
-}
+static tg_tensor *owned(tg_tensor *lazy) { return tensor_own(lazy); }  /* realized, unscoped, no gradient */
 
 static tg_tensor *scalar_buffer(double v) {
   float f = (float)v;

@@ -194,6 +194,33 @@ static void vec_header(out *o, int lanes, bool math) {
          "static inline tg_int_v tg_max_int(tg_int_v a, tg_int_v b) { return tg_sel_int(a > b, a, b); }\n"
          "static inline int tg_all(tg_int_v m) { int r = -1; "
          "for (int l = 0; l < (int)(sizeof m / sizeof(int)); l++) r &= m[l]; return r != 0; }\n");
+  /* contiguous loads and stores under a mask that varies along the lanes (a pad's edge, a PADTO row): one
+   * masked instruction where the ISA has it (masked-off lanes do not fault), else lane by lane. The per-lane
+   * loop at a padded conv's every row edge was most of the time of conv backward's input gradient. */
+  const char *isa = lanes == 16 ? "__AVX512F__" : lanes == 8 ? "__AVX2__" : NULL;
+  if (isa) {
+    put(o, "#if defined(%s)\n#include <immintrin.h>\n", isa);
+    if (lanes == 16)
+      put(o, "#define TG_MASK_(m) _mm512_test_epi32_mask((__m512i)(m), (__m512i)(m))\n"
+             "static inline tg_float_v tg_mload_float(tg_int_v m, const float *p) { return (tg_float_v)_mm512_maskz_loadu_ps(TG_MASK_(m), p); }\n"
+             "static inline tg_int_v tg_mload_int(tg_int_v m, const int *p) { return (tg_int_v)_mm512_maskz_loadu_epi32(TG_MASK_(m), p); }\n"
+             "static inline void tg_mstore_float(float *p, tg_int_v m, tg_float_v v) { _mm512_mask_storeu_ps(p, TG_MASK_(m), (__m512)v); }\n"
+             "static inline void tg_mstore_int(int *p, tg_int_v m, tg_int_v v) { _mm512_mask_storeu_epi32(p, TG_MASK_(m), (__m512i)v); }\n");
+    else
+      put(o, "static inline tg_float_v tg_mload_float(tg_int_v m, const float *p) { return (tg_float_v)_mm256_maskload_ps(p, (__m256i)m); }\n"
+             "static inline tg_int_v tg_mload_int(tg_int_v m, const int *p) { return (tg_int_v)_mm256_maskload_epi32(p, (__m256i)m); }\n"
+             "static inline void tg_mstore_float(float *p, tg_int_v m, tg_float_v v) { _mm256_maskstore_ps(p, (__m256i)m, (__m256)v); }\n"
+             "static inline void tg_mstore_int(int *p, tg_int_v m, tg_int_v v) { _mm256_maskstore_epi32(p, (__m256i)m, (__m256i)v); }\n");
+    put(o, "#define TG_HAVE_MLOAD 1\n#endif\n");
+  }
+  put(o, "#ifndef TG_HAVE_MLOAD\n");
+  for (int t = 0; t < 2; t++)
+    put(o, "static inline tg_%s_v tg_mload_%s(tg_int_v m, const %s *p) { tg_%s_v v; if (tg_all(m)) return *(const tg_%s_vu*)p; "
+           "for (int l = 0; l < %d; l++) v[l] = m[l] ? p[l] : 0; return v; }\n"
+           "static inline void tg_mstore_%s(%s *p, tg_int_v m, tg_%s_v v) { if (tg_all(m)) { *(tg_%s_vu*)p = v; return; } "
+           "for (int l = 0; l < %d; l++) if (m[l]) p[l] = v[l]; }\n",
+        ts[t], ts[t], cs[t], ts[t], ts[t], lanes, ts[t], cs[t], ts[t], ts[t], lanes);
+  put(o, "#endif\n");
   if (!math) return;  /* only when used: it adds about 10 ms to a compile */
   if (lanes >= 4) {
     int h = lanes / 2;
@@ -308,7 +335,9 @@ static void render_vec_load(rctx *c, uop *u, int pos) {
   char *nm = fmt("val%d", pos);
   const char *p = name_of(c, u->src[0]), *k = vkind(dt);
   indent(c);
-  if (u->arg.i > 0 && u->nsrc == 3 && is_vec(c, u->src[2])) {  /* contiguous, masked lane by lane */
+  if (u->arg.i > 0 && u->nsrc == 3 && is_vec(c, u->src[2]) && dt != TG_INT64) {  /* contiguous, masked */
+    put(c->o, "tg_%s_v %s = tg_mload_%s(%s, %s+%s);\n", k, nm, k, name_of(c, u->src[2]), p, name_of(c, u->src[1]));
+  } else if (u->arg.i > 0 && u->nsrc == 3 && is_vec(c, u->src[2])) {  /* contiguous, masked lane by lane */
     const char *m = name_of(c, u->src[2]), *i = name_of(c, u->src[1]);
     put(c->o, "tg_%s_v %s; if (tg_all(%s)) %s = *(const tg_%s_vu*)(%s+%s); else ", k, nm, m, nm, k, p, i);
     put(c->o, "for (int l_ = 0; l_ < %d; l_++) %s[l_] = %s[l_] ? %s[%s+l_] : 0;\n", c->p->lanes, nm, m, p, i);
@@ -333,6 +362,13 @@ static void render_vec_load(rctx *c, uop *u, int pos) {
 static void render_vec_store(rctx *c, uop *u) {
   const char *p = name_of(c, u->src[0]);
   indent(c);
+  if (u->arg.i > 0 && u->nsrc == 4 && is_vec(c, u->src[3]) && u->src[2]->dtype != TG_INT64) {  /* contiguous, masked */
+    char *v = vsrc(c, u, 2);
+    const char *k = vkind((tg_dtype)u->src[2]->dtype);
+    put(c->o, "tg_mstore_%s(%s+%s, %s, %s);\n", k, p, name_of(c, u->src[1]), name_of(c, u->src[3]), v);
+    free(v);
+    return;
+  }
   if (u->arg.i > 0 && u->nsrc == 4 && is_vec(c, u->src[3])) {  /* contiguous, masked lane by lane */
     char *v = vsrc(c, u, 2);
     const char *m = name_of(c, u->src[3]), *i = name_of(c, u->src[1]);

@@ -19,21 +19,36 @@ static bool enter_no_storage(uop *u, void *ctx) { return !node_has_storage(u); }
  * the partial sums keep float32 sums of millions of elements exact to rounding (one long float32
  * accumulator stops growing at 2^24). */
 #define SPLIT_THRESHOLD 32768
+/* A reduce over several axes (batch and pixels: a convolution's weight gradient, batchnorm's statistics) is
+ * split along its first reduced axis into chunks whose inputs stay in cache: unsplit, every output element
+ * streamed all of its inputs again (conv 32->32 5x5, batch 512: 13 MB of output gradient re-read for each of
+ * 800 weight columns; 32 images of 64 channels at 56x56: 6.4 MB per 3x3 weight column), also when the
+ * output is as big as the reduce (MNIST conv3 and conv4 weight gradients: 45-65 ms unsplit, 15-28 split).
+ * The partial results are at most SPLIT_PARTIAL elements. */
+#define SPLIT_CHUNKS 128
+#define SPLIT_PARTIAL (4 << 20)
 
 static uop *split_reduce(uop *r) {
   uop *x = r->src[0];
-  int axis = -1;
+  int axis = -1, nred = 0;
+  int64_t total = 1;
   for (int i = 0; i < r->ndim; i++)
     if (r->aux[i] && x->shape[i] > 1) {
-      if (axis >= 0) return r;  /* one reduced axis only */
-      axis = i;
+      if (axis < 0) axis = i;
+      nred++;
+      total *= x->shape[i];
     }
   if (axis < 0 || x->ndim + 1 > TG_MAX_DIMS) return r;
-  int64_t n = x->shape[axis], out = uop_numel(r);
-  if (n < SPLIT_THRESHOLD || n / (out ? out : 1) < SPLIT_THRESHOLD) return r;
-  int64_t d = 0;
-  for (int64_t c = 256; c >= 8 && !d; c--)
-    if (n % c == 0) d = c;
+  int64_t n = x->shape[axis], out = uop_numel(r), d = 0;
+  if (nred == 1) {
+    if (n < SPLIT_THRESHOLD || n / (out ? out : 1) < SPLIT_THRESHOLD) return r;
+    for (int64_t c = 256; c >= 8 && !d; c--)
+      if (n % c == 0) d = c;
+  } else {
+    if (total < SPLIT_THRESHOLD / 2) return r;
+    for (int64_t c = SPLIT_CHUNKS; c >= 8 && !d; c--)
+      if (n % c == 0 && c * out <= SPLIT_PARTIAL) d = c;
+  }
   if (!d) return r;
   int64_t shape[TG_MAX_DIMS];
   bool inner[TG_MAX_DIMS] = {0}, outer[TG_MAX_DIMS] = {0};
@@ -43,7 +58,10 @@ static uop *split_reduce(uop *r) {
       outer[k++] = true;
       shape[k] = n / d;
       inner[k++] = true;
-    } else shape[k++] = x->shape[i];
+    } else {
+      inner[k] = r->aux[i] != 0;  /* the other reduced axes go to the first kernel */
+      shape[k++] = x->shape[i];
+    }
   }
   uop *split = uop_new_shaped(OP_RESHAPE, (tg_dtype)x->dtype, 1, &x, (uop_arg){0}, x->ndim + 1, shape, x->ndim + 1, shape);
   int64_t aux_in[TG_MAX_DIMS], aux_out[TG_MAX_DIMS], s1[TG_MAX_DIMS], s2[TG_MAX_DIMS];
@@ -74,6 +92,7 @@ static uop *rewrite_reductions(uop *root, uop_map *memo) {
       v = uop_replace_src(u, u->nsrc, src);
       if (src != tmp) free(src);
       if (v && v->op == OP_REDUCE_AXIS) v = split_reduce(v);
+      if (v && v->op == OP_CUSTOM_GRAD) v = v->src[0];  /* its other sources matter to gradients only */
       if (!v) goto out;
     }
     if (!umap_put(memo, u, v)) goto out;
@@ -186,7 +205,7 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) { return schedul
 
 tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, schedule *s) {
   memset(s, 0, sizeof *s);
-  uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0};
+  uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0}, viewed = {0};
   tg_status st = TG_OK;
   uop **order = NULL, **cands = NULL;
   int ncands = 0;
@@ -219,13 +238,19 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
     bool broadcast = umap_get(&expanded, u) != NULL;
     /* a value made by a reduce and used by several nodes would be recomputed by each of their kernels
      * (a convolution's output feeds batchnorm's mean, its variance, the normalization, the backward) */
-    bool shared = (intptr_t)umap_get(&consumers, u) >= 2 && (u->op == OP_REDUCE_AXIS || uop_is_alu((uop_op)u->op));
+    bool shared = ((intptr_t)umap_get(&consumers, u) >= 2 || umap_get(&viewed, u)) &&
+                  (u->op == OP_REDUCE_AXIS || uop_is_alu((uop_op)u->op));
     bool alu = uop_is_alu((uop_op)u->op);
     /* a reduce (or a long ALU chain) seen through a PAD that at least doubles its size is computed for every
      * element of the padded extent, valid or not (a KV cache row placed at a position among 512: 512x) */
     bool pad_grown = umap_get(&padded, u) != NULL;
+    /* a narrow integer cast to float32 and read through a broadcast (a convolution's uint8 images, read once
+     * per output channel and tap) is stored as float32: the vector path has no uint8 lanes, and the conv
+     * reading it ran scalar (MNIST conv1: 43 ms scalar) */
+    bool widened = u->op == OP_CAST && u->dtype == TG_FLOAT32 && tg_dtype_size((tg_dtype)u->src[0]->dtype) < 4 &&
+                   dtype_is_int((tg_dtype)u->src[0]->dtype);
     bool must = u->op == OP_CONTIGUOUS || (shared && alu && expensive(u, &realized, true)) ||
-                (shared && u->op == OP_REDUCE_AXIS) ||
+                (shared && u->op == OP_REDUCE_AXIS) || (broadcast && widened) ||
                 (pad_grown && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, false))));
     bool bcast_reduce = broadcast && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, true)));
     if (!stored && (must || bcast_reduce || (broadcast && alu && expensive(u, &realized, false)))) {
@@ -242,6 +267,11 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
       if (!node_has_storage(x) && uop_is_alu((uop_op)x->op) && expensive(x, &realized, false) && !umap_put(&realized, x, &yes))
         goto nomem;
     }
+    /* the same through a view: a weight's gradient is reshaped and then read by both of Adam's moments
+     * (MNIST: every weight-gradient kernel ran twice) */
+    if (!stored && u->op >= OP_RESHAPE && u->op <= OP_FLIP &&
+        ((intptr_t)umap_get(&consumers, u) >= 2 || umap_get(&viewed, u)) && !umap_put(&viewed, u->src[0], &yes))
+      goto nomem;
     bool flag = !stored && (umap_get(&expanded, u) || u->op == OP_EXPAND);
     if (flag)
       for (int k = 0; k < u->nsrc; k++)
@@ -284,6 +314,7 @@ out:
   umap_free(&padded);
   umap_free(&rewritten);
   umap_free(&consumers);
+  umap_free(&viewed);
   if (st != TG_OK) schedule_free(s);
   return st;
 }

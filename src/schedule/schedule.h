@@ -36,6 +36,8 @@ void schedule_free(schedule *s);
 
 /* the kernel graph of node `root` stored contiguously (lower.c); leaves: nodes with storage or realized */
 uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs);
+/* whether lower_kernel narrows int64 indices that fit to int32 (true; tests turn it off to cover int64 code) */
+extern bool lower_narrow_indices;
 
 /* A write into a window of a stored tensor: root = WHERE(PAD(true), PAD(value), target), the value placed
  * at offsets `before` (plus a variable offset along one axis) and the target everywhere else. Assigned to

@@ -184,6 +184,16 @@ static uop *g_flip(void *ctx, uop *u, uop **cap) {
   return done();
 }
 
+static uop *g_custom(void *ctx, uop *u, uop **cap) {
+  grad_ctx *c = ctx;
+  c->out[0] = c->g;  /* src[0] computes the value: its own sources get their gradients through it */
+  if (u->arg.i == CG_CONV_INPUT && u->nsrc == 3) {
+    c->out[1] = conv_input_grad(c->g, u->src[1], u->src[2], u->aux);
+    if (!c->out[1]) return NULL;
+  }
+  return done();
+}
+
 static const rule gradient_rules[] = {
     {"(CAST _)", g_cast},
     {"(NEG _)", g_neg},
@@ -208,6 +218,7 @@ static const rule gradient_rules[] = {
     {"(SHRINK _ _)", g_shrink_at},
     {"(FLIP _)", g_flip},
     {"(CONTIGUOUS _)", g_pass},
+    {"(CUSTOM_GRAD ...)", g_custom},
     {"(TRUNC|BITCAST|CMPLT|CMPNE|CMPEQ|IDIV|MOD|AND|OR|XOR|SHL|SHR|DETACH ...)", g_none},
     {NULL, NULL},
 };

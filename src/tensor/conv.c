@@ -8,14 +8,43 @@
 
 #define SB 256
 
-/* x (N, Cin, *S), w (Cout, Cin/g, *K): pads[2*j], pads[2*j+1] before/after spatial axis j (negative shrinks) */
+/* y marked so that x's gradient is conv_input_grad's (see conv_core) */
+static tg_tensor *mark_input_grad(tmps *s, tg_tensor *y, tg_tensor *x, tg_tensor *w, int64_t g, int nd,
+                                  const int64_t *stride, const int64_t *dil, const int64_t *pads) {
+  if (!y) return NULL;
+  int64_t aux[2 + 4 * TG_CONV_DIMS];
+  int na = 0;
+  aux[na++] = g;
+  aux[na++] = nd;
+  for (int j = 0; j < nd; j++) aux[na++] = stride[j];
+  for (int j = 0; j < nd; j++) aux[na++] = dil[j];
+  for (int j = 0; j < 2 * nd; j++) aux[na++] = pads[j];
+  uop *src[3] = {y->u, x->u, w->u};
+  return tmp(s, tensor_new(uop_new_shaped(OP_CUSTOM_GRAD, TDT(y), 3, src, (uop_arg){.i = CG_CONV_INPUT}, na, aux,
+                                          TNDIM(y), TSHAPE(y))));
+}
+
+/* x (N, Cin, *S), w (Cout, Cin/g, *K): pads[2*j], pads[2*j+1] before/after spatial axis j (negative shrinks).
+ * x's gradient is not left to autograd: derived through pool_windows it is a reduce over the window trick's
+ * repeats whose div/mod indices the simplifier does not fold (conv 32->32 5x5 on 24x24, batch 512: a 36-step
+ * masked gather loop per input element, 3 s, no vector lanes). The transposed convolution gives the same
+ * values as a plain windowed convolution of the gradient, which vectorizes like the forward pass. */
 static tg_tensor *conv_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor *bias, int64_t g, int nd,
-                            const int64_t *stride, const int64_t *dil, const int64_t *pads) {
+                            const int64_t *stride, const int64_t *dil, const int64_t *pads, bool store_padded) {
   int64_t n = TSHAPE(x)[0], cin = TSHAPE(w)[1], cout = TSHAPE(w)[0], rcout = cout / g;
   const int64_t *k = TSHAPE(w) + 2;
   int64_t p[2 * TG_MAX_DIMS] = {0};
+  tg_tensor *x_in = x;
+  x = tmp(s, tg_detach(x));
   for (int j = 0; j < 2 * nd; j++) p[4 + j] = pads[j];
   x = pad_const(s, x, p, 0);
+  /* store_padded: the padded input in its own buffer. The pad's masks then vanish from the windows, which
+   * otherwise are computed and applied lane by lane for every tap: the input gradient of conv 32->32 5x5 on
+   * 24x24 (its output gradient padded by 4), batch 512, ran 1400 ms masked and 160 + 20 ms (pad) stored. The
+   * forward keeps tinygrad's one kernel (test_nn_ops_kernel_counts) */
+  bool padded = false;
+  for (int j = 0; j < 2 * nd; j++) padded |= pads[j] > 0;
+  if (store_padded && padded) x = tmp(s, tg_contiguous(x));
   x = pool_windows(s, x, nd, k, stride, dil);  /* (N, Cin, *O, *K) */
   if (!x) return NULL;
   const int64_t *o = TSHAPE(x) + 2;
@@ -42,7 +71,7 @@ static tg_tensor *conv_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor *bias
   tg_tensor *y = tmp(s, tg_sum(tmp(s, tg_mul(x, wr)), nd + 1, axes, false));  /* (N, g, rcout, *O) */
   sh[0] = n; sh[1] = cout;
   for (int j = 0; j < nd; j++) sh[2 + j] = o[j];
-  y = tmp(s, tg_reshape(y, 2 + nd, sh));
+  y = mark_input_grad(s, tmp(s, tg_reshape(y, 2 + nd, sh)), x_in, w, g, nd, stride, dil, pads);
   if (!bias) return y;
   for (int j = 0; j < nd; j++) sh[2 + j] = 1;
   sh[0] = 1;
@@ -111,7 +140,44 @@ tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o
   if (!conv_args("tg_conv2d", x, w, bias, o, false, &nd, &g, st, dl, pd, op)) return NULL;
   for (int j = 0; j < nd; j++) pads[2 * j] = pads[2 * j + 1] = pd[j];
   tmps s = TMPS("tg_conv2d");
-  return tmps_end(&s, conv_core(&s, x, w, bias, g, nd, st, dl, pads));
+  return tmps_end(&s, conv_core(&s, x, w, bias, g, nd, st, dl, pads, false));
+}
+
+/* x (N, Cin, *S), w (Cin, Cout/g, *K): the stride-1 convolution of x zero-stuffed by stride with the flipped,
+ * group-transposed weight; pads (before/after, may be negative) of the stuffed input */
+static tg_tensor *transposed_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor *bias, int64_t g, int nd,
+                                  const int64_t *st, const int64_t *dl, const int64_t *pads, bool store_padded) {
+  int xn = 2 + nd;
+  int64_t cin = TSHAPE(w)[0], rcout = TSHAPE(w)[1], sh[TG_MAX_DIMS], b[2 * TG_MAX_DIMS];
+  const int64_t *k = TSHAPE(w) + 2;
+  /* w (Cin, Cout/g, *K) -> (g, Cin/g, Cout/g, *K) -> (g, Cout/g, Cin/g, *K) flipped -> (Cout, Cin/g, *K) */
+  sh[0] = g; sh[1] = cin / g; sh[2] = rcout;
+  for (int j = 0; j < nd; j++) sh[3 + j] = k[j];
+  tg_tensor *wt = tmp(s, tg_transpose(tmp(s, tg_reshape(w, 3 + nd, sh)), 1, 2));
+  int flip[TG_CONV_DIMS];
+  for (int j = 0; j < nd; j++) flip[j] = 3 + j;
+  wt = tmp(s, tg_flip(wt, nd, flip));
+  sh[0] = g * rcout; sh[1] = cin / g;
+  for (int j = 0; j < nd; j++) sh[2 + j] = k[j];
+  wt = tmp(s, tg_reshape(wt, xn, sh));
+  bool strided = false;
+  for (int j = 0; j < nd; j++) strided |= st[j] > 1;
+  if (strided) {  /* (i) -> (i, 1) -> pad -> (i, s) -> (i*s) -> first i*s - (s-1): s-1 zeros between inputs */
+    int64_t p[2 * TG_MAX_DIMS] = {0};
+    sh[0] = TSHAPE(x)[0]; sh[1] = TSHAPE(x)[1];
+    for (int j = 0; j < nd; j++) { sh[2 + 2 * j] = TSHAPE(x)[2 + j]; sh[3 + 2 * j] = 1; p[2 * (3 + 2 * j) + 1] = st[j] - 1; }
+    x = tmp(s, tg_reshape(x, 2 + 2 * nd, sh));
+    x = tmp(s, tg_pad(x, 2 + 2 * nd, p, 0));
+    if (!x) return NULL;
+    for (int j = 0; j < nd; j++) sh[2 + j] = TSHAPE(x)[2 + 2 * j] * st[j];
+    x = tmp(s, tg_reshape(x, xn, sh));
+    for (int j = 0; j < xn; j++) { b[2 * j] = 0; b[2 * j + 1] = j < 2 ? sh[j] : sh[j] - (st[j - 2] - 1); }
+    x = tmp(s, tg_shrink(x, xn, b));
+  }
+  int64_t one[TG_CONV_DIMS];
+  for (int j = 0; j < nd; j++) one[j] = 1;
+  if (!x || !wt) return NULL;
+  return conv_core(s, x, wt, bias, g, nd, one, dl, pads, store_padded);
 }
 
 /* tinygrad's: a stride-1 convolution of the zero-stuffed input with the flipped, group-transposed weight */
@@ -121,41 +187,35 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_c
   int64_t g, st[TG_CONV_DIMS], dl[TG_CONV_DIMS], pd[TG_CONV_DIMS], op[TG_CONV_DIMS];
   if (!conv_args("tg_conv_transpose2d", x, w, bias, o, true, &nd, &g, st, dl, pd, op)) return NULL;
   tmps s = TMPS("tg_conv_transpose2d");
-  int xn = 2 + nd;
-  int64_t cin = TSHAPE(w)[0], rcout = TSHAPE(w)[1], sh[TG_MAX_DIMS], b[2 * TG_MAX_DIMS];
-  const int64_t *k = TSHAPE(w) + 2;
-  /* w (Cin, Cout/g, *K) -> (g, Cin/g, Cout/g, *K) -> (g, Cout/g, Cin/g, *K) flipped -> (Cout, Cin/g, *K) */
-  sh[0] = g; sh[1] = cin / g; sh[2] = rcout;
-  for (int j = 0; j < nd; j++) sh[3 + j] = k[j];
-  tg_tensor *wt = tmp(&s, tg_transpose(tmp(&s, tg_reshape(w, 3 + nd, sh)), 1, 2));
-  int flip[TG_CONV_DIMS];
-  for (int j = 0; j < nd; j++) flip[j] = 3 + j;
-  wt = tmp(&s, tg_flip(wt, nd, flip));
-  sh[0] = g * rcout; sh[1] = cin / g;
-  for (int j = 0; j < nd; j++) sh[2 + j] = k[j];
-  wt = tmp(&s, tg_reshape(wt, xn, sh));
-  bool strided = false;
-  for (int j = 0; j < nd; j++) strided |= st[j] > 1;
-  if (strided) {  /* (i) -> (i, 1) -> pad -> (i, s) -> (i*s) -> first i*s - (s-1): s-1 zeros between inputs */
-    int64_t p[2 * TG_MAX_DIMS] = {0};
-    sh[0] = TSHAPE(x)[0]; sh[1] = TSHAPE(x)[1];
-    for (int j = 0; j < nd; j++) { sh[2 + 2 * j] = TSHAPE(x)[2 + j]; sh[3 + 2 * j] = 1; p[2 * (3 + 2 * j) + 1] = st[j] - 1; }
-    x = tmp(&s, tg_reshape(x, 2 + 2 * nd, sh));
-    x = tmp(&s, tg_pad(x, 2 + 2 * nd, p, 0));
-    if (!x) return tmps_end(&s, NULL);
-    for (int j = 0; j < nd; j++) sh[2 + j] = TSHAPE(x)[2 + 2 * j] * st[j];
-    x = tmp(&s, tg_reshape(x, xn, sh));
-    for (int j = 0; j < xn; j++) { b[2 * j] = 0; b[2 * j + 1] = j < 2 ? sh[j] : sh[j] - (st[j - 2] - 1); }
-    x = tmp(&s, tg_shrink(x, xn, b));
-  }
-  int64_t one[TG_CONV_DIMS], pads[2 * TG_CONV_DIMS];
+  int64_t pads[2 * TG_CONV_DIMS];
   for (int j = 0; j < nd; j++) {
-    one[j] = 1;
-    pads[2 * j] = (k[j] - 1) * dl[j] - pd[j];
-    pads[2 * j + 1] = (k[j] - 1) * dl[j] - pd[j] + op[j];
+    int64_t k = TSHAPE(w)[2 + j];
+    pads[2 * j] = (k - 1) * dl[j] - pd[j];
+    pads[2 * j + 1] = (k - 1) * dl[j] - pd[j] + op[j];
   }
-  if (!x || !wt) return tmps_end(&s, NULL);
-  return tmps_end(&s, conv_core(&s, x, wt, bias, g, nd, one, dl, pads));
+  return tmps_end(&s, transposed_core(&s, x, w, bias, g, nd, st, dl, pads, false));
+}
+
+uop *conv_input_grad(uop *gy, uop *x, uop *w, const int64_t *aux) {
+  int64_t g = aux[0];
+  int nd = (int)aux[1];
+  const int64_t *st = aux + 2, *dl = aux + 2 + nd, *pads = aux + 2 + 2 * nd;
+  /* x's element i gets the windows that cover it: the transposed convolution, padded to end at x's edge */
+  int64_t tp[2 * TG_CONV_DIMS];
+  for (int j = 0; j < nd; j++) {
+    int64_t k = w->shape[2 + j], i = x->shape[2 + j], o = gy->shape[2 + j];
+    tp[2 * j] = (k - 1) * dl[j] - pads[2 * j];
+    tp[2 * j + 1] = i - (o - 1) * st[j] - 1 + pads[2 * j];
+  }
+  tmps s = TMPS("tg_backward: conv2d input gradient");
+  tg_tensor *gt = tmp(&s, tensor_new(gy)), *wt = tmp(&s, tensor_new(w));
+  tg_tensor *dx = gt && wt ? transposed_core(&s, gt, wt, NULL, g, nd, st, dl, tp, true) : NULL;
+  uop *r = dx ? dx->u : NULL;
+  bool same = r && r->ndim == x->ndim;
+  for (int j = 0; same && j < x->ndim; j++) same = r->shape[j] == x->shape[j];
+  if (r && !same) tg_set_error(TG_ERR_INTERNAL, "tg_backward: conv2d input gradient of the wrong shape");
+  tmps_end(&s, NULL);  /* the graph outlives its handles: nothing is collected while gradients are built */
+  return same ? r : NULL;
 }
 
 /* ---- pooling ------------------------------------------------------------------------------------------ */

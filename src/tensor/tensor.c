@@ -145,6 +145,19 @@ tg_tensor *tensor_unscope(tg_tensor *t) {
   return t;
 }
 
+tg_tensor *tensor_own(tg_tensor *lazy) {
+  if (!lazy) return NULL;
+  tg_tensor *t = tensor_unscope(tg_empty(TDT(lazy), TNDIM(lazy), TSHAPE(lazy)));
+  tg_status st = t ? tg_assign(t, lazy) : tg_error_status();
+  if (st == TG_OK) st = tg_realize(t);
+  tg_free(lazy);
+  if (st != TG_OK) {
+    tg_free(t);
+    return NULL;
+  }
+  return t;
+}
+
 tg_tensor *tg_keep(tg_tensor *t) {
   if (!t || t->scope <= 0 || t->scope > nscopes) return t;
   scope_remove(&scopes[t->scope - 1], t);

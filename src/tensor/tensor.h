@@ -25,6 +25,10 @@ tg_tensor *tensor_new(uop *u);
 tg_tensor *tensor_new_unscoped(uop *u);
 /* takes t out of whatever scope owns it: the caller owns it now */
 tg_tensor *tensor_unscope(tg_tensor *t);
+/* lazy's value, realized into a buffer of its own, owned by the caller (lazy is freed). State that is
+ * written in place (optimizer moments, running statistics, caches) needs one: equal graphs are one node, so
+ * tg_contiguous(tg_zeros(...)) of two tensors would share one buffer until the first write copies it. */
+tg_tensor *tensor_own(tg_tensor *lazy);
 /* a tensor on memory the caller owns, as tg_from_blob, but owned by the caller alone (never by a scope):
  * on_free(ctx) is called once when the storage is dropped, and also when this call fails (so one
  * reference to the memory always passes in) */
@@ -61,6 +65,10 @@ typedef void (*rng_draw_fn)(void *ctx, void *buf, uint64_t base, uint64_t n);
 void rng_set_observer(rng_draw_fn fn, void *ctx);  /* fn sees every draw from now on (NULL: none) */
 uint64_t rng_advance(uint64_t n);                  /* takes n counters; returns the first */
 void rng_draw_words(uint64_t base, uint32_t out[4]);  /* a draw buffer's contents: counter, current seed */
+
+/* the gradient of a convolution's input x from its output's gradient gy and its weight w, aux as a
+ * CUSTOM_GRAD CG_CONV_INPUT node's (conv.c) */
+uop *conv_input_grad(uop *gy, uop *x, uop *w, const int64_t *aux);
 
 /* normalizes a possibly negative axis; -1 with an error naming op if out of range */
 int norm_axis(const char *op, int axis, int ndim);

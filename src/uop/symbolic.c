@@ -248,6 +248,14 @@ static uop *rule_bool_or(void *ctx, uop *u, uop **cap) {
   return cap[1]->arg.i ? cap[1] : cap[0];
 }
 static uop *rule_where_const(void *ctx, uop *u, uop **cap) { return cap[0]->arg.i ? cap[1] : cap[2]; }
+/* (WHERE c (LOAD p i g) 0) -> the load when its gate g implies c (g is c, or c AND something): a gated load
+ * reads 0 where its gate is false (a pad's mask applied twice in every tap of a padded convolution) */
+static uop *rule_where_gated_load(void *ctx, uop *u, uop **cap) {
+  uop *c = u->src[0], *l = u->src[1], *z = u->src[2];
+  if (l->op != OP_LOAD || l->nsrc != 3 || !uop_is_const(z) || uop_const_value(z) != 0) return NULL;
+  uop *g = l->src[2];
+  return g == c || (g->op == OP_AND && (g->src[0] == c || g->src[1] == c)) ? l : NULL;
+}
 static uop *rule_cast_noop(void *ctx, uop *u, uop **cap) { return cap[0]->dtype == u->dtype ? cap[0] : NULL; }
 
 /* ---- sums: flatten, merge like terms, fold div/mod pairs, canonical order ------------------------------ */
@@ -456,6 +464,7 @@ static const rule symbolic_rules[] = {
     {"(IDIV x 1)", rule_identity},
     {"(WHERE _ x x)", rule_identity},
     {"(WHERE c:CONST a b)", rule_where_const},
+    {"(WHERE _ _ _)", rule_where_gated_load},
     {"(CMPLT x x)", rule_false_int},
     {"(CMPNE x x)", rule_false_int},
     {"(CMPEQ x x)", rule_true_int},

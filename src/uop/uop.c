@@ -11,7 +11,7 @@
 #include "uop/uop.h"
 
 static const char *op_names[OP_COUNT] = {
-    "BUFFER", "CONST", "RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP", "REDUCE_AXIS", "CONTIGUOUS", "DETACH", "IOTA",
+    "BUFFER", "CONST", "RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP", "REDUCE_AXIS", "CONTIGUOUS", "DETACH", "CUSTOM_GRAD", "IOTA",
     "PARAM", "RANGE", "LOAD", "STORE", "REDUCE", "SINK", "CORE_ID",
     "DEFINE_ACC", "ASSIGN", "ENDRANGE", "DEFINE_LOCAL",
     "CAST", "BITCAST", "EXP2", "LOG2", "SIN", "SQRT", "RECIP", "NEG", "TRUNC",

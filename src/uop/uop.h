@@ -26,6 +26,8 @@ typedef enum uop_op {
   OP_REDUCE_AXIS, /* arg.i: OP_ADD|OP_MUL|OP_MAX; aux: 1 for each reduced axis (kept as size 1) */
   OP_CONTIGUOUS,  /* forces its source into a buffer */
   OP_DETACH,      /* its source's value; gradients stop here */
+  OP_CUSTOM_GRAD, /* src[0]'s value; the gradients of src[1..] come from a rule named by arg.i (CG_*), aux its
+                   * parameters. Gone before scheduling: the scheduler sees src[0] alone */
   OP_IOTA,        /* 0, 1, 2, ... (1-d): the element index, computed in the kernel (arange, random counters) */
   /* kernel graph */
   OP_PARAM,       /* arg.i: kernel argument slot; aux[0]: element count */
@@ -56,6 +58,11 @@ typedef enum axis_type {
 } axis_type;
 
 typedef union uop_arg { int64_t i; double f; } uop_arg;
+
+/* CUSTOM_GRAD rules. CG_CONV_INPUT: src (y, x, w) of a convolution y = conv(detach(x), w) (tensor/conv.c);
+ * x's gradient is the transposed convolution of y's gradient, aux (groups, nd, stride[nd], dilation[nd],
+ * pads[2*nd]) */
+enum { CG_CONV_INPUT = 1 };
 
 typedef struct uop uop;
 struct uop {
