@@ -7,6 +7,7 @@
 #include "tensor/compose.h"
 
 #define SB 256
+#define STORE_PAD_MIN 65536  /* elements of a padded input worth a kernel of its own */
 
 /* y marked so that x's gradient is conv_input_grad's (see conv_core) */
 static tg_tensor *mark_input_grad(tmps *s, tg_tensor *y, tg_tensor *x, tg_tensor *w, int64_t g, int nd,
@@ -39,12 +40,13 @@ static tg_tensor *conv_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor *bias
   for (int j = 0; j < 2 * nd; j++) p[4 + j] = pads[j];
   x = pad_const(s, x, p, 0);
   /* store_padded: the padded input in its own buffer. The pad's masks then vanish from the windows, which
-   * otherwise are computed and applied lane by lane for every tap: the input gradient of conv 32->32 5x5 on
-   * 24x24 (its output gradient padded by 4), batch 512, ran 1400 ms masked and 160 + 20 ms (pad) stored. The
-   * forward keeps tinygrad's one kernel (test_nn_ops_kernel_counts) */
+   * otherwise are computed and applied for every tap: the input gradient of conv 32->32 5x5 on 24x24 (its
+   * output gradient padded by 4), batch 512, ran 1400 ms masked and 160 + 20 ms (pad) stored; the forward
+   * conv 32x64x56x56 k3 padding 1, 45-48 ms in tinygrad's one kernel, 34 ms with the pad stored. A small
+   * input keeps the one kernel: there the extra launch costs more than the masks. */
   bool padded = false;
   for (int j = 0; j < 2 * nd; j++) padded |= pads[j] > 0;
-  if (store_padded && padded) x = tmp(s, tg_contiguous(x));
+  if (store_padded && padded && tg_numel(x) >= STORE_PAD_MIN) x = tmp(s, tg_contiguous(x));
   x = pool_windows(s, x, nd, k, stride, dil);  /* (N, Cin, *O, *K) */
   if (!x) return NULL;
   const int64_t *o = TSHAPE(x) + 2;
@@ -140,7 +142,7 @@ tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o
   if (!conv_args("tg_conv2d", x, w, bias, o, false, &nd, &g, st, dl, pd, op)) return NULL;
   for (int j = 0; j < nd; j++) pads[2 * j] = pads[2 * j + 1] = pd[j];
   tmps s = TMPS("tg_conv2d");
-  return tmps_end(&s, conv_core(&s, x, w, bias, g, nd, st, dl, pads, false));
+  return tmps_end(&s, conv_core(&s, x, w, bias, g, nd, st, dl, pads, true));
 }
 
 /* x (N, Cin, *S), w (Cin, Cout/g, *K): the stride-1 convolution of x zero-stuffed by stride with the flipped,
