@@ -174,19 +174,42 @@ static bool order_kernels(const schedule *s, const tg_device *dev, tg_buffer *co
   return ok;
 }
 
-/* the buffer a node reads as its value without running anything (no allocation), or NULL */
-static tg_buffer *stored_buffer(uop *u) {
-  if (uop_storage(u)) return u->buf;
-  return u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER ? uop_storage(u->src[0]) : NULL;
+typedef struct holder { const void *buf; int i; } holder;
+
+static int by_buffer(const void *x, const void *y) {
+  uintptr_t a = (uintptr_t)((const holder *)x)->buf, b = (uintptr_t)((const holder *)y)->buf;
+  return a < b ? -1 : a > b;
 }
 
-/* whether a live tensor other than t holds buffer b as its value, or is assigned to be written into it:
- * equal graphs are one node, so two tensors made alike (zeros of one shape) share one buffer after a
- * realize. Writing it in place would change both. */
-static bool held_by_another(const tg_buffer *b, const tg_tensor *t) {
-  for (tg_tensor *o = tensor_live_first(); o; o = o->next)
-    if (o != t && (stored_buffer(o->u) == b || (o->assign_target && stored_buffer(o->assign_target) == b))) return true;
-  return false;
+/* shared[i]: a live tensor other than ts[i] holds the buffer ts[i] is assigned into as its value, or is
+ * assigned into it too. Equal graphs are one node, so two tensors made alike (zeros of one shape) share one
+ * buffer after a realize; writing it in place would change both. One walk over the live tensors, each
+ * looked up among the targets sorted by buffer. NULL when out of memory. */
+static bool *shared_targets(const tg_device *dev, tg_tensor *const *ts, int n) {
+  bool *shared = calloc((size_t)n + 1, sizeof *shared);
+  holder *h = malloc(((size_t)n + 1) * sizeof *h);
+  if (!shared || !h) {
+    free(shared);
+    free(h);
+    return NULL;
+  }
+  int nh = 0;
+  for (int i = 0; i < n; i++) {
+    tg_buffer *b = ts[i]->assign_target ? storage(dev, ts[i]->assign_target) : NULL;
+    if (b) h[nh++] = (holder){b, i};
+  }
+  qsort(h, (size_t)nh, sizeof *h, by_buffer);
+  for (tg_tensor *o = nh ? tensor_live_first() : NULL; o; o = o->next)
+    for (int side = 0; side < 2; side++) {
+      uop *u = side ? o->assign_target : o->u;
+      holder key = {u ? node_stored_buffer(u) : NULL, 0}, *e;
+      if (!key.buf || !(e = bsearch(&key, h, (size_t)nh, sizeof *h, by_buffer))) continue;
+      while (e > h && e[-1].buf == key.buf) e--;
+      for (; e < h + nh && e->buf == key.buf; e++)
+        if (ts[e->i] != o) shared[e->i] = true;
+    }
+  free(h);
+  return shared;
 }
 
 /* which kernels write into an assigned tensor's old buffer (*inplace) and the order to run them in
@@ -200,24 +223,32 @@ static bool plan_in_place(const schedule *s, const tg_device *dev, tg_tensor *co
     *st = TG_ERR_NOMEM;
     return true;
   }
+  bool *shared = shared_targets(dev, ts, n);
+  if (!shared) {
+    *st = TG_ERR_NOMEM;
+    return true;
+  }
   bool windows = false;
   for (int k = 0; k < s->nkernels; k++)
     if (s->kernels[k].window_into) {
       inplace[k] = storage(dev, s->kernels[k].window_into);
       windows = true;
       for (int i = 0; i < n; i++)
-        if (ts[i]->assign_target == s->kernels[k].window_into && held_by_another(inplace[k], ts[i])) return false;
+        if (ts[i]->assign_target == s->kernels[k].window_into && shared[i]) {
+          free(shared);
+          return false;
+        }
     }
   for (int i = 0; i < n; i++) {
     uop *t = ts[i]->assign_target;
-    if (!t) continue;
+    if (!t || shared[i]) continue;  /* shared: copy on write */
     tg_buffer *tb = storage(dev, t);
-    if (tb && held_by_another(tb, ts[i])) continue;  /* copy on write */
     for (int k = 0; k < s->nkernels && tb; k++)
       if (!s->kernels[k].window_into && s->kernels[k].output == s->roots[i] && uop_numel(t) == uop_numel(s->roots[i]) &&
           t->dtype == s->roots[i]->dtype && reads_only_own_element(&s->kernels[k], dev, tb, made))
         inplace[k] = tb;
   }
+  free(shared);
   if (order_kernels(s, dev, inplace, made, korder)) return true;
   if (windows) return false;
   for (int k = 0; k < s->nkernels; k++) { inplace[k] = NULL; korder[k] = k; }

@@ -290,8 +290,7 @@ static bool all_true(uop *u) {
   return u->op == OP_CONST && u->dtype == TG_BOOL && u->arg.i;
 }
 
-/* the buffer a node with storage reads, or NULL */
-static void *storage_of(uop *u) {
+void *node_stored_buffer(uop *u) {
   if (uop_storage(u)) return u->buf;
   return u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER ? uop_storage(u->src[0]) : NULL;
 }
@@ -299,7 +298,7 @@ static void *storage_of(uop *u) {
 static bool enter_no_storage_node(uop *u, void *ctx) { return !node_has_storage(u); }
 
 bool lower_window_of(uop *root, uop *target, window_write *w) {
-  void *tbuf = storage_of(target);
+  void *tbuf = node_stored_buffer(target);
   if (root->op != OP_WHERE || root->src[2] != target || !tbuf) return false;
   uop *m = root->src[0], *v = root->src[1];
   if (m->op != OP_PAD || v->op != OP_PAD || m->nsrc != v->nsrc || m->naux != v->naux || !all_true(m->src[0]) ||
@@ -310,7 +309,7 @@ bool lower_window_of(uop *root, uop *target, window_write *w) {
   uop **order = uop_toposort_filtered(v->src[0], enter_no_storage_node, NULL, &n);
   if (!order) return false;
   bool reads = false;
-  for (int i = 0; i < n && !reads; i++) reads = storage_of(order[i]) == tbuf;
+  for (int i = 0; i < n && !reads; i++) reads = node_stored_buffer(order[i]) == tbuf;
   free(order);
   if (reads) return false;
   *w = (window_write){.value = v->src[0], .axis = v->nsrc == 2 ? (int)v->aux[2 * v->ndim] : -1,

@@ -61,5 +61,7 @@ bool lower_row_fusable(uop *root, const uop_map *realized, uop *u, int64_t row_m
 /* true for a node that needs no kernel to be read as a contiguous buffer: BUFFER or RESHAPE(BUFFER) with
  * storage, or a node realized before */
 bool node_has_storage(uop *u);
+/* the buffer such a node reads (BUFFER, RESHAPE(BUFFER), a realized value), or NULL; allocates nothing */
+void *node_stored_buffer(uop *u);
 
 #endif
