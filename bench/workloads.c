@@ -371,6 +371,18 @@ static const char *const IMPLS[] = {"tgc", "pytorch", "tinygrad", "tinygrad_beam
 #define NW (int)(sizeof WORKLOADS / sizeof *WORKLOADS)
 #define NI (int)(sizeof IMPLS / sizeof *IMPLS)
 
+/* results[from, to) as JSON lines (a failed measurement: value null) */
+static void print_json(int from, int to) {
+  for (int i = from; i < to; i++) {
+    const result *r = &results[i];
+    char v[32];
+    if (isfinite(r->value)) snprintf(v, sizeof v, "%.6g", r->value);
+    else snprintf(v, sizeof v, "null");
+    printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": %s, \"unit\": \"%s\", \"threads\": %d}\n", r->workload,
+           r->impl, v, r->unit, r->threads);
+  }
+}
+
 static void fmt_num(char *b, size_t n, const result *r) {
   if (!r || !isfinite(r->value)) snprintf(b, n, r ? "fail" : "-");
   else if (r->value >= 100) snprintf(b, n, "%.0f", r->value);
@@ -582,28 +594,11 @@ int main(int argc, char **argv) {
   double t_tgc = now_s() - t_start;
   note("tgc done in %.1f s; running the peers (bench/workload_peers.py)...\n", t_tgc);
 
-  if (json_mode)
-    for (int i = 0; i < nresults; i++) {
-      const result *r = &results[i];
-      if (isfinite(r->value))
-        printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"threads\": %d}\n",
-               r->workload, r->impl, r->value, r->unit, r->threads);
-      else
-        printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": null, \"unit\": \"%s\", \"threads\": %d}\n",
-               r->workload, r->impl, r->unit, r->threads);
-    }
+  if (json_mode) print_json(0, nresults);
   int first_peer = nresults;
   run_peers();
   if (json_mode) {
-    for (int i = first_peer; i < nresults; i++) {
-      const result *r = &results[i];
-      if (isfinite(r->value))
-        printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"threads\": %d}\n",
-               r->workload, r->impl, r->value, r->unit, r->threads);
-      else
-        printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": null, \"unit\": \"%s\", \"threads\": %d}\n",
-               r->workload, r->impl, r->unit, r->threads);
-    }
+    print_json(first_peer, nresults);
     for (int i = 0; i < nskips; i++) fprintf(stderr, "skipped: %s\n", skip_notes[i]);
     return checks_ok ? 0 : 1;
   }

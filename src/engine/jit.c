@@ -195,14 +195,19 @@ static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
   int total = 0;
   for (int k = 0; k < c->n; k++) total += c->launches[k].nbufs;
   buf_use *use = malloc((size_t)(total ? total : 1) * sizeof *use);
-  if (!use) return TG_ERR_NOMEM;
+  int *slot_use = malloc((size_t)(total ? total : 1) * sizeof *slot_use);  /* launch slots in order -> use */
+  if (!use || !slot_use) {
+    free(use);
+    free(slot_use);
+    return TG_ERR_NOMEM;
+  }
   int nuse = 0;
-  for (int k = 0; k < c->n; k++)
-    for (int b = 0; b < c->launches[k].nbufs; b++) {
+  for (int k = 0, s = 0; k < c->n; k++)
+    for (int b = 0; b < c->launches[k].nbufs; b++, s++) {
       tg_buffer *buf = c->launches[k].bufs[b];
-      int u = find_use(use, nuse, buf);
+      int u = slot_use[s] = find_use(use, nuse, buf);
       if (u < 0) {
-        u = nuse++;
+        u = slot_use[s] = nuse++;
         use[u] = (buf_use){.buf = buf, .first = k, .written_first = b == 0};
       } else if (use[u].first == k) {
         use[u].written_first = false;  /* read and written by the same kernel: its old value matters */
@@ -214,6 +219,7 @@ static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
   int *item_of = malloc((size_t)(nuse ? nuse : 1) * sizeof *item_of);
   if (!j->plan || !item_of) {
     free(use);
+    free(slot_use);
     free(item_of);
     return TG_ERR_NOMEM;
   }
@@ -231,27 +237,21 @@ static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
   size_t arena = memplan_assign(j->plan, j->nplan, 64);
   if (arena == (size_t)-1) st = TG_ERR_NOMEM;
   else if (j->nplan && !(j->arena = buffer_new(dev, arena))) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
-  /* point the prepared launches into the arena and let the old buffers go */
-  for (int k = 0; k < c->n && st == TG_OK; k++)
-    for (int b = 0; b < c->launches[k].nbufs; b++) {
-      int it = item_of[find_use(use, nuse, c->launches[k].bufs[b])];
-      if (it >= 0) j->ptrs[k][b] = (char *)j->arena->ptr + j->plan[it].offset;
+  /* point the prepared launches into the arena and let the old buffers go (each slot held a reference) */
+  for (int k = 0, s = 0; k < c->n && st == TG_OK; k++)
+    for (int b = 0; b < c->launches[k].nbufs; b++, s++) {
+      int it = item_of[slot_use[s]];
+      if (it < 0) continue;
+      j->ptrs[k][b] = (char *)j->arena->ptr + j->plan[it].offset;
+      buffer_release(c->launches[k].bufs[b]);
+      c->launches[k].bufs[b] = NULL;
     }
-  if (st == TG_OK)
-    for (int k = 0; k < c->n; k++)
-      for (int b = 0; b < c->launches[k].nbufs; b++) {
-        tg_buffer *buf = c->launches[k].bufs[b];
-        int u = find_use(use, nuse, buf);
-        if (u >= 0 && item_of[u] >= 0) {
-          c->launches[k].bufs[b] = NULL;
-          buffer_release(buf);
-        }
-      }
   if (st == TG_OK && tg_debug_level() >= 1)
     fprintf(stderr, "jit: captured %d kernels; %d intermediate buffers of %.2f MB planned into one arena of %.2f MB "
             "(peak live %.2f MB)\n", c->n, j->nplan, j->bytes_unplanned / 1e6, arena / 1e6,
             memplan_peak_live(j->plan, j->nplan) / 1e6);
   free(use);
+  free(slot_use);
   free(item_of);
   return st;
 }
