@@ -157,6 +157,81 @@ TEST(test_schedule_softmax_is_one_kernel) {
   tg_scope_end();
 }
 
+/* gelu reads its input four times; on a matmul's output all four are the matmul kernel's epilogue, so the
+ * matmul's value is not stored for them: one kernel */
+TEST(test_schedule_gelu_of_matmul_is_one_kernel) {
+  tg_scope_begin();
+  tg_tensor *a = rand_t(2, (int64_t[]){17, 12}), *b = rand_t(2, (int64_t[]){12, 40});
+  tg_tensor *g = tg_gelu(tg_add_scalar(tg_matmul(a, b), 0.25));
+  CHECK_T(g);
+  int k = kernels_of(g);
+  CHECK(k == 1, "gelu(matmul + c) took %d kernels, want 1", k);
+  float *ha = host(a), *hb = host(b), *hg = host(g), want[17 * 40];
+  ref_matmul(ha, hb, want, 17, 12, 40);
+  for (int i = 0; i < 17 * 40; i++) {
+    double x = want[i] + 0.25;
+    want[i] = (float)(0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
+  }
+  CHECK_CLOSE("gelu(matmul)", hg, want, 17 * 40);
+  free(ha); free(hb); free(hg);
+  tg_scope_end();
+}
+
+/* a matmul read by its kernel's epilogue and by a row reduce of the same kernel stays stored: fused, each
+ * read would run the matmul again */
+TEST(test_schedule_matmul_read_in_and_out_of_a_row_reduce_is_stored) {
+  tg_scope_begin();
+  tg_tensor *a = rand_t(2, (int64_t[]){9, 20}), *b = rand_t(2, (int64_t[]){20, 48});
+  tg_tensor *m = tg_matmul(a, b);
+  tg_tensor *o = tg_add(tg_mul(m, m), tg_sum(m, 1, (int[]){1}, true));
+  CHECK_T(o);
+  int k = kernels_of(o);
+  CHECK(k == 2, "m*m + m.sum(1) took %d kernels, want 2 (matmul stored, one row kernel)", k);
+  float *ha = host(a), *hb = host(b), *ho = host(o), mm[9 * 48], want[9 * 48];
+  ref_matmul(ha, hb, mm, 9, 20, 48);
+  for (int i = 0; i < 9; i++) {
+    double sum = 0;
+    for (int j = 0; j < 48; j++) sum += mm[i * 48 + j];
+    for (int j = 0; j < 48; j++) want[i * 48 + j] = (float)((double)mm[i * 48 + j] * mm[i * 48 + j] + sum);
+  }
+  CHECK_CLOSE("m*m + m.sum(1)", ho, want, 9 * 48);
+  free(ha); free(hb); free(ho);
+  tg_scope_end();
+}
+
+/* causal attention: the scores (a matmul, scaled and masked, stored because a max reads them), exp(s - max)
+ * with the max computed per row, its normalization with the sum per row, and the second matmul: four kernels
+ * (one exp per score; a single softmax kernel would compute each exp twice, 30% slower at 128x128) */
+TEST(test_schedule_attention_is_four_kernels) {
+  enum { L = 24, E = 8 };  /* rows of 16 or more are fused (FUSE_ROW_MIN) */
+  tg_scope_begin();
+  tg_tensor *q = rand_t(3, (int64_t[]){2, L, E}), *k = rand_t(3, (int64_t[]){2, L, E}), *v = rand_t(3, (int64_t[]){2, L, E});
+  tg_tensor *o = tg_scaled_dot_product_attention(q, k, v, NULL, true);
+  CHECK_T(o);
+  int n = kernels_of(o);
+  CHECK(n == 4, "causal attention took %d kernels, want 4", n);
+  float *hq = host(q), *hk = host(k), *hv = host(v), *ho = host(o), want[2 * L * E];
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < L; i++) {
+      double s[L], mx = -1e30, sum = 0;
+      for (int j = 0; j <= i; j++) {
+        s[j] = 0;
+        for (int e = 0; e < E; e++) s[j] += (double)hq[(b * L + i) * E + e] * hk[(b * L + j) * E + e];
+        s[j] /= sqrt((double)E);
+        mx = s[j] > mx ? s[j] : mx;
+      }
+      for (int j = 0; j <= i; j++) sum += exp(s[j] - mx);
+      for (int e = 0; e < E; e++) {
+        double acc = 0;
+        for (int j = 0; j <= i; j++) acc += exp(s[j] - mx) / sum * hv[(b * L + j) * E + e];
+        want[(b * L + i) * E + e] = (float)acc;
+      }
+    }
+  CHECK_CLOSE("attention", ho, want, 2 * L * E);
+  free(hq); free(hk); free(hv); free(ho);
+  tg_scope_end();
+}
+
 TEST(test_schedule_layernorm_is_one_kernel) {
   tg_scope_begin();
   tg_tensor *x = rand_t(2, (int64_t[]){6, 50});

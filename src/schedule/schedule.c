@@ -201,21 +201,84 @@ nomem:
   return TG_ERR_NOMEM;
 }
 
+/* ---- shared epilogues -----------------------------------------------------------------------------------
+ * A value several nodes read is stored so that their kernels do not each recompute it. When all its readers
+ * are one kernel's elementwise epilogue (gelu's x used four times: x * 0.5 * (1 + tanh(c * (x + a * x^3))),
+ * on a matmul's output), the kernel computes it once per element anyway, in registers: storing it costs a
+ * kernel and a round trip through memory (transformer MLP: 0.4 ms of 8). Readers inside a reduce of that
+ * kernel (a row pass, a nested reduce) or through a movement op would compute it again per use: it stays. */
+
+typedef struct kernel_walk { uop *root; const uop_map *realized; } kernel_walk;
+
+/* the nodes one kernel computes: below its root, down to stored and realized nodes */
+static bool enter_kernel(uop *u, void *ctx) {
+  kernel_walk *w = ctx;
+  return u == w->root || (!node_has_storage(u) && !umap_get(w->realized, u));
+}
+
+/* whether every path from root (a kernel's output) down to u is elementwise: no REDUCE_AXIS, no view */
+static bool epilogue_only(uop *root, uop *u, const uop_map *realized) {
+  kernel_walk w = {root, realized};
+  int n;
+  uop **order = uop_toposort_filtered(root, enter_kernel, &w, &n);
+  uop_map under = {0};  /* nodes reached through a reduce or a view */
+  static char yes;
+  bool ok = order != NULL;
+  for (int i = n - 1; i >= 0 && ok; i--) {  /* readers before what they read */
+    uop *x = order[i];
+    if (!enter_kernel(x, &w)) continue;
+    bool through = umap_get(&under, x) || !uop_is_alu((uop_op)x->op);
+    for (int k = 0; k < x->nsrc && ok && through; k++)
+      if (!umap_put(&under, x->src[k], &yes)) ok = false;
+  }
+  ok = ok && !umap_get(&under, u);
+  umap_free(&under);
+  free(order);
+  return ok;
+}
+
+static tg_status fuse_shared_epilogues(uop **order, int nn, uop *sink, uop_map *realized, uop **cands, int ncands) {
+  uop_map owner = {0};
+  static char yes;
+  bool fresh = false;
+  for (int i = 0; i < ncands; i++) {
+    uop *u = cands[i];
+    if (!fresh && !find_owners(order, nn, sink, realized, &owner)) goto nomem;
+    fresh = true;
+    uop *k = umap_get(&owner, u);
+    if (!k || k == (uop *)&multi || !umap_get(realized, u)) continue;
+    if (!umap_put(realized, u, NULL)) goto nomem;
+    if (epilogue_only(k, u, realized)) {
+      fresh = false;
+      continue;
+    }
+    if (!umap_put(realized, u, &yes)) goto nomem;
+  }
+  umap_free(&owner);
+  return TG_OK;
+nomem:
+  umap_free(&owner);
+  tg_set_error(TG_ERR_NOMEM, "schedule: out of memory");
+  return TG_ERR_NOMEM;
+}
+
 tg_status schedule_create(int n, uop *const *outs, schedule *s) { return schedule_create_assign(n, outs, NULL, s); }
 
 tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, schedule *s) {
   memset(s, 0, sizeof *s);
-  uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0}, viewed = {0};
+  uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0}, viewed = {0}, moved = {0};
   tg_status st = TG_OK;
-  uop **order = NULL, **cands = NULL;
-  int ncands = 0;
+  uop **order = NULL, **cands = NULL, **shared_cands = NULL;
+  int ncands = 0, nshared = 0;
   s->roots = malloc(((size_t)n + 1) * sizeof *s->roots);
   uop *sink = uop_new(OP_SINK, TG_BOOL, n, outs, (uop_arg){.i = -2}, 0, NULL);
   if (!sink || !s->roots || !(sink = rewrite_reductions(sink, &rewritten))) goto nomem;
   memcpy(s->roots, sink->src, (size_t)n * sizeof *s->roots);
   int nn;
   order = uop_toposort_filtered(sink, enter_no_storage, NULL, &nn);
-  if (!order || !(cands = malloc(((size_t)nn + 1) * sizeof *cands))) goto nomem;
+  if (!order || !(cands = malloc(((size_t)nn + 1) * sizeof *cands)) ||
+      !(shared_cands = malloc(((size_t)nn + 1) * sizeof *shared_cands)))
+    goto nomem;
   static char yes;
   for (int i = 0; i < n; i++)
     if (!node_has_storage(s->roots[i]) && !umap_put(&realized, s->roots[i], &yes)) goto nomem;
@@ -229,6 +292,10 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
       if (!umap_put(&consumers, u->src[k], (void *)(c + 1))) goto nomem;
     }
   }
+  /* nodes read through a movement op (their readers index them at other positions) */
+  for (int i = 0; i < nn; i++)
+    if (order[i] != sink && order[i]->op >= OP_RESHAPE && order[i]->op <= OP_FLIP && !umap_put(&moved, order[i]->src[0], &yes))
+      goto nomem;
   /* consumers come before producers in reverse order, so a node's "seen through an EXPAND" flag is
    * final when the node is reached */
   for (int i = nn - 1; i >= 0; i--) {
@@ -249,14 +316,18 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
      * reading it ran scalar (MNIST conv1: 43 ms scalar) */
     bool widened = u->op == OP_CAST && u->dtype == TG_FLOAT32 && tg_dtype_size((tg_dtype)u->src[0]->dtype) < 4 &&
                    dtype_is_int((tg_dtype)u->src[0]->dtype);
-    bool must = u->op == OP_CONTIGUOUS || (shared && alu && expensive(u, &realized, true)) ||
-                (shared && u->op == OP_REDUCE_AXIS) || (broadcast && widened) ||
+    bool by_sharing = (shared && alu && expensive(u, &realized, true)) || (shared && u->op == OP_REDUCE_AXIS);
+    bool must = u->op == OP_CONTIGUOUS || by_sharing || (broadcast && widened) ||
                 (pad_grown && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, false))));
     bool bcast_reduce = broadcast && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, true)));
     if (!stored && (must || bcast_reduce || (broadcast && alu && expensive(u, &realized, false)))) {
       if (!umap_put(&realized, u, &yes)) goto nomem;
       stored = true;
       if (!must && bcast_reduce) cands[ncands++] = u;
+      /* stored only because several nodes read it: maybe they are all one kernel's epilogue */
+      if (by_sharing && !broadcast && !pad_grown && u->op != OP_CONTIGUOUS && !umap_get(&viewed, u) &&
+          !umap_get(&moved, u))
+        shared_cands[nshared++] = u;
     }
     /* the values a MAX reduce compares are stored when they come from a reduce: recomputed in another
      * kernel with another summation order they differ in the last bit, and the gradient's x == max(x)
@@ -282,6 +353,7 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
         if (!umap_put(&padded, u->src[k], &yes)) goto nomem;
   }
   if ((st = fuse_rows(order, nn, sink, &realized, cands, ncands)) != TG_OK) goto out;
+  if ((st = fuse_shared_epilogues(order, nn, sink, &realized, shared_cands, nshared)) != TG_OK) goto out;
   s->kernels = calloc((size_t)realized.n + 1, sizeof *s->kernels);
   s->realized = calloc((size_t)realized.n + 1, sizeof *s->realized);
   if (!s->kernels || !s->realized) goto nomem;
@@ -309,12 +381,14 @@ nomem:
 out:
   free(order);
   free(cands);
+  free(shared_cands);
   umap_free(&realized);
   umap_free(&expanded);
   umap_free(&padded);
   umap_free(&rewritten);
   umap_free(&consumers);
   umap_free(&viewed);
+  umap_free(&moved);
   if (st != TG_OK) schedule_free(s);
   return st;
 }
