@@ -1,6 +1,7 @@
-/* decompose.c — rewrites a kernel into what a C compiler can do: bfloat16 has no arithmetic in C (gcc 12
- * rejects __bf16 math, NOTES), so every ALU op on bfloat16 computes in float32 between casts; the renderer
- * then only needs the two conversions. */
+/* decompose.c — rewrites a kernel into what a C compiler can do, and does cheaply: bfloat16 has no arithmetic
+ * in C (gcc 12 rejects __bf16 math, NOTES), so every ALU op on bfloat16 computes in float32 between casts (the
+ * renderer then only needs the two conversions); a division by a value that does not change in the loops the
+ * division runs in is a multiplication by its reciprocal, computed once outside them. */
 #include "codegen/codegen.h"
 
 static bool is_bf16(const uop *u) { return u->dtype == TG_BFLOAT16; }
@@ -17,8 +18,22 @@ static uop *rule_bf16_alu(void *ctx, uop *u, uop **cap) {
   return is_bf16(u) ? uop_cast(r, TG_BFLOAT16) : r;
 }
 
+/* x / y -> x * (1 / y) when y depends on fewer loops than x: the reciprocal is hoisted out of the loops only
+ * x runs in. A vector division costs 10-16 cycles against 0.5 for a multiplication (Adam's update divides
+ * every element by the step's two bias corrections: 0.59 -> ms per step for a 784x512 weight). The result
+ * is within 1 ulp of the division, as tinygrad's, whose every division is a multiplication by a reciprocal. */
+static uop *rule_invariant_div(void *ctx, uop *u, uop **cap) {
+  if (u->op != OP_FDIV || (u->dtype != TG_FLOAT32 && u->dtype != TG_FLOAT64)) return NULL;
+  loop_sets *ls = ctx;
+  uint64_t x = loops_free(ls, u->src[0]), y = loops_free(ls, u->src[1]);
+  if (ls->fail || (x | y) == y) return NULL;  /* y already runs in every loop x does */
+  uop *r = uop_alu(OP_RECIP, (tg_dtype)u->dtype, 1, &u->src[1]);
+  return r ? uop_alu(OP_MUL, (tg_dtype)u->dtype, 2, (uop *[]){u->src[0], r}) : NULL;
+}
+
 static const rule decompose_rules[] = {
     {"_", rule_bf16_alu},
+    {"(FDIV _ _)", rule_invariant_div},
     {NULL, NULL},
 };
 
@@ -26,5 +41,8 @@ static matcher *dm;
 
 uop *decompose_dtypes(uop *ast) {
   if (!dm && !(dm = matcher_new(decompose_rules))) return NULL;
-  return graph_rewrite(ast, dm, NULL, false);
+  loop_sets ls = {0};
+  uop *r = graph_rewrite(ast, dm, &ls, false);
+  loop_sets_free(&ls);
+  return r;
 }
