@@ -671,6 +671,25 @@ OPS_TEST(test_ops_argmax_first_of_ties) {
   CHECK_REF("argmax bool", tg_argmax(T(b), 1, false), ref_argext(b, 1, false, false));
 }
 
+/* min of signed integers at the ends of their range: min was -max(-x), and -INT32_MIN overflows */
+OPS_TEST(test_ops_min_int_extremes) {
+  int32_t d[2 * 21];
+  for (int i = 0; i < 42; i++) d[i] = (int32_t)((i * 7919) % 2001 - 1000);
+  d[3] = INT32_MIN, d[7] = INT32_MAX, d[30] = INT32_MIN, d[40] = INT32_MAX;
+  tg_tensor *t = tg_from_data(TG_INT32, 2, (int64_t[]){2, 21}, d, sizeof d);
+  int32_t mn[2], mx[2], am[2];
+  CHECK(tg_to_host(tg_min(t, 1, (int[]){1}, false), mn, sizeof mn) == TG_OK, "%s", tg_error());
+  CHECK(tg_to_host(tg_max(t, 1, (int[]){1}, false), mx, sizeof mx) == TG_OK, "%s", tg_error());
+  CHECK(tg_to_host(tg_argmin(t, 1, false), am, sizeof am) == TG_OK, "%s", tg_error());
+  CHECK(mn[0] == INT32_MIN && mn[1] == INT32_MIN, "min %d %d, want INT32_MIN", mn[0], mn[1]);
+  CHECK(mx[0] == INT32_MAX && mx[1] == INT32_MAX, "max %d %d, want INT32_MAX", mx[0], mx[1]);
+  CHECK(am[0] == 3 && am[1] == 9, "argmin %d %d, want 3 9", am[0], am[1]);
+  int16_t h[5] = {5, INT16_MIN, -3, INT16_MAX, 0}, hm = 0;
+  CHECK(tg_to_host(tg_min(tg_from_data(TG_INT16, 1, (int64_t[]){5}, h, sizeof h), 1, (int[]){0}, false), &hm, sizeof hm) == TG_OK,
+        "%s", tg_error());
+  CHECK(hm == INT16_MIN, "int16 min %d", hm);
+}
+
 OPS_TEST(test_ops_softmax_axes) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(4, 7), -3, 3), *b = ref_rand(TG_FLOAT32, SHAPE(2, 3, 5), -3, 3);
   static const int ax2[] = {0, 1, -1}, ax3[] = {0, 1, 2, -2};

@@ -54,10 +54,12 @@ static uop *min_r(uop *x, const bool *f) {
     uop *m = max_r(nx, f);
     return mk_binary(OP_CMPEQ, m, mk_const_like(m, 0));
   }
-  if (dtype_is_unsigned(dt)) {
-    uop *c = mk_const_like(x, dtype_max(dt));
-    uop *m = max_r(mk_binary(OP_XOR, x, c), f);
-    return mk_binary(OP_XOR, m, mk_const_like(m, dtype_max(dt)));
+  /* integers: ~x (x ^ all ones) reverses the order without overflow; -x of INT_MIN is undefined in C, and gcc
+   * 12 -O2 (4-lane vectors) then dropped lanes of an int32 min */
+  if (dtype_is_int(dt)) {
+    double ones = dtype_is_unsigned(dt) ? dtype_max(dt) : -1;
+    uop *m = max_r(mk_binary(OP_XOR, x, mk_const_like(x, ones)), f);
+    return mk_binary(OP_XOR, m, mk_const_like(m, ones));
   }
   return neg(max_r(neg(x), f));
 }
