@@ -151,12 +151,14 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
       while (amt > lanes && ax[i].size % amt) amt /= 2;
       if (!try_opt(ks, OPT_UNROLL, i - nout, amt)) break;
       vec_on_reduce = true;
-      /* 16 accumulators on one loop when it divides: the other operand's rows are then streamed 16x less
-       * often (matmul with B transposed, 1024: 35 GFLOP/s with a 4x4 tile, see the commit log for 16x1) */
-      int64_t left = 16;
+      /* 16 accumulators: a 4x4 tile over two loops that each reuse one operand (a convolution's weight
+       * gradient: the output gradient's rows across input channels, the input's across output channels)
+       * loads 4 + 4 vectors per 16 FMAs where 16 on one loop loads 16 + 1 (conv 64->64 56x56 weight gradient:
+       * 124 -> 59 ms); with one such loop, 16 on it */
+      int64_t left = 16, per = nt == 2 ? 4 : 16;
       for (int t = 0; t < nt && left > 1; t++) {
         int a = axis_of(ks, tile_ids[t], false);
-        for (int64_t u = left; u >= 2; u /= 2)
+        for (int64_t u = per < left ? per : left; u >= 2; u /= 2)
           if (a >= 0 && ax[a].size % u == 0 && try_opt(ks, OPT_UPCAST, a, u)) { left /= u; break; }
       }
       break;
