@@ -29,7 +29,7 @@ static tg_tensor *rand_t(int ndim, const int64_t *shape) {
   return t;
 }
 
-static int applied_total, vector_kernels;
+static int applied_total, vector_kernels, tblock_kernels;
 
 static void *leaf_ptr(uop *u) {
   if (!u->buf && u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER) u = u->src[0];
@@ -54,11 +54,11 @@ static opt random_opt(kernel_state *ks) {
       if (size % amts[k] == 0) { o.arg = amts[k]; break; }
   if (o.op == OPT_THREAD) o.arg = 2;
   if (o.op == OPT_SWAP) o.arg = nout ? (int64_t)(next_u64() % (uint64_t)nout) : 0;
-  if (o.op == OPT_PACK) o.arg = 0;
+  if (o.op == OPT_PACK) o.arg = (int64_t)(next_u64() % 2);  /* 1: transposing copies (STORE_TBLOCK) too */
   return o;
 }
 
-/* y's one kernel with the actions applied (refused ones skipped; opts NULL: nopts random ones), run into out (nbytes); the actions that
+/* y's one kernel with the actions applied (refused ones skipped; opts NULL: nopts random ones, nopts < 0: the heuristic's), run into out (nbytes); the actions that
  * applied are described in desc. false with a message on any failure */
 static bool run_with_opts(tg_tensor *y, const opt *opts, int nopts, opt_target tgt, void *out, size_t nbytes,
                           char *desc, size_t ndesc) {
@@ -75,6 +75,7 @@ static bool run_with_opts(tg_tensor *y, const opt *opts, int nopts, opt_target t
   sched_kernel *k = &s.kernels[0];
   kernel_state ks;
   if (!ks_init(&ks, decompose_dtypes(k->ast), tgt)) goto out;
+  if (nopts < 0) hand_coded_optimizations(&ks);  /* the heuristic's plan */
   for (int i = 0; i < nopts; i++) {
     char why[160];
     apply_opt(&ks, opts ? opts[i] : random_opt(&ks), why);
@@ -87,6 +88,7 @@ static bool run_with_opts(tg_tensor *y, const opt *opts, int nopts, opt_target t
   if (info.lane) vector_kernels++;
   if (!fin || !linearize(fin, &lp, &info)) goto out;
   if (!(src = render_c(info.name, &lp, &info))) goto out;
+  if (strstr(src, "tg_tblock(")) tblock_kernels++;
   const tg_device *dev = device_default();
   if (!(prog = dev->compile(dev, info.name, src))) goto out;
   void *bufs[16];
@@ -151,6 +153,26 @@ static const kcase cases[] = {
     {"stencil", 1, {{8, 32}}, {2}, k_conv},
     {"int_sum", 1, {{32, 48}}, {2}, k_int_sum},
 };
+
+/* matmul with B transposed (a linear layer's weight): the heuristic's plan packs B's panel transposed, block by
+ * block through vector registers (STORE_TBLOCK), with 16 and 8 lanes; the values equal the unoptimized kernel's */
+TEST(test_opt_transposing_pack_copies_blocks) {
+  tg_scope_begin();
+  tg_tensor *in[2] = {rand_t(2, (int64_t[]){128, 48}), rand_t(2, (int64_t[]){512, 48})};
+  tg_tensor *y = k_matmul_bt(in);
+  static float want[128 * 512], got[128 * 512];
+  char desc[512];
+  CHECK(run_with_opts(y, NULL, 0, (opt_target){.nthreads = 1}, want, sizeof want, desc, sizeof desc), "%s", desc);
+  static const int vecs[] = {64, 32};
+  for (int v = 0; v < 2; v++) {
+    int before = tblock_kernels;
+    CHECK(run_with_opts(y, NULL, -1, (opt_target){.nthreads = 2, .vec_bytes = vecs[v]}, got, sizeof got, desc, sizeof desc),
+          "%s", desc);
+    CHECK(tblock_kernels == before + 1, "%s: the transposing PACK was not copied in blocks", desc);
+    CHECK_CLOSE(desc, got, want, 128 * 512);
+  }
+  tg_scope_end();
+}
 
 TEST(test_opt_random_action_lists_match_the_unoptimized_kernel) {
   int lists = getenv("TG_TEST_QUICK") ? 6 : 20;

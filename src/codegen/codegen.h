@@ -41,6 +41,11 @@ typedef struct linear_program {
   uop_map accs;       /* REDUCE -> its DEFINE_ACC (aux[0] 1: a vector accumulator) */
 } linear_program;
 
+/* STORE's arg in a linear program for a transposing block copy into a PACK's buffer (linearize.c): sources
+ * (local, dst index, source param, src index, source row stride, buffer row stride, the fill STORE it stands
+ * for); it copies one lanes x lanes block, element (i, j) of the source block to (j, i) of the buffer's */
+#define STORE_TBLOCK (-3)
+
 /* whether u's value in p is a vector */
 bool lp_is_vec(const linear_program *p, const uop *u);
 

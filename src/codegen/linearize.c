@@ -33,6 +33,7 @@ typedef struct lin_ctx {
   uop_map *vec, *accs;
   uop **reduces;     /* every REDUCE of the kernel */
   int nreduces;
+  int64_t next_id;   /* a loop id no RANGE of the kernel has */
 } lin_ctx;
 
 static void push(lin_ctx *c, uop *u) {
@@ -171,6 +172,48 @@ static void emit_reduce(lin_ctx *c, uop *r) {
   free(grp);
 }
 
+/* A PACK that transposes (matmul with B transposed, as every linear layer's weight is stored: the panel's rows
+ * are the source's columns) copies it in BxB blocks through registers, B the vector lanes: B row loads, a
+ * butterfly of two-source shuffles, B row stores (render/c.c). One element at a time, the copy was 100 of the
+ * 450 us of a 128x784x512 matmul. The fill STORE becomes a STORE_TBLOCK (codegen.h) in loops over the blocks;
+ * it names the fill, which the panel's loads read. */
+static bool emit_tblock_copy(lin_ctx *c, uop *u, uop *const *loops) {
+  int64_t B = c->lanes, da, db, sa, sb;
+  uop *val = u->src[2], *a = loops[0], *b = loops[1];
+  if ((B != 8 && B != 16) || val->op != OP_LOAD || val->nsrc != 2 || val->dtype != TG_FLOAT32 ||
+      val->src[0]->op != OP_PARAM || !uop_is_const(a->src[0]) || !uop_is_const(b->src[0]) || c->next_id + 2 > 64)
+    return false;
+  int64_t na = a->src[0]->arg.i, nb = b->src[0]->arg.i;
+  if (na % B || nb % B || !lin_coef(u->src[1], a, &da) || !lin_coef(u->src[1], b, &db) ||
+      !lin_coef(val->src[1], a, &sa) || !lin_coef(val->src[1], b, &sb) || db != 1 || da != nb || sa != 1 || sb <= 1)
+    return false;
+  tg_dtype it = (tg_dtype)a->dtype;
+  int64_t type = AX_LOOP;
+  uop *ca = uop_const_int(it, na / B), *cb = uop_const_int(it, nb / B);
+  uop *a0 = ca ? uop_new(OP_RANGE, it, 1, &ca, (uop_arg){.i = c->next_id}, 1, &type) : NULL;
+  uop *b0 = cb ? uop_new(OP_RANGE, it, 1, &cb, (uop_arg){.i = c->next_id + 1}, 1, &type) : NULL;
+  uop *cB = uop_const_int(it, B);
+  if (!a0 || !b0 || !cB) { c->fail = true; return true; }
+  c->next_id += 2;
+  uop *as = uop_binary(OP_MUL, a0, cB), *bs = uop_binary(OP_MUL, b0, cB);
+  uop *dst = uop_substitute(u->src[1], a, as), *src = uop_substitute(val->src[1], a, as);
+  dst = dst ? uop_simplify(uop_substitute(dst, b, bs)) : NULL;
+  src = src ? uop_simplify(uop_substitute(src, b, bs)) : NULL;
+  uop *stride = uop_const_int(it, sb), *dstride = uop_const_int(it, nb);
+  if (!dst || !src || !stride || !dstride) { c->fail = true; return true; }
+  open_loop(c, a0);
+  hoist(c, dst);
+  hoist(c, src);
+  open_loop(c, b0);
+  emit(c, dst);
+  emit(c, src);
+  uop *srcs[7] = {u->src[0], dst, val->src[0], src, stride, dstride, u};
+  push(c, uop_new(OP_STORE, TG_FLOAT32, 7, srcs, (uop_arg){.i = STORE_TBLOCK}, 0, NULL));
+  close_loop(c, b0);
+  close_loop(c, a0);
+  return true;
+}
+
 /* the copy loops of a PACK around the STORE that fills its buffer */
 static void emit_local_store(lin_ctx *c, uop *u) {
   emit(c, u->src[0]);
@@ -189,6 +232,7 @@ static void emit_local_store(lin_ctx *c, uop *u) {
       loops[j] = loops[j - 1];
       loops[j - 1] = t;
     }
+  if (nl == 2 && emit_tblock_copy(c, u, loops)) return;
   for (int i = 0; i < nl; i++) {
     open_loop(c, loops[i]);
     hoist(c, u->src[2]);
@@ -258,6 +302,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
       tg_set_error(TG_ERR_INTERNAL, "linearize: more than 64 loops in one kernel");
       return false;
     }
+    if (u->op == OP_RANGE && u->arg.i >= c.next_id) c.next_id = u->arg.i + 1;
     if (u->op == OP_RANGE && u != c.lane && u->aux[0] != AX_REDUCE && u->aux[0] != AX_UNROLL && u->aux[0] != AX_LOOP)
       globals[ng++] = u;
     if (u->op == OP_PARAM && u->arg.i + 1 > out->nparams) out->nparams = (int)u->arg.i + 1;

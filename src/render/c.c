@@ -173,7 +173,7 @@ static char *alu_text(uop *u, const char *const *s) {
 
 static const char *vkind(tg_dtype dt) { return dt == TG_FLOAT32 ? "float" : dt == TG_INT64 ? "long" : "int"; }
 
-static void vec_header(out *o, int lanes, bool math, bool masked) {
+static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
   const char *ts[3] = {"float", "int", "long"}, *cs[3] = {"float", "int", "long long"};
   const int sz[3] = {4, 4, 8};
   for (int t = 0; t < 3; t++) {
@@ -232,6 +232,20 @@ static void vec_header(out *o, int lanes, bool math, bool masked) {
   put(o, "#ifndef TG_HAVE_VSQRT\n"
          "static inline tg_float_v tg_sqrt_v(tg_float_v x) { for (int l = 0; l < %d; l++) x[l] = __builtin_sqrtf(x[l]); return x; }\n"
          "#endif\n", lanes);
+  if (tblock) {  /* a lanes x lanes transpose (STORE_TBLOCK): halves, quarters, ... of the rows swapped */
+    put(o, "static inline void tg_tblock(float *d, long ds, const float *s, long ss) {\n  tg_float_v r[%d];\n", lanes);
+    put(o, "  for (int i = 0; i < %d; i++) r[i] = *(const tg_float_vu *)(s + i * ss);\n", lanes);
+    for (int h = lanes / 2; h >= 1; h /= 2)
+      for (int i = 0; i < lanes; i++) {
+        if (i & h) continue;
+        put(o, "  { tg_float_v a = __builtin_shufflevector(r[%d], r[%d]", i, i + h);
+        for (int k = 0; k < lanes; k++) put(o, ", %d", k & h ? lanes + k - h : k);
+        put(o, "), b = __builtin_shufflevector(r[%d], r[%d]", i, i + h);
+        for (int k = 0; k < lanes; k++) put(o, ", %d", k & h ? lanes + k : k + h);
+        put(o, "); r[%d] = a; r[%d] = b; }\n", i, i + h);
+      }
+    put(o, "  for (int i = 0; i < %d; i++) *(tg_float_vu *)(d + i * ds) = r[i];\n}\n", lanes);
+  }
   put(o, "#ifndef TG_HAVE_MLOAD\n");
   for (int t = 0; t < 2; t++)
     put(o, "static inline tg_%s_v tg_mload_%s(tg_int_v m, const %s *p) { tg_%s_v v; if (tg_all(m)) return *(const tg_%s_vu*)p; "
@@ -483,6 +497,13 @@ static void render_op(rctx *c, uop *u, int pos) {
       render_reduce(c, u, pos);
       return;
     case OP_STORE:
+      if (u->arg.i == STORE_TBLOCK) {
+        indent(c);
+        put(c->o, "tg_tblock(%s+%s, %s, %s+%s, %s);\n", name_of(c, u->src[0]), name_of(c, u->src[1]), name_of(c, u->src[5]),
+            name_of(c, u->src[2]), name_of(c, u->src[3]), name_of(c, u->src[4]));
+        set_name(c, u->src[6], fmt("%s", name_of(c, u->src[0])));  /* the panel's loads read the fill */
+        return;
+      }
       if (vec) { render_vec_store(c, u); return; }
       indent(c);
       if (u->nsrc == 4) put(c->o, "if (%s) ", name_of(c, u->src[3]));
@@ -547,7 +568,7 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
     }
   put(&o, "/* %s%s%s */\n%s%s", name, info && info->opts[0] ? ": " : "", info ? info->opts : "", GCC_WORKAROUND,
       BF16_HELPERS);
-  bool math = false, masked = false;
+  bool math = false, masked = false, tblock = false;
   for (int i = 0; i < p->n; i++) {
     uop *u = p->ops[i];
     uop_op op = (uop_op)u->op;
@@ -555,8 +576,9 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
     /* contiguous vector accesses under a mask that varies along the lanes (render_vec_load/store) */
     masked |= op == OP_LOAD && u->arg.i > 0 && u->nsrc == 3 && lp_is_vec(p, u->src[2]);
     masked |= op == OP_STORE && u->arg.i > 0 && u->nsrc == 4 && lp_is_vec(p, u->src[3]);
+    tblock |= op == OP_STORE && u->arg.i == STORE_TBLOCK;
   }
-  if (p->lane) vec_header(&o, p->lanes, math, masked);
+  if (p->lane) vec_header(&o, p->lanes, math, masked, tblock);
   put(&o, "static void %s_body(", name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
