@@ -4,8 +4,10 @@
  * consumers through an EXPAND (x - x.max(): recomputing the reduce for every broadcast element would
  * multiply its work) unless its one kernel computes it once per row anyway (row fusion, below), or through a
  * PAD that at least doubles its size (the padded kernel runs the reduce for every element, valid or not: a
- * KV-cache row placed among 512). Everything else fuses: elementwise chains, the work before a reduce, the
- * epilogue after it, and reduces nested in reduces (matmul -> relu -> sum is one kernel).
+ * KV-cache row placed among 512), or a reduce (or a costly value) that several nodes read, unless they are
+ * all one kernel's elementwise epilogue (shared epilogues, below). Everything else fuses: elementwise chains,
+ * the work before a reduce, the epilogue after it, and reduces nested in reduces (matmul -> relu -> sum is one
+ * kernel).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -175,8 +177,12 @@ static bool find_owners(uop **order, int nn, uop *sink, const uop_map *realized,
   return true;
 }
 
-/* the broadcast reduces cands (consumers first) left unrealized where their kernel computes them per row */
-static tg_status fuse_rows(uop **order, int nn, uop *sink, uop_map *realized, uop **cands, int ncands) {
+/* fusable(k, realized, u): whether kernel k (its root) may compute u itself once u is unrealized */
+typedef bool (*fusable_fn)(uop *k, const uop_map *realized, uop *u);
+
+/* the candidates cands (consumers first) left unrealized where the one kernel reading them can compute them */
+static tg_status fuse_into_readers(uop **order, int nn, uop *sink, uop_map *realized, uop **cands, int ncands,
+                                   fusable_fn fusable) {
   uop_map owner = {0};
   static char yes;
   bool fresh = false;
@@ -185,9 +191,9 @@ static tg_status fuse_rows(uop **order, int nn, uop *sink, uop_map *realized, uo
     if (!fresh && !find_owners(order, nn, sink, realized, &owner)) goto nomem;
     fresh = true;
     uop *k = umap_get(&owner, u);
-    if (!k || k == (uop *)&multi) continue;
+    if (!k || k == (uop *)&multi || !umap_get(realized, u)) continue;
     if (!umap_put(realized, u, NULL)) goto nomem;
-    if (lower_row_fusable(k, realized, u, FUSE_ROW_MAX)) {
+    if (fusable(k, realized, u)) {
       fresh = false;
       continue;
     }
@@ -201,12 +207,16 @@ nomem:
   return TG_ERR_NOMEM;
 }
 
+/* a broadcast reduce computed per row of its kernel */
+static bool row_fusable(uop *k, const uop_map *realized, uop *u) { return lower_row_fusable(k, realized, u, FUSE_ROW_MAX); }
+
 /* ---- shared epilogues -----------------------------------------------------------------------------------
  * A value several nodes read is stored so that their kernels do not each recompute it. When all its readers
  * are one kernel's elementwise epilogue (gelu's x used four times: x * 0.5 * (1 + tanh(c * (x + a * x^3))),
  * on a matmul's output), the kernel computes it once per element anyway, in registers: storing it costs a
- * kernel and a round trip through memory (transformer MLP: 0.4 ms of 8). Readers inside a reduce of that
- * kernel (a row pass, a nested reduce) or through a movement op would compute it again per use: it stays. */
+ * kernel and a round trip through memory (a transformer's fc1 + gelu: 2.14 -> 2.06 ms). Readers inside a
+ * reduce of that kernel (a row pass, a nested reduce) or through a movement op would compute it again per use:
+ * it stays. */
 
 typedef struct kernel_walk { uop *root; const uop_map *realized; } kernel_walk;
 
@@ -217,7 +227,7 @@ static bool enter_kernel(uop *u, void *ctx) {
 }
 
 /* whether every path from root (a kernel's output) down to u is elementwise: no REDUCE_AXIS, no view */
-static bool epilogue_only(uop *root, uop *u, const uop_map *realized) {
+static bool epilogue_only(uop *root, const uop_map *realized, uop *u) {
   kernel_walk w = {root, realized};
   int n;
   uop **order = uop_toposort_filtered(root, enter_kernel, &w, &n);
@@ -235,31 +245,6 @@ static bool epilogue_only(uop *root, uop *u, const uop_map *realized) {
   umap_free(&under);
   free(order);
   return ok;
-}
-
-static tg_status fuse_shared_epilogues(uop **order, int nn, uop *sink, uop_map *realized, uop **cands, int ncands) {
-  uop_map owner = {0};
-  static char yes;
-  bool fresh = false;
-  for (int i = 0; i < ncands; i++) {
-    uop *u = cands[i];
-    if (!fresh && !find_owners(order, nn, sink, realized, &owner)) goto nomem;
-    fresh = true;
-    uop *k = umap_get(&owner, u);
-    if (!k || k == (uop *)&multi || !umap_get(realized, u)) continue;
-    if (!umap_put(realized, u, NULL)) goto nomem;
-    if (epilogue_only(k, u, realized)) {
-      fresh = false;
-      continue;
-    }
-    if (!umap_put(realized, u, &yes)) goto nomem;
-  }
-  umap_free(&owner);
-  return TG_OK;
-nomem:
-  umap_free(&owner);
-  tg_set_error(TG_ERR_NOMEM, "schedule: out of memory");
-  return TG_ERR_NOMEM;
 }
 
 tg_status schedule_create(int n, uop *const *outs, schedule *s) { return schedule_create_assign(n, outs, NULL, s); }
@@ -352,8 +337,9 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
       for (int k = 0; k < (u->op == OP_PAD ? 1 : u->nsrc); k++)
         if (!umap_put(&padded, u->src[k], &yes)) goto nomem;
   }
-  if ((st = fuse_rows(order, nn, sink, &realized, cands, ncands)) != TG_OK) goto out;
-  if ((st = fuse_shared_epilogues(order, nn, sink, &realized, shared_cands, nshared)) != TG_OK) goto out;
+  if ((st = fuse_into_readers(order, nn, sink, &realized, cands, ncands, row_fusable)) != TG_OK ||
+      (st = fuse_into_readers(order, nn, sink, &realized, shared_cands, nshared, epilogue_only)) != TG_OK)
+    goto out;
   s->kernels = calloc((size_t)realized.n + 1, sizeof *s->kernels);
   s->realized = calloc((size_t)realized.n + 1, sizeof *s->realized);
   if (!s->kernels || !s->realized) goto nomem;
