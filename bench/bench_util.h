@@ -1,14 +1,22 @@
-/* bench_util.h — what the benchmark programs share: reading the peers' JSON lines, timing. Header-only:
- * each bench/ file is a program of its own. */
+/* bench_util.h — what the benchmark programs share: timing, medians, the load average, progress notes,
+ * reading the peers' JSON lines, wrapping host arrays as tensors. Header-only: each bench/ file is a program
+ * of its own. */
 #ifndef TG_BENCH_UTIL_H
 #define TG_BENCH_UTIL_H
 
+#include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "tg.h"
+
+/* --json: results as JSON lines on stdout and nothing else there */
+static bool json_mode __attribute__((unused));
 
 static inline double bench_now_s(void) {
   struct timespec ts;
@@ -16,13 +24,74 @@ static inline double bench_now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* the string value of "key" in a flat JSON object line, into out */
-static inline bool json_str(const char *s, const char *key, char *out, size_t n) {
+static inline int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* the median of v[0..n) (v is left as it is), NAN when n < 1 or out of memory */
+static inline double median(const double *v, int n) {
+  double *s = n > 0 ? malloc((size_t)n * sizeof *s) : NULL;
+  if (!s) return NAN;
+  memcpy(s, v, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  free(s);
+  return m;
+}
+
+/* the 1-minute load average, NAN if unknown: other processes running during the benchmark skew it */
+static inline double loadavg1(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double v = NAN;
+  if (f) {
+    if (fscanf(f, "%lf", &v) != 1) v = NAN;
+    fclose(f);
+  }
+  return v;
+}
+
+/* progress and tables on stdout, except in --json mode */
+static inline void note(const char *fmt, ...) {
+  if (json_mode) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+static inline void die_tg(const char *what) {
+  fprintf(stderr, "%s: %s failed: %s (status %d)\n", program_invocation_short_name, what, tg_error(),
+          (int)tg_error_status());
+  exit(1);
+}
+
+/* a float32 tensor over host memory p (not copied) */
+static inline tg_tensor *wrap(float *p, int ndim, const int64_t *shape) {
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+  tg_tensor *t = tg_from_blob(TG_FLOAT32, ndim, shape, p, n * sizeof(float));
+  if (!t) die_tg("tg_from_blob");
+  return t;
+}
+
+/* where the value of "key" starts in a flat JSON object line (spaces after the colon skipped), NULL if absent */
+static inline const char *json_value(const char *s, const char *key) {
   char k[64];
-  snprintf(k, sizeof k, "\"%s\": \"", key);
+  snprintf(k, sizeof k, "\"%s\":", key);
   const char *p = strstr(s, k);
-  if (!p) return false;
+  if (!p) return NULL;
   p += strlen(k);
+  while (*p == ' ') p++;
+  return p;
+}
+
+/* the string value of "key", into out */
+static inline bool json_str(const char *s, const char *key, char *out, size_t n) {
+  const char *p = json_value(s, key);
+  if (!p || *p != '"') return false;
+  p++;
   size_t len = strcspn(p, "\"");
   snprintf(out, n, "%.*s", (int)(len < n - 1 ? len : n - 1), p);
   return true;
@@ -30,11 +99,8 @@ static inline bool json_str(const char *s, const char *key, char *out, size_t n)
 
 /* the number value of "key", NAN if absent */
 static inline double json_num(const char *s, const char *key) {
-  char k[64];
-  snprintf(k, sizeof k, "\"%s\": ", key);
-  const char *p = strstr(s, k);
+  const char *p = json_value(s, key);
   if (!p) return NAN;
-  p += strlen(k);
   char *end;
   double v = strtod(p, &end);
   return end == p ? NAN : v;

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "tg.h"
 #include "codegen/codegen.h"
 #include "render/render.h"
@@ -56,26 +57,6 @@
 #define POOL_ITERS 100000
 #define TINY_ITERS 20000
 
-static bool json_mode;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n) {
-  double s[256];
-  if (n <= 0 || n > 256) return NAN;
-  memcpy(s, v, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
 
 static double minimum(const double *v, int n) {
   double m = INFINITY;
@@ -118,15 +99,6 @@ static void row(const char *workload, double tgc, const char *peer_label, double
   fflush(stdout);
 }
 
-static void note(const char *fmt, ...) {
-  if (json_mode) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  fflush(stdout);
-}
-
 /* ---- memory ---------------------------------------------------------------------------------------------- */
 
 typedef struct region { void *base; size_t len; float *p; } region;
@@ -152,10 +124,10 @@ static void region_unmap(region *r) {
 
 /* touches one byte per 4 KiB page of [p, p + bytes); returns seconds */
 static double touch_pages(void *p, size_t bytes) {
-  double t0 = now_s();
+  double t0 = bench_now_s();
   volatile char *c = p;
   for (size_t i = 0; i < bytes; i += 4096) c[i] = 0;
-  return now_s() - t0;
+  return bench_now_s() - t0;
 }
 
 /* a reproducible pseudo-random float in [-1, 1) for element i */
@@ -196,21 +168,21 @@ static void *triad_thread(void *arg) {
   size_t hi = nblocks * (size_t)(ta->id + 1) / (size_t)x->nthreads * TRIAD_BLOCK;
   /* first touch by the thread that will use the chunk; timed, then filled */
   pthread_barrier_wait(&x->bar);
-  double t0 = now_s();
+  double t0 = bench_now_s();
   if (x->touch_s < 0) {
     touch_pages(x->a + lo, (hi - lo) * sizeof(float));
     touch_pages(x->b + lo, (hi - lo) * sizeof(float));
     touch_pages(x->c + lo, (hi - lo) * sizeof(float));
   }
   pthread_barrier_wait(&x->bar);
-  if (ta->id == 0 && x->touch_s < 0) x->touch_s = now_s() - t0;
+  if (ta->id == 0 && x->touch_s < 0) x->touch_s = bench_now_s() - t0;
   for (size_t i = lo; i < hi; i++) x->a[i] = 0, x->b[i] = 1.0f, x->c[i] = 2.0f;
   for (int r = 0; r < x->reps; r++) {
     pthread_barrier_wait(&x->bar);
-    double r0 = now_s();
+    double r0 = bench_now_s();
     for (size_t i = lo; i < hi; i += TRIAD_BLOCK) triad_block(x->a + i, x->b + i, x->c + i, 3.0f);
     pthread_barrier_wait(&x->bar);
-    if (ta->id == 0) x->times[r] = now_s() - r0;
+    if (ta->id == 0) x->times[r] = bench_now_s() - r0;
   }
   return NULL;
 }
@@ -275,12 +247,12 @@ static double ping_pong_us(void) {
   pthread_t t;
   if (pthread_create(&t, NULL, pong_thread, NULL) != 0) return NAN;
   for (int b = 0, i = 1; b < PING_BATCHES; b++) {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int k = 0; k < PING_BATCH; k++, i++) {
       atomic_store_explicit(&ping_word, i, memory_order_release);
       while (atomic_load_explicit(&pong_word, memory_order_acquire) != i) SPIN_PAUSE();
     }
-    double us = (now_s() - t0) / PING_BATCH * 1e6;
+    double us = (bench_now_s() - t0) / PING_BATCH * 1e6;
     best = us < best ? us : best;
   }
   pthread_join(t, NULL);
@@ -350,21 +322,6 @@ static machine measure_machine(void) {
   }
   if (m.ncpu > 1) m.pingpong_us = ping_pong_us();
   return m;
-}
-
-/* ---- tgc helpers ------------------------------------------------------------------------------------------- */
-
-static void die_tg(const char *what) {
-  fprintf(stderr, "core: %s failed: %s (status %d)\n", what, tg_error(), (int)tg_error_status());
-  exit(1);
-}
-
-static tg_tensor *wrap(float *p, int ndim, const int64_t *shape) {
-  size_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
-  tg_tensor *t = tg_from_blob(TG_FLOAT32, ndim, shape, p, n * sizeof(float));
-  if (!t) die_tg("tg_from_blob");
-  return t;
 }
 
 /* the host pointer of a schedule leaf (a node with storage), or NULL */
@@ -438,9 +395,9 @@ out:
 /* seconds for one direct launch; NAN on failure */
 static double direct_launch(const direct *d) {
   const tg_device *dev = device_default();
-  double t0 = now_s();
+  double t0 = bench_now_s();
   if (dev->launch(d->p, (void **)d->bufs, d->nbufs, d->nthreads) != TG_OK) return NAN;
-  return now_s() - t0;
+  return bench_now_s() - t0;
 }
 
 /* builds a graph of fresh tensors over the inputs (see the top of the file) */
@@ -469,11 +426,11 @@ static timing time_graph(const char *name, graph_fn build, float **in, float *ou
       uop_gc();
     }
     tg_scope_begin();
-    double t0 = now_s();
+    double t0 = bench_now_s();
     tg_tensor *y = build(in);
     if (!y) die_tg(name);
     if (tg_realize(y) != TG_OK) die_tg(name);
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     if (tg_kernel_count_last() != 1) wrong_count++, wrong_kernels = tg_kernel_count_last();
     if (i >= warm) te[i - warm] = dt;
     if (i == warm + iters - 1) {
@@ -585,10 +542,10 @@ static double compile_pass(float **in, bool want_disk, int *ok) {
     compile_n = 4093 + 16 * k;
     tg_scope_begin();
     tg_stats s0 = tg_get_stats();
-    double t0 = now_s();
+    double t0 = bench_now_s();
     tg_tensor *y = compile_graph(in);
     if (!y || tg_realize(y) != TG_OK) die_tg("compile kernel");
-    ms[k] = (now_s() - t0) * 1e3;
+    ms[k] = (bench_now_s() - t0) * 1e3;
     tg_stats s1 = tg_get_stats();
     uint64_t dc = s1.kernels_compiled - s0.kernels_compiled, dd = s1.disk_cache_hits - s0.disk_cache_hits;
     if (want_disk ? (dc == 0 && dd == 1) : (dc == 1 && dd == 0)) (*ok)++;
@@ -626,9 +583,9 @@ static double pool_launch_us(void) {
   for (int i = 0; i < 1000; i++) pool_run(empty_task, NULL, 0);
   double best = INFINITY;
   for (int b = 0; b < 10; b++) {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < POOL_ITERS / 10; i++) pool_run(empty_task, NULL, 0);
-    double us = (now_s() - t0) / (POOL_ITERS / 10) * 1e6;
+    double us = (bench_now_s() - t0) / (POOL_ITERS / 10) * 1e6;
     best = us < best ? us : best;
   }
   return best;
@@ -645,7 +602,7 @@ static double tiny_realize_us(bool *ok) {
   for (int i = 0; i < 100 + TINY_ITERS; i++) {
     if (i == 100) {
       run0 = tg_get_stats().kernels_run;
-      t0 = now_s();
+      t0 = bench_now_s();
     }
     tg_scope_begin();
     tg_tensor *s = tg_add(wrap(a, 1, sh), wrap(b, 1, sh));
@@ -653,7 +610,7 @@ static double tiny_realize_us(bool *ok) {
     if (i == 0 && tg_to_host(s, y, sizeof y) != TG_OK) die_tg("tiny to_host");
     tg_scope_end();
   }
-  double us = (now_s() - t0) / TINY_ITERS * 1e6;
+  double us = (bench_now_s() - t0) / TINY_ITERS * 1e6;
   *ok = tg_get_stats().kernels_run - run0 == TINY_ITERS;
   for (int i = 0; i < 16; i++) *ok = *ok && y[i] == a[i] + b[i];
   return us;
@@ -668,18 +625,6 @@ typedef struct peers {
   double mm, ew, sum;             /* medians */
   double mm_best, ew_best, sum_best;
 } peers;
-
-static double json_num(const char *s, const char *key) {
-  char k[64];
-  snprintf(k, sizeof k, "\"%s\":", key);
-  const char *p = strstr(s, k);
-  if (!p) return NAN;
-  p += strlen(k);
-  while (*p == ' ') p++;
-  char *end;
-  double v = strtod(p, &end);
-  return end == p ? NAN : v;
-}
 
 /* the path of peers.py: next to this source in the tree (../../bench from build/bench/core), else ./bench */
 static void peers_path(char *out, size_t n) {
@@ -751,16 +696,6 @@ static void remove_cache_dir(void) {
 }
 
 /* the 1-minute load average, NAN if unknown: other processes running during the benchmark skew it */
-static double loadavg1(void) {
-  FILE *f = fopen("/proc/loadavg", "r");
-  double v = NAN;
-  if (f) {
-    if (fscanf(f, "%lf", &v) != 1) v = NAN;
-    fclose(f);
-  }
-  return v;
-}
-
 /* ---- main ------------------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
@@ -780,7 +715,7 @@ int main(int argc, char **argv) {
   }
   atexit(remove_cache_dir);
   setenv("TG_CACHE", cache_dir, 1);
-  double t_start = now_s(), load_start = loadavg1();
+  double t_start = bench_now_s(), load_start = loadavg1();
 
   /* 1. machine limits, before tgc starts its thread pool */
   machine m = measure_machine();
@@ -905,6 +840,6 @@ int main(int argc, char **argv) {
        ct.cold_ok, NCOMPILE, ct.disk_ok, NCOMPILE);
   note("load average (1 min): %.2f at the start, %.2f at the end%s\n", load_start, loadavg1(),
        load_start > 0.5 ? " (the CPUs were busy before the start: expect skewed numbers)" : "");
-  note("total %.1f s\n", now_s() - t_start);
+  note("total %.1f s\n", bench_now_s() - t_start);
   return 0;
 }

@@ -33,16 +33,6 @@ static tg_status mlp_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg
   return st;
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *t, int n) {
-  qsort(t, (size_t)n, sizeof *t, cmp);
-  return t[n / 2];
-}
-
 /* median ms per call of fn (jit NULL: eager) over `steps` calls after `warm` warm-up calls; inputs are new
  * tensors every call, as a data loader gives them */
 static double time_calls(tg_jit_fn fn, void *ctx, tg_jit *jit, int warm, int steps, int nin, tg_tensor *(*make)(int)) {

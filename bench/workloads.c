@@ -36,39 +36,7 @@
 #include "tg.h"
 #include "uop/uop.h"
 
-static bool json_mode;
 static bool beam_mode;  /* --beam: matmul 1024 and 2048 also with BEAM=2 (search time reported) */
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  if (n <= 0) return NAN;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static void note(const char *fmt, ...) {
-  if (json_mode) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  fflush(stdout);
-}
-
-static void die_tg(const char *what) {
-  fprintf(stderr, "workloads: %s failed: %s (status %d)\n", what, tg_error(), (int)tg_error_status());
-  exit(1);
-}
 
 /* ---- host data -------------------------------------------------------------------------------------------- */
 
@@ -89,14 +57,6 @@ static float *host(size_t n, uint64_t seed, float scale) {
   }
   for (size_t i = 0; i < n; i++) p[i] = val(i, seed) * scale;
   return p;
-}
-
-static tg_tensor *wrap(float *p, int ndim, const int64_t *shape) {
-  size_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
-  tg_tensor *t = tg_from_blob(TG_FLOAT32, ndim, shape, p, n * sizeof(float));
-  if (!t) die_tg("tg_from_blob");
-  return t;
 }
 
 /* ---- results ------------------------------------------------------------------------------------------------ */
@@ -137,9 +97,9 @@ static double time_steps(step_fn fn, void *ctx, int warm, int reps) {
   }
   uint64_t k0 = tg_get_stats().kernels_run;
   for (int i = 0; i < reps && i < 64; i++) {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (!fn(ctx)) return NAN;
-    ts[i] = now_s() - t0;
+    ts[i] = bench_now_s() - t0;
     uop_gc();
   }
   reps = reps < 64 ? reps : 64;
@@ -456,16 +416,6 @@ static void print_table(void) {
 }
 
 /* the 1-minute load average, NAN if unknown: other processes running during the benchmark skew it */
-static double loadavg1(void) {
-  FILE *f = fopen("/proc/loadavg", "r");
-  double v = NAN;
-  if (f) {
-    if (fscanf(f, "%lf", &v) != 1) v = NAN;
-    fclose(f);
-  }
-  return v;
-}
-
 /* ---- main --------------------------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -477,7 +427,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  double t_start = now_s(), load_start = loadavg1();
+  double t_start = bench_now_s(), load_start = loadavg1();
   int nt = tg_num_threads();
   note("tgc workloads benchmark: tgc %d threads; warm-up first (compiles excluded), then the median of a few runs;\n"
        "tgc: fresh tg_from_blob inputs and one scope per iteration (graph build + schedule + launch included);\n"
@@ -499,10 +449,10 @@ int main(int argc, char **argv) {
     if (beam_mode && n >= 1024) {  /* the same matmul with kernels searched by BEAM=2 (cached on disk) */
       tg_collect();  /* forget the heuristic's kernels */
       setenv("BEAM", "2", 1);
-      double t0 = now_s();
+      double t0 = bench_now_s();
       c.check = true;
       bool ok = mm_step(&c) && c.ok;
-      double search = now_s() - t0;
+      double search = bench_now_s() - t0;
       double tb = ok ? time_steps(mm_step, &c, 1, MM_REPS[k]) : NAN;
       unsetenv("BEAM");
       tg_collect();
@@ -606,7 +556,7 @@ int main(int argc, char **argv) {
     tg_linear_free(&c.qkv), tg_linear_free(&c.out), tg_linear_free(&c.fc1), tg_linear_free(&c.fc2);
     free(c.x);
   }
-  double t_tgc = now_s() - t_start;
+  double t_tgc = bench_now_s() - t_start;
   note("tgc done in %.1f s; running the peers (bench/workload_peers.py)...\n", t_tgc);
 
   if (json_mode) print_json(0, nresults);
@@ -622,6 +572,6 @@ int main(int argc, char **argv) {
   for (int i = 0; i < nskips; i++) note("skipped: %s\n", skip_notes[i]);
   note("load average (1 min): %.2f at the start, %.2f at the end%s\n", load_start, loadavg1(),
        load_start > 0.5 ? " (the CPUs were busy before the start: expect skewed numbers)" : "");
-  note("checks (tgc): %s; total %.1f s (tgc %.1f s)\n", checks_ok ? "ok" : "FAILED", now_s() - t_start, t_tgc);
+  note("checks (tgc): %s; total %.1f s (tgc %.1f s)\n", checks_ok ? "ok" : "FAILED", bench_now_s() - t_start, t_tgc);
   return checks_ok ? 0 : 1;
 }
