@@ -12,11 +12,11 @@ realized before timing.
 """
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 import traceback
+
+from peers import blas_threads, times  # bench/peers.py, beside this file
 
 MM_SIZES = ((256, 20), (1024, 5), (2048, 3))
 CONV_FLOPS = 2.0 * 32 * 64 * 56 * 56 * 64 * 9
@@ -37,14 +37,7 @@ def info(impl, note):
 
 def med(fn, warm, reps):
     """median seconds of reps calls after warm calls"""
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return times(fn, warm, reps)[0]
 
 
 ONLY = [w for w in os.environ.get("TG_BENCH_ONLY", "").split(",") if w]
@@ -70,8 +63,6 @@ def run_numpy():
         skip("numpy", "not installed")
         return
     try:  # the same count as core.c's numpy rows: threadpoolctl, else the *_NUM_THREADS variables, else the CPUs
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from peers import blas_threads
         bt = blas_threads()
     except Exception:
         bt = -1
