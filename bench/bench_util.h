@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tg.h"
 
@@ -74,6 +75,38 @@ static inline tg_tensor *wrap(float *p, int ndim, const int64_t *shape) {
   tg_tensor *t = tg_from_blob(TG_FLOAT32, ndim, shape, p, n * sizeof(float));
   if (!t) die_tg("tg_from_blob");
   return t;
+}
+
+/* bench/<name>: beside this program's source in the tree (../../bench from build/bench/<program>), else
+ * relative to the working directory */
+static inline void bench_script_path(const char *name, char *out, size_t n) {
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) {
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      snprintf(out, n, "%s/../../bench/%s", exe, name);
+      if (access(out, R_OK) == 0) return;
+    }
+  }
+  snprintf(out, n, "bench/%s", name);
+}
+
+/* the standard output of `[env] $PYTHON bench/<name>` (python3 unless PYTHON is set; its stderr dropped when
+ * quiet), or NULL with path naming the script when it is missing; close with pclose */
+static inline FILE *bench_run_script(const char *name, const char *env, bool quiet, char *path, size_t npath) {
+  bench_script_path(name, path, npath);
+  if (access(path, R_OK) != 0) return NULL;
+  const char *py = getenv("PYTHON");
+  size_t n = strlen(path) + 256 + (env ? strlen(env) : 0);
+  char *cmd = malloc(n);
+  if (!cmd) return NULL;
+  snprintf(cmd, n, "%s %s '%s'%s", env ? env : "", py && *py ? py : "python3", path, quiet ? " 2>/dev/null" : "");
+  FILE *f = popen(cmd, "r");
+  free(cmd);
+  return f;
 }
 
 /* where the value of "key" starts in a flat JSON object line (spaces after the colon skipped), NULL if absent */

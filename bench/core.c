@@ -626,30 +626,10 @@ typedef struct peers {
   double mm_best, ew_best, sum_best;
 } peers;
 
-/* the path of peers.py: next to this source in the tree (../../bench from build/bench/core), else ./bench */
-static void peers_path(char *out, size_t n) {
-  char exe[4096];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len > 0) {
-    exe[len] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = 0;
-      snprintf(out, n, "%s/../../bench/peers.py", exe);
-      if (access(out, R_OK) == 0) return;
-    }
-  }
-  snprintf(out, n, "bench/peers.py");
-}
-
 static peers run_peers(void) {
   peers p = {.threads = -1, .mm = NAN, .ew = NAN, .sum = NAN, .mm_best = NAN, .ew_best = NAN, .sum_best = NAN};
-  char path[4200], cmd[4400], line[4096] = "";
-  peers_path(path, sizeof path);
-  if (access(path, R_OK) != 0) return p;
-  const char *py = getenv("PYTHON");  /* the interpreter, python3 unless PYTHON says otherwise */
-  snprintf(cmd, sizeof cmd, "%s '%s' 2>/dev/null", py && *py ? py : "python3", path);
-  FILE *f = popen(cmd, "r");
+  char path[4200], line[4096] = "";
+  FILE *f = bench_run_script("peers.py", NULL, true, path, sizeof path);
   if (!f) return p;
   char buf[4096];
   while (fgets(buf, sizeof buf, f))

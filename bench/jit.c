@@ -95,10 +95,8 @@ static double pool_dispatch_us(void) {
 typedef struct peer { char impl[32], note[224]; double ms; int threads; } peer;
 
 static int run_peers(peer *p, int max) {
-  const char *py = getenv("PYTHON");
-  char cmd[512], line[4096];
-  snprintf(cmd, sizeof cmd, "TG_BENCH_ONLY=mlp %s bench/workload_peers.py 2>/dev/null", py && *py ? py : "python3");
-  FILE *f = popen(cmd, "r");
+  char path[4200], line[4096];
+  FILE *f = bench_run_script("workload_peers.py", "TG_BENCH_ONLY=mlp", true, path, sizeof path);
   int n = 0;
   if (!f) return 0;
   while (fgets(line, sizeof line, f) && n < max) {

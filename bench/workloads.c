@@ -286,37 +286,18 @@ static bool tb_step(void *p) {
 
 /* ---- peers ---------------------------------------------------------------------------------------------------- */
 
-static void peers_path(char *out, size_t n) {
-  char exe[4096];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len > 0) {
-    exe[len] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = 0;
-      snprintf(out, n, "%s/../../bench/workload_peers.py", exe);
-      if (access(out, R_OK) == 0) return;
-    }
-  }
-  snprintf(out, n, "bench/workload_peers.py");
-}
-
 static char skip_notes[16][256];
 static int nskips;
 static char peer_info[16][256];
 static int ninfo;
 
 static void run_peers(void) {
-  char path[4200], cmd[4400], line[4096];
-  peers_path(path, sizeof path);
-  if (access(path, R_OK) != 0) {
-    snprintf(skip_notes[nskips++], sizeof skip_notes[0], "peers: %.200s not found", path);
+  char path[4200], line[4096];
+  FILE *f = bench_run_script("workload_peers.py", NULL, false, path, sizeof path);
+  if (!f) {
+    snprintf(skip_notes[nskips++], sizeof skip_notes[0], "peers: %.200s not found or not run", path);
     return;
   }
-  const char *py = getenv("PYTHON");
-  snprintf(cmd, sizeof cmd, "%s '%s'", py && *py ? py : "python3", path);
-  FILE *f = popen(cmd, "r");
-  if (!f) return;
   while (fgets(line, sizeof line, f)) {
     char wl[48], impl[32], unit[16], txt[224];
     if (line[0] != '{') continue;
@@ -331,7 +312,7 @@ static void run_peers(void) {
     }
   }
   int rc = pclose(f);
-  if (rc != 0 && nskips < 16) snprintf(skip_notes[nskips++], sizeof skip_notes[0], "peers: %.200s exited with %d", cmd, rc);
+  if (rc != 0 && nskips < 16) snprintf(skip_notes[nskips++], sizeof skip_notes[0], "peers: %.200s exited with %d", path, rc);
 }
 
 /* ---- output ----------------------------------------------------------------------------------------------------- */
