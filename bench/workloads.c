@@ -38,6 +38,17 @@
 
 static bool beam_mode;  /* --beam: matmul 1024 and 2048 also with BEAM=2 (search time reported) */
 
+/* TG_BENCH_ONLY=mlp,conv2d: only workloads whose name contains one of the words (the peers read it too) */
+static bool wanted(const char *workload) {
+  const char *only = getenv("TG_BENCH_ONLY");
+  if (!only || !*only) return true;
+  char words[256];
+  snprintf(words, sizeof words, "%s", only);
+  for (char *save = NULL, *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save))
+    if (strstr(workload, w)) return true;
+  return false;
+}
+
 /* ---- host data -------------------------------------------------------------------------------------------- */
 
 static float val(uint64_t i, uint64_t seed) {
@@ -420,9 +431,10 @@ int main(int argc, char **argv) {
   bool checks_ok = true;
   for (int k = 0; k < 3; k++) {
     int64_t n = MM_N[k];
+    snprintf(buf, sizeof buf, "matmul_%d", MM_N[k]);
+    if (!wanted(buf)) continue;
     mm_ctx c = {.n = n, .a = host((size_t)(n * n), 1, 1), .b = host((size_t)(n * n), 2, 1), .check = true};
     double t = time_steps(mm_step, &c, 1, MM_REPS[k]);
-    snprintf(buf, sizeof buf, "matmul_%d", MM_N[k]);
     add_result(buf, "tgc", c.ok ? 2.0 * n * n * n / t / 1e9 : NAN, "GFLOP/s", nt);
     results[nresults - 1].kpi = last_kpi;
     if (!c.ok) checks_ok = false, fprintf(stderr, "workloads: %s: wrong result or failure (%s)\n", buf, tg_error());
@@ -444,7 +456,7 @@ int main(int argc, char **argv) {
   }
 
   /* softmax */
-  {
+  if (wanted("softmax_4096x4096")) {
     sm_ctx c = {.n = 4096, .x = host(4096 * 4096, 3, 4), .check = true};
     double t = time_steps(sm_step, &c, 1, 5);
     add_result("softmax_4096x4096", "tgc", c.ok ? 8.0 * 4096 * 4096 / t / 1e9 : NAN, "GB/s", nt);
@@ -455,7 +467,7 @@ int main(int argc, char **argv) {
   }
 
   /* conv2d */
-  {
+  if (wanted("conv2d_b32_64x64_56x56_k3")) {
     conv_ctx c = {.x = host(32 * 64 * 56 * 56, 4, 1), .w = host(64 * 64 * 9, 5, 0.05f)};
     double t = time_steps(conv_step, &c, 1, 3);
     double flops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9;
@@ -467,7 +479,7 @@ int main(int argc, char **argv) {
   }
 
   /* conv2d forward and backward */
-  {
+  if (wanted("conv2d_train_b32_64x64_56x56_k3")) {
     conv_train_ctx c = {.x = host(32 * 64 * 56 * 56, 4, 1), .w = host(64 * 64 * 9, 5, 0.05f), .gy = host(32 * 64 * 56 * 56, 8, 1)};
     double t = time_steps(conv_train_step, &c, 1, 3);
     double flops = 3 * 2.0 * 32 * 64 * 56 * 56 * 64 * 9;
@@ -479,7 +491,7 @@ int main(int argc, char **argv) {
   }
 
   /* MLP training step */
-  {
+  if (wanted("mlp_784_512_512_10_adam_b128")) {
     tg_manual_seed(1);
     mlp_ctx c = {.x = host(128 * 784, 6, 1), .y = malloc(128 * sizeof(int32_t)), .loss = NAN};
     for (int i = 0; i < 128; i++) c.y[i] = (int32_t)((uint32_t)(i * 2654435761u) >> 7) % 10;
@@ -512,7 +524,7 @@ int main(int argc, char **argv) {
   }
 
   /* transformer block forward */
-  {
+  if (wanted("transformer_block_b8_t128_d256_h4")) {
     tg_manual_seed(2);
     tb_ctx c = {.x = host((size_t)TB_B * TB_T * TB_D, 7, 1), .check = true};
     if (tg_layernorm_layer_init(&c.ln1, TB_D, 1e-5) != TG_OK || tg_layernorm_layer_init(&c.ln2, TB_D, 1e-5) != TG_OK ||
