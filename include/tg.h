@@ -208,7 +208,8 @@ void tg_zero_grad(tg_tensor *t);          /* drops t's gradient */
 tg_status tg_gradient(tg_tensor *loss, int n, tg_tensor *const *targets, tg_tensor **grads);
 tg_tensor *tg_detach(tg_tensor *t);       /* the same value, with no gradient flowing back */
 /* dst takes the value of src (same shape and dtype): parameters and optimizer state update in place,
- * lazily; the new value is computed at the next realize */
+ * lazily; the new value is computed at the next realize. A lazy tensor built from dst's old value and
+ * realized after that in-place write is refused (TG_ERR_ARG): its input is gone; realize it first or with dst */
 tg_status tg_assign(tg_tensor *dst, tg_tensor *src);
 
 /* ---- random numbers: a counter-based generator that runs inside kernels ------------------------------ */

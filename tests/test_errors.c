@@ -279,3 +279,27 @@ ERR_TEST(test_errors_dtype_rules) {
   CHECK(tg_item(a) != tg_item(a), "item of a 12-element tensor is NaN");
   CHECK(tg_realize_many(1, many) == TG_OK, "realize_many after errors: %s", tg_error());
 }
+
+/* b = a * 2 built, then a += 10 realized in place: b's contents are gone, and realizing b is refused (it would
+ * have been 2 (a + 10)); realized before the assign, or together with it, b is 2a; a and graphs built after
+ * it read the new values */
+ERR_TEST(test_errors_read_of_a_buffer_overwritten_in_place_is_refused) {
+  const float v[4] = {1, 2, 3, 4};
+  tg_tensor *a = tg_from_data(TG_FLOAT32, SH(4), v, sizeof v);
+  CHECK(tg_realize(a) == TG_OK, "%s", tg_error());
+  tg_tensor *early = tg_mul_scalar(a, 2), *stale = tg_mul_scalar(a, 3);
+  CHECK(tg_realize(early) == TG_OK, "%s", tg_error());
+  CHECK(tg_assign(a, tg_add_scalar(a, 10)) == TG_OK && tg_realize(a) == TG_OK, "%s", tg_error());
+  float got[4], twice[4];
+  CHECK_ERR_ST(tg_to_host(stale, got, sizeof got), "overwritten in place", "(4)");
+  CHECK(tg_to_host(early, got, sizeof got) == TG_OK && got[0] == 2 && got[3] == 8, "early: %g .. %g", got[0], got[3]);
+  CHECK(tg_to_host(a, got, sizeof got) == TG_OK && got[0] == 11 && got[3] == 14, "a: %g .. %g", got[0], got[3]);
+  tg_tensor *with = tg_mul_scalar(a, 2);  /* realized together with the next assign: the old a, doubled */
+  CHECK(tg_assign(a, tg_add_scalar(a, 1)) == TG_OK, "%s", tg_error());
+  tg_tensor *both[2] = {a, with};
+  CHECK(tg_realize_many(2, both) == TG_OK, "%s", tg_error());
+  CHECK(tg_to_host(with, twice, sizeof twice) == TG_OK && twice[0] == 22 && twice[3] == 28, "with: %g .. %g", twice[0],
+        twice[3]);
+  CHECK(tg_to_host(tg_mul_scalar(a, 2), got, sizeof got) == TG_OK && got[0] == 24 && got[3] == 30, "after: %g .. %g",
+        got[0], got[3]);
+}

@@ -369,7 +369,9 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     for (int k = 0; k < j->nin; k++)  /* a step that returns an input returns this call's input */
       if (b == j->in_bufs[k]) b = tensor_storage(in[k]);
     buffer_retain(b);
-    out[i] = tensor_new(mk_reshape(mk_buffer((tg_dtype)o->dtype, uop_numel(o), b), o->ndim, o->shape));
+    uop *bn = mk_buffer((tg_dtype)o->dtype, uop_numel(o), b);
+    if (bn) bn->epoch = b->writes;
+    out[i] = tensor_new(mk_reshape(bn, o->ndim, o->shape));
     if (!out[i]) st = TG_ERR_NOMEM;
   }
   if (st != TG_OK)

@@ -255,6 +255,31 @@ static bool plan_in_place(const schedule *s, const tg_device *dev, tg_tensor *co
   return true;
 }
 
+/* A lazy value built from a tensor before an assign was realized into that tensor's buffer in place reads
+ * contents that are gone (b = a * 2; a += 10 realized in place; b realized now would be 2 (a + 10)). Refused
+ * before any kernel runs; realizing b before the assign, or with it, gives 2a. */
+static tg_status check_not_stale(const schedule *s, const uop_map *made) {
+  for (int k = 0; k < s->nkernels; k++)
+    for (int j = 0; j < s->kernels[k].nbufs; j++) {
+      uop *x = s->kernels[k].bufs[j];
+      if (umap_get(made, x)) continue;
+      uop *bn = x->op == OP_BUFFER ? x : x->op == OP_RESHAPE && x->src[0]->op == OP_BUFFER ? x->src[0] : NULL;
+      tg_buffer *b = bn ? bn->buf : NULL;
+      if (b && b->writes != bn->epoch) {
+        char shape[128] = "scalar";
+        size_t len = 0;
+        for (int d = 0; d < x->ndim && len < sizeof shape - 24; d++)
+          len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", d ? ", " : "", (long long)x->shape[d]);
+        tg_set_error(TG_ERR_ARG,
+                     "tg_realize: a lazy tensor reads a (%s) %s tensor whose buffer an assign has since overwritten in "
+                     "place; realize it before (or together with) the assign",
+                     shape, tg_dtype_name((tg_dtype)x->dtype));
+        return TG_ERR_ARG;
+      }
+    }
+  return TG_OK;
+}
+
 tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   if (n < 0 || (n && !ts)) {
     tg_set_error(TG_ERR_ARG, "tg_realize_many: bad tensor list");
@@ -319,6 +344,7 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
     stats.buffers_allocated++;
     uop_gc_note_bytes(nb);
   }
+  if ((st = check_not_stale(&s, &made)) != TG_OK) goto out;
   double total_ms = 0;
   for (int pos = 0; pos < s.nkernels; pos++) {
     int k = korder[pos];
@@ -363,6 +389,8 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
               ms > 0 ? c->info.flops / (ms * 1e6) : 0, ms > 0 ? c->info.bytes / (ms * 1e6) : 0);
     }
   }
+  for (int k = 0; k < s.nkernels; k++)
+    if (inplace[k]) inplace[k]->writes++;
   last_kernels = (uint64_t)s.nkernels;
   if (dbg >= 1 && s.nkernels)
     fprintf(stderr, "scheduled %d kernel%s in %.2f ms\n", s.nkernels, s.nkernels == 1 ? "" : "s", t_sched);
@@ -380,7 +408,9 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
       uop_set_realized(o, b);
     }
     buffer_retain(b);
-    uop *view = mk_reshape(mk_buffer((tg_dtype)o->dtype, uop_numel(o), b), o->ndim, o->shape);
+    uop *bn = mk_buffer((tg_dtype)o->dtype, uop_numel(o), b);
+    if (bn) bn->epoch = b->writes;
+    uop *view = mk_reshape(bn, o->ndim, o->shape);
     if (!view) { buffer_release(b); st = TG_ERR_NOMEM; goto out; }
     for (tg_tensor *t = tensor_live_first(); t; t = t->next)
       if (t->u == o) t->u = view;

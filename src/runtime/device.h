@@ -23,6 +23,9 @@ typedef struct tg_buffer {
   size_t nbytes;
   void *ptr;        /* host pointer on the CPU device */
   bool wrapped;     /* memory the user gave us (tg_from_blob): never freed by us */
+  /* kernels that wrote it in place (an assign realized into it): a BUFFER node made before the last one
+   * (its epoch is the count when it was made) stands for contents that are gone */
+  uint32_t writes;
   /* wrapped only: called once when the buffer is freed, to let go of the memory (a file mapping, say) */
   void (*on_free)(void *ctx);
   void *ctx;
