@@ -23,8 +23,16 @@ CONV_FLOPS = 2.0 * 32 * 64 * 56 * 56 * 64 * 9
 SM_BYTES = 8.0 * 4096 * 4096
 
 
+LAST = [None]  # (median, best) seconds of the last med() call: emit gives the fastest run's value too
+
+
 def emit(workload, impl, value, unit, threads):
-    print(json.dumps({"workload": workload, "impl": impl, "value": value, "unit": unit, "threads": threads}), flush=True)
+    line = {"workload": workload, "impl": impl, "value": value, "unit": unit, "threads": threads}
+    if LAST[0] and value:
+        m, b = LAST[0]
+        line["best"] = value * (b / m if unit.startswith("ms") else m / b)  # rates go as 1 / time
+    LAST[0] = None
+    print(json.dumps(line), flush=True)
 
 
 def skip(impl, note):
@@ -36,8 +44,9 @@ def info(impl, note):
 
 
 def med(fn, warm, reps):
-    """median seconds of reps calls after warm calls"""
-    return times(fn, warm, reps)[0]
+    """median seconds of reps calls after warm calls (the fastest kept for emit)"""
+    LAST[0] = times(fn, warm, reps)
+    return LAST[0][0]
 
 
 ONLY = [w for w in os.environ.get("TG_BENCH_ONLY", "").split(",") if w]
