@@ -200,8 +200,8 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
   const char *isa = lanes == 16 ? "__AVX512F__" : lanes == 8 ? "__AVX2__" : NULL;
   /* The compilers' own builtins (the same names in gcc and clang), not <immintrin.h>: that header alone
    * took 230 ms of a 270 ms compile. */
+  if (isa) put(o, "#if defined(%s)\n", isa);
   if (isa && masked) {
-    put(o, "#if defined(%s)\n", isa);
     if (lanes == 16)
       put(o, "#define TG_MASK_(m) ((unsigned short)__builtin_ia32_cmpd512_mask(m, tg_bc_int(0), 4, (unsigned short)0xffff))\n"
              "static inline tg_float_v tg_mload_float(tg_int_v m, const float *p) { return __builtin_ia32_loadups512_mask(p, tg_bc_float(0), TG_MASK_(m)); }\n"
@@ -213,12 +213,11 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
              "static inline tg_int_v tg_mload_int(tg_int_v m, const int *p) { return __builtin_ia32_maskloadd256((const tg_int_v *)p, m); }\n"
              "static inline void tg_mstore_float(float *p, tg_int_v m, tg_float_v v) { __builtin_ia32_maskstoreps256((tg_float_v *)p, m, v); }\n"
              "static inline void tg_mstore_int(int *p, tg_int_v m, tg_int_v v) { __builtin_ia32_maskstored256((tg_int_v *)p, m, v); }\n");
-    put(o, "#define TG_HAVE_MLOAD 1\n#endif\n");
+    put(o, "#define TG_HAVE_MLOAD 1\n");
   }
   /* square roots in one instruction (Adam's update takes one per element); lane by lane, gcc 12 at -O2 left
    * 16 scalar sqrtss calls in the loop (its math-errno path) */
   if (isa) {
-    put(o, "#if defined(%s)\n", isa);
     if (lanes == 16)
       put(o, "#if defined(__clang__)\n"
              "static inline tg_float_v tg_sqrt_v(tg_float_v x) { return __builtin_ia32_sqrtps512(x, 4); }\n"
