@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "runtime/device.h"
 #include "test.h"
 
 static long rss_kib(void) {
@@ -72,4 +73,33 @@ TEST(test_memory_ir_is_collected_when_graphs_change) {
   tg_collect();
   size_t after = tg_get_stats().uops_live;
   CHECK(after <= before + 16, "live IR nodes went from %zu to %zu", before, after);
+}
+
+/* A loop whose result is a few MB: each iteration's buffers must come back for the next one. Before, dead
+ * tensors' buffers waited for a collection at 256 MB made, so every iteration page-faulted fresh memory. */
+TEST(test_memory_big_results_reuse_their_buffers_next_iteration) {
+  int64_t n = 1 << 20;  /* 4 MiB of float32 */
+  float *d = malloc((size_t)n * sizeof *d);
+  if (!d) { CHECK(false, "out of memory"); return; }
+  for (int64_t k = 0; k < n; k++) d[k] = (float)(k % 17);
+  tg_collect();  /* earlier tests' dead IR would make the first collections wait longer */
+  uint64_t allocated_at_3 = 0;
+  for (int i = 0; i < 12; i++) {
+    tg_scope_begin();
+    tg_tensor *a = tg_from_data(TG_FLOAT32, 1, (int64_t[]){n}, d, (size_t)n * sizeof *d);
+    tg_tensor *y = tg_add_scalar(tg_mul_scalar(a, 2.0), (double)i);
+    float probe[4];
+    CHECK(tg_realize(y) == TG_OK, "%s", tg_error());  /* the whole result, as a loop over big outputs makes */
+    CHECK(tg_to_host(tg_shrink(y, 1, (int64_t[]){n - 4, n}), probe, sizeof probe) == TG_OK, "%s", tg_error());
+    for (int k = 0; k < 4; k++) {
+      float want = 2.0f * (float)((n - 4 + k) % 17) + (float)i;
+      CHECK(probe[k] == want, "iteration %d element %d: got %g want %g", i, k, probe[k], want);
+    }
+    tg_scope_end();
+    if (i == 3) allocated_at_3 = runtime_get_counters().buffers_allocated;
+  }
+  uint64_t allocated_end = runtime_get_counters().buffers_allocated;
+  CHECK(allocated_end == allocated_at_3, "8 more iterations took %llu new blocks from the system instead of reusing freed ones",
+        (unsigned long long)(allocated_end - allocated_at_3));
+  free(d);
 }

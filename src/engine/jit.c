@@ -47,7 +47,8 @@ bool engine_capturing(void) { return active != NULL; }
 
 void jit_set_poison(bool on) { poison = on; }
 
-void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads) {
+void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads, double flops,
+                double bytes) {
   if (c->failed) return;
   if (c->n == c->cap) {
     int nc = c->cap ? c->cap * 2 : 64;
@@ -63,7 +64,8 @@ void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nb
     buffer_retain(bufs[i]);
   }
   program_retain(prog);
-  c->launches[c->n++] = (jit_launch){.prog = prog, .nbufs = nbufs, .nthreads = nthreads, .bufs = copy};
+  c->launches[c->n++] =
+      (jit_launch){.prog = prog, .nbufs = nbufs, .nthreads = nthreads, .bufs = copy, .flops = flops, .bytes = bytes};
 }
 
 /* random.c tells of every draw while a step is captured */
@@ -357,9 +359,17 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     else j->ptrs[j->patches[p].launch][j->patches[p].slot] = b->ptr;
   }
   if (poison && j->arena) memset(j->arena->ptr, 0xff, j->arena->nbytes);
+  bool timed = tg_debug_level() >= 2;  /* a line per kernel, as eager runs print */
+  double total_ms = 0;
   for (int k = 0; k < j->cap.n && st == TG_OK; k++) {
     const jit_launch *l = &j->cap.launches[k];
+    double k0 = timed ? engine_now_ms() : 0;
     st = dev->launch(l->prog, j->ptrs[k], l->nbufs, l->nthreads);
+    if (timed && st == TG_OK) {
+      double ms = engine_now_ms() - k0;
+      total_ms += ms;
+      engine_print_kernel(dev->name, k, l->prog->name, l->nbufs, l->flops, l->bytes, ms, total_ms);
+    }
   }
   uop_cache_invalidate();  /* the replay wrote parameters and outputs in place */
   for (int i = 0; i < j->nout; i++) out[i] = NULL;

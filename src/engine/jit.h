@@ -8,6 +8,7 @@ typedef struct jit_launch {
   tg_program *prog;
   int nbufs, nthreads;
   tg_buffer **bufs;   /* retained; NULL once the memory planner moved the buffer into the arena */
+  double flops, bytes;  /* for DEBUG=2's line per replayed kernel */
 } jit_launch;
 
 /* a random draw made during the capture: its counter buffer gets a fresh counter on every replay */
@@ -27,7 +28,13 @@ typedef struct jit_capture {
 /* the capture in progress, or NULL */
 jit_capture *jit_capturing(void);
 /* records one launch (realize.c calls it while capturing); buffers and program are retained */
-void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads);
+void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads, double flops,
+                double bytes);
+
+/* DEBUG=2's line for one launched kernel: time, GFLOP/s, GB/s (realize.c; replays print theirs too) */
+void engine_print_kernel(const char *dev, int k, const char *name, int nbufs, double flops, double bytes, double ms,
+                         double total_ms);
+double engine_now_ms(void);
 
 /* tests: fill every planned arena with NaN bytes before each replay, so a kernel reading a buffer the
  * planner reused before writing it gives NaN instead of a stale value that happens to be right */

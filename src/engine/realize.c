@@ -43,10 +43,16 @@ static void mark_kcache(void *ctx) {
     if (kcache.keys[i]) uop_mark(kcache.keys[i]);
 }
 
-static double now_ms(void) {
+double engine_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void engine_print_kernel(const char *dev, int k, const char *name, int nbufs, double flops, double bytes, double ms,
+                         double total_ms) {
+  fprintf(stderr, "*** %-4s %4d %-32s arg %2d mem %6.3f GB tm %10.2fus/%10.2fms (%8.2f GFLOPS %7.2f GB/s)\n", dev, k,
+          name, nbufs, bytes / 1e9, ms * 1e3, total_ms, ms > 0 ? flops / (ms * 1e6) : 0, ms > 0 ? bytes / (ms * 1e6) : 0);
 }
 
 static compiled *get_kernel(const tg_device *dev, uop *ast) {
@@ -299,7 +305,7 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   if (!outs) return TG_ERR_NOMEM;
   for (int i = 0; i < n; i++) outs[i] = ts[i]->u;
   int dbg = tg_debug_level();
-  double t0 = now_ms();
+  double t0 = engine_now_ms();
   schedule s = {0};
   tg_buffer **inplace = NULL;  /* per kernel: the assigned tensor's buffer it overwrites, or NULL */
   int *korder = NULL;
@@ -321,7 +327,7 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   free(targets);
   if (st != TG_OK) goto out;
   if (s.nkernels) stats.schedules++;
-  double t_sched = now_ms() - t0;
+  double t_sched = engine_now_ms() - t0;
   for (int i = 0; i < s.nrealized; i++) {
     uop *r = s.realized[i];
     size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
@@ -372,21 +378,19 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
       bufs[j] = b->ptr;
       tbufs[j] = b;
     }
-    double k0 = dbg >= 2 ? now_ms() : 0;
+    double k0 = dbg >= 2 ? engine_now_ms() : 0;
     int nthreads = c->info.threaded ? c->info.nthreads : 1;
     st = dev->launch(c->prog, bufs, sk->nbufs, nthreads);
     jit_capture *cap = jit_capturing();
-    if (cap && st == TG_OK) jit_record(cap, c->prog, tbufs, sk->nbufs, nthreads);
+    if (cap && st == TG_OK) jit_record(cap, c->prog, tbufs, sk->nbufs, nthreads, c->info.flops, c->info.bytes);
     if (bufs != stack_bufs) free(bufs);
     if (tbufs != stack_tb) free(tbufs);
     if (st != TG_OK) goto out;
     stats.kernels_run++;
     if (dbg >= 2) {
-      double ms = now_ms() - k0;
+      double ms = engine_now_ms() - k0;
       total_ms += ms;
-      fprintf(stderr, "*** %-4s %4d %-32s arg %2d mem %6.3f GB tm %10.2fus/%10.2fms (%8.2f GFLOPS %7.2f GB/s)\n",
-              dev->name, k, c->info.name, sk->nbufs, c->info.bytes / 1e9, ms * 1e3, total_ms,
-              ms > 0 ? c->info.flops / (ms * 1e6) : 0, ms > 0 ? c->info.bytes / (ms * 1e6) : 0);
+      engine_print_kernel(dev->name, k, c->info.name, sk->nbufs, c->info.flops, c->info.bytes, ms, total_ms);
     }
   }
   for (int k = 0; k < s.nkernels; k++)
