@@ -17,9 +17,10 @@
  * same input tensors again realizes nothing (0 kernels). Each timed iteration therefore wraps the input
  * arrays in fresh tensors (tg_from_blob: no copy), builds the graph and realizes it: "e2e" is that whole
  * cost (graph build + schedule + kernel-cache lookup + output buffer + launch), reported as the median.
- * Freed tensors release their buffers only when the IR collector runs (uop_gc_maybe, when the node table has
- * doubled), so after each iteration the benchmark calls uop_gc() outside the timed region: otherwise every
- * iteration gets a fresh output block and pays its page faults. "kernel" is the compiled kernel alone,
+ * Freed tensors release their buffers only when the IR collector runs (uop_gc_maybe runs it once the bytes
+ * made outweigh the nodes to sweep), so after each iteration the benchmark calls uop_gc() itself, outside the
+ * timed region: the collection's cost stays out of the timing and every iteration reuses the last output's
+ * block instead of paying page faults on a fresh one. "kernel" is the compiled kernel alone,
  * launched directly on the device (the program the engine uses, found through the same codegen → render →
  * compile path, answered by the in-memory program cache) on pre-touched buffers, reported as the best run
  * (a capability, like the triad's best). e2e and direct launches alternate, so that the noise of a shared
