@@ -1,7 +1,8 @@
 /* core.c — the core benchmark: tgc next to the machine's own limits and next to numpy, in one run.
  *
- *   1. machine limits: STREAM triad a[i] = b[i] + s*c[i] on 1 and all threads (best of several runs), the
- *      cost of a first touch of a page (4 KiB pages and MADV_HUGEPAGE), and a core-to-core round trip
+ *   1. machine limits (limits.h): peak FMA rate and STREAM triad a[i] = b[i] + s*c[i] on 1 and all threads
+ *      (best of several runs), the cost of a first touch of a page (4 KiB pages and MADV_HUGEPAGE), and a
+ *      core-to-core round trip
  *   2. elementwise y = relu(a*b + c) * 0.5 over 2^24 float32      (GB/s, 16 bytes per element)
  *   3. sum over the last axis of a 4096x4096 float32               (GB/s)
  *   4. matmul 1024x1024 float32                                    (GFLOP/s, 2 N^3 flops), numpy via peers.py
@@ -41,6 +42,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "limits.h"
 #include "tg.h"
 #include "codegen/codegen.h"
 #include "render/render.h"
@@ -48,9 +50,7 @@
 #include "schedule/schedule.h"
 #include "tensor/tensor.h"
 
-#define MAX_CPUS 64
 #define TRIAD_N ((size_t)64 << 20)  /* 3 x 256 MiB: the VM reports a 260 MiB L3; 3 x 32M (384 MiB) is close */
-#define TRIAD_BLOCK 1024            /* a constant inner trip count, so gcc -O2 vectorizes the triad */
 #define EW_N ((int64_t)1 << 24)
 #define SUM_N 4096
 #define MM_N 1024
@@ -58,12 +58,6 @@
 #define POOL_ITERS 100000
 #define TINY_ITERS 20000
 
-
-static double minimum(const double *v, int n) {
-  double m = INFINITY;
-  for (int i = 0; i < n; i++) m = v[i] < m ? v[i] : m;
-  return m;
-}
 
 /* ---- output ---------------------------------------------------------------------------------------------- */
 
@@ -100,37 +94,6 @@ static void row(const char *workload, double tgc, const char *peer_label, double
   fflush(stdout);
 }
 
-/* ---- memory ---------------------------------------------------------------------------------------------- */
-
-typedef struct region { void *base; size_t len; float *p; } region;
-
-/* n floats, 2 MiB aligned, asking for huge pages (or refusing them); not touched yet */
-static bool region_map(region *r, size_t nfloats, bool huge) {
-  size_t align = (size_t)2 << 20, bytes = nfloats * sizeof(float);
-  r->len = bytes + align;
-  r->base = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (r->base == MAP_FAILED) {
-    r->base = NULL;
-    return false;
-  }
-  r->p = (float *)(((uintptr_t)r->base + align - 1) & ~(uintptr_t)(align - 1));
-  madvise(r->p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-  return true;
-}
-
-static void region_unmap(region *r) {
-  if (r->base) munmap(r->base, r->len);
-  r->base = NULL;
-}
-
-/* touches one byte per 4 KiB page of [p, p + bytes); returns seconds */
-static double touch_pages(void *p, size_t bytes) {
-  double t0 = bench_now_s();
-  volatile char *c = p;
-  for (size_t i = 0; i < bytes; i += 4096) c[i] = 0;
-  return bench_now_s() - t0;
-}
-
 /* a reproducible pseudo-random float in [-1, 1) for element i */
 static float val(uint64_t i, uint64_t seed) {
   uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed * 0xBF58476D1CE4E5B9ull;
@@ -142,78 +105,6 @@ static float val(uint64_t i, uint64_t seed) {
 
 static void fill(float *p, size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; i++) p[i] = val(i, seed);
-}
-
-/* ---- 1. machine limits: STREAM triad ---------------------------------------------------------------------- */
-
-static void triad_block(float *restrict a, const float *restrict b, const float *restrict c, float s) {
-  for (int i = 0; i < TRIAD_BLOCK; i++) a[i] = b[i] + s * c[i];
-}
-
-typedef struct triad_ctx {
-  float *a, *b, *c;
-  size_t n;
-  int nthreads, reps;
-  pthread_barrier_t bar;
-  double touch_s;      /* first touch of all three arrays, all threads */
-  double times[64];    /* per rep, measured by thread 0 */
-} triad_ctx;
-
-typedef struct triad_arg { triad_ctx *ctx; int id; } triad_arg;
-
-static void *triad_thread(void *arg) {
-  triad_arg *ta = arg;
-  triad_ctx *x = ta->ctx;
-  size_t nblocks = x->n / TRIAD_BLOCK;
-  size_t lo = nblocks * (size_t)ta->id / (size_t)x->nthreads * TRIAD_BLOCK;
-  size_t hi = nblocks * (size_t)(ta->id + 1) / (size_t)x->nthreads * TRIAD_BLOCK;
-  /* first touch by the thread that will use the chunk; timed, then filled */
-  pthread_barrier_wait(&x->bar);
-  double t0 = bench_now_s();
-  if (x->touch_s < 0) {
-    touch_pages(x->a + lo, (hi - lo) * sizeof(float));
-    touch_pages(x->b + lo, (hi - lo) * sizeof(float));
-    touch_pages(x->c + lo, (hi - lo) * sizeof(float));
-  }
-  pthread_barrier_wait(&x->bar);
-  if (ta->id == 0 && x->touch_s < 0) x->touch_s = bench_now_s() - t0;
-  for (size_t i = lo; i < hi; i++) x->a[i] = 0, x->b[i] = 1.0f, x->c[i] = 2.0f;
-  for (int r = 0; r < x->reps; r++) {
-    pthread_barrier_wait(&x->bar);
-    double r0 = bench_now_s();
-    for (size_t i = lo; i < hi; i += TRIAD_BLOCK) triad_block(x->a + i, x->b + i, x->c + i, 3.0f);
-    pthread_barrier_wait(&x->bar);
-    if (ta->id == 0) x->times[r] = bench_now_s() - r0;
-  }
-  return NULL;
-}
-
-/* best triad GB/s on nthreads threads over arrays already mapped; touch_s < 0 asks for the first touch */
-static double triad_run(triad_ctx *x, int nthreads, int reps) {
-  pthread_t tids[MAX_CPUS];
-  triad_arg args[MAX_CPUS];
-  x->nthreads = nthreads;
-  x->reps = reps;
-  if (pthread_barrier_init(&x->bar, NULL, (unsigned)nthreads) != 0) return NAN;
-  int started = 1;
-  for (int t = 1; t < nthreads; t++, started++) {
-    args[t] = (triad_arg){x, t};
-    if (pthread_create(&tids[t], NULL, triad_thread, &args[t]) != 0) break;
-  }
-  if (started < nthreads) { /* cannot happen in practice; the barrier would hang */
-    fprintf(stderr, "core: could not start %d threads\n", nthreads);
-    exit(1);
-  }
-  args[0] = (triad_arg){x, 0};
-  triad_thread(&args[0]);
-  for (int t = 1; t < nthreads; t++) pthread_join(tids[t], NULL);
-  pthread_barrier_destroy(&x->bar);
-  for (size_t i = 0; i < x->n; i += x->n / 7 + 1)
-    if (x->a[i] != 7.0f) {
-      fprintf(stderr, "core: triad computed %g at %zu, expected 7\n", x->a[i], i);
-      return NAN;
-    }
-  return 3.0 * sizeof(float) * (double)x->n / minimum(x->times, reps) / 1e9;
 }
 
 /* ---- 1. machine limits: core-to-core round trip (the floor under a thread-pool launch) ------------------------ */
@@ -262,32 +153,31 @@ static double ping_pong_us(void) {
 
 typedef struct machine {
   int ncpu;
-  double triad1, triadN, touch_huge_us, touch_4k_us, pingpong_us;
+  double triad1, triadN, touch_huge_us, touch_4k_us, pingpong_us, fma1, fmaN;
+  const char *fma_isa;
   int triad_runs;       /* all-thread triad runs behind triadN */
   triad_ctx *x;         /* the triad arrays while mapped */
-  region ra, rb, rc;
+  region r[3];
 } machine;
 
 /* maps the triad arrays (first touched and filled by the threads at the first triad_run) */
 static bool triad_setup(machine *m) {
   if (m->x) return true;
   m->x = calloc(1, sizeof *m->x);
-  if (!m->x || !region_map(&m->ra, TRIAD_N, true) || !region_map(&m->rb, TRIAD_N, true) ||
-      !region_map(&m->rc, TRIAD_N, true)) {
+  if (!m->x || !triad_map(m->x, m->r, TRIAD_N)) {
     fprintf(stderr, "core: cannot map 3 x %zu MiB for the triad\n", TRIAD_N * 4 >> 20);
     free(m->x);
     m->x = NULL;
-    region_unmap(&m->ra), region_unmap(&m->rb), region_unmap(&m->rc);
     return false;
   }
-  *m->x = (triad_ctx){.a = m->ra.p, .b = m->rb.p, .c = m->rc.p, .n = TRIAD_N, .touch_s = -1};
   return true;
 }
 
 static void triad_free(machine *m) {
+  if (m->x)
+    for (int i = 0; i < 3; i++) region_unmap(&m->r[i]);
   free(m->x);
   m->x = NULL;
-  region_unmap(&m->ra), region_unmap(&m->rb), region_unmap(&m->rc);
 }
 
 /* the all-thread triad, best of reps, folded into triadN: the limit is the best seen in the whole run, since
@@ -304,6 +194,8 @@ static machine measure_machine(void) {
   long nc = sysconf(_SC_NPROCESSORS_ONLN);
   m.ncpu = nc < 1 ? 1 : nc > MAX_CPUS ? MAX_CPUS : (int)nc;
   m.triad1 = m.triadN = m.touch_huge_us = m.touch_4k_us = m.pingpong_us = NAN;
+  m.fma1 = fma_peak_gflops(1, 5, &m.fma_isa);
+  m.fmaN = fma_peak_gflops(m.ncpu, 5, &m.fma_isa);
   triad_again(&m, 10);
   if (m.x) m.triad1 = triad_run(m.x, 1, 5);
   triad_free(&m);
@@ -762,11 +654,18 @@ int main(int argc, char **argv) {
   char triad_label[64];
   snprintf(triad_label, sizeof triad_label, "triad all threads, best of %d (GB/s)", m.triad_runs);
   note("%-42s %-10s %-20s %s\n", "workload", "tgc", "peer/limit", "ratio");
+  char fma1_label[64], fmaN_label[64];
+  snprintf(fma1_label, sizeof fma1_label, "%s 1 thread, best (GFLOP/s)", m.fma_isa);
+  snprintf(fmaN_label, sizeof fmaN_label, "%s all threads, best (GFLOP/s)", m.fma_isa);
+  row(fma1_label, NAN, "", m.fma1);
+  row(fmaN_label, NAN, "", m.fmaN);
   row("triad 1 thread, best of 5 (GB/s)", NAN, "", m.triad1);
   row(triad_label, NAN, "", m.triadN);
   row("first touch, THP madvise (us/4KiB)", NAN, "", m.touch_huge_us);
   row("first touch, 4 KiB pages (us/4KiB)", NAN, "", m.touch_4k_us);
   row("core-to-core round trip, best batch (us)", NAN, "", m.pingpong_us);
+  json_line("fma_peak", "c_intrinsics", m.fma1, "GFLOP/s", 1);
+  json_line("fma_peak", "c_intrinsics", m.fmaN, "GFLOP/s", m.ncpu);
   json_line("triad", "c_pthreads", m.triad1, "GB/s", 1);
   json_line("triad", "c_pthreads", m.triadN, "GB/s", m.ncpu);
   json_line("first_touch_thp", "c", m.touch_huge_us, "us/4KiB", 1);
@@ -786,6 +685,7 @@ int main(int argc, char **argv) {
   }
   row("matmul 1024 e2e, median (GFLOP/s)", mm_e2e, np.have_numpy ? "numpy" : NULL, np.mm);
   row("matmul 1024 kernel, best (GFLOP/s)", mm_k, np.have_numpy ? "numpy best" : NULL, np.mm_best);
+  row("matmul 1024 kernel, best (GFLOP/s)", mm_k, "FMA peak", m.fmaN);
   row("compile cold, median of 5 (ms/kernel)", ct.cold_ms, NULL, NAN);
   row("compile from disk cache, med (ms/kernel)", ct.disk_ms, "cold", ct.cold_ms);
   row("pool_run empty task, best batch (us)", pool_us, "round trip", m.pingpong_us);

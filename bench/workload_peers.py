@@ -53,7 +53,9 @@ ONLY = [w for w in os.environ.get("TG_BENCH_ONLY", "").split(",") if w]
 
 
 def guarded(impl, workload, fn):
-    if ONLY and workload not in ONLY:  # TG_BENCH_ONLY=mlp,conv2d runs only those (bench/jit.c asks for mlp)
+    # TG_BENCH_ONLY=mlp,conv2d: only workloads whose name contains one of the words, as workloads.c selects
+    # its own (bench/jit.c asks for mlp)
+    if ONLY and not any(w in workload for w in ONLY):
         return
     try:
         fn()
@@ -87,7 +89,7 @@ def run_numpy():
     def softmax():
         e = np.exp(x - x.max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1, keepdims=True)
-    guarded("numpy", "softmax", lambda: emit("softmax_4096x4096", "numpy", SM_BYTES / med(softmax, 1, 5) / 1e9, "GB/s", 1))
+    guarded("numpy", "softmax_4096x4096", lambda: emit("softmax_4096x4096", "numpy", SM_BYTES / med(softmax, 1, 5) / 1e9, "GB/s", 1))
 
 
 # ---- PyTorch ---------------------------------------------------------------------------------------------------
@@ -110,11 +112,11 @@ def run_torch():
             guarded("pytorch", f"matmul_{n}", lambda: emit(f"matmul_{n}", "pytorch",
                                                            2 * n ** 3 / med(lambda: a @ b, 1, reps) / 1e9, "GFLOP/s", th))
         x = torch.randn(4096, 4096) * 4
-        guarded("pytorch", "softmax", lambda: emit("softmax_4096x4096", "pytorch",
+        guarded("pytorch", "softmax_4096x4096", lambda: emit("softmax_4096x4096", "pytorch",
                                                    SM_BYTES / med(lambda: torch.softmax(x, -1), 1, 5) / 1e9, "GB/s", th))
         del x
         xc, wc = torch.randn(32, 64, 56, 56), torch.randn(64, 64, 3, 3) * 0.05
-        guarded("pytorch", "conv2d", lambda: emit("conv2d_b32_64x64_56x56_k3", "pytorch",
+        guarded("pytorch", "conv2d_b32_64x64_56x56_k3", lambda: emit("conv2d_b32_64x64_56x56_k3", "pytorch",
                                                   CONV_FLOPS / med(lambda: F.conv2d(xc, wc, padding=1), 1, 3) / 1e9,
                                                   "GFLOP/s", th))
         del xc, wc
@@ -128,7 +130,7 @@ def run_torch():
             xt.grad, wt.grad = None, None
             F.conv2d(xt, wt, padding=1).backward(gy)
         emit("conv2d_train_b32_64x64_56x56_k3", "pytorch", 3 * CONV_FLOPS / med(step, 1, 3) / 1e9, "GFLOP/s", th)
-    guarded("pytorch", "conv2d_train", conv_train)
+    guarded("pytorch", "conv2d_train_b32_64x64_56x56_k3", conv_train)
 
     def mlp():
         model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
@@ -143,7 +145,7 @@ def run_torch():
             opt.step()
             return loss.item()
         emit("mlp_784_512_512_10_adam_b128", "pytorch", med(step, 3, 10) * 1e3, "ms/step", th)
-    guarded("pytorch", "mlp", mlp)
+    guarded("pytorch", "mlp_784_512_512_10_adam_b128", mlp)
 
     def block():
         B, T, D, H = 8, 128, 256, 4
@@ -160,7 +162,7 @@ def run_torch():
             return x1 + fc2(F.gelu(fc1(ln2(x1)), approximate="tanh"))
         with torch.no_grad():
             emit("transformer_block_b8_t128_d256_h4", "pytorch", med(fwd, 2, 5) * 1e3, "ms", th)
-    guarded("pytorch", "transformer", block)
+    guarded("pytorch", "transformer_block_b8_t128_d256_h4", block)
 
 
 # ---- tinygrad --------------------------------------------------------------------------------------------------
@@ -191,11 +193,11 @@ def run_tinygrad(impl):
         guarded(impl, f"matmul_{n}", lambda: emit(f"matmul_{n}", impl,
                                                   2 * n ** 3 / med(lambda: R(a @ b), 1, reps) / 1e9, "GFLOP/s", th))
     x = (Tensor.randn(4096, 4096) * 4).realize()
-    guarded(impl, "softmax", lambda: emit("softmax_4096x4096", impl,
+    guarded(impl, "softmax_4096x4096", lambda: emit("softmax_4096x4096", impl,
                                           SM_BYTES / med(lambda: R(x.softmax(-1)), 1, 5) / 1e9, "GB/s", th))
     del x
     xc, wc = Tensor.randn(32, 64, 56, 56).realize(), (Tensor.randn(64, 64, 3, 3) * 0.05).realize()
-    guarded(impl, "conv2d", lambda: emit("conv2d_b32_64x64_56x56_k3", impl,
+    guarded(impl, "conv2d_b32_64x64_56x56_k3", lambda: emit("conv2d_b32_64x64_56x56_k3", impl,
                                          CONV_FLOPS / med(lambda: R(xc.conv2d(wc, padding=1)), 1, 3) / 1e9,
                                          "GFLOP/s", th))
     del xc, wc
@@ -214,7 +216,7 @@ def run_tinygrad(impl):
             return loss.realize()
         with Context(TRAINING=1):
             emit("mlp_784_512_512_10_adam_b128", impl, med(lambda: step(xb, yb).item(), 3, 10) * 1e3, "ms/step", th)
-    guarded(impl, "mlp", mlp)
+    guarded(impl, "mlp_784_512_512_10_adam_b128", mlp)
 
     def block():
         B, T, D, H = 8, 128, 256, 4
@@ -231,7 +233,7 @@ def run_tinygrad(impl):
             x1 = x + out(a)
             return (x1 + fc2(fc1(ln2(x1)).gelu())).realize()
         emit("transformer_block_b8_t128_d256_h4", impl, med(lambda: R(fwd(x)), 3, 5) * 1e3, "ms", th)
-    guarded(impl, "transformer", block)
+    guarded(impl, "transformer_block_b8_t128_d256_h4", block)
 
 
 def main():

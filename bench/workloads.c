@@ -9,9 +9,12 @@
  *   transformer block forward, batch 8, sequence 128, width 256, 4 heads, under tg_jit (JIT=0: eager)  (ms)
  *     pre-norm: x + out(sdpa_causal(qkv(ln1(x)))), then + fc2(gelu(fc1(ln2(.)))) (gelu: tanh approximation)
  *
+ * Each rate is also shown against the machine's limit, measured by this program at its start and end
+ * (bench/limits.h): the peak FMA rate of all threads for GFLOP/s, the STREAM triad for GB/s ("of limit").
+ *
  * Usage: build/bench/workloads [--json] [--beam]. --beam also runs matmul 1024 and 2048 with BEAM=2 (the first
  * call's search time is printed; results are cached on disk, so a second run does no search). --json prints one JSON line per (workload, implementation):
- * {"workload", "impl", "value", "unit", "threads"}. The peers run afterwards as `python3 bench/workload_peers.py`
+ * {"workload", "impl", "value", "unit", "threads"} (impl "limit": the machine's limit for that workload). The peers run afterwards as `python3 bench/workload_peers.py`
  * (PYTHON=... picks another interpreter); a missing package is skipped with a note. tinygrad BEAM runs only
  * with TG_BENCH_TINYGRAD_BEAM=1 (BEAM=2; it searches for minutes), else its column says "skip".
  *
@@ -35,6 +38,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "limits.h"
 #include "tg.h"
 #include "uop/uop.h"
 
@@ -354,7 +358,7 @@ static const char *const WORKLOADS[] = {"matmul_256", "matmul_1024", "matmul_204
                                         "conv2d_b32_64x64_56x56_k3", "conv2d_train_b32_64x64_56x56_k3",
                                         "mlp_784_512_512_10_adam_b128",
                                         "transformer_block_b8_t128_d256_h4"};
-static const char *const IMPLS[] = {"tgc", "pytorch", "tinygrad", "tinygrad_beam", "numpy", "tgc_beam"};
+static const char *const IMPLS[] = {"tgc", "pytorch", "tinygrad", "tinygrad_beam", "numpy", "tgc_beam", "limit"};
 #define NW (int)(sizeof WORKLOADS / sizeof *WORKLOADS)
 #define NI (int)(sizeof IMPLS / sizeof *IMPLS)
 
@@ -395,9 +399,9 @@ static void fmt_ratio(char *b, size_t n, const result *t, const result *r, bool 
 
 /* the results as a table: of the median runs, or of the fastest runs (best) */
 static void print_table(bool best) {
-  note("\n%-34s %-9s %8s %8s %8s %8s %8s %9s  %-10s %-10s %-9s %-9s\n", best ? "fastest run of each" : "median run of each",
-       "unit", "tgc", "pytorch", "tinygrad", "tg BEAM", "numpy", "tgc BEAM", "vs pytorch", "vs tinygrad", "vs numpy",
-       "BEAM/numpy");
+  note("\n%-34s %-9s %8s %8s %8s %8s %8s %9s %8s  %-10s %-10s %-9s %-9s %-8s\n",
+       best ? "fastest run of each" : "median run of each", "unit", "tgc", "pytorch", "tinygrad", "tg BEAM", "numpy",
+       "tgc BEAM", "limit", "vs pytorch", "vs tinygrad", "vs numpy", "BEAM/numpy", "of limit");
   for (int w = 0; w < NW; w++) {
     const result *r[NI];
     char v[NI][16], rp[16], rt[16];
@@ -409,13 +413,14 @@ static void print_table(bool best) {
     }
     if (!strcmp(v[3], "-") && !getenv("TG_BENCH_TINYGRAD_BEAM")) snprintf(v[3], sizeof v[3], "skip");
     if (!strcmp(v[5], "-") && !beam_mode && !strncmp(WORKLOADS[w], "matmul", 6)) snprintf(v[5], sizeof v[5], "skip");
-    char rn[16], rb[16];
+    char rn[16], rb[16], rl[16];
     fmt_ratio(rp, sizeof rp, r[0], r[1], best);
     fmt_ratio(rt, sizeof rt, r[0], r[2], best);
     fmt_ratio(rn, sizeof rn, r[0], r[4], best);
     fmt_ratio(rb, sizeof rb, r[5], r[4], best);
-    note("%-34s %-9s %8s %8s %8s %8s %8s %9s  %-10s %-10s %-9s %-9s\n", WORKLOADS[w], unit, v[0], v[1], v[2], v[3], v[4],
-         v[5], rp, rt, rn, rb);
+    fmt_ratio(rl, sizeof rl, r[0], r[6], best);
+    note("%-34s %-9s %8s %8s %8s %8s %8s %9s %8s  %-10s %-10s %-9s %-9s %-8s\n", WORKLOADS[w], unit, v[0], v[1], v[2],
+         v[3], v[4], v[5], v[6], rp, rt, rn, rb, rl);
   }
 }
 
@@ -440,6 +445,43 @@ static void print_notes(void) {
   note("\n");
 }
 
+/* ---- machine limits: the ceiling each workload's rate is compared with ------------------------------------------ */
+
+#define TRIAD_N ((size_t)64 << 20) /* 3 x 256 MiB: past the 260 MiB L3 this VM reports */
+
+typedef struct machine_limits { double fma, triad; const char *isa; int ncpu; } machine_limits;
+
+/* all-thread FMA peak and triad, each folded into the best seen (run at the start and at the end: the
+ * machine is shared, and a limit is what it can do when it is quiet) */
+static void measure_limits(machine_limits *m) {
+  long nc = sysconf(_SC_NPROCESSORS_ONLN);
+  m->ncpu = nc < 1 ? 1 : nc > MAX_CPUS ? MAX_CPUS : (int)nc;
+  double f = fma_peak_gflops(m->ncpu, 5, &m->isa);
+  if (!(m->fma >= f)) m->fma = f;
+  triad_ctx x;
+  region r[3];
+  if (!triad_map(&x, r, TRIAD_N)) return;
+  double t = triad_run(&x, m->ncpu, 5);
+  if (!(m->triad >= t)) m->triad = t;
+  for (int i = 0; i < 3; i++) region_unmap(&r[i]);
+}
+
+/* the limit a workload's unit is measured against: FMA peak for GFLOP/s, triad for GB/s (times have none) */
+static void add_limits(const machine_limits *m) {
+  int n = nresults;
+  for (int i = 0; i < n; i++) {
+    const result *r = &results[i];
+    if (strcmp(r->impl, "tgc") || find_result(r->workload, "limit")) continue;
+    double v = !strcmp(r->unit, "GFLOP/s") ? m->fma : !strcmp(r->unit, "GB/s") ? m->triad : NAN;
+    if (isnan(v)) continue;
+    char w[48], u[16];
+    snprintf(w, sizeof w, "%s", r->workload);
+    snprintf(u, sizeof u, "%s", r->unit);
+    add_result(w, "limit", v, u, m->ncpu);
+    results[nresults - 1].best = v;
+  }
+}
+
 /* ---- main --------------------------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -452,6 +494,8 @@ int main(int argc, char **argv) {
     }
   }
   double t_start = bench_now_s(), load_start = loadavg1();
+  machine_limits lim = {.fma = NAN, .triad = NAN};
+  measure_limits(&lim);  /* before tgc's thread pool starts */
   int nt = tg_num_threads();
   note("tgc workloads benchmark: tgc %d threads; warm-up first (compiles excluded), then the median of a few runs;\n"
        "tgc: fresh tg_from_blob inputs and one scope per iteration (graph build + schedule + launch included);\n"
@@ -580,6 +624,8 @@ int main(int argc, char **argv) {
   double t_tgc = bench_now_s() - t_start;
   note("tgc done in %.1f s; running the peers (bench/workload_peers.py)...\n", t_tgc);
 
+  measure_limits(&lim);
+  add_limits(&lim);
   if (json_mode) print_json(0, nresults);
   int first_peer = nresults;
   run_peers();
@@ -591,6 +637,9 @@ int main(int argc, char **argv) {
   print_table(false);
   print_table(true);
   print_notes();
+  note("limit: the machine's, measured here (bench/limits.h), best of the start and the end of the run: %s peak "
+       "%.0f GFLOP/s for GFLOP/s rows, STREAM triad %.1f GB/s for GB/s rows, %d threads each\n",
+       lim.isa, lim.fma, lim.triad, lim.ncpu);
   for (int i = 0; i < ninfo; i++) note("%s\n", peer_info[i]);
   for (int i = 0; i < nskips; i++) note("skipped: %s\n", skip_notes[i]);
   note("load average (1 min): %.2f at the start, %.2f at the end%s\n", load_start, loadavg1(),
