@@ -223,7 +223,8 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
              "static inline tg_float_v tg_sqrt_v(tg_float_v x) { return __builtin_ia32_sqrtps512(x, 4); }\n"
              "#else\n"
              "static inline tg_float_v tg_sqrt_v(tg_float_v x) { return __builtin_ia32_sqrtps512_mask(x, x, (unsigned short)0xffff, 4); }\n"
-             "#endif\n");
+             "#endif\n"
+             "#define TG_VEC512 1\n");  /* 16-lane vectors on AVX-512: c_math.c's exp2 uses its instructions */
     else
       put(o, "static inline tg_float_v tg_sqrt_v(tg_float_v x) { return __builtin_ia32_sqrtps256(x); }\n");
     put(o, "#define TG_HAVE_VSQRT 1\n#endif\n");
