@@ -272,14 +272,11 @@ static tg_status check_not_stale(const schedule *s, const uop_map *made) {
       uop *bn = x->op == OP_BUFFER ? x : x->op == OP_RESHAPE && x->src[0]->op == OP_BUFFER ? x->src[0] : NULL;
       tg_buffer *b = bn ? bn->buf : NULL;
       if (b && b->writes != bn->epoch) {
-        char shape[128] = "scalar";
-        size_t len = 0;
-        for (int d = 0; d < x->ndim && len < sizeof shape - 24; d++)
-          len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", d ? ", " : "", (long long)x->shape[d]);
+        char shape[128];
         tg_set_error(TG_ERR_ARG,
-                     "tg_realize: a lazy tensor reads a (%s) %s tensor whose buffer an assign has since overwritten in "
+                     "tg_realize: a lazy tensor reads a %s %s tensor whose buffer an assign has since overwritten in "
                      "place; realize it before (or together with) the assign",
-                     shape, tg_dtype_name((tg_dtype)x->dtype));
+                     shape_str(shape, sizeof shape, x->ndim, x->shape), tg_dtype_name((tg_dtype)x->dtype));
         return TG_ERR_ARG;
       }
     }
