@@ -236,6 +236,16 @@ TEST(test_runtime_compile_error_reports_compiler_message) {
   CHECK(!p, "a syntax error compiles to NULL");
   CHECK(tg_error_status() == TG_ERR_DEVICE, "status %d", (int)tg_error_status());
   CHECK(strstr(tg_error(), "error"), "the message carries the compiler's error: \"%s\"", tg_error());
+  /* the same source again: the same error, without running the compiler again */
+  char first[1024];
+  snprintf(first, sizeof first, "%s", tg_error());
+  runtime_counters c0 = runtime_get_counters();
+  tg_error_clear();
+  p = d->compile(d, "broken", "void broken(void **b, long c, long n) { int x = ; }\n");
+  runtime_counters c1 = runtime_get_counters();
+  CHECK(!p && tg_error_status() == TG_ERR_DEVICE && !strcmp(tg_error(), first), "second failure: \"%s\"", tg_error());
+  CHECK(c1.compiles == c0.compiles, "the refused source was compiled again (%llu -> %llu compiles)",
+        (unsigned long long)c0.compiles, (unsigned long long)c1.compiles);
   /* nothing is left behind in the cache directory */
   DIR *dd = opendir(dir);
   int files = 0;
@@ -245,6 +255,15 @@ TEST(test_runtime_compile_error_reports_compiler_message) {
     closedir(dd);
   }
   CHECK(files == 0, "%d files left in the cache dir after a failed compile", files);
+  /* a missing function is remembered too; a different source still compiles */
+  static const char ok_src[] = "void fine(void **b, long long c, long long n) { (void)b; (void)c; (void)n; }\n";
+  CHECK(!d->compile(d, "absent", ok_src) && strstr(tg_error(), "absent"), "missing symbol: %s", tg_error());
+  c0 = runtime_get_counters();
+  CHECK(!d->compile(d, "absent", ok_src) && strstr(tg_error(), "absent"), "missing symbol again: %s", tg_error());
+  CHECK(runtime_get_counters().compiles == c0.compiles, "a source without the function was compiled again");
+  tg_program *fine = d->compile(d, "fine", ok_src);
+  CHECK(fine, "a good source after failures: %s", tg_error());
+  if (fine) program_release(fine);
   compile_cache_set_dir(NULL);
   test_remove_dir(dir);
 }

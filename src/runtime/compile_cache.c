@@ -48,6 +48,10 @@ static struct {
 } cfg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_ullong ncompiles;
+/* set when the compiler refused the last source this thread compiled (cpu_compile_so clears it) */
+static _Thread_local bool rejected;
+
+bool compile_cache_rejected(void) { return rejected; }
 
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed) {
   const unsigned char *b = p;
@@ -295,6 +299,7 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
     text[keep] = 0;
     if (st < 0) tg_set_error(TG_ERR_DEVICE, "compile: %s", text);
     else tg_set_error(TG_ERR_DEVICE, "compile: %s failed (exit %d):\n%s", cc, st, text);
+    rejected = st > 0 && st < 128;  /* the compiler ran and refused the source: not a signal, not a spawn failure */
     free(text);
     return CC_FAIL;
   }
@@ -333,6 +338,7 @@ static char *compile_private(const char *src, const char *hex, const char *cc, c
 }
 
 char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
+  rejected = false;
   bool fd_dummy, tmp_dummy;
   if (!from_disk) from_disk = &fd_dummy;
   if (!is_temp) is_temp = &tmp_dummy;

@@ -76,13 +76,28 @@ typedef struct prog_entry {
   struct prog_entry *older, *newer;  /* LRU list */
 } prog_entry;
 
+/* Sources the device refused (the compiler's error, a function missing), with the message: the same source fails
+ * the same way, so it is not compiled again. Else a kernel the renderer gets wrong runs the compiler on every
+ * realize that needs it, about 100 ms each, for the same error. A ring: the oldest failure is forgotten first. */
+#define FAILED_MAX 32
+typedef struct failed_src { uint64_t h1, h2; char msg[1024]; } failed_src;
+
 static struct {
   pthread_mutex_t lock;
   prog_entry *buckets[PC_BUCKETS];
   prog_entry *newest, *oldest;
   int count;
   uint64_t mem_hits, disk_hits;
+  failed_src failed[FAILED_MAX];
+  int nfailed, next_failed;
 } pc = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* with pc.lock held: the failure recorded for (h1, h2), or NULL */
+static const failed_src *failed_find(uint64_t h1, uint64_t h2) {
+  for (int i = 0; i < pc.nfailed; i++)
+    if (pc.failed[i].h1 == h1 && pc.failed[i].h2 == h2) return &pc.failed[i];
+  return NULL;
+}
 
 static void lru_unlink(prog_entry *e) {
   if (e->older) e->older->newer = e->newer;
@@ -143,6 +158,7 @@ static void release_entries(prog_entry *e) {
 
 void cpu_program_cache_clear(void) {
   pthread_mutex_lock(&pc.lock);
+  pc.nfailed = pc.next_failed = 0;
   prog_entry *all = NULL;
   while (pc.oldest) {
     prog_entry *e = pc.oldest;
@@ -169,12 +185,17 @@ static void cpu_program_free(tg_program *p) {
   free(p);
 }
 
-/* compiles (or finds) src and loads it; a program with one reference, or NULL with tg_error set */
-static tg_program *load_program(const tg_device *d, const char *name, const char *src) {
+/* compiles (or finds) src and loads it; a program with one reference, or NULL with tg_error set and *refused
+ * true when the source itself is at fault (the compiler's error, no such function in it) */
+static tg_program *load_program(const tg_device *d, const char *name, const char *src, bool *refused) {
   double t0 = now_ms();
   bool from_disk, is_temp;
+  *refused = false;
   char *path = cpu_compile_so(src, &from_disk, &is_temp);
-  if (!path) return NULL;
+  if (!path) {
+    *refused = compile_cache_rejected();
+    return NULL;
+  }
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (is_temp) unlink(path);  /* the mapping outlives the name */
   if (!h) {
@@ -189,6 +210,7 @@ static tg_program *load_program(const tg_device *d, const char *name, const char
   if (!fn) {
     tg_set_error(TG_ERR_DEVICE, "CPU: the compiled source defines no function %s", name);
     dlclose(h);
+    *refused = true;
     return NULL;
   }
   tg_program *p = malloc(sizeof *p);
@@ -227,11 +249,29 @@ static tg_program *cpu_compile(const tg_device *d, const char *name, const char 
     pthread_mutex_unlock(&pc.lock);
     return e->p;
   }
+  const failed_src *f = failed_find(h1, h2);
+  if (f) {
+    tg_set_error(TG_ERR_DEVICE, "%s", f->msg);
+    pthread_mutex_unlock(&pc.lock);
+    return NULL;
+  }
   pthread_mutex_unlock(&pc.lock);
 
   /* compile without the lock, so threads compiling different kernels do not wait for each other */
-  tg_program *p = load_program(d, name, src);
-  if (!p) return NULL;
+  bool refused;
+  tg_program *p = load_program(d, name, src, &refused);
+  if (!p) {
+    if (refused) {  /* not a failure that may pass: out of memory, a signal, the cache directory's I/O */
+      pthread_mutex_lock(&pc.lock);
+      failed_src *slot = &pc.failed[pc.next_failed];
+      *slot = (failed_src){.h1 = h1, .h2 = h2};
+      snprintf(slot->msg, sizeof slot->msg, "%s", tg_error());
+      pc.next_failed = (pc.next_failed + 1) % FAILED_MAX;
+      if (pc.nfailed < FAILED_MAX) pc.nfailed++;
+      pthread_mutex_unlock(&pc.lock);
+    }
+    return NULL;
+  }
 
   prog_entry *ne = malloc(sizeof *ne);
   pthread_mutex_lock(&pc.lock);

@@ -82,6 +82,9 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);  /* 64-bit FNV-1a s
 /* as cpu_compile_to_file; *is_temp (if not NULL) says the file is a private temporary (the cache directory
  * was unusable) that the caller should unlink once it has loaded it */
 char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp);
+/* whether the last cpu_compile_so on this thread failed because the compiler refused the source (an error in it,
+ * not a spawn failure, a signal or the cache directory's I/O): compiling it again would fail the same way */
+bool compile_cache_rejected(void);
 /* the disk cache directory from now on; NULL: TG_CACHE, else $XDG_CACHE_HOME/tgc, else $HOME/.cache/tgc */
 void compile_cache_set_dir(const char *dir);
 /* the disk cache directory in use ("" when there is none) into out */
