@@ -1,7 +1,10 @@
 /* test_opt.c — optimization actions: each refused with a reason where it does not apply; random legal action
  * lists on a set of kernels compute what the unoptimized kernel computes; the heuristic's code is vector code. */
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
+#include "codegen/beam.h"
 #include "codegen/opt.h"
 #include "engine/search.h"
 #include "render/render.h"
@@ -398,6 +401,45 @@ TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   CHECK(system(cmd) == 0, "could not remove %s", dir);
+}
+
+/* a device whose every run takes 20 ms: the search must stop at its time limit within a round, with the
+ * heuristic's own actions (timed first) as the result when nothing else was timed */
+static atomic_int slow_runs;
+static void *slow_compile(void *ctx, const char *name, const char *src) { (void)ctx, (void)name, (void)src; return (void *)1; }
+static double slow_run(void *ctx, void *prog, int nthreads) {
+  (void)ctx, (void)prog, (void)nthreads;
+  atomic_fetch_add(&slow_runs, 1);
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  return 0.020;
+}
+static void slow_release(void *ctx, void *prog) { (void)ctx, (void)prog; }
+
+TEST(test_opt_beam_stops_at_its_time_limit_within_a_round) {
+  tg_scope_begin();
+  int64_t sa[2] = {64, 64};
+  tg_tensor *y = tg_matmul(rand_t(2, sa), rand_t(2, sa));
+  CHECK_T(y);
+  schedule s;
+  if (!y || schedule_create(1, &y->u, &s) != TG_OK) { tg_scope_end(); return; }
+  kernel_state ks, h;
+  CHECK(ks_init(&ks, decompose_dtypes(s.kernels[0].ast), (opt_target){.nthreads = 2, .vec_bytes = 64}), "ks_init");
+  h = ks;
+  hand_coded_optimizations(&h);
+  beam_device d = {.compile = slow_compile, .run = slow_run, .release = slow_release, .key = "slow", .cache_dir = NULL};
+  atomic_store(&slow_runs, 0);
+  bool found = beam_search(&ks, 2, &d, 0.05);
+  /* the first candidate's three runs take 60 ms, past the 50 ms limit: nothing else runs. Before, every seed
+   * of the round was timed (the limit was looked at between rounds only) */
+  CHECK(found && atomic_load(&slow_runs) == 3, "%d runs for a 50 ms limit (20 ms each)", atomic_load(&slow_runs));
+  bool same = found && ks.napplied == h.napplied;
+  for (int i = 0; same && i < h.napplied; i++)
+    same = ks.applied[i].op == h.applied[i].op && ks.applied[i].axis == h.applied[i].axis && ks.applied[i].arg == h.applied[i].arg;
+  char a[160], b[160];
+  CHECK(same, "a search cut short chose %s, not the heuristic's %s", opts_str(&ks, a, sizeof a), opts_str(&h, b, sizeof b));
+  schedule_free(&s);
+  tg_scope_end();
 }
 
 /* a matmul whose broadcast product has more than 2^31 elements indexes in int64: still vector code */

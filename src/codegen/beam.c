@@ -1,13 +1,15 @@
 /* beam.c — BEAM=n: the actions for a kernel found by timing candidates on the device (tinygrad's search.py).
  *
- * The beam starts with the kernel as it is and with each prefix of the heuristic's actions. Each round extends every beam
- * member by every single action that applies (UPCAST/UNROLL by 2..32, THREAD, SWAP, PACK), renders each new
- * kernel once (kernels that expand to the same AST are one candidate), compiles them all in parallel on a few
- * threads (the device's compile is thread-safe; rendering is not, the IR being one interned table), runs
- * each on the device's random inputs (best of 3, cut after one run when it is 3x slower than the best so
- * far) and keeps the n fastest (after the first round: every seed). It stops when a round from the second
- * on improves the best by less than 1%, after 8 rounds, or at the time limit. The result is cached on disk under the kernel's structural hash, the beam width and
- * the device's key, so a second run does no search.
+ * The beam starts with the heuristic's actions, each prefix of them and the kernel as it is. Each round extends
+ * every beam member by every single action that applies (UPCAST/UNROLL by 2..32, THREAD, SWAP, PACK), renders
+ * each new kernel once (kernels that expand to the same AST are one candidate), compiles them in parallel on a
+ * few threads, 16 at a time (the device's compile is thread-safe; rendering is not, the IR being one interned
+ * table), runs each on the device's random inputs (best of 3, cut after one run when it is 3x slower than the
+ * best so far) and keeps the n fastest (after the first round: every seed). It stops when a round from the
+ * second on improves the best by less than 1%, after 8 rounds, or at the time limit, which is looked at after
+ * every run: candidates not timed by then are not kept, and as the heuristic's own list is timed first, a
+ * search cut short is never worse than the heuristic. The result is cached on disk under the kernel's
+ * structural hash, the beam width and the device's key, so a second run does no search.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,6 +25,7 @@
 #define BEAM_MAX_CAND 512
 #define BEAM_ROUNDS 8
 #define BEAM_COMPILE_THREADS 4
+#define BEAM_CHUNK 16  /* candidates rendered, compiled and timed between two looks at the clock */
 
 static double now_s(void) {
   struct timespec ts;
@@ -204,23 +207,38 @@ bool beam_search(kernel_state *ks, int width, const beam_device *d, double limit
     if (!apply_opt(&cands[nc].ks, h.applied[i], why)) break;
     nc++;
   }
+  /* the heuristic's whole list is timed first: a search cut short by its time limit is never worse than it */
+  for (int i = 0; i < nc / 2; i++) {
+    kernel_state t = cands[i].ks;
+    cands[i].ks = cands[nc - 1 - i].ks;
+    cands[nc - 1 - i].ks = t;
+  }
   kernel_state best = *ks;
   double best_t = 1e30;
-  bool any = false;
+  bool any = false, late = false;
   for (int round = 0; round <= BEAM_ROUNDS && nc; round++) {
+    /* rendered, compiled and timed a chunk at a time, the time limit checked after each: a round of a few
+     * hundred candidates of a big kernel (a 10 GFLOP convolution gradient: about a second per run) would
+     * otherwise run far past it. Candidates not reached stay untimed. */
     int nr = 0;
-    for (int i = 0; i < nc; i++) {
-      cands[nr] = cands[i];
-      cands[nr].src = NULL;
-      cands[nr].prog = NULL;
-      if (cand_render(&cands[nr], cands, nr)) nr++;
-      else free(cands[nr].src);
-    }
-    compile_all(cands, nr, d);
-    for (int i = 0; i < nr; i++) {
-      cands[i].t = cands[i].prog ? time_prog(d, &cands[i], best_t) : -1;
-      if (cands[i].t < 0) cands[i].t = 1e30;
-      cand_free(d, &cands[i]);
+    for (int i = 0; i < nc && !late;) {
+      int start = nr;
+      for (; i < nc && nr - start < BEAM_CHUNK; i++) {
+        cands[nr] = cands[i];
+        cands[nr].src = NULL;
+        cands[nr].prog = NULL;
+        if (cand_render(&cands[nr], cands, nr)) nr++;
+        else free(cands[nr].src);
+      }
+      compile_all(cands + start, nr - start, d);
+      for (int k = start; k < nr; k++) {
+        double best_now = best_t;
+        for (int j = 0; j < k; j++) best_now = cands[j].t < best_now ? cands[j].t : best_now;
+        cands[k].t = cands[k].prog && !late ? time_prog(d, &cands[k], best_now) : -1;
+        if (cands[k].t < 0) cands[k].t = 1e30;
+        cand_free(d, &cands[k]);
+        late = now_s() - t0 > limit_s;
+      }
     }
     qsort(cands, (size_t)nr, sizeof *cands, cmp_time);
     if (tg_debug_level() >= 2 && nr) {
@@ -235,7 +253,7 @@ bool beam_search(kernel_state *ks, int width, const beam_device *d, double limit
     }
     /* the seeds all grow in round 1 (else the beam only ever sees the heuristic's path); later rounds grow
      * the width fastest, and the search stops after a round that did not improve, from round 2 on */
-    if ((!improved && round >= 2) || now_s() - t0 > limit_s) break;
+    if ((!improved && round >= 2) || late || now_s() - t0 > limit_s) break;
     nb = round == 0 ? (nr < width + 6 ? nr : width + 6) : nr < width ? nr : width;
     for (int i = 0; i < nb; i++) beam[i] = cands[i];
     nc = 0;
