@@ -12,7 +12,7 @@
  *      form: UNROLL of the reduce by one vector and 16 accumulators over the output loops with reuse;
  *      (a reduce's loop is padded from above one vector: conv's rows of 20 or 24 become 32);
  *   2. register tile: for a reduce, one more output loop along which a hot load is reused gets UPCAST by
- *      8/6/4/3/2, keeping at most 16 vector accumulators (matmul: 8x32 floats, 16 zmm registers); a load
+ *      16/8/6/4/3/2, keeping at most 16 vector accumulators (matmul: 8x32 floats, 16 zmm registers); a load
  *      reused there that varies along the vector loop counts twice (conv: the tile goes on cout, where x's
  *      window vector is shared, not on the batch, where only the weight's scalar is);
  *   3. threads: the output loop that splits evenly across the pool, preferring the vector loop's outer part
@@ -320,8 +320,11 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
        * no loop outside the tile to pack for) */
       if (re > best_reuse || (re && re == best_reuse && ax[i].size > ax[best].size)) { best_reuse = re; best = i; }
     }
-    static const int64_t amts[] = {8, 6, 4, 3, 2};
-    for (int k = 0; best >= 0 && k < 5; k++)
+    /* 16 when the vector loop is one vector: 16 accumulators, one vector load and 16 broadcasts a step (the
+     * 3x3 and 5x5 convolutions of MNIST on rows of 8 or 16 pixels, and its conv2 weight gradient: 8-12%
+     * faster each than 8 accumulators, per-kernel minimums of alternated runs; BEAM found it first) */
+    static const int64_t amts[] = {16, 8, 6, 4, 3, 2};
+    for (int k = 0; best >= 0 && k < 6; k++)
       if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= 16 && ax[best].size > amts[k] &&
           try_opt(ks, OPT_UPCAST, best, amts[k])) {
         tile_id = ax[best].r->arg.i;
