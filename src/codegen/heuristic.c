@@ -29,6 +29,7 @@
 
 /* below this many loop iterations in total a kernel runs on one thread: waking the pool costs more */
 #define THREAD_MIN_WORK 32768
+#define PACK_WEIGHT_MIN_ROWS 32  /* output rows a convolution's packed weight panel must serve (step 4) */
 
 typedef struct hot { uop *loads[64]; int nloads; uop *stores[16]; int nstores; } hot;
 
@@ -109,6 +110,20 @@ static bool windowed(kernel_state *ks, const hot *h) {
       for (int j = 0; j < i && c[i]; j++)
         if (c[j] == c[i]) return true;
     }
+  }
+  return false;
+}
+
+/* whether r is a window's row loop: a hot load steps by the same amount along r and along another loop (a
+ * conv's oy and ky), as opposed to a loop of channels */
+static bool window_row(kernel_state *ks, const hot *h, uop *r) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  for (int l = 0; l < h->nloads; l++) {
+    int64_t cr, c;
+    if (!lin_coef(h->loads[l]->src[1], r, &cr) || cr == 0) continue;
+    for (int i = 0; i < n; i++)
+      if (ax[i].r != r && lin_coef(h->loads[l]->src[1], ax[i].r, &c) && c == cr) return true;
   }
   return false;
 }
@@ -348,7 +363,7 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
 
   /* 4. cache blocking: the vector loop outside the tile loop, and the operand reused across the tile loop
    * (matmul: B's panel of the vector loop's columns) packed into a contiguous buffer before it */
-  /* not for convolutions: their packed window panel is an im2col copy per output row, which cost more than
+  /* not the window of a convolution: its packed panel is an im2col copy per output row, which cost more than
    * the tile's arithmetic (conv2d 32x64x58x58 k3: 64-122 ms packed, 32-34 ms reading the input in place) */
   hot hp;
   find_hot(ks->ast, &hp);
@@ -363,6 +378,17 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
       }
       if (ti > vi && try_opt(ks, OPT_PACK, ti, pack_t)) return true;
     }
+  }
+  /* A convolution packs its weight instead, the operand its window does not read: the tile's panel (cout x
+   * cin x kernel) copied contiguous before the output-row loop, and read from there by every row. Worth it
+   * only over many rows: conv 64->64 56x56 3x3 forward, 31.4-31.9 -> 28.4 ms (per-kernel minimums, alternated;
+   * BEAM found it); MNIST's convs of 6-24 rows were 3-30% slower with it, the copy being repeated per image. */
+  if (tile_id >= 0 && vec_id >= 0 && windowed(ks, &hp)) {
+    n = ks_axes(ks, ax, &nout, &nred);
+    int ti = axis_of(ks, tile_id, false);
+    if (ti >= 0 && ti + 1 < nout && ax[ti + 1].type == AX_GLOBAL && ax[ti + 1].size >= PACK_WEIGHT_MIN_ROWS &&
+        window_row(ks, &hp, ax[ti + 1].r))
+      try_opt(ks, OPT_PACK, ti + 1, 0);
   }
   return vec_id < 0 || !pack_t;
 }
