@@ -50,7 +50,6 @@
 #include "schedule/schedule.h"
 #include "tensor/tensor.h"
 
-#define TRIAD_N ((size_t)64 << 20)  /* 3 x 256 MiB: the VM reports a 260 MiB L3; 3 x 32M (384 MiB) is close */
 #define EW_N ((int64_t)1 << 24)
 #define SUM_N 4096
 #define MM_N 1024
@@ -191,8 +190,7 @@ static void triad_again(machine *m, int reps) {
 
 static machine measure_machine(void) {
   machine m = {0};
-  long nc = sysconf(_SC_NPROCESSORS_ONLN);
-  m.ncpu = nc < 1 ? 1 : nc > MAX_CPUS ? MAX_CPUS : (int)nc;
+  m.ncpu = limit_cpus();
   m.triad1 = m.triadN = m.touch_huge_us = m.touch_4k_us = m.pingpong_us = NAN;
   m.fma1 = fma_peak_gflops(1, 5, &m.fma_isa);
   m.fmaN = fma_peak_gflops(m.ncpu, 5, &m.fma_isa);

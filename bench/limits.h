@@ -16,11 +16,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 
 #define MAX_CPUS 64
 #define TRIAD_BLOCK 1024 /* a constant inner trip count, so gcc -O2 vectorizes the triad */
+#define TRIAD_N ((size_t)64 << 20) /* floats per array, 3 x 256 MiB: past the 260 MiB L3 this VM reports */
+
+/* the CPUs online, 1..MAX_CPUS: the threads a limit is measured on */
+static inline int limit_cpus(void) {
+  long nc = sysconf(_SC_NPROCESSORS_ONLN);
+  return nc < 1 ? 1 : nc > MAX_CPUS ? MAX_CPUS : (int)nc;
+}
 
 static inline double minimum(const double *v, int n) {
   double m = INFINITY;

@@ -479,15 +479,12 @@ static void print_notes(void) {
 
 /* ---- machine limits: the ceiling each workload's rate is compared with ------------------------------------------ */
 
-#define TRIAD_N ((size_t)64 << 20) /* 3 x 256 MiB: past the 260 MiB L3 this VM reports */
-
 typedef struct machine_limits { double fma, triad; const char *isa; int ncpu; } machine_limits;
 
 /* all-thread FMA peak and triad, each folded into the best seen (run at the start and at the end: the
  * machine is shared, and a limit is what it can do when it is quiet) */
 static void measure_limits(machine_limits *m) {
-  long nc = sysconf(_SC_NPROCESSORS_ONLN);
-  m->ncpu = nc < 1 ? 1 : nc > MAX_CPUS ? MAX_CPUS : (int)nc;
+  m->ncpu = limit_cpus();
   double f = fma_peak_gflops(m->ncpu, 5, &m->isa);
   if (!(m->fma >= f)) m->fma = f;
   triad_ctx x;
