@@ -342,13 +342,18 @@ TEST(test_opt_heuristic_elementwise_and_sum_are_vector_code) {
   tg_scope_end();
 }
 
-TEST(test_opt_noopt_turns_the_heuristic_off) {
-  tg_scope_begin();
+/* a 64x64 matmul of random inputs scheduled into s (one kernel); false when that fails */
+static bool matmul64_schedule(schedule *s) {
   int64_t sa[2] = {64, 64};
   tg_tensor *y = tg_matmul(rand_t(2, sa), rand_t(2, sa));
-  CHECK_T(y);
+  CHECK(y, "matmul: %s", tg_error());
+  return y && schedule_create(1, &y->u, s) == TG_OK;
+}
+
+TEST(test_opt_noopt_turns_the_heuristic_off) {
+  tg_scope_begin();
   schedule s;
-  if (schedule_create(1, &y->u, &s) != TG_OK) { tg_scope_end(); return; }
+  if (!matmul64_schedule(&s)) { tg_scope_end(); return; }
   const char *old = getenv("NOOPT");
   setenv("NOOPT", "1", 1);
   kernel_info info;
@@ -418,11 +423,8 @@ static void slow_release(void *ctx, void *prog) { (void)ctx, (void)prog; }
 
 TEST(test_opt_beam_stops_at_its_time_limit_within_a_round) {
   tg_scope_begin();
-  int64_t sa[2] = {64, 64};
-  tg_tensor *y = tg_matmul(rand_t(2, sa), rand_t(2, sa));
-  CHECK_T(y);
   schedule s;
-  if (!y || schedule_create(1, &y->u, &s) != TG_OK) { tg_scope_end(); return; }
+  if (!matmul64_schedule(&s)) { tg_scope_end(); return; }
   kernel_state ks, h;
   CHECK(ks_init(&ks, decompose_dtypes(s.kernels[0].ast), (opt_target){.nthreads = 2, .vec_bytes = 64}), "ks_init");
   h = ks;

@@ -62,7 +62,8 @@ static bool cache_load(const beam_device *d, kernel_state *ks, int width) {
   int n = 0, op, axis, vec = 0;
   long long arg;
   /* the vector width the actions were found with first: the heuristic may have chosen half vectors */
-  bool ok = fscanf(f, "%d %d", &vec, &n) == 2 && vec > 0 && vec <= ks->tg.vec_bytes && n >= 0 && n <= KS_MAX_OPTS;
+  bool ok = fscanf(f, "%d %d", &vec, &n) == 2 && vec >= 4 && (vec & (vec - 1)) == 0 && vec <= ks->tg.vec_bytes &&
+            n >= 0 && n <= KS_MAX_OPTS;
   t.tg.vec_bytes = vec;
   for (int i = 0; ok && i < n; i++) {
     char why[160];

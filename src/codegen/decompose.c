@@ -20,7 +20,8 @@ static uop *rule_bf16_alu(void *ctx, uop *u, uop **cap) {
 
 /* x / y -> x * (1 / y) when y depends on fewer loops than x: the reciprocal is hoisted out of the loops only
  * x runs in. A vector division costs 10-16 cycles against 0.5 for a multiplication (Adam's update divides
- * every element by the step's two bias corrections: 0.59 -> ms per step for a 784x512 weight). The result
+ * every element by the step's two bias corrections: its update kernel for a 784x512 weight, with the vector
+ * square root, 593 -> 102 us). The result
  * is within 1 ulp of the division, as tinygrad's, whose every division is a multiplication by a reciprocal. */
 static uop *rule_invariant_div(void *ctx, uop *u, uop **cap) {
   if (u->op != OP_FDIV || (u->dtype != TG_FLOAT32 && u->dtype != TG_FLOAT64)) return NULL;
