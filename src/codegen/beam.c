@@ -230,6 +230,7 @@ bool beam_search(kernel_state *ks, int width, const beam_device *d, double limit
      * hundred candidates of a big kernel (a 10 GFLOP convolution gradient: about a second per run) would
      * otherwise run far past it. Candidates not reached stay untimed. */
     int nr = 0;
+    double round_best = best_t;  /* the bar a run must beat not to be cut after its first run */
     for (int i = 0; i < nc && !late;) {
       int start = nr;
       for (; i < nc && nr - start < BEAM_CHUNK; i++) {
@@ -241,10 +242,9 @@ bool beam_search(kernel_state *ks, int width, const beam_device *d, double limit
       }
       compile_all(cands + start, nr - start, d);
       for (int k = start; k < nr; k++) {
-        double best_now = best_t;
-        for (int j = 0; j < k; j++) best_now = cands[j].t < best_now ? cands[j].t : best_now;
-        cands[k].t = cands[k].prog && !late ? time_prog(d, &cands[k], best_now) : -1;
+        cands[k].t = cands[k].prog && !late ? time_prog(d, &cands[k], round_best) : -1;
         if (cands[k].t < 0) cands[k].t = 1e30;
+        if (cands[k].t < round_best) round_best = cands[k].t;
         cand_free(d, &cands[k]);
         late = now_s() - t0 > limit_s;
       }
