@@ -261,7 +261,7 @@ static tg_program *cpu_compile(const tg_device *d, const char *name, const char 
   bool refused;
   tg_program *p = load_program(d, name, src, &refused);
   if (!p) {
-    if (refused) {  /* not a failure that may pass: out of memory, a signal, the cache directory's I/O */
+    if (refused) {  /* only the source's own faults: out of memory, a signal or the cache directory's I/O may pass */
       pthread_mutex_lock(&pc.lock);
       failed_src *slot = &pc.failed[pc.next_failed];
       *slot = (failed_src){.h1 = h1, .h2 = h2};
