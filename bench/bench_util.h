@@ -69,6 +69,13 @@ static inline void die_tg(const char *what) {
 }
 
 /* a float32 tensor over host memory p (not copied) */
+/* tinygrad's Adam defaults with the learning rate lr */
+static inline tg_adam_opts adam_lr(double lr) {
+  tg_adam_opts o = tg_adam_defaults();
+  o.lr = lr;
+  return o;
+}
+
 static inline tg_tensor *wrap(float *p, int ndim, const int64_t *shape) {
   size_t n = 1;
   for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];

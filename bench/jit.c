@@ -13,7 +13,7 @@
 #include "runtime/device.h"
 #include "tg.h"
 
-typedef struct mlp { tg_linear l1, l2, l3; tg_optim *opt; tg_params *p; } mlp;
+typedef struct mlp { tg_nn_linear l1, l2, l3; tg_optim *opt; tg_params *p; } mlp;
 
 static void die(const char *what) {
   fprintf(stderr, "jit bench: %s: %s\n", what, tg_error());
@@ -23,9 +23,9 @@ static void die(const char *what) {
 static tg_status mlp_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
   mlp *m = ctx;
   tg_scope_begin();
-  tg_tensor *h = tg_relu(tg_linear_forward(&m->l1, in[0]));
-  h = tg_relu(tg_linear_forward(&m->l2, h));
-  tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear_forward(&m->l3, h), in[1], (tg_loss_opts){0});
+  tg_tensor *h = tg_relu(tg_nn_linear_forward(&m->l1, in[0]));
+  h = tg_relu(tg_nn_linear_forward(&m->l2, h));
+  tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_nn_linear_forward(&m->l3, h), in[1], (tg_loss_opts){0});
   tg_status st = loss ? tg_backward(loss) : tg_error_status();
   if (st == TG_OK) st = tg_optim_step(m->opt, 1, &loss);
   out[0] = st == TG_OK ? tg_keep(loss) : NULL;
@@ -130,14 +130,14 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 128; i++) ys[i] = i % 10;
   mlp m;
   tg_manual_seed(1);
-  if (tg_linear_init(&m.l1, 784, 512, true) || tg_linear_init(&m.l2, 512, 512, true) ||
-      tg_linear_init(&m.l3, 512, 10, true))
+  if (tg_nn_linear_init(&m.l1, 784, 512, true) || tg_nn_linear_init(&m.l2, 512, 512, true) ||
+      tg_nn_linear_init(&m.l3, 512, 10, true))
     die("init");
   m.p = tg_params_new();
-  tg_linear_params(&m.l1, "l1", m.p);
-  tg_linear_params(&m.l2, "l2", m.p);
-  tg_linear_params(&m.l3, "l3", m.p);
-  if (!(m.opt = tg_adam_new(m.p, (tg_adam_opts){.lr = 1e-3}))) die("adam");
+  tg_nn_linear_params(&m.l1, "l1", m.p);
+  tg_nn_linear_params(&m.l2, "l2", m.p);
+  tg_nn_linear_params(&m.l3, "l3", m.p);
+  if (!(m.opt = tg_adam_new(m.p, adam_lr(1e-3)))) die("adam");
 
   double eager = time_calls(mlp_step, &m, NULL, 3, steps, 2, mlp_input);
   tg_jit *jit = tg_jit_new(mlp_step, &m, 2, 1);
@@ -180,9 +180,9 @@ int main(int argc, char **argv) {
   tg_jit_free(jit);
   tg_optim_free(m.opt);
   tg_params_free(m.p);
-  tg_linear_free(&m.l1);
-  tg_linear_free(&m.l2);
-  tg_linear_free(&m.l3);
+  tg_nn_linear_free(&m.l1);
+  tg_nn_linear_free(&m.l2);
+  tg_nn_linear_free(&m.l3);
   free(xs);
   tg_collect();
   return 0;

@@ -231,7 +231,7 @@ static const int64_t CONV_X[4] = {32, 64, 56, 56}, CONV_W[4] = {64, 64, 3, 3};
 static bool conv_step(void *p) {
   conv_ctx *c = p;
   tg_scope_begin();
-  tg_tensor *r = tg_conv2d(wrap(c->x, 4, CONV_X), wrap(c->w, 4, CONV_W), NULL, (tg_conv_opts){.padding = {1}});
+  tg_tensor *r = tg_conv2d(wrap(c->x, 4, CONV_X), wrap(c->w, 4, CONV_W), NULL, (tg_conv_opts){.padding = TG_INTS(1)});
   bool ok = r && tg_realize(r) == TG_OK;
   tg_scope_end();
   return ok;
@@ -245,7 +245,7 @@ static bool conv_train_step(void *p) {
   conv_train_ctx *c = p;
   tg_scope_begin();
   tg_tensor *x = tg_set_requires_grad(wrap(c->x, 4, CONV_X), true), *w = tg_set_requires_grad(wrap(c->w, 4, CONV_W), true);
-  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = {1}});
+  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)});
   tg_tensor *loss = tg_sum(tg_mul(y, wrap(c->gy, 4, CONV_X)), 0, NULL, false);
   bool ok = loss && tg_backward(loss) == TG_OK;
   tg_tensor *r[3] = {y, tg_grad(x), tg_grad(w)};
@@ -255,7 +255,7 @@ static bool conv_train_step(void *p) {
 }
 
 typedef struct mlp_ctx {
-  tg_linear l[3];
+  tg_nn_linear l[3];
   tg_params *params;
   tg_optim *opt;
   tg_jit *jit;  /* the step under tg_jit, as the MNIST example runs it (JIT=0: eager) */
@@ -268,9 +268,9 @@ typedef struct mlp_ctx {
 static tg_status mlp_train(void *p, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
   mlp_ctx *c = p;
   tg_scope_begin();
-  tg_tensor *h = tg_relu(tg_linear_forward(&c->l[0], in[0]));
-  h = tg_relu(tg_linear_forward(&c->l[1], h));
-  tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear_forward(&c->l[2], h), in[1], (tg_loss_opts){0});
+  tg_tensor *h = tg_relu(tg_nn_linear_forward(&c->l[0], in[0]));
+  h = tg_relu(tg_nn_linear_forward(&c->l[1], h));
+  tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_nn_linear_forward(&c->l[2], h), in[1], (tg_loss_opts){0});
   tg_status st = loss ? tg_backward(loss) : tg_error_status();
   if (st == TG_OK) st = tg_optim_step(c->opt, 1, &loss);
   out[0] = st == TG_OK ? tg_keep(loss) : NULL;
@@ -295,8 +295,8 @@ static bool mlp_step(void *p) {
 #define TB_D 256
 #define TB_H 4
 typedef struct tb_ctx {
-  tg_layernorm_layer ln1, ln2;
-  tg_linear qkv, out, fc1, fc2;
+  tg_nn_layernorm ln1, ln2;
+  tg_nn_linear qkv, out, fc1, fc2;
   tg_jit *jit;  /* the forward under tg_jit, as tinygrad's TinyJit runs it (JIT=0: eager) */
   float *x;
   bool check, ok;
@@ -315,13 +315,13 @@ static tg_status tb_forward(void *p, int nin, tg_tensor *const *in, int nout, tg
   int perm[4] = {0, 2, 1, 3};
   tg_scope_begin();
   tg_tensor *x = in[0];
-  tg_tensor *qkv = tg_linear_forward(&c->qkv, tg_layernorm_layer_forward(&c->ln1, x)), *parts[3] = {0};
+  tg_tensor *qkv = tg_nn_linear_forward(&c->qkv, tg_nn_layernorm_forward(&c->ln1, x)), *parts[3] = {0};
   tg_tensor *y = NULL;
   if (qkv && tg_split(qkv, 3, sizes, -1, parts) == TG_OK) {
     tg_tensor *a = tg_scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), NULL, true);
     a = tg_reshape(tg_permute(a, 4, perm), 3, xs);
-    tg_tensor *x1 = tg_add(x, tg_linear_forward(&c->out, a));
-    tg_tensor *m = tg_linear_forward(&c->fc2, tg_gelu(tg_linear_forward(&c->fc1, tg_layernorm_layer_forward(&c->ln2, x1))));
+    tg_tensor *x1 = tg_add(x, tg_nn_linear_forward(&c->out, a));
+    tg_tensor *m = tg_nn_linear_forward(&c->fc2, tg_gelu(tg_nn_linear_forward(&c->fc1, tg_nn_layernorm_forward(&c->ln2, x1))));
     y = tg_add(x1, m);
   }
   tg_status st = y ? tg_realize(y) : tg_error_status();
@@ -584,13 +584,13 @@ static void run_tgc(int nt, bool *checks_ok) {
     for (int l = 0; l < 3; l++) {
       char name[8];
       snprintf(name, sizeof name, "l%d", l);
-      if (tg_linear_init(&c.l[l], dims[l], dims[l + 1], true) != TG_OK ||
-          tg_linear_params(&c.l[l], name, c.params) != TG_OK)
+      if (tg_nn_linear_init(&c.l[l], dims[l], dims[l + 1], true) != TG_OK ||
+          tg_nn_linear_params(&c.l[l], name, c.params) != TG_OK)
         die_tg("MLP init");
       tg_tensor *w[2] = {c.l[l].weight, c.l[l].bias};
       if (tg_realize_many(2, w) != TG_OK) die_tg("MLP weights");
     }
-    c.opt = tg_adam_new(c.params, (tg_adam_opts){.lr = 1e-3});
+    c.opt = tg_adam_new(c.params, adam_lr(1e-3));
     if (!c.opt) die_tg("tg_adam_new");
     if (!(c.jit = tg_jit_new(mlp_train, &c, 2, 1))) die_tg("tg_jit_new");
     tg_set_training(true);
@@ -603,7 +603,7 @@ static void run_tgc(int nt, bool *checks_ok) {
     tg_jit_free(c.jit);
     tg_optim_free(c.opt);
     tg_params_free(c.params);
-    for (int l = 0; l < 3; l++) tg_linear_free(&c.l[l]);
+    for (int l = 0; l < 3; l++) tg_nn_linear_free(&c.l[l]);
     free(c.x), free(c.y);
   }
 
@@ -611,9 +611,9 @@ static void run_tgc(int nt, bool *checks_ok) {
   if (wanted("transformer_block_b8_t128_d256_h4")) {
     tg_manual_seed(2);
     tb_ctx c = {.x = host((size_t)TB_B * TB_T * TB_D, 7, 1), .check = true};
-    if (tg_layernorm_layer_init(&c.ln1, TB_D, 1e-5) != TG_OK || tg_layernorm_layer_init(&c.ln2, TB_D, 1e-5) != TG_OK ||
-        tg_linear_init(&c.qkv, TB_D, 3 * TB_D, true) != TG_OK || tg_linear_init(&c.out, TB_D, TB_D, true) != TG_OK ||
-        tg_linear_init(&c.fc1, TB_D, 4 * TB_D, true) != TG_OK || tg_linear_init(&c.fc2, 4 * TB_D, TB_D, true) != TG_OK)
+    if (tg_nn_layernorm_init(&c.ln1, TB_D, 1e-5) != TG_OK || tg_nn_layernorm_init(&c.ln2, TB_D, 1e-5) != TG_OK ||
+        tg_nn_linear_init(&c.qkv, TB_D, 3 * TB_D, true) != TG_OK || tg_nn_linear_init(&c.out, TB_D, TB_D, true) != TG_OK ||
+        tg_nn_linear_init(&c.fc1, TB_D, 4 * TB_D, true) != TG_OK || tg_nn_linear_init(&c.fc2, 4 * TB_D, TB_D, true) != TG_OK)
       die_tg("transformer init");
     tg_tensor *w[12] = {c.ln1.weight, c.ln1.bias, c.ln2.weight, c.ln2.bias, c.qkv.weight, c.qkv.bias,
                         c.out.weight, c.out.bias, c.fc1.weight, c.fc1.bias, c.fc2.weight, c.fc2.bias};
@@ -629,8 +629,8 @@ static void run_tgc(int nt, bool *checks_ok) {
     tg_jit_free(c.jit);
     if (!c.ok) *checks_ok = false, fprintf(stderr, "workloads: transformer: wrong result or failure (%s)\n", tg_error());
     note("  tgc %-30s done\n", "transformer block");
-    tg_layernorm_layer_free(&c.ln1), tg_layernorm_layer_free(&c.ln2);
-    tg_linear_free(&c.qkv), tg_linear_free(&c.out), tg_linear_free(&c.fc1), tg_linear_free(&c.fc2);
+    tg_nn_layernorm_free(&c.ln1), tg_nn_layernorm_free(&c.ln2);
+    tg_nn_linear_free(&c.qkv), tg_nn_linear_free(&c.out), tg_nn_linear_free(&c.fc1), tg_nn_linear_free(&c.fc2);
     free(c.x);
   }
 }

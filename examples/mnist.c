@@ -14,56 +14,56 @@
 #include "tg.h"
 
 typedef struct model {
-  tg_conv2d_layer c1, c2, c3, c4;
-  tg_batchnorm2d bn1, bn2;
-  tg_linear fc;
+  tg_nn_conv2d c1, c2, c3, c4;
+  tg_nn_batchnorm bn1, bn2;
+  tg_nn_linear fc;
 } model;
 
 static tg_status model_init(model *m) {
   tg_status st = TG_OK;
   tg_conv_opts o = {0};
-  if (!st) st = tg_conv2d_layer_init(&m->c1, 1, 32, 5, true, o);
-  if (!st) st = tg_conv2d_layer_init(&m->c2, 32, 32, 5, true, o);
-  if (!st) st = tg_batchnorm2d_init(&m->bn1, 32);
-  if (!st) st = tg_conv2d_layer_init(&m->c3, 32, 64, 3, true, o);
-  if (!st) st = tg_conv2d_layer_init(&m->c4, 64, 64, 3, true, o);
-  if (!st) st = tg_batchnorm2d_init(&m->bn2, 64);
-  if (!st) st = tg_linear_init(&m->fc, 576, 10, true);
+  if (!st) st = tg_nn_conv2d_init(&m->c1, 1, 32, TG_INTS(5), true, o);
+  if (!st) st = tg_nn_conv2d_init(&m->c2, 32, 32, TG_INTS(5), true, o);
+  if (!st) st = tg_nn_batchnorm_init(&m->bn1, 32);
+  if (!st) st = tg_nn_conv2d_init(&m->c3, 32, 64, TG_INTS(3), true, o);
+  if (!st) st = tg_nn_conv2d_init(&m->c4, 64, 64, TG_INTS(3), true, o);
+  if (!st) st = tg_nn_batchnorm_init(&m->bn2, 64);
+  if (!st) st = tg_nn_linear_init(&m->fc, 576, 10, true);
   return st;
 }
 
 static tg_status model_params(const model *m, tg_params *p) {
-  tg_status st = tg_conv2d_layer_params(&m->c1, "layers.0", p);
-  if (!st) st = tg_conv2d_layer_params(&m->c2, "layers.2", p);
-  if (!st) st = tg_batchnorm2d_params(&m->bn1, "layers.4", p);
-  if (!st) st = tg_conv2d_layer_params(&m->c3, "layers.6", p);
-  if (!st) st = tg_conv2d_layer_params(&m->c4, "layers.8", p);
-  if (!st) st = tg_batchnorm2d_params(&m->bn2, "layers.10", p);
-  if (!st) st = tg_linear_params(&m->fc, "layers.13", p);
+  tg_status st = tg_nn_conv2d_params(&m->c1, "layers.0", p);
+  if (!st) st = tg_nn_conv2d_params(&m->c2, "layers.2", p);
+  if (!st) st = tg_nn_batchnorm_params(&m->bn1, "layers.4", p);
+  if (!st) st = tg_nn_conv2d_params(&m->c3, "layers.6", p);
+  if (!st) st = tg_nn_conv2d_params(&m->c4, "layers.8", p);
+  if (!st) st = tg_nn_batchnorm_params(&m->bn2, "layers.10", p);
+  if (!st) st = tg_nn_linear_params(&m->fc, "layers.13", p);
   return st;
 }
 
 static void model_free(model *m) {
-  tg_conv2d_layer_free(&m->c1);
-  tg_conv2d_layer_free(&m->c2);
-  tg_conv2d_layer_free(&m->c3);
-  tg_conv2d_layer_free(&m->c4);
-  tg_batchnorm2d_free(&m->bn1);
-  tg_batchnorm2d_free(&m->bn2);
-  tg_linear_free(&m->fc);
+  tg_nn_conv2d_free(&m->c1);
+  tg_nn_conv2d_free(&m->c2);
+  tg_nn_conv2d_free(&m->c3);
+  tg_nn_conv2d_free(&m->c4);
+  tg_nn_batchnorm_free(&m->bn1);
+  tg_nn_batchnorm_free(&m->bn2);
+  tg_nn_linear_free(&m->fc);
 }
 
 /* (N, 1, 28, 28) uint8 or float -> (N, 10) logits */
 static tg_tensor *forward(model *m, tg_tensor *x) {
-  tg_pool_opts pool = {.kernel = {2}};
+  tg_pool_opts pool = {.kernel = TG_INTS(2)};
   x = tg_cast(x, TG_FLOAT32);
-  x = tg_relu(tg_conv2d_layer_forward(&m->c1, x));
-  x = tg_relu(tg_conv2d_layer_forward(&m->c2, x));
-  x = tg_max_pool2d(tg_batchnorm2d_forward(&m->bn1, x), pool);
-  x = tg_relu(tg_conv2d_layer_forward(&m->c3, x));
-  x = tg_relu(tg_conv2d_layer_forward(&m->c4, x));
-  x = tg_max_pool2d(tg_batchnorm2d_forward(&m->bn2, x), pool);
-  return tg_linear_forward(&m->fc, tg_flatten(x, 1, -1));
+  x = tg_relu(tg_nn_conv2d_forward(&m->c1, x));
+  x = tg_relu(tg_nn_conv2d_forward(&m->c2, x));
+  x = tg_max_pool2d(tg_nn_batchnorm_forward(&m->bn1, x), pool);
+  x = tg_relu(tg_nn_conv2d_forward(&m->c3, x));
+  x = tg_relu(tg_nn_conv2d_forward(&m->c4, x));
+  x = tg_max_pool2d(tg_nn_batchnorm_forward(&m->bn2, x), pool);
+  return tg_nn_linear_forward(&m->fc, tg_flatten(x, 1, -1));
 }
 
 /* one training step as the JIT sees it: in = {images, labels}, out = {loss} */
@@ -181,7 +181,9 @@ int main(int argc, char **argv) {
       goto done;
     }
   } else {
-    opt = tg_adam_new(params, (tg_adam_opts){.lr = lr});
+    tg_adam_opts adam = tg_adam_defaults();   /* tinygrad's Adam: b1 0.9, b2 0.999, eps 1e-8 */
+    adam.lr = lr;
+    opt = tg_adam_new(params, adam);
     if (!opt) {
       fprintf(stderr, "mnist: %s\n", tg_error());
       goto done;

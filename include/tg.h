@@ -86,8 +86,12 @@ tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data,
 tg_tensor *tg_reshape(tg_tensor *t, int ndim, const int64_t *shape);  /* one size may be -1 */
 tg_tensor *tg_permute(tg_tensor *t, int ndim, const int *order);
 tg_tensor *tg_expand(tg_tensor *t, int ndim, const int64_t *shape);   /* -1 keeps a size */
-/* pads[2*i], pads[2*i+1]: before and after axis i, both >= 0 */
-tg_tensor *tg_pad(tg_tensor *t, int ndim, const int64_t *pads, double value);
+/* tinygrad's flat form (PyTorch's F.pad): npads (even, at most 2 * ndim) values for the last npads / 2 axes,
+ * the last axis first: (left, right) of the last axis, then (top, bottom) of the one before, ... Negative
+ * values crop. The new elements are value. */
+tg_tensor *tg_pad(tg_tensor *t, int npads, const int64_t *pads, double value);
+/* tinygrad's per-axis form: pairs[2*i], pairs[2*i+1] before and after axis i, for each of the ndim axes */
+tg_tensor *tg_pad_axes(tg_tensor *t, int ndim, const int64_t *pairs, double value);
 /* bounds[2*i] <= bounds[2*i+1]: the kept half-open range of axis i */
 tg_tensor *tg_shrink(tg_tensor *t, int ndim, const int64_t *bounds);
 tg_tensor *tg_flip(tg_tensor *t, int naxes, const int *axes);
@@ -216,7 +220,8 @@ tg_status tg_assign(tg_tensor *dst, tg_tensor *src);
 void tg_manual_seed(uint64_t seed);
 tg_tensor *tg_rand(tg_dtype dt, int ndim, const int64_t *shape);            /* uniform [0, 1) */
 tg_tensor *tg_randn(tg_dtype dt, int ndim, const int64_t *shape);           /* standard normal */
-tg_tensor *tg_randint(int64_t low, int64_t high, int ndim, const int64_t *shape);  /* int32 in [low, high) */
+/* integers uniform in [low, high) of an integer dtype, as tinygrad's randint(*shape, low, high, dtype) */
+tg_tensor *tg_randint(tg_dtype dt, int ndim, const int64_t *shape, int64_t low, int64_t high);
 tg_tensor *tg_uniform(tg_dtype dt, int ndim, const int64_t *shape, double low, double high);
 tg_tensor *tg_normal(tg_dtype dt, int ndim, const int64_t *shape, double mean, double std);
 /* fan_in = shape[1] * prod(shape[2:]), as tinygrad/PyTorch */
@@ -225,33 +230,45 @@ tg_tensor *tg_kaiming_normal(tg_dtype dt, int ndim, const int64_t *shape, double
 tg_tensor *tg_glorot_uniform(tg_dtype dt, int ndim, const int64_t *shape);
 
 /* ---- neural network ops (compositions of the primitives, so they fuse) ------------------------------ */
+/* Options. Every option struct (tg_conv_opts, tg_pool_opts, tg_loss_opts, tg_sgd_opts, tg_adam_opts) has a
+ * tg_*_defaults() function that returns tinygrad's defaults; start from it and set what you need. Every value
+ * you write is taken literally (weight_decay 0 is no decay, padding 0 is no padding). A tg_ints field left
+ * empty (n == 0, as in a zero-initialized struct) means "not given": that argument's default.
+ *   tg_conv_opts o = tg_conv_defaults();  o.stride = TG_INTS(2);  o.padding = TG_INTS(1, 0);
+ *   tg_conv2d(x, w, b, (tg_conv_opts){.padding = TG_INTS(1)});        (conv: zero-initialized == defaults) */
 #define TG_CONV_DIMS 3
-/* per spatial dimension; a value given only in [0] applies to every dimension; 0 means the default */
+/* a short list of integers, as tinygrad takes an int or a tuple: n == 0 not given; n == 1 one value for
+ * every spatial dimension; n == number of spatial dims one per dimension; for paddings also n == 2 * dims:
+ * per side, tinygrad's (and PyTorch's F.pad) flat order, last dimension first: (left, right, top, bottom) */
+typedef struct tg_ints { int n; int64_t v[2 * TG_CONV_DIMS]; } tg_ints;
+#define TG_INTS(...) ((tg_ints){.n = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), .v = {__VA_ARGS__}})
 typedef struct tg_conv_opts {
-  int64_t groups;                          /* default 1 */
-  int64_t stride[TG_CONV_DIMS];            /* default 1 */
-  int64_t dilation[TG_CONV_DIMS];          /* default 1 */
-  int64_t padding[TG_CONV_DIMS];           /* symmetric zero padding, default 0 */
-  int64_t output_padding[TG_CONV_DIMS];    /* conv_transpose2d only */
+  int64_t groups;           /* 0 (not given) or 1: one group */
+  tg_ints stride;           /* default 1 */
+  tg_ints dilation;         /* default 1 */
+  tg_ints padding;          /* zero padding, default 0; per side with 2 * dims values */
+  tg_ints output_padding;   /* tg_conv_transpose2d only, default 0 */
 } tg_conv_opts;
+tg_conv_opts tg_conv_defaults(void);   /* one group, everything else not given (== a zero-initialized struct) */
 /* x (N, Cin, *spatial), w (Cout, Cin/groups, *kernel), bias (Cout) or NULL; 1 to 3 spatial dims */
 tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o);
-/* w (Cin, Cout/groups, *kernel) as PyTorch */
+/* w (Cin, Cout/groups, *kernel) as PyTorch; padding removes rows from the output as PyTorch's */
 tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o);
 typedef struct tg_pool_opts {
-  int64_t kernel[TG_CONV_DIMS];            /* required */
-  int64_t stride[TG_CONV_DIMS];            /* default: the kernel size */
-  int64_t dilation[TG_CONV_DIMS];          /* default 1 */
-  int64_t padding[TG_CONV_DIMS];           /* default 0 */
-  bool ceil_mode;
-  bool count_exclude_pad;                  /* avg_pool: PyTorch's count_include_pad=False */
-  int ndims;                               /* spatial dims, default 2 */
+  int ndims;                /* pooled trailing axes, 1 to 3; 0 (not given): the kernel's count if 2 or 3, else 2 */
+  tg_ints kernel;           /* default 2 (tinygrad's (2, 2)) */
+  tg_ints stride;           /* default: the kernel size */
+  tg_ints dilation;         /* default 1 */
+  tg_ints padding;          /* default 0; per side with 2 * dims values */
+  bool ceil_mode;           /* default false */
+  bool count_include_pad;   /* avg_pool: the padding counts in the divisor; tinygrad's default is true */
 } tg_pool_opts;
+tg_pool_opts tg_pool_defaults(void);   /* kernel 2, stride = kernel, ceil_mode false, count_include_pad true */
 tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts o);
 tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts o);
-/* normalizes over the last naxes axes */
-tg_tensor *tg_layernorm(tg_tensor *x, int naxes, double eps);
-tg_tensor *tg_rmsnorm(tg_tensor *x, int naxes, double eps);
+/* normalize over the given axes (tinygrad's layernorm(axis=-1): pass 1, (int[]){-1}; naxes 0: every axis) */
+tg_tensor *tg_layernorm(tg_tensor *x, int naxes, const int *axes, double eps);
+tg_tensor *tg_rmsnorm(tg_tensor *x, int naxes, const int *axes, double eps);   /* x / sqrt(mean(x^2) + eps) */
 /* x (N, C, ...): (x - mean) * invstd * weight + bias, per channel; weight/bias may be NULL */
 tg_tensor *tg_batchnorm(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_tensor *mean, tg_tensor *invstd);
 tg_tensor *tg_group_norm(tg_tensor *x, int64_t groups, tg_tensor *weight, tg_tensor *bias, double eps);
@@ -264,13 +281,24 @@ tg_tensor *tg_gather(tg_tensor *x, int axis, tg_tensor *index);
 tg_tensor *tg_index_select(tg_tensor *x, int axis, tg_tensor *index);
 tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *index);   /* weight (V, D), index int (...) -> (..., D) */
 tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *mask, bool is_causal);
-typedef struct tg_loss_opts { double label_smoothing; int64_t ignore_index; bool use_ignore_index; } tg_loss_opts;
-/* logits (N, C) or (N, C, ...), labels int (N) or (N, ...): mean cross entropy */
+/* Losses. The class axis is 1 (0 for a 1-d input), as PyTorch's. */
+typedef enum tg_reduction { TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE } tg_reduction;
+typedef struct tg_loss_opts {
+  tg_reduction reduction;   /* mean (over the labels that count), sum, or none: one loss per sample */
+  double label_smoothing;   /* in [0, 1]; sparse_categorical_crossentropy and cross_entropy only */
+  bool use_ignore_index;    /* labels equal to ignore_index add nothing and do not count in the mean */
+  int64_t ignore_index;     /* sparse_categorical_crossentropy and nll_loss only */
+} tg_loss_opts;
+/* tinygrad's defaults: mean, no smoothing, no label ignored (== a zero-initialized struct, ignore_index -1) */
+tg_loss_opts tg_loss_defaults(void);
+/* logits (N, C) or (N, C, ...), labels int (N) or (N, ...) */
 tg_tensor *tg_sparse_categorical_crossentropy(tg_tensor *logits, tg_tensor *labels, tg_loss_opts o);
-tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target_probs, double label_smoothing);
+/* target: probabilities of the logits' shape, or integer labels */
+tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target, tg_loss_opts o);
 tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *labels, tg_loss_opts o);
-tg_tensor *tg_binary_crossentropy(tg_tensor *probs, tg_tensor *targets);
-tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets);
+/* elementwise losses: reduction only (label_smoothing must be 0 and use_ignore_index false) */
+tg_tensor *tg_binary_crossentropy(tg_tensor *probs, tg_tensor *targets, tg_loss_opts o);
+tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets, tg_loss_opts o);
 tg_tensor *tg_cumsum(tg_tensor *x, int axis);
 tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal);
 tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal);
@@ -290,72 +318,88 @@ const char *tg_params_name(const tg_params *p, int i);
 tg_tensor *tg_params_tensor(const tg_params *p, int i);
 tg_tensor *tg_params_find(const tg_params *p, const char *name);  /* NULL if absent */
 
-/* ---- nn: layers (weights initialized as tinygrad's nn does; tg_manual_seed makes them reproducible) --- */
-typedef struct tg_linear { tg_tensor *weight, *bias; } tg_linear;            /* weight (out, in) */
-tg_status tg_linear_init(tg_linear *l, int64_t in, int64_t out, bool bias);
-tg_tensor *tg_linear_forward(const tg_linear *l, tg_tensor *x);
-tg_status tg_linear_params(const tg_linear *l, const char *prefix, tg_params *p);
-void tg_linear_free(tg_linear *l);
+/* ---- nn: layers, as tinygrad's nn classes (tg_nn_linear is nn.Linear, ...) ----------------------------- */
+/* Each layer is a struct of its tensors: _init creates them (initialized as tinygrad's nn does;
+ * tg_manual_seed makes them reproducible) and owns them until _free; _forward builds the lazy output;
+ * _params adds them to p as "prefix.weight", ... (the names of PyTorch's state dicts). */
+typedef struct tg_nn_linear { tg_tensor *weight, *bias; } tg_nn_linear;   /* weight (out, in), bias (out) */
+tg_status tg_nn_linear_init(tg_nn_linear *l, int64_t in, int64_t out, bool bias);
+tg_tensor *tg_nn_linear_forward(const tg_nn_linear *l, tg_tensor *x);
+tg_status tg_nn_linear_params(const tg_nn_linear *l, const char *prefix, tg_params *p);
+void tg_nn_linear_free(tg_nn_linear *l);
+/* tinygrad's Tensor.linear: x @ weight + bias with weight (in, out), or x * weight for a 1-d weight */
+tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias);
 
-typedef struct tg_conv2d_layer { tg_tensor *weight, *bias; tg_conv_opts opts; } tg_conv2d_layer;
-tg_status tg_conv2d_layer_init(tg_conv2d_layer *l, int64_t cin, int64_t cout, int64_t kernel, bool bias, tg_conv_opts o);
-tg_tensor *tg_conv2d_layer_forward(const tg_conv2d_layer *l, tg_tensor *x);
-tg_status tg_conv2d_layer_params(const tg_conv2d_layer *l, const char *prefix, tg_params *p);
-void tg_conv2d_layer_free(tg_conv2d_layer *l);
+/* nn.Conv2d: kernel as tinygrad's kernel_size: one value (square) or one per spatial dim (2 or 3 of them) */
+typedef struct tg_nn_conv2d { tg_tensor *weight, *bias; tg_conv_opts opts; } tg_nn_conv2d;
+tg_status tg_nn_conv2d_init(tg_nn_conv2d *l, int64_t cin, int64_t cout, tg_ints kernel, bool bias, tg_conv_opts o);
+tg_tensor *tg_nn_conv2d_forward(const tg_nn_conv2d *l, tg_tensor *x);
+tg_status tg_nn_conv2d_params(const tg_nn_conv2d *l, const char *prefix, tg_params *p);
+void tg_nn_conv2d_free(tg_nn_conv2d *l);
 
-typedef struct tg_conv_transpose2d_layer { tg_tensor *weight, *bias; tg_conv_opts opts; } tg_conv_transpose2d_layer;
-tg_status tg_conv_transpose2d_layer_init(tg_conv_transpose2d_layer *l, int64_t cin, int64_t cout, int64_t kernel,
-                                         bool bias, tg_conv_opts o);
-tg_tensor *tg_conv_transpose2d_layer_forward(const tg_conv_transpose2d_layer *l, tg_tensor *x);
-tg_status tg_conv_transpose2d_layer_params(const tg_conv_transpose2d_layer *l, const char *prefix, tg_params *p);
-void tg_conv_transpose2d_layer_free(tg_conv_transpose2d_layer *l);
+typedef struct tg_nn_conv_transpose2d { tg_tensor *weight, *bias; tg_conv_opts opts; } tg_nn_conv_transpose2d;
+tg_status tg_nn_conv_transpose2d_init(tg_nn_conv_transpose2d *l, int64_t cin, int64_t cout, tg_ints kernel, bool bias,
+                                      tg_conv_opts o);
+tg_tensor *tg_nn_conv_transpose2d_forward(const tg_nn_conv_transpose2d *l, tg_tensor *x);
+tg_status tg_nn_conv_transpose2d_params(const tg_nn_conv_transpose2d *l, const char *prefix, tg_params *p);
+void tg_nn_conv_transpose2d_free(tg_nn_conv_transpose2d *l);
 
-/* batch statistics while tg_training(), running statistics otherwise (updated in training, momentum 0.1) */
-typedef struct tg_batchnorm2d {
+/* nn.BatchNorm (BatchNorm2d): batch statistics while tg_training(), running statistics otherwise (updated in
+ * training with momentum); eps 1e-5 and momentum 0.1 after _init, both fields yours to change */
+typedef struct tg_nn_batchnorm {
   tg_tensor *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
   double eps, momentum;
-} tg_batchnorm2d;
-tg_status tg_batchnorm2d_init(tg_batchnorm2d *l, int64_t channels);
-tg_tensor *tg_batchnorm2d_forward(tg_batchnorm2d *l, tg_tensor *x);
-tg_status tg_batchnorm2d_params(const tg_batchnorm2d *l, const char *prefix, tg_params *p);  /* incl. running stats */
-void tg_batchnorm2d_free(tg_batchnorm2d *l);
+} tg_nn_batchnorm;
+tg_status tg_nn_batchnorm_init(tg_nn_batchnorm *l, int64_t channels);
+tg_tensor *tg_nn_batchnorm_forward(tg_nn_batchnorm *l, tg_tensor *x);
+tg_status tg_nn_batchnorm_params(const tg_nn_batchnorm *l, const char *prefix, tg_params *p);  /* with running stats */
+void tg_nn_batchnorm_free(tg_nn_batchnorm *l);
 
-typedef struct tg_layernorm_layer { tg_tensor *weight, *bias; int naxes; double eps; } tg_layernorm_layer;
-tg_status tg_layernorm_layer_init(tg_layernorm_layer *l, int64_t dim, double eps);   /* over the last axis */
-tg_tensor *tg_layernorm_layer_forward(const tg_layernorm_layer *l, tg_tensor *x);
-tg_status tg_layernorm_layer_params(const tg_layernorm_layer *l, const char *prefix, tg_params *p);
-void tg_layernorm_layer_free(tg_layernorm_layer *l);
+/* nn.LayerNorm over the last axis (of size dim), with weight and bias */
+typedef struct tg_nn_layernorm { tg_tensor *weight, *bias; double eps; } tg_nn_layernorm;
+tg_status tg_nn_layernorm_init(tg_nn_layernorm *l, int64_t dim, double eps);
+tg_tensor *tg_nn_layernorm_forward(const tg_nn_layernorm *l, tg_tensor *x);
+tg_status tg_nn_layernorm_params(const tg_nn_layernorm *l, const char *prefix, tg_params *p);
+void tg_nn_layernorm_free(tg_nn_layernorm *l);
 
-typedef struct tg_rmsnorm_layer { tg_tensor *weight; double eps; } tg_rmsnorm_layer;
-tg_status tg_rmsnorm_layer_init(tg_rmsnorm_layer *l, int64_t dim, double eps);
-tg_tensor *tg_rmsnorm_layer_forward(const tg_rmsnorm_layer *l, tg_tensor *x);
-tg_status tg_rmsnorm_layer_params(const tg_rmsnorm_layer *l, const char *prefix, tg_params *p);
-void tg_rmsnorm_layer_free(tg_rmsnorm_layer *l);
+/* nn.RMSNorm over the last axis, with weight */
+typedef struct tg_nn_rmsnorm { tg_tensor *weight; double eps; } tg_nn_rmsnorm;
+tg_status tg_nn_rmsnorm_init(tg_nn_rmsnorm *l, int64_t dim, double eps);
+tg_tensor *tg_nn_rmsnorm_forward(const tg_nn_rmsnorm *l, tg_tensor *x);
+tg_status tg_nn_rmsnorm_params(const tg_nn_rmsnorm *l, const char *prefix, tg_params *p);
+void tg_nn_rmsnorm_free(tg_nn_rmsnorm *l);
 
-typedef struct tg_groupnorm_layer { tg_tensor *weight, *bias; int64_t groups; double eps; } tg_groupnorm_layer;
-tg_status tg_groupnorm_layer_init(tg_groupnorm_layer *l, int64_t groups, int64_t channels, double eps);
-tg_tensor *tg_groupnorm_layer_forward(const tg_groupnorm_layer *l, tg_tensor *x);
-tg_status tg_groupnorm_layer_params(const tg_groupnorm_layer *l, const char *prefix, tg_params *p);
-void tg_groupnorm_layer_free(tg_groupnorm_layer *l);
+/* nn.GroupNorm */
+typedef struct tg_nn_groupnorm { tg_tensor *weight, *bias; int64_t groups; double eps; } tg_nn_groupnorm;
+tg_status tg_nn_groupnorm_init(tg_nn_groupnorm *l, int64_t groups, int64_t channels, double eps);
+tg_tensor *tg_nn_groupnorm_forward(const tg_nn_groupnorm *l, tg_tensor *x);
+tg_status tg_nn_groupnorm_params(const tg_nn_groupnorm *l, const char *prefix, tg_params *p);
+void tg_nn_groupnorm_free(tg_nn_groupnorm *l);
 
-typedef struct tg_embedding_layer { tg_tensor *weight; } tg_embedding_layer;
-tg_status tg_embedding_layer_init(tg_embedding_layer *l, int64_t vocab, int64_t dim);
-tg_tensor *tg_embedding_layer_forward(const tg_embedding_layer *l, tg_tensor *idx);
-tg_status tg_embedding_layer_params(const tg_embedding_layer *l, const char *prefix, tg_params *p);
-void tg_embedding_layer_free(tg_embedding_layer *l);
+/* nn.Embedding: weight (vocab, dim) */
+typedef struct tg_nn_embedding { tg_tensor *weight; } tg_nn_embedding;
+tg_status tg_nn_embedding_init(tg_nn_embedding *l, int64_t vocab, int64_t dim);
+tg_tensor *tg_nn_embedding_forward(const tg_nn_embedding *l, tg_tensor *idx);
+tg_status tg_nn_embedding_params(const tg_nn_embedding *l, const char *prefix, tg_params *p);
+void tg_nn_embedding_free(tg_nn_embedding *l);
 
 /* ---- nn: optimizers ------------------------------------------------------------------------------------ */
 /* step() builds the update of every parameter (and its state) as lazy graph, assigns it, and realizes all
- * of it in one schedule together with `extra` tensors (the loss, say), then drops the gradients. */
+ * of it in one schedule together with `extra` tensors (the loss, say), then drops the gradients. Options are
+ * taken literally (see "Options" above): start from tg_*_defaults(). A value out of range (a negative rate,
+ * b1 or b2 outside [0, 1), nesterov without momentum, NaN) is refused with TG_ERR_ARG. */
 typedef struct tg_optim tg_optim;
 typedef struct tg_sgd_opts { double lr, momentum, weight_decay; bool nesterov; } tg_sgd_opts;
-typedef struct tg_adam_opts { double lr, b1, b2, eps, weight_decay; } tg_adam_opts;  /* 0: 1e-3, .9, .999, 1e-8 */
+tg_sgd_opts tg_sgd_defaults(void);     /* tinygrad's SGD: lr 0.001, momentum 0, weight_decay 0, nesterov false */
+typedef struct tg_adam_opts { double lr, b1, b2, eps, weight_decay; } tg_adam_opts;
+tg_adam_opts tg_adam_defaults(void);   /* lr 0.001, b1 0.9, b2 0.999, eps 1e-8, weight_decay 0 */
+tg_adam_opts tg_adamw_defaults(void);  /* the same with weight_decay 0.01 (tinygrad's AdamW) */
 tg_optim *tg_sgd_new(const tg_params *p, tg_sgd_opts o);
 tg_optim *tg_adam_new(const tg_params *p, tg_adam_opts o);   /* weight_decay: L2 added to the gradient */
-tg_optim *tg_adamw_new(const tg_params *p, tg_adam_opts o);  /* decoupled weight decay, default 0.01 */
+tg_optim *tg_adamw_new(const tg_params *p, tg_adam_opts o);  /* weight_decay: decoupled, lr * wd * param */
 tg_status tg_optim_step(tg_optim *o, int nextra, tg_tensor *const *extra);
 void tg_optim_zero_grad(tg_optim *o);
-void tg_optim_set_lr(tg_optim *o, double lr);
+tg_status tg_optim_set_lr(tg_optim *o, double lr);   /* a finite lr >= 0, else TG_ERR_ARG */
 double tg_optim_lr(const tg_optim *o);
 void tg_optim_free(tg_optim *o);
 /* learning-rate schedules: the rate for step `step` (0-based) */

@@ -42,6 +42,13 @@ bool test_temp_dir(char *out, size_t cap);
 /* removes dir and the files in it */
 void test_remove_dir(const char *dir);
 
+/* tinygrad's Adam defaults with the learning rate lr */
+static inline tg_adam_opts adam_lr(double lr) {
+  tg_adam_opts o = tg_adam_defaults();
+  o.lr = lr;
+  return o;
+}
+
 #define CHECK_CLOSE(what, got, want, n) check_close_f32(what, got, want, n, 1e-6, 1e-3, __FILE__, __LINE__)
 
 #endif

@@ -146,7 +146,7 @@ static tg_tensor *f_minimum(tg_tensor *x, tg_tensor *y) { return tg_minimum(x, y
 static tg_tensor *f_where(tg_tensor *x, tg_tensor *y) { return tg_where(tg_gt(x, y), tg_mul(x, y), tg_sub(x, y)); }
 static tg_tensor *f_movement(tg_tensor *x, tg_tensor *y) {  /* permute, pad, flip, shrink, reshape, expand */
   tg_tensor *t = tg_permute(x, 3, (int[]){2, 0, 1});
-  t = tg_pad(t, 3, (int64_t[]){1, 0, 0, 2, 1, 1}, 0);
+  t = tg_pad_axes(t, 3, (int64_t[]){1, 0, 0, 2, 1, 1}, 0);
   t = tg_flip(t, 1, (int[]){1});
   t = tg_shrink(t, 3, (int64_t[]){0, 3, 1, 4, 0, 3});
   t = tg_reshape(t, 2, (int64_t[]){3, 9});
@@ -160,29 +160,29 @@ static tg_tensor *f_slice_cat(tg_tensor *x, tg_tensor *y) {
 }
 static tg_tensor *f_transposed_mul(tg_tensor *x, tg_tensor *y) { return tg_mul(tg_transpose(x, 0, 1), y); }
 
-static tg_tensor *f_conv(tg_tensor *x, tg_tensor *w) { return tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = {1}, .stride = {2}}); }
+static tg_tensor *f_conv(tg_tensor *x, tg_tensor *w) { return tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1), .stride = TG_INTS(2)}); }
 static tg_tensor *f_conv_groups(tg_tensor *x, tg_tensor *w) {
-  return tg_conv2d(x, w, NULL, (tg_conv_opts){.groups = 2, .dilation = {2}});
+  return tg_conv2d(x, w, NULL, (tg_conv_opts){.groups = 2, .dilation = TG_INTS(2)});
 }
 static tg_tensor *f_conv_t(tg_tensor *x, tg_tensor *w) {
-  return tg_conv_transpose2d(x, w, NULL, (tg_conv_opts){.stride = {2}, .padding = {1}});
+  return tg_conv_transpose2d(x, w, NULL, (tg_conv_opts){.stride = TG_INTS(2), .padding = TG_INTS(1)});
 }
 /* the input gradient is a transposed convolution (conv.c): cases where its padding is uneven or negative */
 static tg_tensor *f_conv_stride_rem(tg_tensor *x, tg_tensor *w) {  /* the last row and column are read by no window */
-  return tg_conv2d(x, w, NULL, (tg_conv_opts){.stride = {2}});
+  return tg_conv2d(x, w, NULL, (tg_conv_opts){.stride = TG_INTS(2)});
 }
 static tg_tensor *f_conv_wide_pad(tg_tensor *x, tg_tensor *w) {  /* padding 3 > k - 1 */
-  return tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = {3, 1}, .stride = {1, 3}, .dilation = {1, 2}});
+  return tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(3, 1), .stride = TG_INTS(1, 3), .dilation = TG_INTS(1, 2)});
 }
 static tg_tensor *f_conv_t_groups(tg_tensor *x, tg_tensor *w) {
-  return tg_conv_transpose2d(x, w, NULL, (tg_conv_opts){.groups = 2, .stride = {3}, .padding = {1}, .output_padding = {2}});
+  return tg_conv_transpose2d(x, w, NULL, (tg_conv_opts){.groups = 2, .stride = TG_INTS(3), .padding = TG_INTS(1), .output_padding = TG_INTS(2)});
 }
-static tg_tensor *f_maxpool(tg_tensor *x, tg_tensor *y) { return tg_max_pool2d(x, (tg_pool_opts){.kernel = {2}}); }
+static tg_tensor *f_maxpool(tg_tensor *x, tg_tensor *y) { return tg_max_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(2)}); }
 static tg_tensor *f_maxpool_overlap(tg_tensor *x, tg_tensor *y) {
-  return tg_max_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {2}, .padding = {1}});
+  return tg_max_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .padding = TG_INTS(1)});
 }
-static tg_tensor *f_avgpool(tg_tensor *x, tg_tensor *y) { return tg_avg_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {1}}); }
-static tg_tensor *f_layernorm(tg_tensor *x, tg_tensor *y) { return tg_layernorm(x, 1, 1e-5); }
+static tg_tensor *f_avgpool(tg_tensor *x, tg_tensor *y) { return tg_avg_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(1)}); }
+static tg_tensor *f_layernorm(tg_tensor *x, tg_tensor *y) { return tg_layernorm(x, 1, (int[]){-1}, 1e-5); }
 static tg_tensor *f_batchnorm_train(tg_tensor *x, tg_tensor *w) {  /* batch statistics, as BatchNorm2d in training */
   tg_tensor *mean = tg_mean(x, 3, (int[]){0, 2, 3}, false);
   tg_tensor *xc = tg_sub(x, tg_reshape(mean, 4, (int64_t[]){1, -1, 1, 1}));

@@ -128,7 +128,7 @@ ERR_TEST(test_errors_null_inputs_return_null) {
         "where");
   CHECK(tg_cast(NULL, TG_INT32) == NULL && tg_bitcast(NULL, TG_INT32) == NULL, "cast");
   CHECK(tg_reshape(NULL, 2, sh) == NULL && tg_permute(NULL, 2, ord) == NULL && tg_expand(NULL, 2, sh) == NULL, "mv");
-  CHECK(tg_pad(NULL, 2, pads, 0) == NULL && tg_shrink(NULL, 2, bounds) == NULL && tg_flip(NULL, 1, ax) == NULL, "mv");
+  CHECK(tg_pad_axes(NULL, 2, pads, 0) == NULL && tg_shrink(NULL, 2, bounds) == NULL && tg_flip(NULL, 1, ax) == NULL, "mv");
   CHECK(tg_transpose(NULL, 0, 1) == NULL && tg_flatten(NULL, 0, -1) == NULL && tg_squeeze(NULL, TG_ALL) == NULL &&
             tg_unsqueeze(NULL, 0) == NULL,
         "mv");
@@ -228,8 +228,12 @@ ERR_TEST(test_errors_negative_and_bad_shapes) {
 ERR_TEST(test_errors_movement_bad_arguments) {
   tg_tensor *a = f32(SH(3, 4));
   CHECK_T(a);
-  CHECK_ERR(tg_pad(a, 2, (const int64_t[]){0, -1, 0, 0}, 0), "pad");
-  CHECK_ERR(tg_pad(a, 1, (const int64_t[]){1, 1}, 0), "pad");
+  CHECK_ERR(tg_pad_axes(a, 2, (const int64_t[]){-2, -2, 0, 0}, 0), "pad");   /* crops 4 of 3 */
+  CHECK_ERR(tg_pad_axes(a, 2, (const int64_t[]){INT64_MIN, 0, 0, 0}, 0), "pad");
+  CHECK_ERR(tg_pad_axes(a, 2, (const int64_t[]){0, INT64_MAX, 0, 0}, 0), "pad");   /* overflows */
+  CHECK_ERR(tg_pad_axes(a, 1, (const int64_t[]){1, 1}, 0), "pad");
+  CHECK_ERR(tg_pad(a, 3, (const int64_t[]){1, 1, 1}, 0), "pad");      /* odd count */
+  CHECK_ERR(tg_pad(a, 6, (const int64_t[]){1, 1, 1, 1, 1, 1}, 0), "pad");   /* 3 axes of 2 */
   CHECK_ERR(tg_shrink(a, 2, (const int64_t[]){0, 4, 0, 4}), "shrink");
   CHECK_ERR(tg_shrink(a, 2, (const int64_t[]){2, 1, 0, 4}), "shrink");
   CHECK_ERR(tg_shrink(a, 2, (const int64_t[]){-1, 2, 0, 4}), "shrink");

@@ -4,31 +4,31 @@
 
 #include "test.h"
 
-typedef struct mlp { tg_linear l1, l2; tg_optim *opt; tg_params *p; bool read_host; } mlp;
+typedef struct mlp { tg_nn_linear l1, l2; tg_optim *opt; tg_params *p; bool read_host; } mlp;
 
 static tg_status mlp_init(mlp *m) {
   tg_manual_seed(9);
   memset(m, 0, sizeof *m);
-  if (tg_linear_init(&m->l1, 12, 16, true) || tg_linear_init(&m->l2, 16, 3, true)) return tg_error_status();
+  if (tg_nn_linear_init(&m->l1, 12, 16, true) || tg_nn_linear_init(&m->l2, 16, 3, true)) return tg_error_status();
   m->p = tg_params_new();
-  tg_linear_params(&m->l1, "l1", m->p);
-  tg_linear_params(&m->l2, "l2", m->p);
-  m->opt = tg_adam_new(m->p, (tg_adam_opts){.lr = 0.01});
+  tg_nn_linear_params(&m->l1, "l1", m->p);
+  tg_nn_linear_params(&m->l2, "l2", m->p);
+  m->opt = tg_adam_new(m->p, adam_lr(0.01));
   return m->opt ? TG_OK : tg_error_status();
 }
 
 static void mlp_free(mlp *m) {
   tg_optim_free(m->opt);
   tg_params_free(m->p);
-  tg_linear_free(&m->l1);
-  tg_linear_free(&m->l2);
+  tg_nn_linear_free(&m->l1);
+  tg_nn_linear_free(&m->l2);
 }
 
 /* in: x (8, 12) float32, y (8) int32; out: the loss */
 static tg_status train_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
   mlp *m = ctx;
   tg_scope_begin();
-  tg_tensor *logits = tg_linear_forward(&m->l2, tg_relu(tg_linear_forward(&m->l1, in[0])));
+  tg_tensor *logits = tg_nn_linear_forward(&m->l2, tg_relu(tg_nn_linear_forward(&m->l1, in[0])));
   tg_tensor *loss = tg_sparse_categorical_crossentropy(logits, in[1], (tg_loss_opts){0});
   tg_status st = loss ? tg_backward(loss) : tg_error_status();
   if (st == TG_OK) st = tg_optim_step(m->opt, 1, &loss);
@@ -152,9 +152,9 @@ TEST(test_jit_refuses_host_reads_during_capture) {
 /* ---- several steps of MNIST training (beautiful_mnist's layers, narrower, with dropout) ----------------- */
 
 typedef struct cnn {
-  tg_conv2d_layer c1, c2, c3, c4;
-  tg_batchnorm2d bn1, bn2;
-  tg_linear fc;
+  tg_nn_conv2d c1, c2, c3, c4;
+  tg_nn_batchnorm bn1, bn2;
+  tg_nn_linear fc;
   tg_params *p;
   tg_optim *opt;
 } cnn;
@@ -163,47 +163,47 @@ static tg_status cnn_init(cnn *m) {
   tg_manual_seed(5);
   memset(m, 0, sizeof *m);
   tg_conv_opts o = {0};
-  if (tg_conv2d_layer_init(&m->c1, 1, 8, 5, true, o) || tg_conv2d_layer_init(&m->c2, 8, 8, 5, true, o) ||
-      tg_batchnorm2d_init(&m->bn1, 8) || tg_conv2d_layer_init(&m->c3, 8, 16, 3, true, o) ||
-      tg_conv2d_layer_init(&m->c4, 16, 16, 3, true, o) || tg_batchnorm2d_init(&m->bn2, 16) ||
-      tg_linear_init(&m->fc, 144, 10, true))
+  if (tg_nn_conv2d_init(&m->c1, 1, 8, TG_INTS(5), true, o) || tg_nn_conv2d_init(&m->c2, 8, 8, TG_INTS(5), true, o) ||
+      tg_nn_batchnorm_init(&m->bn1, 8) || tg_nn_conv2d_init(&m->c3, 8, 16, TG_INTS(3), true, o) ||
+      tg_nn_conv2d_init(&m->c4, 16, 16, TG_INTS(3), true, o) || tg_nn_batchnorm_init(&m->bn2, 16) ||
+      tg_nn_linear_init(&m->fc, 144, 10, true))
     return tg_error_status();
   m->p = tg_params_new();
-  tg_conv2d_layer_params(&m->c1, "c1", m->p);
-  tg_conv2d_layer_params(&m->c2, "c2", m->p);
-  tg_batchnorm2d_params(&m->bn1, "bn1", m->p);
-  tg_conv2d_layer_params(&m->c3, "c3", m->p);
-  tg_conv2d_layer_params(&m->c4, "c4", m->p);
-  tg_batchnorm2d_params(&m->bn2, "bn2", m->p);
-  tg_linear_params(&m->fc, "fc", m->p);
-  m->opt = tg_adam_new(m->p, (tg_adam_opts){.lr = 0.003});
+  tg_nn_conv2d_params(&m->c1, "c1", m->p);
+  tg_nn_conv2d_params(&m->c2, "c2", m->p);
+  tg_nn_batchnorm_params(&m->bn1, "bn1", m->p);
+  tg_nn_conv2d_params(&m->c3, "c3", m->p);
+  tg_nn_conv2d_params(&m->c4, "c4", m->p);
+  tg_nn_batchnorm_params(&m->bn2, "bn2", m->p);
+  tg_nn_linear_params(&m->fc, "fc", m->p);
+  m->opt = tg_adam_new(m->p, adam_lr(0.003));
   return m->opt ? TG_OK : tg_error_status();
 }
 
 static void cnn_free(cnn *m) {
   tg_optim_free(m->opt);
   tg_params_free(m->p);
-  tg_conv2d_layer_free(&m->c1);
-  tg_conv2d_layer_free(&m->c2);
-  tg_conv2d_layer_free(&m->c3);
-  tg_conv2d_layer_free(&m->c4);
-  tg_batchnorm2d_free(&m->bn1);
-  tg_batchnorm2d_free(&m->bn2);
-  tg_linear_free(&m->fc);
+  tg_nn_conv2d_free(&m->c1);
+  tg_nn_conv2d_free(&m->c2);
+  tg_nn_conv2d_free(&m->c3);
+  tg_nn_conv2d_free(&m->c4);
+  tg_nn_batchnorm_free(&m->bn1);
+  tg_nn_batchnorm_free(&m->bn2);
+  tg_nn_linear_free(&m->fc);
 }
 
 static tg_status cnn_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
   cnn *m = ctx;
-  tg_pool_opts pool = {.kernel = {2}};
+  tg_pool_opts pool = {.kernel = TG_INTS(2)};
   tg_scope_begin();
   tg_tensor *x = tg_cast(in[0], TG_FLOAT32);
-  x = tg_relu(tg_conv2d_layer_forward(&m->c1, x));
-  x = tg_relu(tg_conv2d_layer_forward(&m->c2, x));
-  x = tg_max_pool2d(tg_batchnorm2d_forward(&m->bn1, x), pool);
-  x = tg_relu(tg_conv2d_layer_forward(&m->c3, x));
-  x = tg_relu(tg_conv2d_layer_forward(&m->c4, x));
-  x = tg_max_pool2d(tg_batchnorm2d_forward(&m->bn2, x), pool);
-  tg_tensor *logits = tg_linear_forward(&m->fc, tg_dropout(tg_flatten(x, 1, -1), 0.25));
+  x = tg_relu(tg_nn_conv2d_forward(&m->c1, x));
+  x = tg_relu(tg_nn_conv2d_forward(&m->c2, x));
+  x = tg_max_pool2d(tg_nn_batchnorm_forward(&m->bn1, x), pool);
+  x = tg_relu(tg_nn_conv2d_forward(&m->c3, x));
+  x = tg_relu(tg_nn_conv2d_forward(&m->c4, x));
+  x = tg_max_pool2d(tg_nn_batchnorm_forward(&m->bn2, x), pool);
+  tg_tensor *logits = tg_nn_linear_forward(&m->fc, tg_dropout(tg_flatten(x, 1, -1), 0.25));
   tg_tensor *loss = tg_sparse_categorical_crossentropy(logits, in[1], (tg_loss_opts){0});
   tg_tensor *upd[5] = {loss, m->bn1.running_mean, m->bn1.running_var, m->bn2.running_mean, m->bn2.running_var};
   tg_status st = loss ? tg_backward(loss) : tg_error_status();

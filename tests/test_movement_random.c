@@ -149,7 +149,7 @@ static void op_pad(mcase *c) {
   say(c, " -> pad(");
   for (int i = 0; i < n; i++) say(c, "%s(%lld,%lld)", i ? "," : "", (long long)pads[2 * i], (long long)pads[2 * i + 1]);
   say(c, ", %g)", v);
-  c->t = tg_pad(c->t, n, pads, v);
+  c->t = tg_pad_axes(c->t, n, pads, v);
   c->r = ref_pad(c->r, pads, v);
   note_null(c, c->t, "pad");
 }
@@ -289,7 +289,7 @@ static void make_operand(mcase *c, mcase *o) {
     make_leaf(o, n, s);
     double v = pad_values[rnd(0, 2)];
     say(o, " -> pad(..., %g)%s", v, ref_shape_str(b, sizeof b, n, c->r->shape));
-    o->t = tg_pad(o->t, n, pads, v);
+    o->t = tg_pad_axes(o->t, n, pads, v);
     o->r = ref_pad(o->r, pads, v);
     note_null(o, o->t, "pad");
     break;

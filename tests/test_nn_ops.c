@@ -140,12 +140,14 @@ static bool check_fx(const char *what, tg_tensor *got, const fx_rec *want, const
 
 /* p = [nd, groups, stride x3, dilation x3, padding x3, output_padding x3] */
 static tg_conv_opts conv_opts(const fx_rec *p) {
+  int nd = (int)fx_param(p, 0);
   tg_conv_opts o = {.groups = (int64_t)fx_param(p, 1)};
-  for (int j = 0; j < 3; j++) {
-    o.stride[j] = (int64_t)fx_param(p, 2 + j);
-    o.dilation[j] = (int64_t)fx_param(p, 5 + j);
-    o.padding[j] = (int64_t)fx_param(p, 8 + j);
-    o.output_padding[j] = (int64_t)fx_param(p, 11 + j);
+  o.stride.n = o.dilation.n = o.padding.n = o.output_padding.n = nd;
+  for (int j = 0; j < nd; j++) {
+    o.stride.v[j] = (int64_t)fx_param(p, 2 + j);
+    o.dilation.v[j] = (int64_t)fx_param(p, 5 + j);
+    o.padding.v[j] = (int64_t)fx_param(p, 8 + j);
+    o.output_padding.v[j] = (int64_t)fx_param(p, 11 + j);
   }
   return o;
 }
@@ -179,13 +181,16 @@ NN_TEST(test_nn_pools_match_pytorch) {
   int n = 0;
   for (int i = 0; fx_get(f, "pool/%d/x", i); i++, n++) {
     const fx_rec *p = fx_get(f, "pool/%d/p", i);
-    tg_pool_opts o = {.ndims = (int)fx_param(p, 1), .ceil_mode = fx_param(p, 14) != 0, .count_exclude_pad = fx_param(p, 15) != 0};
-    for (int j = 0; j < 3; j++) {
-      o.kernel[j] = (int64_t)fx_param(p, 2 + j);
-      o.stride[j] = (int64_t)fx_param(p, 5 + j);
-      o.dilation[j] = (int64_t)fx_param(p, 8 + j);
-      o.padding[j] = (int64_t)fx_param(p, 11 + j);
+    int nd = (int)fx_param(p, 1);
+    tg_pool_opts o = {.ndims = nd, .ceil_mode = fx_param(p, 14) != 0, .count_include_pad = fx_param(p, 15) == 0};
+    o.kernel.n = o.stride.n = o.dilation.n = o.padding.n = nd;
+    for (int j = 0; j < nd; j++) {
+      o.kernel.v[j] = (int64_t)fx_param(p, 2 + j);
+      o.stride.v[j] = (int64_t)fx_param(p, 5 + j);
+      o.dilation.v[j] = (int64_t)fx_param(p, 8 + j);
+      o.padding.v[j] = (int64_t)fx_param(p, 11 + j);
     }
+    if (o.stride.v[0] == 0) o.stride.n = 0;   /* PyTorch's stride=None: the kernel size */
     bool is_max = fx_param(p, 0) != 0;
     char what[64];
     snprintf(what, sizeof what, "%s case %d", is_max ? "max_pool" : "avg_pool", i);
@@ -202,7 +207,7 @@ NN_TEST(test_nn_pools_match_pytorch) {
 NN_TEST(test_nn_conv_relu_maxpool_is_two_kernels) {
   const fx_rec *xr = fx_get(f, "conv2d/0/x"), *wr = fx_get(f, "conv2d/0/w"), *br = fx_get(f, "conv2d/0/b");
   tg_tensor *x = fx_tensor(xr), *w = fx_tensor(wr), *b = fx_tensor(br);
-  tg_tensor *y = tg_max_pool2d(tg_relu(tg_conv2d(x, w, b, (tg_conv_opts){0})), (tg_pool_opts){.kernel = {2}});
+  tg_tensor *y = tg_max_pool2d(tg_relu(tg_conv2d(x, w, b, (tg_conv_opts){0})), (tg_pool_opts){.kernel = TG_INTS(2)});
   CHECK_T(y);
   CHECK(tg_realize(y) == TG_OK, "realize: %s", tg_error());
   CHECK(tg_kernel_count_last() == 2, "conv2d+relu+max_pool2d ran %llu kernels, expected 2 (tinygrad: 2)",
@@ -233,9 +238,10 @@ NN_TEST(test_nn_conv_relu_maxpool_is_two_kernels) {
 
 NN_TEST(test_nn_layernorm_rmsnorm_match_pytorch) {
   for (int i = 0; fx_get(f, "layernorm/%d/x", i); i++) {
-    int naxes = (int)fx_param(fx_get(f, "layernorm/%d/p", i), 0);
-    CHECK_FX("layernorm", tg_layernorm(fx_tensor(fx_get(f, "layernorm/%d/x", i)), naxes, 1e-5), fx_get(f, "layernorm/%d/y", i));
-    CHECK_FX("rmsnorm", tg_rmsnorm(fx_tensor(fx_get(f, "rmsnorm/%d/x", i)), naxes, 1e-6), fx_get(f, "rmsnorm/%d/y", i));
+    int naxes = (int)fx_param(fx_get(f, "layernorm/%d/p", i), 0), axes[TG_MAX_DIMS];
+    for (int k = 0; k < naxes; k++) axes[k] = -1 - k;   /* PyTorch's normalized_shape: the last naxes axes */
+    CHECK_FX("layernorm", tg_layernorm(fx_tensor(fx_get(f, "layernorm/%d/x", i)), naxes, axes, 1e-5), fx_get(f, "layernorm/%d/y", i));
+    CHECK_FX("rmsnorm", tg_rmsnorm(fx_tensor(fx_get(f, "rmsnorm/%d/x", i)), naxes, axes, 1e-6), fx_get(f, "rmsnorm/%d/y", i));
   }
 }
 
@@ -267,8 +273,11 @@ NN_TEST(test_nn_group_norm_matches_pytorch) {
 /* ---- losses ---------------------------------------------------------------------------------------------- */
 
 static tg_loss_opts loss_opts(const fx_rec *p) {
-  return (tg_loss_opts){.label_smoothing = fx_param(p, 0), .use_ignore_index = fx_param(p, 1) != 0,
-                        .ignore_index = (int64_t)fx_param(p, 2)};
+  tg_loss_opts o = tg_loss_defaults();
+  o.label_smoothing = fx_param(p, 0);
+  o.use_ignore_index = fx_param(p, 1) != 0;
+  o.ignore_index = (int64_t)fx_param(p, 2);
+  return o;
 }
 
 NN_TEST(test_nn_sparse_categorical_crossentropy_matches_pytorch) {
@@ -290,16 +299,16 @@ NN_TEST(test_nn_sparse_categorical_crossentropy_matches_pytorch) {
 NN_TEST(test_nn_cross_entropy_nll_bce_match_pytorch) {
   for (int i = 0; fx_get(f, "ce/%d/x", i); i++)
     CHECK_FX("cross_entropy", tg_cross_entropy(fx_tensor(fx_get(f, "ce/%d/x", i)), fx_tensor(fx_get(f, "ce/%d/t", i)),
-                                               fx_param(fx_get(f, "ce/%d/p", i), 0)),
+                                               (tg_loss_opts){.label_smoothing = fx_param(fx_get(f, "ce/%d/p", i), 0)}),
              fx_get(f, "ce/%d/y", i));
   for (int i = 0; fx_get(f, "nll/%d/x", i); i++)
     CHECK_FX("nll_loss", tg_nll_loss(fx_tensor(fx_get(f, "nll/%d/x", i)), fx_tensor(fx_get(f, "nll/%d/t", i)),
                                      loss_opts(fx_get(f, "nll/%d/p", i))),
              fx_get(f, "nll/%d/y", i));
-  CHECK_FX("binary_crossentropy", tg_binary_crossentropy(fx_tensor(fx_get(f, "bce/0/x")), fx_tensor(fx_get(f, "bce/0/t"))),
+  CHECK_FX("binary_crossentropy", tg_binary_crossentropy(fx_tensor(fx_get(f, "bce/0/x")), fx_tensor(fx_get(f, "bce/0/t")), tg_loss_defaults()),
            fx_get(f, "bce/0/y"));
   CHECK_FX("binary_crossentropy_logits",
-           tg_binary_crossentropy_logits(fx_tensor(fx_get(f, "bcel/0/x")), fx_tensor(fx_get(f, "bcel/0/t"))), fx_get(f, "bcel/0/y"));
+           tg_binary_crossentropy_logits(fx_tensor(fx_get(f, "bcel/0/x")), fx_tensor(fx_get(f, "bcel/0/t")), tg_loss_defaults()), fx_get(f, "bcel/0/y"));
 }
 
 /* ---- cumsum, attention, interpolate ------------------------------------------------------------------- */
@@ -442,11 +451,12 @@ NN_TEST(test_nn_ops_errors_name_op_and_propagate_null) {
   EXPECT_ERR(tg_conv2d(x, tg_zeros(TG_FLOAT32, 4, (int64_t[]){2, 2, 3, 3}), NULL, (tg_conv_opts){.groups = 3}), "tg_conv2d");
   EXPECT_ERR(tg_conv2d(x, tg_zeros(TG_FLOAT32, 4, (int64_t[]){2, 4, 3, 3}), tg_zeros(TG_FLOAT32, 1, (int64_t[]){3}), (tg_conv_opts){0}),
              "tg_conv2d");
-  EXPECT_ERR(tg_conv_transpose2d(x, tg_zeros(TG_FLOAT32, 4, (int64_t[]){4, 2, 3, 3}), NULL, (tg_conv_opts){.stride = {2}, .output_padding = {2}}),
+  EXPECT_ERR(tg_conv_transpose2d(x, tg_zeros(TG_FLOAT32, 4, (int64_t[]){4, 2, 3, 3}), NULL, (tg_conv_opts){.stride = TG_INTS(2), .output_padding = TG_INTS(2)}),
              "tg_conv_transpose2d");
-  EXPECT_ERR(tg_max_pool2d(x, (tg_pool_opts){0}), "tg_max_pool2d");
-  EXPECT_ERR(tg_avg_pool2d(x, (tg_pool_opts){.kernel = {7}}), "tg_avg_pool2d");
-  EXPECT_ERR(tg_layernorm(x, 5, 1e-5), "tg_layernorm");
+  EXPECT_ERR(tg_max_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(0)}), "tg_max_pool2d");
+  EXPECT_ERR(tg_avg_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(7)}), "tg_avg_pool2d");
+  EXPECT_ERR(tg_layernorm(x, 1, (int[]){4}, 1e-5), "tg_layernorm");
+  EXPECT_ERR(tg_layernorm(x, 2, (int[]){-1, 3}, 1e-5), "tg_layernorm");  /* repeated */
   EXPECT_ERR(tg_group_norm(x, 3, NULL, NULL, 1e-5), "tg_group_norm");
   EXPECT_ERR(tg_batchnorm(x, NULL, NULL, lab, lab), "tg_batchnorm");
   EXPECT_ERR(tg_one_hot(x, 3), "tg_one_hot");
@@ -459,8 +469,8 @@ NN_TEST(test_nn_ops_errors_name_op_and_propagate_null) {
              "tg_sparse_categorical_crossentropy");
   EXPECT_ERR(tg_nll_loss(tg_zeros(TG_FLOAT32, 2, (int64_t[]){3, 5}), tg_zeros(TG_FLOAT32, 1, (int64_t[]){3}), (tg_loss_opts){0}),
              "tg_nll_loss");
-  EXPECT_ERR(tg_cross_entropy(tg_zeros(TG_FLOAT32, 2, (int64_t[]){3, 5}), tg_zeros(TG_FLOAT32, 2, (int64_t[]){3, 4}), 0), "tg_cross_entropy");
-  EXPECT_ERR(tg_binary_crossentropy(tg_zeros(TG_FLOAT32, 1, (int64_t[]){3}), tg_zeros(TG_FLOAT32, 1, (int64_t[]){4})),
+  EXPECT_ERR(tg_cross_entropy(tg_zeros(TG_FLOAT32, 2, (int64_t[]){3, 5}), tg_zeros(TG_FLOAT32, 2, (int64_t[]){3, 4}), tg_loss_defaults()), "tg_cross_entropy");
+  EXPECT_ERR(tg_binary_crossentropy(tg_zeros(TG_FLOAT32, 1, (int64_t[]){3}), tg_zeros(TG_FLOAT32, 1, (int64_t[]){4}), tg_loss_defaults()),
              "tg_binary_crossentropy");
   EXPECT_ERR(tg_scaled_dot_product_attention(x, w, w, NULL, false), "tg_scaled_dot_product_attention");
   EXPECT_ERR(tg_cumsum(x, 4), "tg_cumsum");
@@ -470,13 +480,13 @@ NN_TEST(test_nn_ops_errors_name_op_and_propagate_null) {
   tg_error_clear();
   tg_tensor *none = NULL;
   CHECK(!tg_conv2d(none, w, NULL, (tg_conv_opts){0}) && !tg_conv_transpose2d(x, none, NULL, (tg_conv_opts){0}) &&
-            !tg_max_pool2d(none, (tg_pool_opts){.kernel = {2}}) && !tg_avg_pool2d(none, (tg_pool_opts){.kernel = {2}}) &&
-            !tg_layernorm(none, 1, 1e-5) && !tg_rmsnorm(none, 1, 1e-5) && !tg_batchnorm(x, NULL, NULL, none, none) &&
+            !tg_max_pool2d(none, (tg_pool_opts){.kernel = TG_INTS(2)}) && !tg_avg_pool2d(none, (tg_pool_opts){.kernel = TG_INTS(2)}) &&
+            !tg_layernorm(none, 0, NULL, 1e-5) && !tg_rmsnorm(none, 0, NULL, 1e-5) && !tg_batchnorm(x, NULL, NULL, none, none) &&
             !tg_group_norm(none, 1, NULL, NULL, 1e-5) && !tg_one_hot(none, 3) && !tg_gather(x, 0, none) &&
             !tg_index_select(none, 0, lab) && !tg_embedding(none, lab) && !tg_scaled_dot_product_attention(none, x, x, NULL, false) &&
-            !tg_sparse_categorical_crossentropy(none, lab, (tg_loss_opts){0}) && !tg_cross_entropy(x, none, 0) &&
-            !tg_nll_loss(none, lab, (tg_loss_opts){0}) && !tg_binary_crossentropy(none, x) &&
-            !tg_binary_crossentropy_logits(x, none) && !tg_cumsum(none, 0) && !tg_triu(none, 0) && !tg_tril(none, 0) &&
+            !tg_sparse_categorical_crossentropy(none, lab, (tg_loss_opts){0}) && !tg_cross_entropy(x, none, tg_loss_defaults()) &&
+            !tg_nll_loss(none, lab, (tg_loss_opts){0}) && !tg_binary_crossentropy(none, x, tg_loss_defaults()) &&
+            !tg_binary_crossentropy_logits(x, none, tg_loss_defaults()) && !tg_cumsum(none, 0) && !tg_triu(none, 0) && !tg_tril(none, 0) &&
             !tg_interpolate(none, 1, (int64_t[]){2}, TG_INTERP_NEAREST),
         "an op given NULL returned a tensor");
   CHECK(tg_error()[0] == 0, "an op given NULL set an error: %s", tg_error());
@@ -495,7 +505,7 @@ NN_TEST(test_nn_ops_on_views_and_lazy_inputs) {
   /* pool case 1 (max, 3x3 stride 2 pad 1) on (N*C, H, W): leading axes are free */
   const fx_rec *pr = fx_get(f, "pool/1/x"), *py = fx_get(f, "pool/1/y");
   tg_tensor *x3 = tg_reshape(fx_tensor(pr), 3, (int64_t[]){pr->shape[0] * pr->shape[1], pr->shape[2], pr->shape[3]});
-  tg_tensor *y3 = tg_max_pool2d(x3, (tg_pool_opts){.kernel = {3}, .stride = {2}, .padding = {1}});
+  tg_tensor *y3 = tg_max_pool2d(x3, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .padding = TG_INTS(1)});
   CHECK_T(y3);
   CHECK_FX("max_pool2d of (N*C, H, W)", tg_reshape(y3, 4, py->shape), py);
 }
@@ -514,8 +524,8 @@ NN_TEST(test_nn_ops_free_their_intermediates) {
   uint64_t before = tg_get_stats().uops_live;
   for (int i = 0; i < 3; i++) {
     tg_tensor *ys[] = {
-        tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = {1}}), tg_conv_transpose2d(x, wt, NULL, (tg_conv_opts){.stride = {2}}),
-        tg_avg_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {2}, .padding = {1}, .ceil_mode = true}), tg_group_norm(x, 3, NULL, NULL, 1e-5),
+        tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)}), tg_conv_transpose2d(x, wt, NULL, (tg_conv_opts){.stride = TG_INTS(2)}),
+        tg_avg_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .padding = TG_INTS(1), .ceil_mode = true, .count_include_pad = true}), tg_group_norm(x, 3, NULL, NULL, 1e-5),
         tg_sparse_categorical_crossentropy(lg, lab, (tg_loss_opts){.label_smoothing = 0.1}), tg_cumsum(x, 3),
         tg_interpolate(x, 2, (int64_t[]){9, 4}, TG_INTERP_LINEAR), tg_scaled_dot_product_attention(x, x, x, NULL, true),
         tg_conv2d(x, bad_w, NULL, (tg_conv_opts){0}) /* an error */};
@@ -538,12 +548,12 @@ NN_TEST(test_nn_ops_kernel_counts) {
   tg_tensor *big = tg_contiguous(tg_ones(TG_FLOAT32, 2, (int64_t[]){2, 1500}));
   CHECK(tg_realize(big) == TG_OK, "%s", tg_error());
   struct { const char *name; tg_tensor *t; uint64_t most; } cases[] = {
-      {"conv2d + bias + relu", tg_relu(tg_conv2d(x, w, b, (tg_conv_opts){.padding = {1}})), 1},
-      {"conv_transpose2d stride 2", tg_conv_transpose2d(x, tg_transpose(w, 0, 1), NULL, (tg_conv_opts){.stride = {2}}), 1},
-      {"max_pool2d 3x3 stride 2", tg_max_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {2}, .padding = {1}}), 1},
-      {"avg_pool2d ceil, count_exclude_pad", tg_avg_pool2d(x, (tg_pool_opts){.kernel = {3}, .stride = {2}, .ceil_mode = true, .count_exclude_pad = true}), 1},
-      {"layernorm", tg_layernorm(x, 2, 1e-5), 3},
-      {"rmsnorm", tg_rmsnorm(x, 1, 1e-5), 2},
+      {"conv2d + bias + relu", tg_relu(tg_conv2d(x, w, b, (tg_conv_opts){.padding = TG_INTS(1)})), 1},
+      {"conv_transpose2d stride 2", tg_conv_transpose2d(x, tg_transpose(w, 0, 1), NULL, (tg_conv_opts){.stride = TG_INTS(2)}), 1},
+      {"max_pool2d 3x3 stride 2", tg_max_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .padding = TG_INTS(1)}), 1},
+      {"avg_pool2d ceil, count_include_pad false", tg_avg_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .ceil_mode = true}), 1},
+      {"layernorm", tg_layernorm(x, 2, (int[]){-1, -2}, 1e-5), 3},
+      {"rmsnorm", tg_rmsnorm(x, 1, (int[]){-1}, 1e-5), 2},
       {"sparse_categorical_crossentropy", tg_sparse_categorical_crossentropy(lg, lab, (tg_loss_opts){.label_smoothing = 0.1}), 3},
       {"embedding", tg_embedding(tg_reshape(w, 2, (int64_t[]){4, 27}), lab), 1},
       {"cumsum of 7", tg_cumsum(x, 3), 1},

@@ -363,7 +363,7 @@ OPS_TEST(test_ops_add_noncontiguous_inputs) {
   /* padded + flipped */
   ref_arr *c = ref_rand(TG_FLOAT32, SHAPE(3, 4), -2, 2), *d = ref_rand(TG_FLOAT32, SHAPE(5, 7), -2, 2);
   int64_t pads[] = {1, 1, 2, 1};
-  CHECK_REF("padded + flipped", tg_add(tg_pad(T(c), 2, pads, 0.5), tg_flip(T(d), AXES(1))),
+  CHECK_REF("padded + flipped", tg_add(tg_pad_axes(T(c), 2, pads, 0.5), tg_flip(T(d), AXES(1))),
             ref_binary(R_ADD, ref_pad(c, pads, 0.5), ref_flip(d, AXES(1))));
   /* sliced with a step + shrunk */
   ref_arr *e = ref_rand(TG_FLOAT32, SHAPE(9, 10), -2, 2), *f = ref_rand(TG_FLOAT32, SHAPE(6, 8), -2, 2);
@@ -386,7 +386,7 @@ OPS_TEST(test_ops_size0_dims) {
   CHECK_REF("sum (0,3) all", tg_sum(T(a), 0, NULL, false), ref_reduce(R_SUM, a, 0, NULL, false));
   CHECK_REF("prod (0,3) axis 0", tg_prod(T(a), AXES(0), true), ref_reduce(R_PROD, a, AXES(0), true));
   int64_t pads[] = {1, 1, 0, 0};
-  CHECK_REF("pad (0,3)", tg_pad(T(a), 2, pads, 2.0), ref_pad(a, pads, 2.0));
+  CHECK_REF("pad (0,3)", tg_pad_axes(T(a), 2, pads, 2.0), ref_pad(a, pads, 2.0));
   ref_arr *c = ref_rand(TG_FLOAT32, SHAPE(2, 3), -1, 1);
   ref_arr *parts[] = {a, c, a};
   tg_tensor *tparts[] = {T(a), T(c), T(a)};
@@ -612,9 +612,9 @@ OPS_TEST(test_ops_reduce_of_expanded_and_padded) {
             ref_reduce(R_SUM, ref_expand(a, SHAPE(3, 6)), AXES(1), false));
   ref_arr *b = ref_rand(TG_FLOAT32, SHAPE(4, 5), -1, 1);
   int64_t pads[] = {1, 2, 0, 3};
-  CHECK_REF("max of padded (-5)", tg_max(tg_pad(T(b), 2, pads, -5), AXES(0), false),
+  CHECK_REF("max of padded (-5)", tg_max(tg_pad_axes(T(b), 2, pads, -5), AXES(0), false),
             ref_reduce(R_MAX, ref_pad(b, pads, -5), AXES(0), false));
-  CHECK_REF("sum of padded (2)", tg_sum(tg_pad(T(b), 2, pads, 2), AXES(1), true),
+  CHECK_REF("sum of padded (2)", tg_sum(tg_pad_axes(T(b), 2, pads, 2), AXES(1), true),
             ref_reduce(R_SUM, ref_pad(b, pads, 2), AXES(1), true));
   CHECK_REF("sum of flipped", tg_sum(tg_flip(T(b), AXES(0, 1)), AXES(0), false),
             ref_reduce(R_SUM, ref_flip(b, AXES(0, 1)), AXES(0), false));
@@ -800,14 +800,14 @@ OPS_TEST(test_ops_expand) {
 OPS_TEST(test_ops_pad) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(3, 4), -1, 1);
   int64_t p1[] = {1, 2, 0, 3}, p2[] = {0, 0, 0, 0}, p3[] = {4, 0, 0, 1};
-  CHECK_REF("pad 0", tg_pad(T(a), 2, p1, 0), ref_pad(a, p1, 0));
-  CHECK_REF("pad -inf", tg_pad(T(a), 2, p1, -INFINITY), ref_pad(a, p1, -INFINITY));
-  CHECK_REF("pad nothing", tg_pad(T(a), 2, p2, 1), ref_pad(a, p2, 1));
-  CHECK_REF("pad of transposed", tg_pad(tg_transpose(T(a), 0, 1), 2, p3, 2.5),
+  CHECK_REF("pad 0", tg_pad_axes(T(a), 2, p1, 0), ref_pad(a, p1, 0));
+  CHECK_REF("pad -inf", tg_pad_axes(T(a), 2, p1, -INFINITY), ref_pad(a, p1, -INFINITY));
+  CHECK_REF("pad nothing", tg_pad_axes(T(a), 2, p2, 1), ref_pad(a, p2, 1));
+  CHECK_REF("pad of transposed", tg_pad_axes(tg_transpose(T(a), 0, 1), 2, p3, 2.5),
             ref_pad(ref_transpose(a, 0, 1), p3, 2.5));
   ref_arr *i = ref_rand(TG_INT32, SHAPE(2, 2), -9, 9);
-  CHECK_REF("pad int32 with 7", tg_pad(T(i), 2, p1, 7), ref_pad(i, p1, 7));
-  CHECK_REF("pad twice", tg_pad(tg_pad(T(a), 2, p1, 1), 2, p3, 2), ref_pad(ref_pad(a, p1, 1), p3, 2));
+  CHECK_REF("pad int32 with 7", tg_pad_axes(T(i), 2, p1, 7), ref_pad(i, p1, 7));
+  CHECK_REF("pad twice", tg_pad_axes(tg_pad_axes(T(a), 2, p1, 1), 2, p3, 2), ref_pad(ref_pad(a, p1, 1), p3, 2));
 }
 
 OPS_TEST(test_ops_shrink) {
@@ -817,7 +817,7 @@ OPS_TEST(test_ops_shrink) {
   CHECK_REF("shrink to one column", tg_shrink(T(a), 2, b2), ref_shrink(a, b2));
   CHECK_REF("shrink to empty", tg_shrink(T(a), 2, b3), ref_shrink(a, b3));
   int64_t p[] = {2, 2, 2, 2}, b4[] = {1, 8, 3, 7};
-  CHECK_REF("shrink of padded", tg_shrink(tg_pad(T(a), 2, p, -1), 2, b4), ref_shrink(ref_pad(a, p, -1), b4));
+  CHECK_REF("shrink of padded", tg_shrink(tg_pad_axes(T(a), 2, p, -1), 2, b4), ref_shrink(ref_pad(a, p, -1), b4));
 }
 
 OPS_TEST(test_ops_flip) {

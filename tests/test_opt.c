@@ -131,7 +131,7 @@ static tg_tensor *k_sum_transposed(tg_tensor **in) {
 /* a 3-tap stencil over a zero-padded input: masked loads */
 static tg_tensor *k_conv(tg_tensor **in) {
   int64_t pads[4] = {0, 0, 1, 1};
-  tg_tensor *p = tg_pad(in[0], 2, pads, 0), *y = NULL;
+  tg_tensor *p = tg_pad_axes(in[0], 2, pads, 0), *y = NULL;
   for (int k = 0; k < 3; k++) {
     int64_t sh[4] = {0, 8, k, k + 32};
     tg_tensor *t = tg_mul_scalar(tg_shrink(p, 2, sh), 0.25 * (k + 1));

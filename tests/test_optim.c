@@ -12,8 +12,16 @@ static tg_optim *mk_sgd(const tg_params *p) {
   return tg_sgd_new(p, (tg_sgd_opts){.lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 0.01});
 }
 static tg_optim *mk_sgd_plain(const tg_params *p) { return tg_sgd_new(p, (tg_sgd_opts){.lr = 0.1}); }
-static tg_optim *mk_adam(const tg_params *p) { return tg_adam_new(p, (tg_adam_opts){.lr = 0.01, .weight_decay = 0.01}); }
-static tg_optim *mk_adamw(const tg_params *p) { return tg_adamw_new(p, (tg_adam_opts){.lr = 0.01, .weight_decay = 0.01}); }
+static tg_optim *mk_adam(const tg_params *p) {
+  tg_adam_opts o = tg_adam_defaults();
+  o.lr = o.weight_decay = 0.01;
+  return tg_adam_new(p, o);
+}
+static tg_optim *mk_adamw(const tg_params *p) {
+  tg_adam_opts o = tg_adamw_defaults();
+  o.lr = 0.01;
+  return tg_adamw_new(p, o);
+}
 
 static void run_against_torch(const char *name, make_fn make, const float *want_w, const float *want_b) {
   tg_scope_begin();
@@ -53,7 +61,7 @@ TEST(test_optim_steps_reuse_compiled_kernels) {
   tg_tensor *x = tg_from_data(TG_FLOAT32, 2, (int64_t[]){5, 4}, opt_x, sizeof opt_x);
   tg_params *p = tg_params_new();
   tg_params_add(p, "w", w);
-  tg_optim *o = tg_adam_new(p, (tg_adam_opts){.lr = 0.01});
+  tg_optim *o = tg_adam_new(p, adam_lr(0.01));
   CHECK_T(o);
   uint64_t compiled = 0;
   for (int step = 0; step < 6; step++) {
@@ -86,15 +94,15 @@ TEST(test_optim_lr_schedules) {
 TEST(test_nn_layers_forward_shapes_and_params) {
   tg_scope_begin();
   tg_manual_seed(1);
-  tg_linear lin;
-  tg_conv2d_layer conv;
-  tg_batchnorm2d bn;
-  CHECK(tg_linear_init(&lin, 6, 4, true) == TG_OK, "%s", tg_error());
-  CHECK(tg_conv2d_layer_init(&conv, 3, 8, 3, true, (tg_conv_opts){.padding = {1}}) == TG_OK, "%s", tg_error());
-  CHECK(tg_batchnorm2d_init(&bn, 8) == TG_OK, "%s", tg_error());
+  tg_nn_linear lin;
+  tg_nn_conv2d conv;
+  tg_nn_batchnorm bn;
+  CHECK(tg_nn_linear_init(&lin, 6, 4, true) == TG_OK, "%s", tg_error());
+  CHECK(tg_nn_conv2d_init(&conv, 3, 8, TG_INTS(3), true, (tg_conv_opts){.padding = TG_INTS(1)}) == TG_OK, "%s", tg_error());
+  CHECK(tg_nn_batchnorm_init(&bn, 8) == TG_OK, "%s", tg_error());
   tg_params *p = tg_params_new();
-  CHECK(tg_linear_params(&lin, "fc", p) == TG_OK && tg_conv2d_layer_params(&conv, "conv", p) == TG_OK &&
-            tg_batchnorm2d_params(&bn, "bn", p) == TG_OK, "%s", tg_error());
+  CHECK(tg_nn_linear_params(&lin, "fc", p) == TG_OK && tg_nn_conv2d_params(&conv, "conv", p) == TG_OK &&
+            tg_nn_batchnorm_params(&bn, "bn", p) == TG_OK, "%s", tg_error());
   CHECK(tg_params_count(p) == 9, "9 named tensors expected, got %d", tg_params_count(p));
   CHECK(tg_params_find(p, "fc.weight") && tg_params_find(p, "bn.running_var"), "names missing");
   CHECK(tg_params_add(p, "fc.weight", lin.weight) != TG_OK, "a duplicate name was accepted");
@@ -104,7 +112,7 @@ TEST(test_nn_layers_forward_shapes_and_params) {
   for (int i = 0; i < 24; i++) CHECK(fabsf(wv[i]) <= 1 / sqrtf(6.0f) + 1e-6f, "weight %d = %g out of bounds", i, wv[i]);
   tg_tensor *x = tg_rand(TG_FLOAT32, 4, (int64_t[]){2, 3, 5, 5});
   tg_set_training(true);
-  tg_tensor *y = tg_batchnorm2d_forward(&bn, tg_conv2d_layer_forward(&conv, x));
+  tg_tensor *y = tg_nn_batchnorm_forward(&bn, tg_nn_conv2d_forward(&conv, x));
   tg_set_training(false);
   CHECK_T(y);
   CHECK(tg_ndim(y) == 4 && tg_shape(y, 1) == 8 && tg_shape(y, 2) == 5, "conv+bn output shape");
@@ -115,12 +123,12 @@ TEST(test_nn_layers_forward_shapes_and_params) {
   for (int i = 0; i < 8; i++) CHECK(fabsf(mv[i]) < 1e-4f, "channel %d mean %g", i, mv[i]);
   tg_tensor *stats[2] = {bn.running_mean, bn.running_var};
   CHECK(tg_realize_many(2, stats) == TG_OK, "%s", tg_error());
-  tg_tensor *z = tg_linear_forward(&lin, tg_rand(TG_FLOAT32, 2, (int64_t[]){7, 6}));
+  tg_tensor *z = tg_nn_linear_forward(&lin, tg_rand(TG_FLOAT32, 2, (int64_t[]){7, 6}));
   CHECK(z && tg_shape(z, 0) == 7 && tg_shape(z, 1) == 4, "linear output shape");
   tg_params_free(p);
-  tg_linear_free(&lin);
-  tg_conv2d_layer_free(&conv);
-  tg_batchnorm2d_free(&bn);
+  tg_nn_linear_free(&lin);
+  tg_nn_conv2d_free(&conv);
+  tg_nn_batchnorm_free(&bn);
   tg_scope_end();
 }
 
@@ -136,12 +144,12 @@ static long rss_kib(void) {
 TEST(test_optim_training_loop_of_1000_steps_is_flat) {
   int steps = getenv("TG_TEST_QUICK") ? 200 : 1000;
   tg_manual_seed(3);
-  tg_linear l1, l2;
-  CHECK(tg_linear_init(&l1, 8, 16, true) == TG_OK && tg_linear_init(&l2, 16, 2, true) == TG_OK, "%s", tg_error());
+  tg_nn_linear l1, l2;
+  CHECK(tg_nn_linear_init(&l1, 8, 16, true) == TG_OK && tg_nn_linear_init(&l2, 16, 2, true) == TG_OK, "%s", tg_error());
   tg_params *p = tg_params_new();
-  tg_linear_params(&l1, "l1", p);
-  tg_linear_params(&l2, "l2", p);
-  tg_optim *o = tg_adam_new(p, (tg_adam_opts){.lr = 0.01});
+  tg_nn_linear_params(&l1, "l1", p);
+  tg_nn_linear_params(&l2, "l2", p);
+  tg_optim *o = tg_adam_new(p, adam_lr(0.01));
   CHECK_T(o);
   long base = 0;
   double first = 0, last = 0;
@@ -149,7 +157,7 @@ TEST(test_optim_training_loop_of_1000_steps_is_flat) {
     tg_scope_begin();
     tg_tensor *x = tg_randn(TG_FLOAT32, 2, (int64_t[]){32, 8});
     tg_tensor *labels = tg_cast(tg_gt(tg_sum(x, 1, (int[]){1}, false), tg_scalar(TG_FLOAT32, 0)), TG_INT32);
-    tg_tensor *logits = tg_linear_forward(&l2, tg_relu(tg_linear_forward(&l1, x)));
+    tg_tensor *logits = tg_nn_linear_forward(&l2, tg_relu(tg_nn_linear_forward(&l1, x)));
     tg_tensor *loss = tg_sparse_categorical_crossentropy(logits, labels, (tg_loss_opts){0});
     if (tg_backward(loss) != TG_OK || tg_optim_step(o, 1, &loss) != TG_OK) {
       CHECK(false, "step %d: %s", s, tg_error());
@@ -170,6 +178,6 @@ TEST(test_optim_training_loop_of_1000_steps_is_flat) {
 #endif
   tg_optim_free(o);
   tg_params_free(p);
-  tg_linear_free(&l1);
-  tg_linear_free(&l2);
+  tg_nn_linear_free(&l1);
+  tg_nn_linear_free(&l2);
 }

@@ -67,7 +67,7 @@ TEST(test_random_randint_range_and_uniform_bounds) {
   tg_scope_begin();
   tg_manual_seed(3);
   int64_t n = 10000;
-  tg_tensor *r = tg_randint(-3, 5, 1, &n);
+  tg_tensor *r = tg_randint(TG_INT32, 1, &n, -3, 5);
   int32_t *v = malloc((size_t)n * sizeof *v);
   CHECK(tg_to_host(r, v, (size_t)n * sizeof *v) == TG_OK, "%s", tg_error());
   int counts[8] = {0};
@@ -81,7 +81,7 @@ TEST(test_random_randint_range_and_uniform_bounds) {
   float kv[3200];
   CHECK(tg_to_host(k, kv, sizeof kv) == TG_OK, "%s", tg_error());
   for (int i = 0; i < 3200; i++) CHECK(fabsf(kv[i]) <= 1 / sqrtf(50) + 1e-6f, "kaiming_uniform value %g out of bounds", kv[i]);
-  CHECK(tg_randint(5, 5, 1, &n) == NULL && strstr(tg_error(), "tg_randint"), "empty randint range accepted");
+  CHECK(tg_randint(TG_INT32, 1, &n, 5, 5) == NULL && strstr(tg_error(), "tg_randint"), "empty randint range accepted");
   tg_scope_end();
 }
 

@@ -38,7 +38,7 @@ static void reference(row_op op, const float *x, float *y, int64_t outer, int64_
 }
 
 static tg_tensor *apply(row_op op, tg_tensor *x, int axis) {
-  return op == SOFTMAX ? tg_softmax(x, axis) : op == LOG_SOFTMAX ? tg_log_softmax(x, axis) : tg_layernorm(x, 1, 1e-5);
+  return op == SOFTMAX ? tg_softmax(x, axis) : op == LOG_SOFTMAX ? tg_log_softmax(x, axis) : tg_layernorm(x, 1, (int[]){-1}, 1e-5);
 }
 
 /* op over axis of a random x of this shape: values against the reference; the kernels it took */

@@ -403,7 +403,7 @@ TEST(test_schedule_reduce_seen_through_a_growing_pad_is_stored) {
   tg_variable_bind(pos, 300);
   float *hx = host(x), *hw = host(w), *hc = host(c), row[32];
   ref_matmul(hx, hw, row, 1, 64, 32);
-  tg_tensor *placed[2] = {tg_add(c, tg_pad(tg_matmul(x, w), 2, (int64_t[]){300, 211, 0, 0}, 0)),
+  tg_tensor *placed[2] = {tg_add(c, tg_pad_axes(tg_matmul(x, w), 2, (int64_t[]){300, 211, 0, 0}, 0)),
                           tg_add(c, tg_pad_at(tg_matmul(x, w), 0, pos, 512))};
   for (int k = 0; k < 2; k++) {
     CHECK_T(placed[k]);
@@ -416,7 +416,7 @@ TEST(test_schedule_reduce_seen_through_a_growing_pad_is_stored) {
     free(want);
   }
   tg_tensor *a = rand_t(2, (int64_t[]){16, 16}), *b = rand_t(2, (int64_t[]){16, 16});
-  tg_tensor *small = tg_pad(tg_matmul(a, b), 2, (int64_t[]){1, 1, 1, 1}, 0);
+  tg_tensor *small = tg_pad_axes(tg_matmul(a, b), 2, (int64_t[]){1, 1, 1, 1}, 0);
   CHECK_T(small);
   CHECK(kernels_of(small) == 1, "matmul padded by one: %d kernels, want 1", (int)tg_kernel_count_last());
   free(hx); free(hw); free(hc);

@@ -30,12 +30,12 @@ TEST(test_train_digits_mlp_reaches_95_percent) {
   tg_shuffle(perm, all.n, 5);
   int64_t ntrain = 1497, ntest = all.n - ntrain;
   tg_manual_seed(2);
-  tg_linear l1, l2;
-  CHECK(tg_linear_init(&l1, 64, 64, true) == TG_OK && tg_linear_init(&l2, 64, 10, true) == TG_OK, "%s", tg_error());
+  tg_nn_linear l1, l2;
+  CHECK(tg_nn_linear_init(&l1, 64, 64, true) == TG_OK && tg_nn_linear_init(&l2, 64, 10, true) == TG_OK, "%s", tg_error());
   tg_params *p = tg_params_new();
-  tg_linear_params(&l1, "l1", p);
-  tg_linear_params(&l2, "l2", p);
-  tg_optim *o = tg_adam_new(p, (tg_adam_opts){.lr = 0.01});
+  tg_nn_linear_params(&l1, "l1", p);
+  tg_nn_linear_params(&l2, "l2", p);
+  tg_optim *o = tg_adam_new(p, adam_lr(0.01));
   CHECK_T(o);
   int64_t batch = 64, pos = 0;
   int64_t *order = malloc((size_t)ntrain * sizeof *order);
@@ -49,8 +49,8 @@ TEST(test_train_digits_mlp_reaches_95_percent) {
     tg_tensor *x, *y;
     CHECK(tg_dataset_batch(&all, order, pos, batch, &x, &y) == TG_OK, "%s", tg_error());
     pos += batch;
-    tg_tensor *h = tg_relu(tg_linear_forward(&l1, tg_div_scalar(x, 16.0)));
-    tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear_forward(&l2, h), y, (tg_loss_opts){0});
+    tg_tensor *h = tg_relu(tg_nn_linear_forward(&l1, tg_div_scalar(x, 16.0)));
+    tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_nn_linear_forward(&l2, h), y, (tg_loss_opts){0});
     bool ok = tg_backward(loss) == TG_OK && tg_optim_step(o, 1, &loss) == TG_OK;
     tg_scope_end();
     if (!ok) { CHECK(false, "step %d: %s", step, tg_error()); break; }
@@ -58,7 +58,7 @@ TEST(test_train_digits_mlp_reaches_95_percent) {
   tg_scope_begin();
   tg_tensor *x, *y;
   CHECK(tg_dataset_batch(&all, perm, ntrain, ntest, &x, &y) == TG_OK, "%s", tg_error());
-  tg_tensor *pred = tg_argmax(tg_linear_forward(&l2, tg_relu(tg_linear_forward(&l1, tg_div_scalar(x, 16.0)))), 1, false);
+  tg_tensor *pred = tg_argmax(tg_nn_linear_forward(&l2, tg_relu(tg_nn_linear_forward(&l1, tg_div_scalar(x, 16.0)))), 1, false);
   int32_t *pv = malloc((size_t)ntest * 4), *yv = malloc((size_t)ntest * 4);
   CHECK(tg_to_host(pred, pv, (size_t)ntest * 4) == TG_OK && tg_to_host(y, yv, (size_t)ntest * 4) == TG_OK, "%s", tg_error());
   int correct = 0;
@@ -72,7 +72,7 @@ TEST(test_train_digits_mlp_reaches_95_percent) {
   free(perm);
   tg_optim_free(o);
   tg_params_free(p);
-  tg_linear_free(&l1);
-  tg_linear_free(&l2);
+  tg_nn_linear_free(&l1);
+  tg_nn_linear_free(&l2);
   tg_dataset_free(&all);
 }

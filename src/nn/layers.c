@@ -54,13 +54,13 @@ static bool positive(const char *op, int n, const int64_t *v) {
 
 /* ---- Linear ------------------------------------------------------------------------------------------ */
 
-tg_status tg_linear_init(tg_linear *l, int64_t in, int64_t out, bool bias) {
-  *l = (tg_linear){0};
-  if (!positive("tg_linear_init", 2, (int64_t[]){in, out})) return TG_ERR_ARG;
-  return weight_and_bias("tg_linear_init", 2, (int64_t[]){out, in}, (double)in, out, bias, &l->weight, &l->bias);
+tg_status tg_nn_linear_init(tg_nn_linear *l, int64_t in, int64_t out, bool bias) {
+  *l = (tg_nn_linear){0};
+  if (!positive("tg_nn_linear_init", 2, (int64_t[]){in, out})) return TG_ERR_ARG;
+  return weight_and_bias("tg_nn_linear_init", 2, (int64_t[]){out, in}, (double)in, out, bias, &l->weight, &l->bias);
 }
 
-tg_tensor *tg_linear_forward(const tg_linear *l, tg_tensor *x) {
+tg_tensor *tg_nn_linear_forward(const tg_nn_linear *l, tg_tensor *x) {
   if (!l || !x) return NULL;
   tg_tensor *wt = tg_transpose(l->weight, 0, 1);
   tg_tensor *y = tg_matmul(x, wt);
@@ -71,89 +71,109 @@ tg_tensor *tg_linear_forward(const tg_linear *l, tg_tensor *x) {
   return r;
 }
 
-tg_status tg_linear_params(const tg_linear *l, const char *prefix, tg_params *p) {
+tg_status tg_nn_linear_params(const tg_nn_linear *l, const char *prefix, tg_params *p) {
   return weight_bias_params(l->weight, l->bias, prefix, p);
 }
 
-void tg_linear_free(tg_linear *l) {
+void tg_nn_linear_free(tg_nn_linear *l) {
   tg_free(l->weight);
   tg_free(l->bias);
-  *l = (tg_linear){0};
+  *l = (tg_nn_linear){0};
+}
+
+tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
+  if (!x || !weight) return NULL;
+  tg_scope_begin();
+  tg_tensor *y = tg_ndim(weight) == 1 ? tg_mul(x, weight) : tg_matmul(x, weight);
+  tg_tensor *r = tg_keep(bias ? tg_add(y, bias) : y);
+  tg_scope_end();
+  return r;
 }
 
 /* ---- Conv2d, ConvTranspose2d ----------------------------------------------------------------------- */
 
-static int64_t groups_of(const tg_conv_opts *o) { return o->groups > 0 ? o->groups : 1; }
-
-tg_status tg_conv2d_layer_init(tg_conv2d_layer *l, int64_t cin, int64_t cout, int64_t k, bool bias, tg_conv_opts o) {
-  *l = (tg_conv2d_layer){.opts = o};
-  int64_t g = groups_of(&o);
-  if (!positive("tg_conv2d_layer_init", 3, (int64_t[]){cin, cout, k})) return TG_ERR_ARG;
-  if (cin % g || cout % g) {
-    tg_set_error(TG_ERR_ARG, "tg_conv2d_layer_init: %lld and %lld channels do not split into %lld groups", (long long)cin,
-                 (long long)cout, (long long)g);
-    return TG_ERR_ARG;
+/* the kernel's spatial sizes (1 value: square 2-d; 2 or 3 values: one per dim) into k; their count, 0 on error */
+static int kernel_dims(const char *op, tg_ints kernel, int64_t *k) {
+  int nd = kernel.n == 1 ? 2 : kernel.n;
+  if (nd < 2 || nd > TG_CONV_DIMS) {
+    tg_set_error(TG_ERR_ARG, "%s: kernel has %d values: give 1 (square), 2 or 3", op, kernel.n);
+    return 0;
   }
-  return weight_and_bias("tg_conv2d_layer_init", 4, (int64_t[]){cout, cin / g, k, k}, (double)(cin / g * k * k), cout,
-                         bias, &l->weight, &l->bias);
+  for (int j = 0; j < nd; j++) k[j] = kernel.v[kernel.n == 1 ? 0 : j];
+  return positive(op, nd, k) ? nd : 0;
 }
 
-tg_tensor *tg_conv2d_layer_forward(const tg_conv2d_layer *l, tg_tensor *x) {
+/* a convolution layer's weight (a, b, *k) with fan_in b * prod(k) and its bias of cout, after the checks */
+static tg_status conv_weights(const char *op, int64_t cin, int64_t cout, tg_ints kernel, bool bias, tg_conv_opts o,
+                              bool transposed, tg_tensor **w, tg_tensor **b) {
+  int64_t k[TG_CONV_DIMS], sh[2 + TG_CONV_DIMS], g = o.groups ? o.groups : 1;
+  int nd = kernel_dims(op, kernel, k);
+  if (!nd || !positive(op, 2, (int64_t[]){cin, cout})) return TG_ERR_ARG;
+  if (g < 1 || cin % g || cout % g) {
+    tg_set_error(TG_ERR_ARG, "%s: %lld and %lld channels do not split into %lld groups", op, (long long)cin, (long long)cout,
+                 (long long)g);
+    return TG_ERR_ARG;
+  }
+  /* Conv2d (cout, cin/g, *k); ConvTranspose2d (cin, cout/g, *k) as PyTorch, fan_in from its dim 1 */
+  sh[0] = transposed ? cin : cout;
+  sh[1] = transposed ? cout / g : cin / g;
+  double fan_in = (double)sh[1];
+  for (int j = 0; j < nd; j++) fan_in *= (double)(sh[2 + j] = k[j]);
+  return weight_and_bias(op, 2 + nd, sh, fan_in, cout, bias, w, b);
+}
+
+tg_status tg_nn_conv2d_init(tg_nn_conv2d *l, int64_t cin, int64_t cout, tg_ints kernel, bool bias, tg_conv_opts o) {
+  *l = (tg_nn_conv2d){.opts = o};
+  return conv_weights("tg_nn_conv2d_init", cin, cout, kernel, bias, o, false, &l->weight, &l->bias);
+}
+
+tg_tensor *tg_nn_conv2d_forward(const tg_nn_conv2d *l, tg_tensor *x) {
   return l ? tg_conv2d(x, l->weight, l->bias, l->opts) : NULL;
 }
 
-tg_status tg_conv2d_layer_params(const tg_conv2d_layer *l, const char *prefix, tg_params *p) {
+tg_status tg_nn_conv2d_params(const tg_nn_conv2d *l, const char *prefix, tg_params *p) {
   return weight_bias_params(l->weight, l->bias, prefix, p);
 }
 
-void tg_conv2d_layer_free(tg_conv2d_layer *l) {
+void tg_nn_conv2d_free(tg_nn_conv2d *l) {
   tg_free(l->weight);
   tg_free(l->bias);
-  *l = (tg_conv2d_layer){0};
+  *l = (tg_nn_conv2d){0};
 }
 
-tg_status tg_conv_transpose2d_layer_init(tg_conv_transpose2d_layer *l, int64_t cin, int64_t cout, int64_t k, bool bias,
-                                         tg_conv_opts o) {
-  *l = (tg_conv_transpose2d_layer){.opts = o};
-  int64_t g = groups_of(&o);
-  if (!positive("tg_conv_transpose2d_layer_init", 3, (int64_t[]){cin, cout, k})) return TG_ERR_ARG;
-  if (cin % g || cout % g) {
-    tg_set_error(TG_ERR_ARG, "tg_conv_transpose2d_layer_init: %lld and %lld channels do not split into %lld groups",
-                 (long long)cin, (long long)cout, (long long)g);
-    return TG_ERR_ARG;
-  }
-  /* PyTorch: fan_in of the (cin, cout/g, k, k) weight */
-  return weight_and_bias("tg_conv_transpose2d_layer_init", 4, (int64_t[]){cin, cout / g, k, k}, (double)(cout / g * k * k),
-                         cout, bias, &l->weight, &l->bias);
+tg_status tg_nn_conv_transpose2d_init(tg_nn_conv_transpose2d *l, int64_t cin, int64_t cout, tg_ints kernel, bool bias,
+                                      tg_conv_opts o) {
+  *l = (tg_nn_conv_transpose2d){.opts = o};
+  return conv_weights("tg_nn_conv_transpose2d_init", cin, cout, kernel, bias, o, true, &l->weight, &l->bias);
 }
 
-tg_tensor *tg_conv_transpose2d_layer_forward(const tg_conv_transpose2d_layer *l, tg_tensor *x) {
+tg_tensor *tg_nn_conv_transpose2d_forward(const tg_nn_conv_transpose2d *l, tg_tensor *x) {
   return l ? tg_conv_transpose2d(x, l->weight, l->bias, l->opts) : NULL;
 }
 
-tg_status tg_conv_transpose2d_layer_params(const tg_conv_transpose2d_layer *l, const char *prefix, tg_params *p) {
+tg_status tg_nn_conv_transpose2d_params(const tg_nn_conv_transpose2d *l, const char *prefix, tg_params *p) {
   return weight_bias_params(l->weight, l->bias, prefix, p);
 }
 
-void tg_conv_transpose2d_layer_free(tg_conv_transpose2d_layer *l) {
+void tg_nn_conv_transpose2d_free(tg_nn_conv_transpose2d *l) {
   tg_free(l->weight);
   tg_free(l->bias);
-  *l = (tg_conv_transpose2d_layer){0};
+  *l = (tg_nn_conv_transpose2d){0};
 }
 
 /* ---- BatchNorm2d ------------------------------------------------------------------------------------- */
 
-tg_status tg_batchnorm2d_init(tg_batchnorm2d *l, int64_t c) {
-  *l = (tg_batchnorm2d){.eps = 1e-5, .momentum = 0.1};
-  if (!positive("tg_batchnorm2d_init", 1, &c)) return TG_ERR_ARG;
+tg_status tg_nn_batchnorm_init(tg_nn_batchnorm *l, int64_t c) {
+  *l = (tg_nn_batchnorm){.eps = 1e-5, .momentum = 0.1};
+  if (!positive("tg_nn_batchnorm_init", 1, &c)) return TG_ERR_ARG;
   l->weight = param_of(tg_ones(TG_FLOAT32, 1, &c), true);
   l->bias = param_of(tg_zeros(TG_FLOAT32, 1, &c), true);
   l->running_mean = param_of(tg_zeros(TG_FLOAT32, 1, &c), false);
   l->running_var = param_of(tg_ones(TG_FLOAT32, 1, &c), false);
   l->num_batches_tracked = param_of(tg_zeros(TG_INT32, 1, (int64_t[]){1}), false);
   if (!l->weight || !l->bias || !l->running_mean || !l->running_var || !l->num_batches_tracked) {
-    tg_batchnorm2d_free(l);
-    return init_failed("tg_batchnorm2d_init");
+    tg_nn_batchnorm_free(l);
+    return init_failed("tg_nn_batchnorm_init");
   }
   return TG_OK;
 }
@@ -165,11 +185,11 @@ static tg_tensor *chan(tg_tensor *t, int ndim) {
   return tg_reshape(t, ndim, s);
 }
 
-tg_tensor *tg_batchnorm2d_forward(tg_batchnorm2d *l, tg_tensor *x) {
+tg_tensor *tg_nn_batchnorm_forward(tg_nn_batchnorm *l, tg_tensor *x) {
   if (!l || !x) return NULL;
   if (tg_ndim(x) < 2 || tg_shape(x, 1) != tg_shape(l->weight, 0)) {
     char b[256];
-    tg_set_error(TG_ERR_ARG, "tg_batchnorm2d_forward: input of shape %s, expected (N, %lld, ...)",
+    tg_set_error(TG_ERR_ARG, "tg_nn_batchnorm_forward: input of shape %s, expected (N, %lld, ...)",
                  shape_str(b, sizeof b, tg_ndim(x), tg_shape_ptr(x)), (long long)tg_shape(l->weight, 0));
     return NULL;
   }
@@ -200,7 +220,7 @@ tg_tensor *tg_batchnorm2d_forward(tg_batchnorm2d *l, tg_tensor *x) {
   return r;
 }
 
-tg_status tg_batchnorm2d_params(const tg_batchnorm2d *l, const char *prefix, tg_params *p) {
+tg_status tg_nn_batchnorm_params(const tg_nn_batchnorm *l, const char *prefix, tg_params *p) {
   tg_status st = add_named(p, prefix, "weight", l->weight);
   if (!st) st = add_named(p, prefix, "bias", l->bias);
   if (!st) st = add_named(p, prefix, "running_mean", l->running_mean);
@@ -209,115 +229,115 @@ tg_status tg_batchnorm2d_params(const tg_batchnorm2d *l, const char *prefix, tg_
   return st;
 }
 
-void tg_batchnorm2d_free(tg_batchnorm2d *l) {
+void tg_nn_batchnorm_free(tg_nn_batchnorm *l) {
   tg_free(l->weight);
   tg_free(l->bias);
   tg_free(l->running_mean);
   tg_free(l->running_var);
   tg_free(l->num_batches_tracked);
-  *l = (tg_batchnorm2d){0};
+  *l = (tg_nn_batchnorm){0};
 }
 
 /* ---- LayerNorm, RMSNorm, GroupNorm, Embedding ----------------------------------------------------- */
 
-tg_status tg_layernorm_layer_init(tg_layernorm_layer *l, int64_t dim, double eps) {
-  *l = (tg_layernorm_layer){.naxes = 1, .eps = eps};
-  if (!positive("tg_layernorm_layer_init", 1, &dim)) return TG_ERR_ARG;
+tg_status tg_nn_layernorm_init(tg_nn_layernorm *l, int64_t dim, double eps) {
+  *l = (tg_nn_layernorm){.eps = eps};
+  if (!positive("tg_nn_layernorm_init", 1, &dim)) return TG_ERR_ARG;
   l->weight = param_of(tg_ones(TG_FLOAT32, 1, &dim), true);
   l->bias = param_of(tg_zeros(TG_FLOAT32, 1, &dim), true);
   if (!l->weight || !l->bias) {
-    tg_layernorm_layer_free(l);
-    return init_failed("tg_layernorm_layer_init");
+    tg_nn_layernorm_free(l);
+    return init_failed("tg_nn_layernorm_init");
   }
   return TG_OK;
 }
 
-tg_tensor *tg_layernorm_layer_forward(const tg_layernorm_layer *l, tg_tensor *x) {
+tg_tensor *tg_nn_layernorm_forward(const tg_nn_layernorm *l, tg_tensor *x) {
   if (!l || !x) return NULL;
   tg_scope_begin();
-  tg_tensor *r = tg_keep(tg_add(tg_mul(tg_layernorm(x, l->naxes, l->eps), l->weight), l->bias));
+  tg_tensor *r = tg_keep(tg_add(tg_mul(tg_layernorm(x, 1, (int[]){-1}, l->eps), l->weight), l->bias));
   tg_scope_end();
   return r;
 }
 
-tg_status tg_layernorm_layer_params(const tg_layernorm_layer *l, const char *prefix, tg_params *p) {
+tg_status tg_nn_layernorm_params(const tg_nn_layernorm *l, const char *prefix, tg_params *p) {
   tg_status st = add_named(p, prefix, "weight", l->weight);
   return st ? st : add_named(p, prefix, "bias", l->bias);
 }
 
-void tg_layernorm_layer_free(tg_layernorm_layer *l) {
+void tg_nn_layernorm_free(tg_nn_layernorm *l) {
   tg_free(l->weight);
   tg_free(l->bias);
-  *l = (tg_layernorm_layer){0};
+  *l = (tg_nn_layernorm){0};
 }
 
-tg_status tg_rmsnorm_layer_init(tg_rmsnorm_layer *l, int64_t dim, double eps) {
-  *l = (tg_rmsnorm_layer){.eps = eps};
-  if (!positive("tg_rmsnorm_layer_init", 1, &dim)) return TG_ERR_ARG;
+tg_status tg_nn_rmsnorm_init(tg_nn_rmsnorm *l, int64_t dim, double eps) {
+  *l = (tg_nn_rmsnorm){.eps = eps};
+  if (!positive("tg_nn_rmsnorm_init", 1, &dim)) return TG_ERR_ARG;
   l->weight = param_of(tg_ones(TG_FLOAT32, 1, &dim), true);
-  return l->weight ? TG_OK : init_failed("tg_rmsnorm_layer_init");
+  return l->weight ? TG_OK : init_failed("tg_nn_rmsnorm_init");
 }
 
-tg_tensor *tg_rmsnorm_layer_forward(const tg_rmsnorm_layer *l, tg_tensor *x) {
+tg_tensor *tg_nn_rmsnorm_forward(const tg_nn_rmsnorm *l, tg_tensor *x) {
   if (!l || !x) return NULL;
-  tg_tensor *n = tg_rmsnorm(x, 1, l->eps);
+  tg_tensor *n = tg_rmsnorm(x, 1, (int[]){-1}, l->eps);
   tg_tensor *r = tg_mul(n, l->weight);
   tg_free(n);
   return r;
 }
 
-tg_status tg_rmsnorm_layer_params(const tg_rmsnorm_layer *l, const char *prefix, tg_params *p) {
+tg_status tg_nn_rmsnorm_params(const tg_nn_rmsnorm *l, const char *prefix, tg_params *p) {
   return add_named(p, prefix, "weight", l->weight);
 }
 
-void tg_rmsnorm_layer_free(tg_rmsnorm_layer *l) {
+void tg_nn_rmsnorm_free(tg_nn_rmsnorm *l) {
   tg_free(l->weight);
-  *l = (tg_rmsnorm_layer){0};
+  *l = (tg_nn_rmsnorm){0};
 }
 
-tg_status tg_groupnorm_layer_init(tg_groupnorm_layer *l, int64_t groups, int64_t channels, double eps) {
-  *l = (tg_groupnorm_layer){.groups = groups, .eps = eps};
-  if (!positive("tg_groupnorm_layer_init", 2, (int64_t[]){groups, channels})) return TG_ERR_ARG;
+tg_status tg_nn_groupnorm_init(tg_nn_groupnorm *l, int64_t groups, int64_t channels, double eps) {
+  *l = (tg_nn_groupnorm){.groups = groups, .eps = eps};
+  if (!positive("tg_nn_groupnorm_init", 2, (int64_t[]){groups, channels})) return TG_ERR_ARG;
   l->weight = param_of(tg_ones(TG_FLOAT32, 1, &channels), true);
   l->bias = param_of(tg_zeros(TG_FLOAT32, 1, &channels), true);
   if (!l->weight || !l->bias) {
-    tg_groupnorm_layer_free(l);
-    return init_failed("tg_groupnorm_layer_init");
+    tg_nn_groupnorm_free(l);
+    return init_failed("tg_nn_groupnorm_init");
   }
   return TG_OK;
 }
 
-tg_tensor *tg_groupnorm_layer_forward(const tg_groupnorm_layer *l, tg_tensor *x) {
+tg_tensor *tg_nn_groupnorm_forward(const tg_nn_groupnorm *l, tg_tensor *x) {
   return l ? tg_group_norm(x, l->groups, l->weight, l->bias, l->eps) : NULL;
 }
 
-tg_status tg_groupnorm_layer_params(const tg_groupnorm_layer *l, const char *prefix, tg_params *p) {
+tg_status tg_nn_groupnorm_params(const tg_nn_groupnorm *l, const char *prefix, tg_params *p) {
   tg_status st = add_named(p, prefix, "weight", l->weight);
   return st ? st : add_named(p, prefix, "bias", l->bias);
 }
 
-void tg_groupnorm_layer_free(tg_groupnorm_layer *l) {
+void tg_nn_groupnorm_free(tg_nn_groupnorm *l) {
   tg_free(l->weight);
   tg_free(l->bias);
-  *l = (tg_groupnorm_layer){0};
+  *l = (tg_nn_groupnorm){0};
 }
 
-tg_status tg_embedding_layer_init(tg_embedding_layer *l, int64_t vocab, int64_t dim) {
-  *l = (tg_embedding_layer){0};
-  if (!positive("tg_embedding_layer_init", 2, (int64_t[]){vocab, dim})) return TG_ERR_ARG;
+tg_status tg_nn_embedding_init(tg_nn_embedding *l, int64_t vocab, int64_t dim) {
+  *l = (tg_nn_embedding){0};
+  if (!positive("tg_nn_embedding_init", 2, (int64_t[]){vocab, dim})) return TG_ERR_ARG;
   l->weight = param_of(tg_glorot_uniform(TG_FLOAT32, 2, (int64_t[]){vocab, dim}), true);
-  return l->weight ? TG_OK : init_failed("tg_embedding_layer_init");
+  return l->weight ? TG_OK : init_failed("tg_nn_embedding_init");
 }
 
-tg_tensor *tg_embedding_layer_forward(const tg_embedding_layer *l, tg_tensor *idx) {
+tg_tensor *tg_nn_embedding_forward(const tg_nn_embedding *l, tg_tensor *idx) {
   return l ? tg_embedding(l->weight, idx) : NULL;
 }
 
-tg_status tg_embedding_layer_params(const tg_embedding_layer *l, const char *prefix, tg_params *p) {
+tg_status tg_nn_embedding_params(const tg_nn_embedding *l, const char *prefix, tg_params *p) {
   return add_named(p, prefix, "weight", l->weight);
 }
 
-void tg_embedding_layer_free(tg_embedding_layer *l) {
+void tg_nn_embedding_free(tg_nn_embedding *l) {
   tg_free(l->weight);
-  *l = (tg_embedding_layer){0};
+  *l = (tg_nn_embedding){0};
 }

@@ -222,7 +222,7 @@ tg_llama *tg_llama_load(const char *path, int64_t max_seq) {
 
 static tg_tensor *linear(tg_tensor *x, tg_tensor *w) { return tg_matmul(x, tg_transpose(w, 0, 1)); }
 
-static tg_tensor *rmsnorm(tg_tensor *x, tg_tensor *w) { return tg_mul(tg_rmsnorm(x, 1, 1e-5), w); }
+static tg_tensor *rmsnorm(tg_tensor *x, tg_tensor *w) { return tg_mul(tg_rmsnorm(x, 1, (int[]){-1}, 1e-5), w); }
 
 /* x (1, nh*head): each pair (x0, x1) of every head turned by its angle: (x0 c - x1 s, x1 c + x0 s). cs and sn
  * are (head/2, 2): (c, c) and (-s, s); the pair swapped is a flip of the last axis */

@@ -53,8 +53,8 @@ static tg_optim *optim_new(const char *op, const tg_params *p, opt_kind kind, do
     tg_set_error(TG_ERR_ARG, "%s: parameter list is NULL", op);
     return NULL;
   }
-  if (!(lr >= 0)) {
-    tg_set_error(TG_ERR_ARG, "%s: bad learning rate %g", op, lr);
+  if (!(lr >= 0 && lr < INFINITY)) {
+    tg_set_error(TG_ERR_ARG, "%s: learning rate %g is not a finite number >= 0", op, lr);
     return NULL;
   }
   tg_optim *o = calloc(1, sizeof *o);
@@ -86,8 +86,31 @@ nomem:
   return NULL;
 }
 
+tg_sgd_opts tg_sgd_defaults(void) { return (tg_sgd_opts){.lr = 0.001}; }
+tg_adam_opts tg_adam_defaults(void) { return (tg_adam_opts){.lr = 0.001, .b1 = 0.9, .b2 = 0.999, .eps = 1e-8}; }
+tg_adam_opts tg_adamw_defaults(void) {
+  tg_adam_opts o = tg_adam_defaults();
+  o.weight_decay = 0.01;
+  return o;
+}
+
+/* false with an error naming the option when v is not in [lo, hi) (hi_open) or [lo, hi] */
+static bool in_range(const char *op, const char *name, double v, double lo, double hi, bool hi_open) {
+  if (v >= lo && (hi_open ? v < hi : v <= hi)) return true;
+  tg_set_error(TG_ERR_ARG, "%s: %s %g is outside [%g, %g%s", op, name, v, lo, hi, hi_open ? ")" : "]");
+  return false;
+}
+
 tg_optim *tg_sgd_new(const tg_params *p, tg_sgd_opts s) {
-  tg_optim *o = optim_new("tg_sgd_new", p, OPT_SGD, s.lr, s.momentum != 0, false);
+  const char *op = "tg_sgd_new";
+  if (!in_range(op, "momentum", s.momentum, 0, INFINITY, false) ||
+      !in_range(op, "weight_decay", s.weight_decay, 0, INFINITY, false))
+    return NULL;
+  if (s.nesterov && s.momentum == 0) {
+    tg_set_error(TG_ERR_ARG, "%s: nesterov needs a momentum above 0", op);
+    return NULL;
+  }
+  tg_optim *o = optim_new(op, p, OPT_SGD, s.lr, s.momentum != 0, false);
   if (!o) return NULL;
   o->momentum = s.momentum;
   o->wd = s.weight_decay;
@@ -96,12 +119,15 @@ tg_optim *tg_sgd_new(const tg_params *p, tg_sgd_opts s) {
 }
 
 static tg_optim *adam_new(const char *op, const tg_params *p, tg_adam_opts a, opt_kind kind) {
-  tg_optim *o = optim_new(op, p, kind, a.lr > 0 ? a.lr : 1e-3, true, true);
+  if (!in_range(op, "b1", a.b1, 0, 1, true) || !in_range(op, "b2", a.b2, 0, 1, true) ||
+      !in_range(op, "eps", a.eps, 0, INFINITY, false) || !in_range(op, "weight_decay", a.weight_decay, 0, INFINITY, false))
+    return NULL;
+  tg_optim *o = optim_new(op, p, kind, a.lr, true, true);
   if (!o) return NULL;
-  o->b1 = a.b1 > 0 ? a.b1 : 0.9;
-  o->b2 = a.b2 > 0 ? a.b2 : 0.999;
-  o->eps = a.eps > 0 ? a.eps : 1e-8;
-  o->wd = kind == OPT_ADAMW && a.weight_decay == 0 ? 0.01 : a.weight_decay;
+  o->b1 = a.b1;
+  o->b2 = a.b2;
+  o->eps = a.eps;
+  o->wd = a.weight_decay;
   if (!(o->b1t = scalar_buffer(1)) || !(o->b2t = scalar_buffer(1))) {
     tg_optim_free(o);
     if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "%s: out of memory", op);
@@ -183,10 +209,19 @@ void tg_optim_zero_grad(tg_optim *o) {
   for (int i = 0; o && i < o->n; i++) tg_zero_grad(o->params[i]);
 }
 
-void tg_optim_set_lr(tg_optim *o, double lr) {
-  if (!o || !(lr >= 0)) return;
+tg_status tg_optim_set_lr(tg_optim *o, double lr) {
+  if (!o) {
+    tg_set_error(TG_ERR_ARG, "tg_optim_set_lr: optimizer is NULL");
+    return TG_ERR_ARG;
+  }
+  if (!(lr >= 0 && lr < INFINITY)) {
+    tg_set_error(TG_ERR_ARG, "tg_optim_set_lr: learning rate %g is not a finite number >= 0", lr);
+    return TG_ERR_ARG;
+  }
   float f = (float)lr;
-  if (tensor_write(o->lr, &f, sizeof f) == TG_OK) o->lr_value = lr;
+  tg_status st = tensor_write(o->lr, &f, sizeof f);
+  if (st == TG_OK) o->lr_value = lr;
+  return st;
 }
 
 double tg_optim_lr(const tg_optim *o) { return o ? o->lr_value : NAN; }

@@ -41,32 +41,57 @@ tg_tensor *tmps_end(tmps *s, tg_tensor *r) {
   return r;
 }
 
-bool resolve_dims(const int64_t *v, int nd, int64_t def, int64_t *out) {
-  bool only_first = true;
-  for (int i = 1; i < nd; i++) only_first &= v[i] == 0;
+/* renders v's values as "(a, b, ...)" for messages */
+static const char *ints_str(char *buf, size_t cap, tg_ints v) {
+  int64_t vals[2 * TG_CONV_DIMS];
+  int n = v.n < 0 ? 0 : v.n > 2 * TG_CONV_DIMS ? 2 * TG_CONV_DIMS : v.n;
+  memcpy(vals, v.v, (size_t)n * sizeof *vals);
+  return shape_str(buf, cap, n, vals);
+}
+
+bool ints_dims(const char *op, const char *what, tg_ints v, int nd, int64_t def, int64_t min, int64_t *out) {
+  char b[128];
+  if (v.n != 0 && v.n != 1 && v.n != nd) {
+    tg_set_error(TG_ERR_ARG, "%s: %s has %d values for %d spatial dims (give 1 or %d)", op, what, v.n, nd, nd);
+    return false;
+  }
   for (int i = 0; i < nd; i++) {
-    int64_t x = only_first ? v[0] : v[i];
-    if (x < 0) return false;
-    out[i] = x ? x : def;
+    out[i] = v.n == 0 ? def : v.n == 1 ? v.v[0] : v.v[i];
+    if (v.n && out[i] < min) {
+      tg_set_error(TG_ERR_ARG, "%s: %s %s: each value must be at least %lld", op, what, ints_str(b, sizeof b, v), (long long)min);
+      return false;
+    }
   }
   return true;
 }
 
-tg_tensor *pad_const(tmps *s, tg_tensor *x, const int64_t *pads, double value) {
-  if (!x) return NULL;
-  int nd = TNDIM(x);
-  int64_t b[2 * TG_MAX_DIMS], p[2 * TG_MAX_DIMS];
-  bool neg = false;
-  for (int i = 0; i < nd; i++) {
-    int64_t pb = pads[2 * i], pa = pads[2 * i + 1], n = TSHAPE(x)[i];
-    b[2 * i] = pb < 0 ? -pb : 0;
-    b[2 * i + 1] = pa < 0 ? n + pa : n;
-    p[2 * i] = pb > 0 ? pb : 0;
-    p[2 * i + 1] = pa > 0 ? pa : 0;
-    neg |= pb < 0 || pa < 0;
+bool ints_pads(const char *op, tg_ints v, int nd, int64_t *pads) {
+  char b[128];
+  if (v.n == 2 * nd) {  /* tinygrad's flat order: the last dim's (before, after) first */
+    for (int j = 0; j < nd; j++) {
+      pads[2 * j] = v.v[2 * (nd - 1 - j)];
+      pads[2 * j + 1] = v.v[2 * (nd - 1 - j) + 1];
+    }
+  } else {
+    int64_t per[TG_CONV_DIMS];
+    if (v.n != 0 && v.n != 1 && v.n != nd) {
+      tg_set_error(TG_ERR_ARG, "%s: padding has %d values for %d spatial dims (give 1, %d, or %d per side)", op, v.n, nd, nd,
+                   2 * nd);
+      return false;
+    }
+    for (int j = 0; j < nd; j++) per[j] = v.n == 0 ? 0 : v.n == 1 ? v.v[0] : v.v[j];
+    for (int j = 0; j < nd; j++) pads[2 * j] = pads[2 * j + 1] = per[j];
   }
-  if (neg) x = tmp(s, tg_shrink(x, nd, b));
-  return tmp(s, tg_pad(x, nd, p, value));
+  for (int j = 0; j < 2 * nd; j++)
+    if (pads[j] < 0) {
+      tg_set_error(TG_ERR_ARG, "%s: padding %s: values must not be negative", op, ints_str(b, sizeof b, v));
+      return false;
+    }
+  return true;
+}
+
+tg_tensor *pad_const(tmps *s, tg_tensor *x, const int64_t *pads, double value) {
+  return x ? tmp(s, tg_pad_axes(x, TNDIM(x), pads, value)) : NULL;
 }
 
 tg_tensor *pool_windows(tmps *s, tg_tensor *x, int nk, const int64_t *k, const int64_t *st, const int64_t *d) {

@@ -20,8 +20,12 @@ tg_tensor *tmp(tmps *s, tg_tensor *t);
 /* frees every recorded tensor except r and returns r; a NULL r gets the op's name on its error */
 tg_tensor *tmps_end(tmps *s, tg_tensor *r);
 
-/* a value given only in v[0] applies to every one of nd dimensions; 0 means def; false if one is < 0 */
-bool resolve_dims(const int64_t *v, int nd, int64_t def, int64_t *out);
+/* one value per spatial dim (nd of them) from an option: not given -> def, one value -> every dim, nd values
+ * -> one each; false with an error naming op and what when the count is wrong or a value is below min */
+bool ints_dims(const char *op, const char *what, tg_ints v, int nd, int64_t def, int64_t min, int64_t *out);
+/* pads[2*j], pads[2*j+1] before and after spatial dim j from a padding option: not given -> 0, one value,
+ * one per dim (symmetric), or 2 * nd per side in tinygrad's flat order (last dim first); none negative */
+bool ints_pads(const char *op, tg_ints v, int nd, int64_t *pads);
 
 /* constant padding with pads[2*i], pads[2*i+1] before/after axis i; negative pads shrink */
 tg_tensor *pad_const(tmps *s, tg_tensor *x, const int64_t *pads, double value);

@@ -80,9 +80,9 @@ static tg_tensor *conv_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor *bias
   return tmp(s, tg_add(y, tmp(s, tg_reshape(bias, 2 + nd, sh))));
 }
 
-/* shared argument checks; fills nd, g and the per-dimension options */
+/* shared argument checks; fills nd, g and the per-dimension options (pads: before/after per dim) */
 static bool conv_args(const char *op, tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o, bool transposed,
-                      int *nd, int64_t *g, int64_t *stride, int64_t *dil, int64_t *pad, int64_t *opad) {
+                      int *nd, int64_t *g, int64_t *stride, int64_t *dil, int64_t *pads, int64_t *opad) {
   char a[SB], b[SB];
   int xn = TNDIM(x);
   if (xn < 3 || xn > 2 + TG_CONV_DIMS || TNDIM(w) != xn) {
@@ -92,9 +92,17 @@ static bool conv_args(const char *op, tg_tensor *x, tg_tensor *w, tg_tensor *bia
   }
   *nd = xn - 2;
   *g = o.groups ? o.groups : 1;
-  if (*g < 1 || !resolve_dims(o.stride, *nd, 1, stride) || !resolve_dims(o.dilation, *nd, 1, dil) ||
-      !resolve_dims(o.padding, *nd, 0, pad) || !resolve_dims(o.output_padding, *nd, 0, opad)) {
-    tg_set_error(TG_ERR_ARG, "%s: groups, strides, dilations and paddings must not be negative", op);
+  if (*g < 1) {
+    tg_set_error(TG_ERR_ARG, "%s: groups %lld must be at least 1", op, (long long)o.groups);
+    return false;
+  }
+  if (!ints_dims(op, "stride", o.stride, *nd, 1, 1, stride) || !ints_dims(op, "dilation", o.dilation, *nd, 1, 1, dil) ||
+      !ints_pads(op, o.padding, *nd, pads) || !ints_dims(op, "output_padding", o.output_padding, *nd, 0, 0, opad))
+    return false;
+  bool opadded = false;
+  for (int j = 0; j < *nd; j++) opadded |= opad[j] != 0;
+  if (!transposed && opadded) {
+    tg_set_error(TG_ERR_ARG, "%s: output_padding is for tg_conv_transpose2d only", op);
     return false;
   }
   int64_t cin = TSHAPE(x)[1];
@@ -113,34 +121,41 @@ static bool conv_args(const char *op, tg_tensor *x, tg_tensor *w, tg_tensor *bia
     return false;
   }
   for (int j = 0; j < *nd; j++) {
-    int64_t i = TSHAPE(x)[2 + j], k = TSHAPE(w)[2 + j], out;
+    int64_t i = TSHAPE(x)[2 + j], k = TSHAPE(w)[2 + j], pb = pads[2 * j], pa = pads[2 * j + 1], out;
+    if (k < 1 || i < 1 || pb > INT64_MAX / 4 || pa > INT64_MAX / 4 || stride[j] > INT64_MAX / 4 / i ||
+        dil[j] > INT64_MAX / 4 / k) {
+      tg_set_error(TG_ERR_ARG, "%s: input %s, weight %s: spatial dim %d is empty or its options overflow", op,
+                   shape_str(a, sizeof a, xn, TSHAPE(x)), shape_str(b, sizeof b, xn, TSHAPE(w)), j);
+      return false;
+    }
     if (transposed) {
       if (opad[j] >= stride[j] && opad[j] >= dil[j]) {
         tg_set_error(TG_ERR_ARG, "%s: output_padding %lld must be smaller than stride %lld or dilation %lld", op,
                      (long long)opad[j], (long long)stride[j], (long long)dil[j]);
         return false;
       }
-      out = (i - 1) * stride[j] - 2 * pad[j] + dil[j] * (k - 1) + opad[j] + 1;
+      out = (i - 1) * stride[j] - pb - pa + dil[j] * (k - 1) + opad[j] + 1;
     } else {
-      out = i + 2 * pad[j] - dil[j] * (k - 1) - 1;  /* one less than the output size */
+      out = i + pb + pa - dil[j] * (k - 1) - 1;  /* one less than the output size */
       out = out < 0 ? 0 : out / stride[j] + 1;
     }
-    if (k < 1 || i < 1 || out < 1) {
-      tg_set_error(TG_ERR_ARG, "%s: input %s, weight %s: spatial dim %d gives no output (padding %lld, dilation %lld)", op,
-                   shape_str(a, sizeof a, xn, TSHAPE(x)), shape_str(b, sizeof b, xn, TSHAPE(w)), j, (long long)pad[j],
-                   (long long)dil[j]);
+    if (out < 1) {
+      tg_set_error(TG_ERR_ARG, "%s: input %s, weight %s: spatial dim %d gives no output (padding %lld+%lld, dilation %lld)",
+                   op, shape_str(a, sizeof a, xn, TSHAPE(x)), shape_str(b, sizeof b, xn, TSHAPE(w)), j, (long long)pb,
+                   (long long)pa, (long long)dil[j]);
       return false;
     }
   }
   return true;
 }
 
+tg_conv_opts tg_conv_defaults(void) { return (tg_conv_opts){.groups = 1}; }
+
 tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o) {
   if (!x || !w) return NULL;
   int nd;
-  int64_t g, st[TG_CONV_DIMS], dl[TG_CONV_DIMS], pd[TG_CONV_DIMS], op[TG_CONV_DIMS], pads[2 * TG_CONV_DIMS];
-  if (!conv_args("tg_conv2d", x, w, bias, o, false, &nd, &g, st, dl, pd, op)) return NULL;
-  for (int j = 0; j < nd; j++) pads[2 * j] = pads[2 * j + 1] = pd[j];
+  int64_t g, st[TG_CONV_DIMS], dl[TG_CONV_DIMS], op[TG_CONV_DIMS], pads[2 * TG_CONV_DIMS];
+  if (!conv_args("tg_conv2d", x, w, bias, o, false, &nd, &g, st, dl, pads, op)) return NULL;
   tmps s = TMPS("tg_conv2d");
   return tmps_end(&s, conv_core(&s, x, w, bias, g, nd, st, dl, pads, true));
 }
@@ -169,7 +184,7 @@ static tg_tensor *transposed_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor
     sh[0] = TSHAPE(x)[0]; sh[1] = TSHAPE(x)[1];
     for (int j = 0; j < nd; j++) { sh[2 + 2 * j] = TSHAPE(x)[2 + j]; sh[3 + 2 * j] = 1; p[2 * (3 + 2 * j) + 1] = st[j] - 1; }
     x = tmp(s, tg_reshape(x, 2 + 2 * nd, sh));
-    x = tmp(s, tg_pad(x, 2 + 2 * nd, p, 0));
+    x = tmp(s, tg_pad_axes(x, 2 + 2 * nd, p, 0));
     if (!x) return NULL;
     for (int j = 0; j < nd; j++) sh[2 + j] = TSHAPE(x)[2 + 2 * j] * st[j];
     x = tmp(s, tg_reshape(x, xn, sh));
@@ -186,14 +201,14 @@ static tg_tensor *transposed_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor
 tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o) {
   if (!x || !w) return NULL;
   int nd;
-  int64_t g, st[TG_CONV_DIMS], dl[TG_CONV_DIMS], pd[TG_CONV_DIMS], op[TG_CONV_DIMS];
+  int64_t g, st[TG_CONV_DIMS], dl[TG_CONV_DIMS], pd[2 * TG_CONV_DIMS], op[TG_CONV_DIMS];
   if (!conv_args("tg_conv_transpose2d", x, w, bias, o, true, &nd, &g, st, dl, pd, op)) return NULL;
   tmps s = TMPS("tg_conv_transpose2d");
   int64_t pads[2 * TG_CONV_DIMS];
   for (int j = 0; j < nd; j++) {
     int64_t k = TSHAPE(w)[2 + j];
-    pads[2 * j] = (k - 1) * dl[j] - pd[j];
-    pads[2 * j + 1] = (k - 1) * dl[j] - pd[j] + op[j];
+    pads[2 * j] = (k - 1) * dl[j] - pd[2 * j];
+    pads[2 * j + 1] = (k - 1) * dl[j] - pd[2 * j + 1] + op[j];
   }
   return tmps_end(&s, transposed_core(&s, x, w, bias, g, nd, st, dl, pads, false));
 }
@@ -224,30 +239,30 @@ uop *conv_input_grad(uop *gy, uop *x, uop *w, const int64_t *aux) {
 
 typedef struct pool_args { int nd; int64_t k[TG_CONV_DIMS], st[TG_CONV_DIMS], dl[TG_CONV_DIMS], pads[2 * TG_CONV_DIMS], reg[2 * TG_CONV_DIMS]; } pool_args;
 
+tg_pool_opts tg_pool_defaults(void) { return (tg_pool_opts){.count_include_pad = true}; }
+
 /* resolves the options; pads are the padding after tinygrad's _apply_ceil_mode, reg the plain padding */
 static bool pool_setup(const char *op, tg_tensor *x, tg_pool_opts o, pool_args *a) {
   char b[SB];
-  a->nd = o.ndims ? o.ndims : 2;
-  int64_t pd[TG_CONV_DIMS];
+  a->nd = o.ndims ? o.ndims : o.kernel.n == 2 || o.kernel.n == 3 ? o.kernel.n : 2;
   if (a->nd < 1 || a->nd > TG_CONV_DIMS || TNDIM(x) < a->nd) {
     tg_set_error(TG_ERR_ARG, "%s: %d pooled dims for an input of shape %s", op, a->nd, shape_str(b, sizeof b, TNDIM(x), TSHAPE(x)));
     return false;
   }
-  bool ok = resolve_dims(o.kernel, a->nd, 0, a->k) && resolve_dims(o.stride, a->nd, 0, a->st) &&
-            resolve_dims(o.dilation, a->nd, 1, a->dl) && resolve_dims(o.padding, a->nd, 0, pd);
-  for (int j = 0; ok && j < a->nd; j++) {
-    ok = a->k[j] > 0;
-    if (!a->st[j]) a->st[j] = a->k[j];
-  }
-  if (!ok) {
-    tg_set_error(TG_ERR_ARG, "%s: kernel sizes must be given and positive; strides, dilations, paddings not negative", op);
+  if (!ints_dims(op, "kernel", o.kernel, a->nd, 2, 1, a->k) || !ints_dims(op, "stride", o.stride, a->nd, 0, 1, a->st) ||
+      !ints_dims(op, "dilation", o.dilation, a->nd, 1, 1, a->dl) || !ints_pads(op, o.padding, a->nd, a->reg))
     return false;
-  }
+  if (!o.stride.n)
+    for (int j = 0; j < a->nd; j++) a->st[j] = a->k[j];
   int lead = TNDIM(x) - a->nd;
   for (int j = 0; j < a->nd; j++) {
-    int64_t i = TSHAPE(x)[lead + j], k = a->k[j], s = a->st[j], d = a->dl[j], pb = pd[j], pa = pd[j];
-    a->reg[2 * j] = a->pads[2 * j] = pb;
-    a->reg[2 * j + 1] = a->pads[2 * j + 1] = pa;
+    int64_t i = TSHAPE(x)[lead + j], k = a->k[j], s = a->st[j], d = a->dl[j], pb = a->reg[2 * j], pa = a->reg[2 * j + 1];
+    if (pb > INT64_MAX / 4 || pa > INT64_MAX / 4 || k > INT64_MAX / 4 / d || s > INT64_MAX / 4 / (i + 1)) {
+      tg_set_error(TG_ERR_ARG, "%s: kernel, stride, dilation or padding of dim %d overflow", op, j);
+      return false;
+    }
+    a->pads[2 * j] = pb;
+    a->pads[2 * j + 1] = pa;
     if (i + pb + pa < d * (k - 1) + 1) {
       tg_set_error(TG_ERR_ARG, "%s: window %lld (dilation %lld) is larger than the padded input %lld of shape %s", op,
                    (long long)k, (long long)d, (long long)(i + pb + pa), shape_str(b, sizeof b, TNDIM(x), TSHAPE(x)));
@@ -289,7 +304,7 @@ tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts o) {
   int axes[TG_CONV_DIMS];
   for (int j = 0; j < a.nd; j++) axes[j] = -1 - j;
   tg_tensor *sum = tmp(&s, tg_sum(pool_of(&s, x, &a, a.pads, 0), a.nd, axes, false)), *count;
-  if (o.count_exclude_pad) {
+  if (!o.count_include_pad) {
     count = tmp(&s, tg_sum(pool_of(&s, tmp(&s, tg_ones_like(x)), &a, a.pads, 0), a.nd, axes, false));
   } else if (!o.ceil_mode) {
     return tmps_end(&s, tmp(&s, tg_mean(pool_of(&s, x, &a, a.pads, 0), a.nd, axes, false)));

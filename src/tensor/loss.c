@@ -1,6 +1,6 @@
 /* loss.c — the losses, as tinygrad formulates them: log_softmax, a one-hot mask of the labels built by
  * comparison with an arange (no gather kernel), and means. Class axis: 1, or 0 for a 1-d input, as
- * PyTorch; every loss is the mean over the batch (and the ignored labels left out). */
+ * PyTorch; the reduction is the mean over the batch (the ignored labels left out), the sum, or none. */
 #include <stdio.h>
 
 #include "tensor/compose.h"
@@ -26,12 +26,32 @@ static bool check_labels(const char *op, tg_tensor *x, tg_tensor *labels, bool n
   return true;
 }
 
-static bool check_smoothing(const char *op, double ls) {
-  if (!(ls >= 0 && ls <= 1)) {
-    tg_set_error(TG_ERR_ARG, "%s: label_smoothing %g is outside [0, 1]", op, ls);
+/* the options a loss takes: smoothing and ignore_index only where the loss has them */
+static bool check_opts(const char *op, tg_loss_opts o, bool smoothing, bool ignoring) {
+  if ((unsigned)o.reduction > TG_REDUCTION_NONE) {
+    tg_set_error(TG_ERR_ARG, "%s: reduction %d is not TG_REDUCTION_MEAN, _SUM or _NONE", op, (int)o.reduction);
+    return false;
+  }
+  if (!(o.label_smoothing >= 0 && o.label_smoothing <= 1) || (!smoothing && o.label_smoothing != 0)) {
+    tg_set_error(TG_ERR_ARG, "%s: label_smoothing %g: %s", op, o.label_smoothing,
+                 smoothing ? "must be in [0, 1]" : "this loss has none (as PyTorch's)");
+    return false;
+  }
+  if (!ignoring && o.use_ignore_index) {
+    tg_set_error(TG_ERR_ARG, "%s: this loss has no ignore_index (as PyTorch's)", op);
     return false;
   }
   return true;
+}
+
+tg_loss_opts tg_loss_defaults(void) { return (tg_loss_opts){.reduction = TG_REDUCTION_MEAN, .ignore_index = -1}; }
+
+/* unreduced's sum divided by count (mean), its sum, or itself, as o.reduction says */
+static tg_tensor *reduce_loss(tmps *s, tg_tensor *unreduced, tg_tensor *count, tg_loss_opts o) {
+  if (o.reduction == TG_REDUCTION_NONE) return unreduced;
+  tg_tensor *total = tmp(s, tg_sum(unreduced, 0, NULL, false));
+  if (o.reduction == TG_REDUCTION_SUM) return total;
+  return tmp(s, count ? tg_div(total, count) : tg_div_scalar(total, (double)tg_numel(unreduced)));
 }
 
 /* the labels that count: labels != ignore_index, or all of them (bool, the labels' shape) */
@@ -45,7 +65,7 @@ static tg_tensor *label_mask(tmps *s, tg_tensor *labels, tg_loss_opts o) {
 tg_tensor *tg_sparse_categorical_crossentropy(tg_tensor *logits, tg_tensor *labels, tg_loss_opts o) {
   const char *op = "tg_sparse_categorical_crossentropy";
   if (!logits || !labels) return NULL;
-  if (!check_labels(op, logits, labels, true) || !check_smoothing(op, o.label_smoothing)) return NULL;
+  if (!check_labels(op, logits, labels, true) || !check_opts(op, o, true, true)) return NULL;
   tmps s = TMPS(op);
   int nd = TNDIM(logits);
   tg_tensor *x = logits;
@@ -67,15 +87,16 @@ tg_tensor *tg_sparse_categorical_crossentropy(tg_tensor *logits, tg_tensor *labe
     tg_tensor *smooth = tmp(&s, tg_mul(tmp(&s, tg_mul_scalar(tmp(&s, tg_mean(lp, 1, (int[]){-1}, false)), ls)), mask));
     unreduced = tmp(&s, tg_add(unreduced, smooth));
   }
-  tg_tensor *total = tmp(&s, tg_neg(tmp(&s, tg_sum(unreduced, 0, NULL, false))));
-  return tmps_end(&s, tmp(&s, tg_div(total, tmp(&s, tg_sum(mask, 0, NULL, false)))));
+  unreduced = tmp(&s, tg_neg(unreduced));
+  return tmps_end(&s, reduce_loss(&s, unreduced, tmp(&s, tg_sum(mask, 0, NULL, false)), o));
 }
 
 /* tinygrad's cross_entropy: targets are probabilities of the logits' shape, or integer labels (one-hot) */
-tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target, double label_smoothing) {
+tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target, tg_loss_opts o) {
   const char *op = "tg_cross_entropy";
   if (!logits || !target) return NULL;
-  if (!check_smoothing(op, label_smoothing)) return NULL;
+  if (!check_opts(op, o, true, false)) return NULL;
+  double label_smoothing = o.label_smoothing;
   int nd = TNDIM(logits), ca = nd == 1 ? 0 : 1;
   bool same = TNDIM(target) == nd;
   for (int i = 0; same && i < nd; i++) same = TSHAPE(target)[i] == TSHAPE(logits)[i];
@@ -91,49 +112,45 @@ tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target, double label_s
   y = tmp(&s, tg_cast(y, dt));
   y = tmp(&s, tg_add_scalar(tmp(&s, tg_mul_scalar(y, 1 - label_smoothing)), label_smoothing / (double)c));
   tg_tensor *l = tmp(&s, tg_sum(tmp(&s, tg_mul(tmp(&s, tg_log_softmax(logits, ca)), y)), 1, &ca, false));
-  return tmps_end(&s, tmp(&s, tg_neg(tmp(&s, tg_mean(l, 0, NULL, false)))));
+  return tmps_end(&s, reduce_loss(&s, tmp(&s, tg_neg(l)), NULL, o));
 }
 
 /* tinygrad's nll_loss: -sum(log_probs picked by the labels * mask) / sum(mask) */
 tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *labels, tg_loss_opts o) {
   const char *op = "tg_nll_loss";
   if (!log_probs || !labels) return NULL;
-  if (!check_labels(op, log_probs, labels, true)) return NULL;
-  if (o.label_smoothing != 0) {
-    tg_set_error(TG_ERR_ARG, "%s: label_smoothing %g is not supported (PyTorch's nll_loss has none)", op, o.label_smoothing);
-    return NULL;
-  }
+  if (!check_labels(op, log_probs, labels, true) || !check_opts(op, o, false, true)) return NULL;
   tmps s = TMPS(op);
   int ca = TNDIM(log_probs) == 1 ? 0 : 1;
   tg_tensor *picked = tmp(&s, tg_gather(log_probs, ca, tmp(&s, tg_unsqueeze(labels, ca))));
   picked = tmp(&s, tg_squeeze(picked, ca));
   tg_tensor *mask = label_mask(&s, labels, o);
-  tg_tensor *total = tmp(&s, tg_neg(tmp(&s, tg_sum(tmp(&s, tg_mul(picked, mask)), 0, NULL, false))));
-  return tmps_end(&s, tmp(&s, tg_div(total, tmp(&s, tg_sum(mask, 0, NULL, false)))));
+  tg_tensor *unreduced = tmp(&s, tg_neg(tmp(&s, tg_mul(picked, tmp(&s, tg_cast(mask, TDT(picked)))))));
+  return tmps_end(&s, reduce_loss(&s, unreduced, tmp(&s, tg_sum(mask, 0, NULL, false)), o));
 }
 
 /* integer or bool targets as float32, so that 1 - y is arithmetic */
 static tg_tensor *as_float(tmps *s, tg_tensor *t) { return dtype_is_float(TDT(t)) ? t : tmp(s, tg_cast(t, TG_FLOAT32)); }
 
 /* mean(-y log p - (1 - y) log(1 - p)); as tinygrad, the logs are not clamped at -100 as PyTorch's are */
-tg_tensor *tg_binary_crossentropy(tg_tensor *probs, tg_tensor *targets) {
-  if (!probs || !targets) return NULL;
+tg_tensor *tg_binary_crossentropy(tg_tensor *probs, tg_tensor *targets, tg_loss_opts o) {
+  if (!probs || !targets || !check_opts("tg_binary_crossentropy", o, false, false)) return NULL;
   tmps s = TMPS("tg_binary_crossentropy");
   targets = as_float(&s, targets);
   tg_tensor *one_m_y = tmp(&s, tg_add_scalar(tmp(&s, tg_neg(targets)), 1));
   tg_tensor *one_m_p = tmp(&s, tg_add_scalar(tmp(&s, tg_neg(probs)), 1));
   tg_tensor *a = tmp(&s, tg_mul(targets, tmp(&s, tg_log(probs))));
   tg_tensor *b = tmp(&s, tg_mul(one_m_y, tmp(&s, tg_log(one_m_p))));
-  return tmps_end(&s, tmp(&s, tg_neg(tmp(&s, tg_mean(tmp(&s, tg_add(a, b)), 0, NULL, false)))));
+  return tmps_end(&s, reduce_loss(&s, tmp(&s, tg_neg(tmp(&s, tg_add(a, b)))), NULL, o));
 }
 
 /* mean(y * softplus(-x) + (1 - y) * softplus(x)): tinygrad's -(y logsigmoid(x) + (1-y) logsigmoid(-x)) */
-tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets) {
-  if (!logits || !targets) return NULL;
+tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets, tg_loss_opts o) {
+  if (!logits || !targets || !check_opts("tg_binary_crossentropy_logits", o, false, false)) return NULL;
   tmps s = TMPS("tg_binary_crossentropy_logits");
   targets = as_float(&s, targets);
   tg_tensor *one_m_y = tmp(&s, tg_add_scalar(tmp(&s, tg_neg(targets)), 1));
   tg_tensor *a = tmp(&s, tg_mul(targets, tmp(&s, tg_softplus(tmp(&s, tg_neg(logits))))));
   tg_tensor *b = tmp(&s, tg_mul(one_m_y, tmp(&s, tg_softplus(logits))));
-  return tmps_end(&s, tmp(&s, tg_mean(tmp(&s, tg_add(a, b)), 0, NULL, false)));
+  return tmps_end(&s, reduce_loss(&s, tmp(&s, tg_add(a, b)), NULL, o));
 }

@@ -89,26 +89,61 @@ bad:
   return NULL;
 }
 
-tg_tensor *tg_pad(tg_tensor *t, int ndim, const int64_t *pads, double value) {
+tg_tensor *tg_pad_axes(tg_tensor *t, int ndim, const int64_t *pairs, double value) {
   if (!t) return NULL;
   char a[SHAPE_BUF];
-  if (ndim != TNDIM(t) || (ndim && !pads)) {
+  if (ndim != TNDIM(t) || (ndim && !pairs)) {
     tg_set_error(TG_ERR_ARG, "tg_pad: %d padded axes for a tensor of shape %s", ndim, shape_str(a, sizeof a, TNDIM(t), TSHAPE(t)));
     return NULL;
   }
-  for (int i = 0; i < 2 * ndim; i++)
-    if (pads[i] < 0) {
-      tg_set_error(TG_ERR_ARG, "tg_pad: negative padding %lld on axis %d (use tg_shrink)", (long long)pads[i], i / 2);
+  /* negative values crop first (a shrink), then the rest pads */
+  int64_t crop[2 * TG_MAX_DIMS], pads[2 * TG_MAX_DIMS];
+  bool cropped = false;
+  for (int i = 0; i < ndim; i++) {
+    int64_t pb = pairs[2 * i], pa = pairs[2 * i + 1], n = TSHAPE(t)[i];
+    int64_t cb = pb < 0 ? (pb == INT64_MIN ? INT64_MAX : -pb) : 0, ca = pa < 0 ? (pa == INT64_MIN ? INT64_MAX : -pa) : 0;
+    if (cb > n || ca > n - cb) {
+      tg_set_error(TG_ERR_ARG, "tg_pad: padding (%lld, %lld) crops more than the %lld elements of axis %d of shape %s",
+                   (long long)pb, (long long)pa, (long long)n, i, shape_str(a, sizeof a, TNDIM(t), TSHAPE(t)));
       return NULL;
     }
-  uop *p = mk_pad(t->u, pads);
-  if (value != 0 && p != t->u) {
-    uop *mask = mk_pad(mk_const(TG_BOOL, 1, TNDIM(t), TSHAPE(t)), pads);
-    uop *v = mk_const(TDT(t), value, p ? p->ndim : 0, p ? p->shape : NULL);
+    int64_t kept = n - cb - ca, grow_b = pb > 0 ? pb : 0, grow_a = pa > 0 ? pa : 0;
+    if (grow_b > INT64_MAX / 2 - kept || grow_a > INT64_MAX / 2 - kept - grow_b) {
+      tg_set_error(TG_ERR_ARG, "tg_pad: padding (%lld, %lld) of axis %d overflows the size", (long long)pb, (long long)pa, i);
+      return NULL;
+    }
+    crop[2 * i] = cb;
+    crop[2 * i + 1] = n - ca;
+    pads[2 * i] = grow_b;
+    pads[2 * i + 1] = grow_a;
+    cropped |= cb || ca;
+  }
+  uop *u = cropped ? mk_shrink(t->u, crop) : t->u;
+  uop *p = mk_pad(u, pads);
+  if (value != 0 && p != u && p) {
+    uop *mask = mk_pad(mk_const(TG_BOOL, 1, u->ndim, u->shape), pads);
+    uop *v = mk_const(TDT(t), value, p->ndim, p->shape);
     uop *s[3] = {mask, p, v};
     p = mk_alu(OP_WHERE, TDT(t), 3, s);
   }
   return tensor_new(p);
+}
+
+tg_tensor *tg_pad(tg_tensor *t, int npads, const int64_t *pads, double value) {
+  if (!t) return NULL;
+  char a[SHAPE_BUF];
+  int nd = TNDIM(t);
+  if (npads < 0 || npads % 2 || npads > 2 * nd || (npads && !pads)) {
+    tg_set_error(TG_ERR_ARG, "tg_pad: %d padding values for a tensor of shape %s: expected an even count up to %d (last axis first)",
+                 npads, shape_str(a, sizeof a, nd, TSHAPE(t)), 2 * nd);
+    return NULL;
+  }
+  int64_t pairs[2 * TG_MAX_DIMS] = {0};
+  for (int k = 0; k < npads / 2; k++) {  /* pads[2k], pads[2k+1]: axis nd-1-k */
+    pairs[2 * (nd - 1 - k)] = pads[2 * k];
+    pairs[2 * (nd - 1 - k) + 1] = pads[2 * k + 1];
+  }
+  return tg_pad_axes(t, nd, pairs, value);
 }
 
 tg_tensor *tg_shrink(tg_tensor *t, int ndim, const int64_t *bounds) {

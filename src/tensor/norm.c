@@ -7,37 +7,48 @@
 
 #define SB 256
 
-static bool check_naxes(const char *op, tg_tensor *x, int naxes) {
-  if (naxes < 1 || naxes > TNDIM(x)) {
-    char a[SB];
-    tg_set_error(TG_ERR_ARG, "%s: cannot normalize over the last %d axes of a tensor of shape %s", op, naxes,
-                 shape_str(a, sizeof a, TNDIM(x), TSHAPE(x)));
+/* the normalized axes in out (naxes 0: every axis, as a reduction); false with an error when one is bad */
+static bool norm_axes(const char *op, tg_tensor *x, int naxes, const int *axes, int *out, int *n) {
+  char a[SB];
+  bool seen[TG_MAX_DIMS] = {0};
+  int nd = TNDIM(x);
+  if (naxes < 0 || naxes > nd || (naxes && !axes)) {
+    tg_set_error(TG_ERR_ARG, "%s: %d axes for a tensor of shape %s", op, naxes, shape_str(a, sizeof a, nd, TSHAPE(x)));
     return false;
+  }
+  *n = naxes ? naxes : nd;
+  for (int i = 0; i < *n; i++) {
+    int ax = naxes ? axes[i] : i;
+    if (ax < -nd || ax >= nd || seen[ax < 0 ? ax + nd : ax]) {
+      tg_set_error(TG_ERR_ARG, "%s: axis %d is out of range or repeated for a tensor of shape %s", op, ax,
+                   shape_str(a, sizeof a, nd, TSHAPE(x)));
+      return false;
+    }
+    out[i] = ax < 0 ? ax + nd : ax;
+    seen[out[i]] = true;
   }
   return true;
 }
 
-/* (x - mean) * rsqrt(mean((x - mean)^2) + eps) over the last naxes axes */
-static tg_tensor *layernorm_(tmps *s, tg_tensor *x, int naxes, double eps) {
-  int axes[TG_MAX_DIMS];
-  for (int i = 0; i < naxes; i++) axes[i] = -1 - i;
+/* (x - mean) * rsqrt(mean((x - mean)^2) + eps) over the given (valid) axes */
+static tg_tensor *layernorm_(tmps *s, tg_tensor *x, int naxes, const int *axes, double eps) {
   tg_tensor *y = tmp(s, tg_sub(x, tmp(s, tg_mean(x, naxes, axes, true))));
   tg_tensor *var = tmp(s, tg_mean(tmp(s, tg_mul(y, y)), naxes, axes, true));
   return tmp(s, tg_mul(y, tmp(s, tg_rsqrt(tmp(s, tg_add_scalar(var, eps))))));
 }
 
-tg_tensor *tg_layernorm(tg_tensor *x, int naxes, double eps) {
-  if (!x || !check_naxes("tg_layernorm", x, naxes)) return NULL;
+tg_tensor *tg_layernorm(tg_tensor *x, int naxes, const int *axes, double eps) {
+  int ax[TG_MAX_DIMS], n;
+  if (!x || !norm_axes("tg_layernorm", x, naxes, axes, ax, &n)) return NULL;
   tmps s = TMPS("tg_layernorm");
-  return tmps_end(&s, layernorm_(&s, x, naxes, eps));
+  return tmps_end(&s, layernorm_(&s, x, n, ax, eps));
 }
 
-tg_tensor *tg_rmsnorm(tg_tensor *x, int naxes, double eps) {
-  if (!x || !check_naxes("tg_rmsnorm", x, naxes)) return NULL;
+tg_tensor *tg_rmsnorm(tg_tensor *x, int naxes, const int *axes, double eps) {
+  int ax[TG_MAX_DIMS], n;
+  if (!x || !norm_axes("tg_rmsnorm", x, naxes, axes, ax, &n)) return NULL;
   tmps s = TMPS("tg_rmsnorm");
-  int axes[TG_MAX_DIMS];
-  for (int i = 0; i < naxes; i++) axes[i] = -1 - i;
-  tg_tensor *ms = tmp(&s, tg_mean(tmp(&s, tg_square(x)), naxes, axes, true));
+  tg_tensor *ms = tmp(&s, tg_mean(tmp(&s, tg_square(x)), n, ax, true));
   return tmps_end(&s, tmp(&s, tg_mul(x, tmp(&s, tg_rsqrt(tmp(&s, tg_add_scalar(ms, eps)))))));
 }
 
@@ -93,7 +104,7 @@ tg_tensor *tg_group_norm(tg_tensor *x, int64_t groups, tg_tensor *weight, tg_ten
   }
   tmps s = TMPS("tg_group_norm");
   tg_tensor *y = tmp(&s, tg_reshape(x, 3, (int64_t[]){TSHAPE(x)[0], groups, -1}));
-  y = tmp(&s, tg_reshape(layernorm_(&s, y, 1, eps), TNDIM(x), TSHAPE(x)));
+  y = tmp(&s, tg_reshape(layernorm_(&s, y, 1, (int[]){-1}, eps), TNDIM(x), TSHAPE(x)));
   if (weight) y = tmp(&s, tg_mul(y, per_channel(&s, weight, x)));
   if (bias) y = tmp(&s, tg_add(y, per_channel(&s, bias, x)));
   return tmps_end(&s, y);

@@ -148,17 +148,27 @@ tg_tensor *tg_normal(tg_dtype dt, int ndim, const int64_t *shape, double mean, d
 
 tg_tensor *tg_randn(tg_dtype dt, int ndim, const int64_t *shape) { return tg_normal(dt, ndim, shape, 0, 1); }
 
-tg_tensor *tg_randint(int64_t low, int64_t high, int ndim, const int64_t *shape) {
+tg_tensor *tg_randint(tg_dtype dt, int ndim, const int64_t *shape, int64_t low, int64_t high) {
   int64_t n;
-  if (!check("tg_randint", TG_INT32, ndim, shape, &n)) return NULL;
-  if (high <= low) {
-    tg_set_error(TG_ERR_ARG, "tg_randint: empty range [%lld, %lld)", (long long)low, (long long)high);
+  if (!check("tg_randint", dt, ndim, shape, &n)) return NULL;
+  if (!dtype_is_int(dt)) {
+    tg_set_error(TG_ERR_ARG, "tg_randint: dtype %s is not an integer type", tg_dtype_name(dt));
     return NULL;
   }
-  uop *u = scale_shift(uniform_bits(n), (double)(high - low), 0);
-  uop *t = mk_alu(OP_TRUNC, TG_FLOAT32, 1, &u);
-  uop *i = scale_shift(mk_cast(t, TG_INT32), 1, (double)low);
-  return tensor_new(mk_reshape(i, ndim, shape));
+  if (high <= low || (double)low < dtype_min(dt) || (double)high - 1 > dtype_max(dt)) {
+    tg_set_error(TG_ERR_ARG, "tg_randint: range [%lld, %lld) is empty or does not fit %s", (long long)low, (long long)high,
+                 tg_dtype_name(dt));
+    return NULL;
+  }
+  /* floor(u * (high - low)) in float32 as tinygrad (float64 past 2^24, where float32 loses integers), cast,
+   * then + low in the integer type, exactly */
+  double range = (double)high - (double)low;
+  tg_dtype ft = range > 16777216.0 ? TG_FLOAT64 : TG_FLOAT32;
+  uop *u = uniform_bits(n);
+  if (ft != TG_FLOAT32) u = mk_cast(u, ft);
+  uop *t = scale_shift(u, range, 0);
+  t = mk_cast(mk_alu(OP_TRUNC, ft, 1, &t), dt);
+  return tensor_new(mk_reshape(scale_shift(t, 1, (double)low), ndim, shape));
 }
 
 static double fan_in(int ndim, const int64_t *shape) {
