@@ -128,13 +128,16 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* one line of progress on stderr: rewritten in place on a terminal, a line per step otherwise. eta < 0: unknown */
 static void progress(long long step, long long steps, double loss, double sps, double eta, bool tty) {
   int width = 30, done = steps ? (int)((double)width * (double)step / (double)steps) : width;
-  char bar[64];
+  char bar[64], eta_s[32];
   for (int i = 0; i < width; i++) bar[i] = i < done ? '#' : '.';
   bar[width] = 0;
-  fprintf(stderr, "%s[%s] step %4lld/%lld  loss %7.4f  %7.0f samples/s  ETA %5.1fs%s", tty ? "\r" : "", bar, step, steps,
-          loss, sps, eta, tty ? "" : "\n");
+  if (eta < 0) snprintf(eta_s, sizeof eta_s, "    ?");
+  else snprintf(eta_s, sizeof eta_s, "%5.1fs", eta);
+  fprintf(stderr, "%s[%s] step %4lld/%lld  loss %7.4f  %7.0f samples/s  ETA %s%s", tty ? "\r" : "", bar, step, steps,
+          loss, sps, eta_s, tty ? "" : "\n");
   fflush(stderr);
 }
 
@@ -278,7 +281,7 @@ int main(int argc, char **argv) {
            fashion ? "Fashion-MNIST" : "MNIST", (long long)train.n, tg_num_threads());
     tg_shuffle(perm, train.n, (uint64_t)seed);
     int64_t pos = 0, epoch = 0;
-    double t0 = now_s(), loss_v = 0;
+    double t0 = now_s(), loss_v = 0, steady_s = 0;
     double *step_s = calloc((size_t)steps + 1, sizeof *step_s);
     if (!step_s) {
       fprintf(stderr, "mnist: out of memory\n");
@@ -308,8 +311,13 @@ int main(int argc, char **argv) {
       tg_free(loss);
       tg_scope_end();
       step_s[s] = now_s() - ts;
-      double el = now_s() - t0;
-      progress(s + 1, steps, loss_v, (double)(s + 1) * (double)batch / el, el / (double)(s + 1) * (double)(steps - s - 1), tty);
+      /* rate and ETA from the steps after the first two: the first call of a tg_jit step runs it and compiles
+       * every kernel, the second captures it; both take many times a replay (averaging them in made the first
+       * ETAs about 8x too high). Until a third step is done the ETA is unknown. */
+      long long nsteady = s + 1 - 2;
+      if (nsteady > 0) steady_s += step_s[s];
+      double el = now_s() - t0, per_step = nsteady > 0 ? steady_s / (double)nsteady : el / (double)(s + 1);
+      progress(s + 1, steps, loss_v, (double)batch / per_step, nsteady > 0 ? per_step * (double)(steps - s - 1) : -1, tty);
     }
     tg_set_training(false);
     size_t unplanned, arena;
