@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
   const char *model_arg = NULL, *tok_arg = NULL;
   long long steps = 256;
   bool ids = false;
-  char **words = argv;  /* the prompt's words, gathered in place over argv[0..]: word k comes from argv[i > k] */
+  char **words = argv;  /* the prompt's words, gathered over argv itself: word k goes to argv[k], already read */
   int nwords = 0;
   bool flags_end = false;  /* after "--" every argument is a word */
   for (int i = 1; i < argc; i++) {
@@ -137,11 +137,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "llama: out of memory\n");
     return 1;
   }
+  /* the model: --model, else found; the tokenizer: --tokenizer, else the one beside the model, else found */
+  bool found = true;
   if (model_arg) snprintf(model_path, sizeof model_path, "%s", model_arg);
+  else found = locate("stories260K.bin", model_path, sizeof model_path);
   if (tok_arg) snprintf(tok_path, sizeof tok_path, "%s", tok_arg);
-  if ((!model_arg && !locate("stories260K.bin", model_path, sizeof model_path)) ||
-      (!tok_arg && !beside(model_path, "tok512.bin", tok_path, sizeof tok_path) &&
-       !locate("tok512.bin", tok_path, sizeof tok_path))) {
+  else if (found && !beside(model_path, "tok512.bin", tok_path, sizeof tok_path))
+    found = locate("tok512.bin", tok_path, sizeof tok_path);
+  if (!found) {
     free(prompt);
     return 1;
   }
