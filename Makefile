@@ -36,11 +36,11 @@ $(BUILD)/tg.pc: Makefile
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtg.a
 	$(CC) -o $@ $(TEST_OBJ) $(BUILD)/libtg.a $(LDLIBS)
 
-$(BUILD)/examples/%: examples/%.c $(BUILD)/libtg.a include/tg.h
+$(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(BUILD)/libtg.a include/tg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/libtg.a include/tg.h
+$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h examples/*.h) $(BUILD)/libtg.a include/tg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
 

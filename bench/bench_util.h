@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../examples/args.h"  /* strict flags: args_int, args_unknown, ARGS_EXIT (exit status 2) */
 #include "tg.h"
 
 /* --json: results as JSON lines on stdout and nothing else there */

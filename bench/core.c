@@ -570,11 +570,20 @@ static void remove_cache_dir(void) {
 /* ---- main ------------------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
+  args_prog = "core";
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) json_mode = true;
-    else {
-      fprintf(stderr, "usage: %s [--json]\n", argv[0]);
-      return 2;
+    if (!strcmp(argv[i], "--json")) {
+      json_mode = true;
+    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: core [--json]\n"
+             "tgc next to the machine's limits (FMA peak, STREAM triad) and numpy: elementwise, sum, matmul,\n"
+             "compile time and launch overhead, in a table.\n"
+             "  --json      one JSON line per (workload, implementation) on stdout instead of the table\n"
+             "  -h, --help  this help\n");
+      return 0;
+    } else {
+      args_unknown(argv[i]);
+      return ARGS_EXIT;
     }
   }
   /* a fresh compile cache before any tgc call, so section 5 sees a cold cache (and we leave nothing behind) */

@@ -4,7 +4,7 @@
  *     when not installed);
  *   - the memory of the captured step's intermediates on their own and in the planned arena;
  *   - the replay cost per kernel, apart from kernel work: a captured step of one-element kernels.
- * The MNIST CNN step (eager, JIT, peers) is bench/mnist.sh. Usage: ./build/bench/jit [steps] */
+ * The MNIST CNN step (eager, JIT, peers) is bench/mnist.sh. Usage: ./build/bench/jit [--steps N] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,8 +122,24 @@ static int run_peers(peer *p, int max) {
 }
 
 int main(int argc, char **argv) {
-  int steps = argc > 1 ? atoi(argv[1]) : 20;
-  if (steps < 1) steps = 1;
+  long long steps_arg = 20;
+  args_prog = "jit";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--steps")) {
+      if (!args_int(argc, argv, &i, 1, 100000, &steps_arg)) return ARGS_EXIT;
+    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: jit [--steps N]\n"
+             "The MLP training step (784-512-512-10, Adam, batch 128) eagerly and under tg_jit, next to tinygrad's\n"
+             "TinyJit and PyTorch; the step's planned memory; the replay cost per kernel.\n"
+             "  --steps N   timed steps of each kind after the warm-up, 1..100000 (default 20)\n"
+             "  -h, --help  this help\n");
+      return 0;
+    } else {
+      args_unknown(argv[i]);
+      return ARGS_EXIT;
+    }
+  }
+  int steps = (int)steps_arg;
   xs = malloc(128 * 784 * sizeof *xs);
   if (!xs) die("malloc");
   for (int i = 0; i < 128 * 784; i++) xs[i] = (float)((i * 7919) % 255) / 255.0f;

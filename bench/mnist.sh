@@ -9,7 +9,7 @@ make -j"$(nproc)" build/examples/mnist >/dev/null
 data="${TG_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/tgc}/mnist"
 [ -r "$data/train-images-idx3-ubyte" ] || [ -r "$data/train-images-idx3-ubyte.gz" ] || scripts/get_mnist.sh
 run_tgc() {  # $1: JIT setting; prints "ms accuracy" and keeps the output in $out
-  out=$(JIT="$1" ./build/examples/mnist --steps "$steps" --batch 512 --data "$data" --out "" 2>/dev/null)
+  out=$(JIT="$1" ./build/examples/mnist --steps "$steps" --batch 512 --data "$data" --no-save 2>/dev/null)
   echo "$out" | grep -E "trained in|median step|jit:" | sed "s/^/  JIT=$1: /" >&2
   echo "$(echo "$out" | sed -n 's/median step after the first: \([0-9.]*\) ms.*/\1/p') $(echo "$out" | sed -n 's/test accuracy: \(.*\)%/\1/p')"
 }

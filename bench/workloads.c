@@ -638,15 +638,28 @@ static void run_tgc(int nt, bool *checks_ok) {
 /* ---- main --------------------------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
-  int rounds = 2;
+  long long rounds = 2;
+  args_prog = "workloads";
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) json_mode = true;
-    else if (!strcmp(argv[i], "--beam")) beam_mode = true;
-    else if (!strcmp(argv[i], "--rounds") && i + 1 < argc && atoi(argv[i + 1]) >= 1 && atoi(argv[i + 1]) <= 16)
-      rounds = atoi(argv[++i]);
-    else {
-      fprintf(stderr, "usage: %s [--json] [--beam] [--rounds N (1-16, default 2)]\n", argv[0]);
-      return 2;
+    if (!strcmp(argv[i], "--json")) {
+      json_mode = true;
+    } else if (!strcmp(argv[i], "--beam")) {
+      beam_mode = true;
+    } else if (!strcmp(argv[i], "--rounds")) {
+      if (!args_int(argc, argv, &i, 1, 16, &rounds)) return ARGS_EXIT;
+    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: workloads [--json] [--beam] [--rounds N]\n"
+             "tgc next to PyTorch, tinygrad and numpy on model-sized workloads (matmul, softmax, conv2d, an MLP\n"
+             "training step, a transformer block) and against the machine's limits.\n"
+             "  --json      one JSON line per (workload, implementation) on stdout instead of the tables\n"
+             "  --beam      also matmul 1024 and 2048 with BEAM=2 (the search time is printed)\n"
+             "  --rounds N  tgc and the peers take turns N times, the better round kept, 1..16 (default 2)\n"
+             "  -h, --help  this help\n"
+             "TG_BENCH_ONLY=mlp,conv2d runs only the workloads whose names contain one of the words.\n");
+      return 0;
+    } else {
+      args_unknown(argv[i]);
+      return ARGS_EXIT;
     }
   }
   double t_start = bench_now_s(), load_start = loadavg1();
@@ -657,7 +670,7 @@ int main(int argc, char **argv) {
        "tgc: fresh tg_from_blob inputs and one scope per iteration (graph build + schedule + launch included);\n"
        "ratios: times faster than the peer (> 1: tgc faster). tgc and the peers take turns, %d round%s of each:\n"
        "every figure is the better of its rounds, so both sides get the same chances at a quiet machine.\n",
-       nt, rounds, rounds == 1 ? "" : "s");
+       nt, (int)rounds, rounds == 1 ? "" : "s");
   bool checks_ok = true;
   double t_tgc = 0;
   for (int r = 0; r < rounds; r++) {

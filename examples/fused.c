@@ -1,8 +1,11 @@
 /* fused.c — a tour of tgc: a few lazy computations, each fused into as few kernels as possible.
- * Run with DEBUG=2 to see one line per kernel (name, time, GFLOP/s, GB/s); DEBUG=4 shows the C. */
+ * Run with DEBUG=2 to see one line per kernel (name, time, GFLOP/s, GB/s); DEBUG=4 shows the C. No flags but
+ * --help. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "args.h"
 #include "tg.h"
 
 static tg_tensor *randn_like_data(int ndim, const int64_t *shape, unsigned seed) {
@@ -39,7 +42,20 @@ static int show(const char *what, tg_tensor *t, int count) {
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  args_prog = "fused";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: fused\n"
+             "A few lazy computations, each fused into as few kernels as possible, with their kernel counts and\n"
+             "first values. No flags but this one; DEBUG=2 prints one line per kernel (time, GFLOP/s, GB/s),\n"
+             "DEBUG=4 the generated C.\n"
+             "  -h, --help  this help\n");
+      return 0;
+    }
+    args_unknown(argv[i]);
+    return ARGS_EXIT;
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);  /* keep results in line with the DEBUG lines on stderr */
   int err = 0;
   tg_scope_begin();

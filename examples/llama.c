@@ -8,7 +8,9 @@
  *
  * The model is stories260K.bin from --model PATH, else $TG_DATA/stories260K, ~/.cache/tgc/stories260K, or the
  * project's shared data (../shared/data/stories260K beside the repository or the executable); the tokenizer
- * tok512.bin from --tokenizer PATH, else beside the model.
+ * tok512.bin from --tokenizer PATH, else beside the model, else in those folders. The words of the prompt may
+ * come quoted or not (they are joined with spaces). --help lists the flags; a bad flag or value is a message and
+ * exit status 2.
  */
 #include <ctype.h>
 #include <limits.h>
@@ -19,6 +21,8 @@
 #include <unistd.h>
 
 #include <tg.h>
+
+#include "args.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -39,12 +43,8 @@ static bool beside_exe(const char *sub, char *out, size_t cap) {
   return w > 0 && (size_t)w < cap;
 }
 
-/* path into out: given, else found by tg_data_find, else beside the executable; false with a message */
-static bool locate(const char *given, const char *name, char *out, size_t cap) {
-  if (given) {
-    snprintf(out, cap, "%s", given);
-    return true;
-  }
+/* the file `name` into out: found by tg_data_find, else beside the executable; false with a message */
+static bool locate(const char *name, char *out, size_t cap) {
   if (tg_data_find(NULL, "stories260K", name, out, cap) == TG_OK) return true;
   char looked[1024], dir[PATH_MAX];
   snprintf(looked, sizeof looked, "%s", tg_error());
@@ -57,6 +57,13 @@ static bool locate(const char *given, const char *name, char *out, size_t cap) {
   return false;
 }
 
+/* the file `name` in the folder of `file` into out, when it is readable there */
+static bool beside(const char *file, const char *name, char *out, size_t cap) {
+  const char *slash = strrchr(file, '/');
+  int w = slash ? snprintf(out, cap, "%.*s/%s", (int)(slash - file), file, name) : snprintf(out, cap, "%s", name);
+  return w > 0 && (size_t)w < cap && access(out, R_OK) == 0;
+}
+
 /* prints a piece as run.c's safe_printf: a lone byte only when printable or whitespace */
 static void print_piece(const char *p) {
   if (!p || !p[0]) return;
@@ -65,42 +72,97 @@ static void print_piece(const char *p) {
   fflush(stdout);
 }
 
-static int usage(void) {
-  fprintf(stderr, "usage: llama [--model PATH] [--tokenizer PATH] [-n POSITIONS] [--ids] [PROMPT]\n"
-                  "  greedy decoding of PROMPT (default \"Once upon a time\") for POSITIONS positions (default 256,\n"
-                  "  prompt included, as llama2.c's run.c -n); --ids prints the token ids on stderr\n");
-  return 2;
+/* the help, on stdout: every flag, its range and its default */
+static void usage(void) {
+  printf("usage: llama [--model FILE] [--tokenizer FILE] [-n POSITIONS] [--ids] [--] [PROMPT...]\n"
+         "Greedy decoding with llama2.c's stories260K: the prompt, then at each position the most likely token.\n"
+         "  PROMPT...         the prompt; several words are joined with spaces (default \"Once upon a time\")\n"
+         "  --model FILE      a llama2.c checkpoint (default: stories260K.bin in $TG_DATA/stories260K,\n"
+         "                    ~/.cache/tgc/stories260K or ../shared/data/stories260K)\n"
+         "  --tokenizer FILE  a llama2.c tokenizer (default: tok512.bin beside the model, then in those folders)\n"
+         "  -n POSITIONS      positions to run, the prompt's included, as llama2.c's run.c -n: 1 up to the\n"
+         "                    model's sequence length (512 for stories260K; default 256)\n"
+         "  --ids             also print the token ids, on stderr\n"
+         "  --                what follows is the prompt, even words that begin with -\n"
+         "  -h, --help        this help\n"
+         "JIT=0 runs every step eagerly. Exit status: 0 done, 1 a failure while running, 2 a bad command line (a\n"
+         "message names the flag).\n");
+}
+
+/* the n words joined with spaces, in a new string; NULL when out of memory */
+static char *join_words(int n, char **words) {
+  size_t len = 1;
+  for (int i = 0; i < n; i++) len += strlen(words[i]) + 1;
+  char *s = malloc(len), *p = s;
+  if (!s) return NULL;
+  *s = 0;
+  for (int i = 0; i < n; i++) p += sprintf(p, "%s%s", i ? " " : "", words[i]);
+  return s;
 }
 
 int main(int argc, char **argv) {
-  const char *model_arg = NULL, *tok_arg = NULL, *prompt = "Once upon a time";
-  long steps = 256;
+  args_prog = "llama";
+  const char *model_arg = NULL, *tok_arg = NULL;
+  long long steps = 256;
   bool ids = false;
+  char **words = argv;  /* the prompt's words, gathered over argv itself: word k goes to argv[k], already read */
+  int nwords = 0;
+  bool flags_end = false;  /* after "--" every argument is a word */
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--model") && i + 1 < argc) model_arg = argv[++i];
-    else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tok_arg = argv[++i];
-    else if (!strcmp(argv[i], "-n") && i + 1 < argc) steps = strtol(argv[++i], NULL, 10);
-    else if (!strcmp(argv[i], "--ids")) ids = true;
-    else if (argv[i][0] == '-') return usage();
-    else prompt = argv[i];
+    const char *a = argv[i];
+    bool ok = true;
+    if (flags_end || a[0] != '-' || !a[1]) {
+      words[nwords++] = argv[i];
+    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage();
+      return 0;
+    } else if (!strcmp(a, "--model")) {
+      ok = (model_arg = args_value(argc, argv, &i, "a llama2.c checkpoint")) && args_input_ok(a, model_arg);
+    } else if (!strcmp(a, "--tokenizer")) {
+      ok = (tok_arg = args_value(argc, argv, &i, "a llama2.c tokenizer")) && args_input_ok(a, tok_arg);
+    } else if (!strcmp(a, "-n")) {  /* the upper limit is the model's, checked once it is loaded */
+      ok = args_int_in(argc, argv, &i, 1, LLONG_MAX, "1..the model's sequence length", &steps);
+    } else if (!strcmp(a, "--ids")) {
+      ids = true;
+    } else if (!strcmp(a, "--")) {
+      flags_end = true;
+    } else {
+      ok = args_unknown(a);
+    }
+    if (!ok) return ARGS_EXIT;
   }
+  char *prompt = nwords ? join_words(nwords, words) : strdup("Once upon a time");
   char model_path[PATH_MAX], tok_path[PATH_MAX];
-  if (!locate(model_arg, "stories260K.bin", model_path, sizeof model_path)) return 1;
-  if (!tok_arg && !model_arg) {
-    /* the tokenizer beside the model */
-    snprintf(tok_path, sizeof tok_path, "%s", model_path);
-    char *slash = strrchr(tok_path, '/');
-    snprintf(slash ? slash + 1 : tok_path, sizeof tok_path - (size_t)(slash ? slash + 1 - tok_path : 0), "tok512.bin");
-  } else if (!locate(tok_arg, "tok512.bin", tok_path, sizeof tok_path)) {
+  if (!prompt) {
+    fprintf(stderr, "llama: out of memory\n");
+    return 1;
+  }
+  /* the model: --model, else found; the tokenizer: --tokenizer, else the one beside the model, else found */
+  bool found = true;
+  if (model_arg) snprintf(model_path, sizeof model_path, "%s", model_arg);
+  else found = locate("stories260K.bin", model_path, sizeof model_path);
+  if (tok_arg) snprintf(tok_path, sizeof tok_path, "%s", tok_arg);
+  else if (found && !beside(model_path, "tok512.bin", tok_path, sizeof tok_path))
+    found = locate("tok512.bin", tok_path, sizeof tok_path);
+  if (!found) {
+    free(prompt);
     return 1;
   }
 
   tg_llama *m = tg_llama_load(model_path, 0);
+  if (m && steps > tg_llama_max_seq(m)) {
+    args_error("-n: %lld is out of range; allowed 1..%lld (the model's sequence length)", steps,
+               (long long)tg_llama_max_seq(m));
+    tg_llama_free(m);
+    free(prompt);
+    return ARGS_EXIT;
+  }
   tg_tokenizer *tok = m ? tg_tokenizer_load(tok_path, tg_llama_config_of(m).vocab_size) : NULL;
   size_t cap = strlen(prompt) + 3;
   int32_t *prompt_ids = malloc(cap * sizeof *prompt_ids);
   float *logits = m ? malloc((size_t)tg_llama_config_of(m).vocab_size * sizeof *logits) : NULL;
   int64_t nprompt = tok && prompt_ids ? tg_tokenizer_encode(tok, prompt, true, false, prompt_ids, (int64_t)cap) : -1;
+  free(prompt);
   if (!m || !tok || !prompt_ids || !logits || nprompt < 1) {
     fprintf(stderr, "llama: %s\n", tg_error()[0] ? tg_error() : "out of memory");
     free(prompt_ids);
@@ -110,7 +172,6 @@ int main(int argc, char **argv) {
     return 1;
   }
   tg_llama_config c = tg_llama_config_of(m);
-  if (steps < 1 || steps > tg_llama_max_seq(m)) steps = tg_llama_max_seq(m);
 
   /* as run.c's generate(): the prompt is forced token by token, then the argmax follows; BOS ends it */
   int32_t token = prompt_ids[0], next = 0;

@@ -1,16 +1,21 @@
 /* mnist.c — tinygrad's beautiful_mnist in C: a small convolutional network trained with Adam on MNIST.
  *
- *   ./build/examples/mnist                      train 70 steps of batch 512, evaluate, save weights
+ *   ./build/examples/mnist                      train 70 steps of batch 512, save the weights, evaluate
+ *   ./build/examples/mnist --fashion            the same on Fashion-MNIST (weights: fashion-mnist.safetensors)
  *   ./build/examples/mnist --eval FILE          load weights and evaluate
- * Flags: --steps N --batch N --lr X --seed N --data DIR --fashion --out FILE --eval FILE
+ * --help lists every flag (--steps --batch --lr --seed --data --fashion --out --no-save --eval). The command line
+ * is checked whole before any work: a bad flag or value, a --data folder without the files or an --out that
+ * cannot be written is a message and exit status 2, and nothing is written.
  * The last line printed is "test accuracy: NN.NN%".
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "tg.h"
 
 typedef struct model {
@@ -123,49 +128,128 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void progress(int step, int steps, double loss, double sps, double eta, bool tty) {
-  int width = 30, done = steps ? (int)((double)width * step / steps) : width;
-  char bar[64];
+/* one line of progress on stderr: rewritten in place on a terminal, a line per step otherwise. eta < 0: unknown */
+static void progress(long long step, long long steps, double loss, double sps, double eta, bool tty) {
+  int width = 30, done = steps ? (int)((double)width * (double)step / (double)steps) : width;
+  char bar[64], eta_s[32];
   for (int i = 0; i < width; i++) bar[i] = i < done ? '#' : '.';
   bar[width] = 0;
-  fprintf(stderr, "%s[%s] step %4d/%d  loss %7.4f  %7.0f samples/s  ETA %5.1fs%s", tty ? "\r" : "", bar, step, steps,
-          loss, sps, eta, tty ? "" : "\n");
+  if (eta < 0) snprintf(eta_s, sizeof eta_s, "    ?");
+  else snprintf(eta_s, sizeof eta_s, "%5.1fs", eta);
+  fprintf(stderr, "%s[%s] step %4lld/%lld  loss %7.4f  %7.0f samples/s  ETA %s%s", tty ? "\r" : "", bar, step, steps,
+          loss, sps, eta_s, tty ? "" : "\n");
   fflush(stderr);
+}
+
+/* the help, on stdout: every flag, its range and its default */
+static void usage(void) {
+  printf("usage: mnist [--steps N] [--batch N] [--lr X] [--seed N] [--data DIR] [--fashion] [--out FILE | --no-save]\n"
+         "       mnist --eval FILE [--data DIR] [--fashion] [--seed N]\n"
+         "Trains tinygrad's beautiful_mnist network with Adam on MNIST, saves the weights, then evaluates them on\n"
+         "the test images; the last line is \"test accuracy: NN.NN%%\".\n"
+         "  --steps N    training steps, 1..1000000 (default 70)\n"
+         "  --batch N    images per step, 1..60000 and at most the training set (default 512)\n"
+         "  --lr X       Adam's learning rate, 1e-08..10 (default 0.001)\n"
+         "  --seed N     seed of the initial weights and of the shuffling, 0..9223372036854775807 (default 1337)\n"
+         "  --data DIR   the folder holding the four IDX files (train-images-idx3-ubyte etc., raw or .gz); it must\n"
+         "               exist and hold them (default: $TG_DATA/mnist, then ~/.cache/tgc/mnist, as scripts/get_mnist.sh\n"
+         "               fills it; with --fashion fashion-mnist instead of mnist, then /usr/share/datasets/fashion-mnist)\n"
+         "  --fashion    Fashion-MNIST instead of MNIST\n"
+         "  --out FILE   where the trained weights go (safetensors), checked before anything runs (default\n"
+         "               mnist.safetensors, or fashion-mnist.safetensors with --fashion)\n"
+         "  --no-save    do not save the weights\n"
+         "  --eval FILE  no training: load the weights in FILE and evaluate them\n"
+         "  -h, --help   this help\n"
+         "JIT=0 runs every step eagerly; DEBUG, BEAM, TG_THREADS and TG_DATA are described in the README.\n"
+         "Exit status: 0 done, 1 a failure while running, 2 a bad command line (a message names the flag).\n");
+}
+
+/* the four IDX files of MNIST and Fashion-MNIST, each raw or gzipped */
+static const char *const idx_files[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                                         "t10k-labels-idx1-ubyte"};
+
+/* true when the folder given with --data exists and holds the four files; tg_mnist_load would look elsewhere */
+static bool data_dir_ok(const char *dir) {
+  struct stat sb;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return args_error("--data %s: no such folder", dir);
+  for (int i = 0; i < 4; i++) {
+    char raw[PATH_MAX], gz[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/%s", dir, idx_files[i]);
+    snprintf(gz, sizeof gz, "%s/%s.gz", dir, idx_files[i]);
+    if (access(raw, R_OK) != 0 && access(gz, R_OK) != 0)
+      return args_error("--data %s: the folder lacks %s (or %s.gz); scripts/get_mnist.sh fetches the files", dir,
+                        idx_files[i], idx_files[i]);
+  }
+  return true;
 }
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  int steps = 70, batch = 512;
+  args_prog = "mnist";
+  long long steps = 70, batch = 512, seed = 1337;
   double lr = 0.001;
-  uint64_t seed = 1337;
-  const char *data = NULL, *out = "mnist.safetensors", *eval_path = NULL;
-  bool fashion = false;
+  const char *data = NULL, *out = NULL, *eval_path = NULL;
+  const char *train_flag = NULL;  /* the last flag given that only training reads (an error with --eval) */
+  bool fashion = false, save = true;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--steps") && v) steps = atoi(argv[++i]);
-    else if (!strcmp(a, "--batch") && v) batch = atoi(argv[++i]);
-    else if (!strcmp(a, "--lr") && v) lr = atof(argv[++i]);
-    else if (!strcmp(a, "--seed") && v) seed = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--data") && v) data = argv[++i];
-    else if (!strcmp(a, "--out") && v) out = argv[++i];
-    else if (!strcmp(a, "--eval") && v) eval_path = argv[++i];
-    else if (!strcmp(a, "--fashion")) fashion = true;
-    else {
-      fprintf(stderr, "usage: %s [--steps N] [--batch N] [--lr X] [--seed N] [--data DIR] [--fashion] [--out FILE] "
-                      "[--eval FILE]\n", argv[0]);
-      return 2;
+    const char *a = argv[i];
+    bool ok = true;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage();
+      return 0;
+    } else if (!strcmp(a, "--steps")) {
+      train_flag = a;
+      ok = args_int(argc, argv, &i, 1, 1000000, &steps);
+    } else if (!strcmp(a, "--batch")) {
+      train_flag = a;
+      ok = args_int(argc, argv, &i, 1, 60000, &batch);
+    } else if (!strcmp(a, "--lr")) {
+      train_flag = a;
+      ok = args_real(argc, argv, &i, 1e-8, 10, &lr);
+    } else if (!strcmp(a, "--seed")) {
+      ok = args_int(argc, argv, &i, 0, LLONG_MAX, &seed);
+    } else if (!strcmp(a, "--data")) {
+      ok = (data = args_value(argc, argv, &i, "a folder")) != NULL;
+    } else if (!strcmp(a, "--out")) {
+      train_flag = a;
+      ok = (out = args_value(argc, argv, &i, "a file to write")) != NULL;
+    } else if (!strcmp(a, "--eval")) {
+      ok = (eval_path = args_value(argc, argv, &i, "a safetensors file")) != NULL;
+    } else if (!strcmp(a, "--fashion")) {
+      fashion = true;
+    } else if (!strcmp(a, "--no-save")) {
+      train_flag = a;
+      save = false;
+    } else {
+      ok = args_unknown(a);
     }
+    if (!ok) return ARGS_EXIT;
   }
-  if (steps < 0 || batch <= 0) {
-    fprintf(stderr, "mnist: --steps must be >= 0 and --batch > 0\n");
-    return 2;
+  /* everything the command line names is checked here, before the dataset loads or a step runs */
+  if (eval_path && train_flag) {
+    args_error("%s is a training flag; --eval only evaluates the weights it loads", train_flag);
+    return ARGS_EXIT;
   }
+  if (out && !save) {
+    args_error("--out and --no-save contradict each other");
+    return ARGS_EXIT;
+  }
+  if (!eval_path && save && !out) out = fashion ? "fashion-mnist.safetensors" : "mnist.safetensors";
+  if (!eval_path && save && !args_output_ok("--out", out)) return ARGS_EXIT;
+  if (eval_path && !args_input_ok("--eval", eval_path)) return ARGS_EXIT;
+  if (data && !data_dir_ok(data)) return ARGS_EXIT;
   tg_dataset train = {0}, test = {0};
   if (tg_mnist_load(data, fashion, &train, &test) != TG_OK) {
     fprintf(stderr, "mnist: %s\n", tg_error());
     return 1;
   }
-  tg_manual_seed(seed);
+  if (batch > train.n) {
+    args_error("--batch %lld: more than the %lld training images", batch, (long long)train.n);
+    tg_dataset_free(&train);
+    tg_dataset_free(&test);
+    return ARGS_EXIT;
+  }
+  tg_manual_seed((uint64_t)seed);
   model m = {0};
   tg_params *params = tg_params_new();
   int rc = 1;
@@ -195,17 +279,21 @@ int main(int argc, char **argv) {
       fprintf(stderr, "mnist: %s\n", tg_error());
       goto done;
     }
-    printf("training %d steps of batch %d on %s (%lld images), %d threads\n", steps, batch,
+    printf("training %lld steps of batch %lld on %s (%lld images), %d threads\n", steps, batch,
            fashion ? "Fashion-MNIST" : "MNIST", (long long)train.n, tg_num_threads());
-    tg_shuffle(perm, train.n, seed);
+    tg_shuffle(perm, train.n, (uint64_t)seed);
     int64_t pos = 0, epoch = 0;
-    double t0 = now_s(), loss_v = 0;
+    double t0 = now_s(), loss_v = 0, steady_s = 0;
     double *step_s = calloc((size_t)steps + 1, sizeof *step_s);
-    if (!step_s) goto done;
+    if (!step_s) {
+      fprintf(stderr, "mnist: out of memory\n");
+      tg_jit_free(jit);
+      goto done;
+    }
     tg_set_training(true);
-    for (int s = 0; s < steps; s++) {
+    for (long long s = 0; s < steps; s++) {
       if (pos + batch > train.n) {
-        tg_shuffle(perm, train.n, seed + (uint64_t)++epoch);
+        tg_shuffle(perm, train.n, (uint64_t)seed + (uint64_t)++epoch);
         pos = 0;
       }
       double ts = now_s();
@@ -215,7 +303,7 @@ int main(int argc, char **argv) {
       pos += batch;
       tg_tensor *loss = NULL, *in[2] = {x, y};
       if (st != TG_OK || tg_jit_call(jit, in, &loss) != TG_OK) {
-        fprintf(stderr, "\nmnist: step %d: %s\n", s, tg_error());
+        fprintf(stderr, "\nmnist: step %lld: %s\n", s, tg_error());
         tg_scope_end();
         free(step_s);
         tg_jit_free(jit);
@@ -225,8 +313,13 @@ int main(int argc, char **argv) {
       tg_free(loss);
       tg_scope_end();
       step_s[s] = now_s() - ts;
-      double el = now_s() - t0;
-      progress(s + 1, steps, loss_v, (double)(s + 1) * batch / el, el / (s + 1) * (steps - s - 1), tty);
+      /* rate and ETA from the steps after the first two: the first call of a tg_jit step runs it and compiles
+       * every kernel, the second captures it; both take many times a replay (averaging them in made the first
+       * ETAs about 8x too high). Until a third step is done the ETA is unknown. */
+      long long nsteady = s + 1 - 2;
+      if (nsteady > 0) steady_s += step_s[s];
+      double el = now_s() - t0, per_step = nsteady > 0 ? steady_s / (double)nsteady : el / (double)(s + 1);
+      progress(s + 1, steps, loss_v, (double)batch / per_step, nsteady > 0 ? per_step * (double)(steps - s - 1) : -1, tty);
     }
     tg_set_training(false);
     size_t unplanned, arena;
@@ -237,13 +330,13 @@ int main(int argc, char **argv) {
     tg_jit_free(jit);
     double train_s = now_s() - t0;
     if (tty) fprintf(stderr, "\n");
-    printf("trained in %.1f s (%.1f ms/step), final loss %.4f\n", train_s, steps ? train_s * 1e3 / steps : 0, loss_v);
+    printf("trained in %.1f s (%.1f ms/step), final loss %.4f\n", train_s, train_s * 1e3 / (double)steps, loss_v);
     if (steps > 1) {  /* steady state: the first step compiles the kernels */
       qsort(step_s + 1, (size_t)steps - 1, sizeof *step_s, cmp_double);
       printf("median step after the first: %.1f ms (first step %.1f s)\n", step_s[1 + (steps - 1) / 2] * 1e3, step_s[0]);
     }
     free(step_s);
-    if (out && *out) {
+    if (save) {
       if (tg_safetensors_save(out, params) != TG_OK) {
         fprintf(stderr, "mnist: saving %s: %s\n", out, tg_error());
         goto done;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# test.sh — builds tgc (warnings are errors) and runs the whole test suite; the last line is
-# "N passed, N failed". Arguments filter tests by name.
+# test.sh — builds tgc (warnings are errors; the progress in one line, scripts/build.sh) and runs the whole
+# test suite; the last line is "N passed, N failed". Arguments filter tests by name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-make -j"$(nproc)" >/dev/null
+scripts/build.sh
 exec ./build/run_tests "$@"

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# cli.sh — the example and benchmark programs' command lines: a bad flag, a missing value or a bad value ends
+# with exit status 2 and a message naming the flag; --help exits 0 with the usage on stdout; a run that fails
+# leaves an existing output file as it was; --out into a missing folder fails before any training (time-bound).
+# MNIST checks run on a small made-up dataset written here (the real one is not needed); llama checks need
+# stories260K (the example finds it under ../shared/data) and are skipped with a line saying so without it.
+# Run from anywhere after `make`; the last line is "N passed, N failed" and the status is 1 on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=$(cd "${BUILD:-build}" && pwd) || exit 1
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# runs a program with its arguments, for at most $limit seconds; $rc, $out and $err hold what came back
+limit=60
+run() {
+  timeout "$limit" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  out=$(cat "$tmp/out")
+  err=$(cat "$tmp/err")
+}
+
+# expect_usage_error WORD PROGRAM ARGS...: exit 2, WORD (the flag) in the message on stderr, nothing on stdout
+expect_usage_error() {
+  local word=$1
+  shift
+  run "$@"
+  if [ "$rc" -ne 2 ]; then bad "$* -> exit $rc, expected 2 (stderr: ${err:0:200})"
+  elif ! grep -qF -- "$word" "$tmp/err"; then bad "$* -> the message does not name '$word': ${err:0:200}"
+  elif [ -n "$out" ]; then bad "$* -> printed on stdout: ${out:0:200}"
+  else ok
+  fi
+}
+
+# expect_help PROGRAM FLAGS...: --help exits 0 with a usage line on stdout that names every flag given
+expect_help() {
+  local prog=$1
+  shift
+  run "$prog" --help
+  if [ "$rc" -ne 0 ]; then bad "$prog --help -> exit $rc"; return; fi
+  if ! grep -q "^usage:" "$tmp/out"; then bad "$prog --help -> no usage line on stdout"; return; fi
+  for f in "$@"; do
+    grep -qF -- "$f" "$tmp/out" || { bad "$prog --help does not explain $f"; return; }
+  done
+  ok
+}
+
+# a big-endian uint32 as printf escapes
+be32() { printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 >> 24 & 255)) $(($1 >> 16 & 255)) $(($1 >> 8 & 255)) $(($1 & 255)); }
+
+# idx DIR NAME N: N random 28x28 images (NAME-images) and labels 0..9 in turn (NAME-labels), MNIST's IDX format
+idx() {
+  # shellcheck disable=SC2059
+  { printf '\x00\x00\x08\x03'; printf "$(be32 "$3")$(be32 28)$(be32 28)"; head -c $(($3 * 784)) /dev/urandom; } \
+    >"$1/$2-images-idx$4-ubyte"
+  # shellcheck disable=SC2059
+  { printf '\x00\x00\x08\x01'; printf "$(be32 "$3")"; for ((k = 0; k < $3; k++)); do printf "$(printf '\\x%02x' $((k % 10)))"; done; } \
+    >"$1/$2-labels-idx1-ubyte"
+}
+data="$tmp/data"
+mkdir -p "$data"
+idx "$data" train 64 3
+idx "$data" t10k 20 3
+
+# ---- mnist ------------------------------------------------------------------------------------------------
+M=$B/examples/mnist
+expect_help "$M" --steps --batch --lr --seed --data --fashion --out --no-save --eval
+expect_usage_error --steps "$M" --steps abc
+expect_usage_error --steps "$M" --steps
+expect_usage_error --steps "$M" --steps 0
+expect_usage_error --steps "$M" --steps 5x
+expect_usage_error --steps "$M" --steps 99999999999999999999
+expect_usage_error --batch "$M" --batch -3
+expect_usage_error --batch "$M" --batch 65 --data "$data" --no-save   # more than the 64 training images
+expect_usage_error --lr "$M" --lr abc
+expect_usage_error --lr "$M" --lr nan
+expect_usage_error --lr "$M" --lr 0
+expect_usage_error --seed "$M" --seed -1
+expect_usage_error --bogus "$M" --bogus
+expect_usage_error extra "$M" extra
+expect_usage_error --out "$M" --out --steps 3
+expect_usage_error --eval "$M" --eval /nonexistent/w.safetensors
+expect_usage_error --steps "$M" --eval "$tmp/x.safetensors" --steps 3
+expect_usage_error /nonexistent "$M" --data /nonexistent
+expect_usage_error train-images "$M" --data "$tmp" --no-save   # a folder without the IDX files
+expect_usage_error /nonexistent "$M" --out /nonexistent/w.safetensors
+
+# a failing run leaves the weights already saved as they were (same bytes, same modification time)
+w="$tmp/w.safetensors"
+echo "earlier weights" >"$w"
+touch -d '2001-01-01' "$w"
+before=$(stat -c '%Y %s' "$w")
+for args in "--steps abc" "--lr abc" "--data /nonexistent" "--batch 65 --data $data" "--bogus"; do
+  # shellcheck disable=SC2086
+  run "$M" $args --out "$w"
+  if [ "$rc" -ne 2 ]; then bad "mnist $args --out FILE -> exit $rc, expected 2"
+  elif [ "$(stat -c '%Y %s' "$w")" != "$before" ] || [ "$(cat "$w")" != "earlier weights" ]; then
+    bad "mnist $args --out FILE -> the file was touched: time and size $(stat -c '%Y %s' "$w"), before $before"
+  else ok
+  fi
+  echo "earlier weights" >"$w"
+  touch -d '2001-01-01' "$w"
+done
+[ -z "$(ls "$tmp" | grep probe)" ] && ok || bad "a probe file was left behind: $(ls "$tmp")"
+
+# --out into a missing folder fails at once, with the dataset present, before a step runs
+start=$(date +%s%N)
+limit=15 run "$M" --data "$data" --steps 1000 --batch 8 --out "$tmp/missing/w.safetensors"
+ms=$((($(date +%s%N) - start) / 1000000))
+if [ "$rc" -ne 2 ] || ! grep -qF "$tmp/missing" "$tmp/err" || grep -q "^training" "$tmp/out" || [ "$ms" -gt 5000 ]; then
+  bad "mnist --out into a missing folder -> exit $rc after $ms ms (stdout: ${out:0:120}; stderr: ${err:0:200})"
+else ok
+fi
+
+# a real run on the made-up data writes its default name, distinct per dataset, and nothing else
+mkdir -p "$tmp/cwd"
+( cd "$tmp/cwd" && timeout 300 "$M" --data "$data" --steps 4 --batch 8 >out 2>err )
+rc=$?
+if [ "$rc" -ne 0 ] || [ "$(ls "$tmp/cwd" | grep -v '^out$\|^err$')" != "mnist.safetensors" ] ||
+   ! grep -q "^test accuracy: " "$tmp/cwd/out"; then
+  bad "mnist --data DIR --steps 4 in a fresh folder -> exit $rc, files: $(ls "$tmp/cwd" | paste -sd " "); $(tail -3 "$tmp/cwd/err")"
+else ok
+fi
+cp "$tmp/cwd/mnist.safetensors" "$tmp/mnist-weights"
+( cd "$tmp/cwd" && timeout 300 "$M" --data "$data" --fashion --steps 3 --batch 8 --seed 5 >out 2>err )
+rc=$?
+if [ "$rc" -ne 0 ] || [ ! -f "$tmp/cwd/fashion-mnist.safetensors" ] || ! cmp -s "$tmp/cwd/mnist.safetensors" "$tmp/mnist-weights"; then
+  bad "mnist --fashion -> exit $rc, files: $(ls "$tmp/cwd" | paste -sd " "); $(tail -3 "$tmp/cwd/err")"
+else ok
+fi
+# the ETA is unknown until two steps (compile, capture) are behind, then it is counted from the later steps
+eta=$(tr '\r' '\n' <"$tmp/cwd/err" | grep -o 'ETA *[^ ]*' | tr -s ' ' | paste -sd,)
+if [ "$eta" != "ETA ?,ETA ?,ETA 0.0s" ]; then bad "mnist --steps 3: ETAs '$eta', expected 'ETA ?,ETA ?,ETA 0.0s'"
+else ok
+fi
+
+# ---- llama --------------------------------------------------------------------------------------------------
+L=$B/examples/llama
+expect_help "$L" --model --tokenizer -n --ids
+expect_usage_error -n "$L" -n abc
+expect_usage_error -n "$L" -n -5
+expect_usage_error -n "$L" -n 0
+expect_usage_error -n "$L" -n
+expect_usage_error --bogus "$L" --bogus
+expect_usage_error --model "$L" --model /nonexistent/m.bin
+expect_usage_error --tokenizer "$L" --tokenizer /nonexistent/t.bin
+model_dir=""
+for d in "${TG_DATA:-/nonexistent}/stories260K" "${XDG_CACHE_HOME:-$HOME/.cache}/tgc/stories260K" ../shared/data/stories260K; do
+  if [ -r "$d/stories260K.bin" ] && [ -r "$d/tok512.bin" ]; then model_dir=$d; break; fi
+done
+if [ -z "$model_dir" ]; then
+  echo "skipped: the llama checks that need stories260K (not found in \$TG_DATA, ~/.cache/tgc or ../shared/data)"
+else
+  expect_usage_error "1..512" "$L" -n 100000 "Once upon a time"
+  # extra words are one prompt: the same text as the quoted prompt
+  run "$L" -n 24 --ids Once upon a time
+  a="$err"
+  run "$L" -n 24 --ids "Once upon a time"
+  if [ "$rc" -ne 0 ] || [ "$(grep '^ids' <<<"$a")" != "$(grep '^ids' <<<"$err")" ]; then
+    bad "llama with the prompt as four words differs from the quoted prompt: $(grep '^ids' <<<"$a") vs $(grep '^ids' <<<"$err")"
+  else ok
+  fi
+  # --model DIR/x finds the tokenizer beside it first: a copy of the model beside a different tokenizer
+  mkdir -p "$tmp/m"
+  cp "$model_dir/stories260K.bin" "$tmp/m/x.bin"
+  printf 'not a tokenizer' >"$tmp/m/tok512.bin"
+  run "$L" --model "$tmp/m/x.bin" -n 8 "Once"
+  if [ "$rc" -eq 0 ] || ! grep -qF "$tmp/m/tok512.bin" "$tmp/err"; then
+    bad "llama --model DIR/x did not read DIR/tok512.bin (exit $rc: ${err:0:200})"
+  else ok
+  fi
+  cp "$model_dir/tok512.bin" "$tmp/m/tok512.bin"
+  run "$L" --model "$tmp/m/x.bin" -n 8 "Once"
+  [ "$rc" -eq 0 ] && ok || bad "llama --model DIR/x with DIR/tok512.bin -> exit $rc: ${err:0:200}"
+fi
+
+# ---- fused and the benchmarks (only their command lines: none of them runs here) -----------------------------
+expect_help "$B/examples/fused"
+expect_usage_error --bogus "$B/examples/fused" --bogus
+expect_help "$B/bench/core" --json
+expect_usage_error --bogus "$B/bench/core" --bogus
+expect_help "$B/bench/jit" --steps
+expect_usage_error --steps "$B/bench/jit" --steps abc
+expect_usage_error --steps "$B/bench/jit" --steps 0
+expect_help "$B/bench/workloads" --json --beam --rounds
+expect_usage_error --rounds "$B/bench/workloads" --rounds 17
+expect_usage_error --rounds "$B/bench/workloads" --rounds x
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
