@@ -50,10 +50,10 @@ $CC -E -P -I"$incdir" -x c "$incdir/tg.h" | grep -o '\btg_[A-Za-z0-9_]*[[:space:
 [ -s "$tmp/api" ] || fail "found no function declarations in $incdir/tg.h"
 for lib in so a; do
   missing="$(comm -23 "$tmp/api" "$tmp/$lib")"
-  [ -z "$missing" ] || fail "libtg.$lib lacks functions tg.h declares: $(echo $missing)"
+  [ -z "$missing" ] || fail "libtg.$lib lacks functions tg.h declares: $(tr "\n" " " <<< "$missing")"
 done
 extra="$(comm -13 "$tmp/api" "$tmp/so")"
-[ -z "$extra" ] || fail "libtg.so exports tg_ names tg.h does not declare: $(echo $extra)"
+[ -z "$extra" ] || fail "libtg.so exports tg_ names tg.h does not declare: $(tr "\n" " " <<< "$extra")"
 echo "  libtg.so and libtg.a export exactly the $(wc -l < "$tmp/api") functions tg.h declares"
 
 # a user's program that names its own functions as libtg's internals
