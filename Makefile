@@ -1,13 +1,27 @@
 # tgc — one build command: `make` builds the static and shared library, the pkg-config file, the tests,
-# the examples and the benchmark. `make test` runs the suite; `make install PREFIX=...` installs.
+# the examples and the benchmark. `make test` runs the suite; `make install PREFIX=... [DESTDIR=...]` installs.
 CC      ?= cc
 PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 BUILD   ?= build
 SAN     ?=
+OBJCOPY ?= objcopy
 OPT     ?= -O2 -g
 CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -fPIC -Itests \
            -Iinclude -Isrc -pthread $(SAN) $(EXTRA_CFLAGS)
 LDLIBS  := -lz -ldl -lm -pthread $(SAN)
+
+# The version lives in include/tg.h only (TG_VERSION_MAJOR/MINOR/PATCH); the SONAME carries the major.
+tg_version_part = $(shell sed -n 's/^.define TG_VERSION_$(1)  *\([0-9][0-9]*\) *$$/\1/p' include/tg.h)
+VERSION_MAJOR := $(call tg_version_part,MAJOR)
+VERSION_MINOR := $(call tg_version_part,MINOR)
+VERSION_PATCH := $(call tg_version_part,PATCH)
+ifeq ($(and $(VERSION_MAJOR),$(VERSION_MINOR),$(VERSION_PATCH)),)
+$(error cannot read TG_VERSION_MAJOR/MINOR/PATCH from include/tg.h)
+endif
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+SONAME  := libtg.so.$(VERSION_MAJOR)
 
 LIB_SRC   := $(wildcard src/*/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -18,43 +32,82 @@ BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/run_tests $(EXAMPLES) $(BENCHES)
 
+# Library objects hide every name; include/tg.h gives its declarations default visibility.
+$(LIB_OBJ): VISIBILITY := -fvisibility=hidden
+
 $(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h tests/*.h) Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(VISIBILITY) -c $< -o $@
 
-$(BUILD)/libtg.a: $(LIB_OBJ)
+# libtg.a: all objects linked into one relocatable object whose hidden (internal) names are then made local,
+# so a program that defines its own buffer_new or tmp links against it.
+$(BUILD)/libtg.o: $(LIB_OBJ)
+	$(LD) -r -o $@ $^
+	$(OBJCOPY) --localize-hidden $@
+
+$(BUILD)/libtg.a: $(BUILD)/libtg.o
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libtg.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# The tests and benches call internals (uop_new, schedule_create, ...): they link this archive of the
+# objects as compiled. It is never installed.
+$(BUILD)/libtg_internal.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
-$(BUILD)/tg.pc: Makefile
+# libtg.so.MAJOR.MINOR.PATCH, SONAME libtg.so.MAJOR, exporting tg_* only (src/libtg.map)
+$(BUILD)/libtg.so.$(VERSION): $(LIB_OBJ) src/libtg.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libtg.map -o $@ $(LIB_OBJ) $(LDLIBS)
+
+$(BUILD)/$(SONAME): $(BUILD)/libtg.so.$(VERSION)
+	ln -sf $(notdir $<) $@
+
+$(BUILD)/libtg.so: $(BUILD)/$(SONAME)
+	ln -sf $(notdir $<) $@
+
+# tg.pc is remade when PREFIX, LIBDIR or INCLUDEDIR differ from the last build's (so `make install
+# PREFIX=P` installs one that says P) or when the version changes.
+$(BUILD)/install-dirs: FORCE
 	@mkdir -p $(BUILD)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: tg\nDescription: tgc, lazy tensors compiled to fused kernels\nVersion: 0.1.0\nLibs: -L$${libdir} -ltg\nLibs.private: -lz -ldl -lm -pthread\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
+	@printf '%s\n' '$(PREFIX)' '$(LIBDIR)' '$(INCLUDEDIR)' | cmp -s - $@ || \
+	  printf '%s\n' '$(PREFIX)' '$(LIBDIR)' '$(INCLUDEDIR)' > $@
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtg.a
-	$(CC) -o $@ $(TEST_OBJ) $(BUILD)/libtg.a $(LDLIBS)
+pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+$(BUILD)/tg.pc: $(BUILD)/install-dirs include/tg.h Makefile
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call pc_path,$(LIBDIR))' \
+	  'includedir=$(call pc_path,$(INCLUDEDIR))' '' 'Name: tg' \
+	  'Description: tgc, lazy tensors compiled to fused kernels' 'Version: $(VERSION)' \
+	  'Libs: -L$${libdir} -ltg' 'Libs.private: -lz -ldl -lm -pthread' 'Cflags: -I$${includedir}' > $@
+
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtg_internal.a
+	$(CC) -o $@ $(TEST_OBJ) $(BUILD)/libtg_internal.a $(LDLIBS)
 
 $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(BUILD)/libtg.a include/tg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h examples/*.h) $(BUILD)/libtg.a include/tg.h
+$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h examples/*.h) $(BUILD)/libtg_internal.a include/tg.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg_internal.a $(LDLIBS)
 
 test: $(BUILD)/run_tests
 	./$(BUILD)/run_tests
 
 install: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 644 include/tg.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/libtg.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libtg.so $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(BUILD)/tg.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+	install -m 644 include/tg.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(BUILD)/libtg.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libtg.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtg.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libtg.so
+	install -m 644 $(BUILD)/tg.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/tg.h $(DESTDIR)$(LIBDIR)/libtg.a $(DESTDIR)$(LIBDIR)/libtg.so.$(VERSION) \
+	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libtg.so $(DESTDIR)$(LIBDIR)/pkgconfig/tg.pc
 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all test install clean
+.PHONY: all test install uninstall clean FORCE
+.DELETE_ON_ERROR:

@@ -24,7 +24,25 @@
 extern "C" {
 #endif
 
+/* Everything declared here is libtg's exported API: the library is built with -fvisibility=hidden, and this
+ * header alone gives its declarations default visibility (with a version script and, for libtg.a, hidden
+ * names made local), so the library's internal names never meet a program's own. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define TG_MAX_DIMS 16
+
+/* The library's version; the Makefile reads these three numbers (the SONAME is libtg.so.MAJOR). */
+#define TG_VERSION_MAJOR 0
+#define TG_VERSION_MINOR 1
+#define TG_VERSION_PATCH 0
+#define TG_VERSION_STR_(x) #x
+#define TG_VERSION_XSTR_(x) TG_VERSION_STR_(x)
+#define TG_VERSION_STRING                                                       \
+  TG_VERSION_XSTR_(TG_VERSION_MAJOR) "." TG_VERSION_XSTR_(TG_VERSION_MINOR) "." \
+  TG_VERSION_XSTR_(TG_VERSION_PATCH)
+const char *tg_version(void);  /* the library's TG_VERSION_STRING, e.g. "0.1.0" (static storage) */
 
 typedef enum tg_dtype {
   TG_BOOL,
@@ -525,6 +543,10 @@ uint64_t tg_kernel_count_last(void);  /* kernels the last realize ran */
 int tg_num_threads(void);            /* threads of the CPU pool */
 /* frees caches and unreferenced IR now (it also happens on its own); returns TG_OK */
 tg_status tg_collect(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

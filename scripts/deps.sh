@@ -6,6 +6,10 @@ command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
 # zlib: gzipped datasets (src/nn/data.c)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
+# ld -r, objcopy, nm, readelf: the static library's private names and the symbol checks
+command -v objcopy >/dev/null 2>&1 || need+=(binutils)
+# scripts/check_install.sh builds a program with the installed tg.pc
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if [ "${TG_WITH_CLANG:-0}" = 1 ] && ! command -v clang >/dev/null 2>&1; then need+=(clang); fi
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
