@@ -9,6 +9,33 @@
  * Calls that do work return a status (TG_OK == 0, negative on error). The library never aborts, exits or
  * prints, except for DEBUG output on stderr when the DEBUG environment variable asks for it.
  *
+ * Contracts: every declaration follows these rules; its own comment says only what it adds or changes.
+ *  - tg_tensor *: a new handle, owned as "Ownership" says, or NULL with tg_error() set. Given a NULL tensor
+ *    argument it returns NULL and leaves tg_error() alone: it holds the message of the op that made the NULL.
+ *  - tg_status: TG_OK, or a negative code with tg_error() set. Given a NULL tensor it returns the code of the
+ *    last recorded error and keeps its message (TG_ERR_ARG and a new message when none is recorded).
+ *    A success clears nothing: read tg_error() after a failure only.
+ *  - Codes: any call may fail with TG_ERR_ARG (a bad shape, dtype, axis or value) or TG_ERR_NOMEM; calls that
+ *    run kernels (their comments say so) also with TG_ERR_DEVICE (a kernel did not compile or load) or TG_ERR_IO
+ *    (no directory to compile into: README), calls that read or write files with TG_ERR_IO.
+ *  - Shapes are (ndim, sizes) with 0 <= ndim <= TG_MAX_DIMS. Arrays and strings passed in are read during the
+ *    call only (tg_from_blob's data excepted).
+ *  - Axes count from the end when negative. An op over one axis takes `int axis`, TG_ALL where tinygrad takes
+ *    None (tg_squeeze, tg_argmax, tg_argmin); an op over several takes (naxes, axes), naxes 0 meaning every
+ *    axis (except tg_flip: naxes 0 flips none).
+ *  - Dtypes: tinygrad's promotion; float math (exp, div, mean, softmax, ...) on integer or bool gives float32.
+ *  - Borrowed pointers, never freed by the caller, valid while their owner keeps them:
+ *      tg_error()                    this thread's, until its next error or tg_error_clear()
+ *      tg_dtype_name()               static
+ *      tg_shape_ptr(t)               t's sizes, until t is freed or assigned or anything is realized: copy them
+ *      tg_grad(t)                    t's, until tg_free(t), tg_zero_grad(t), tg_backward, tg_optim_step/_zero_grad
+ *      tg_params_name/_tensor/_find  the list's, until tg_params_free (tg_retain a tensor to keep it longer)
+ *      tg_variable_name(v)           v's, until tg_variable_free(v)
+ *      tg_tokenizer_decode(t, ...)   t's, until tg_tokenizer_free(t)
+ *      tensors in a tg_dataset or a tg_nn_* layer struct: the struct's, until its _free
+ *    Memory lent to the library: tg_from_blob's data must outlive every tensor made from it. Shared buffers:
+ *    after a tg_jit replay, the outputs read the JIT's own buffers, which its next call overwrites.
+ *
  * Ownership: a tensor is a reference-counted handle. A new tensor belongs to the innermost open scope
  * (tg_scope_begin/tg_scope_end), which frees it when it ends unless tg_keep() moved it out; outside any
  * scope the caller owns it and releases it with tg_free().
@@ -65,45 +92,47 @@ typedef struct tg_tensor tg_tensor;
 
 /* ---- errors ---------------------------------------------------------------------------------------- */
 const char *tg_error(void);         /* the message of the last error on this thread ("" if none) */
-tg_status tg_error_status(void);    /* its status code */
-void tg_error_clear(void);
+tg_status tg_error_status(void);    /* its status code (TG_OK if none) */
+void tg_error_clear(void);          /* forgets it: tg_error() "" and tg_error_status() TG_OK again */
 const char *tg_dtype_name(tg_dtype dt);  /* "float32", ...; "?" for a bad value */
 size_t tg_dtype_size(tg_dtype dt);       /* bytes per element; 0 for a bad value */
 
 /* ---- ownership ------------------------------------------------------------------------------------- */
-void tg_free(tg_tensor *t);              /* drop the caller's reference (NULL is fine) */
-tg_tensor *tg_retain(tg_tensor *t);      /* one more reference, to be released with tg_free */
-void tg_scope_begin(void);
+void tg_free(tg_tensor *t);              /* drop the caller's reference, or the scope's if t is in one (NULL is fine) */
+tg_tensor *tg_retain(tg_tensor *t);      /* one more reference, to be released with tg_free; returns t */
+void tg_scope_begin(void);               /* opens a scope: tensors made until its tg_scope_end belong to it */
 void tg_scope_end(void);                 /* frees every tensor made in the scope and not kept */
-tg_tensor *tg_keep(tg_tensor *t);        /* move t out of the innermost scope to the one around it */
+tg_tensor *tg_keep(tg_tensor *t);        /* move t out of the innermost scope to the one around it; returns t */
 
 /* ---- properties ------------------------------------------------------------------------------------ */
-int tg_ndim(const tg_tensor *t);
+int tg_ndim(const tg_tensor *t);                 /* the number of axes, 0 for a scalar; -1 for NULL */
 int64_t tg_shape(const tg_tensor *t, int axis);  /* negative axes count from the end; -1 on error */
-const int64_t *tg_shape_ptr(const tg_tensor *t); /* tg_ndim(t) sizes */
-int64_t tg_numel(const tg_tensor *t);
-tg_dtype tg_dtype_of(const tg_tensor *t);
+const int64_t *tg_shape_ptr(const tg_tensor *t); /* tg_ndim(t) sizes, borrowed (see Contracts); NULL for NULL */
+int64_t tg_numel(const tg_tensor *t);            /* the product of the sizes (1 for a scalar); -1 for NULL */
+tg_dtype tg_dtype_of(const tg_tensor *t);        /* the element type */
 
 /* ---- creation -------------------------------------------------------------------------------------- */
-tg_tensor *tg_empty(tg_dtype dt, int ndim, const int64_t *shape);
-tg_tensor *tg_zeros(tg_dtype dt, int ndim, const int64_t *shape);
-tg_tensor *tg_ones(tg_dtype dt, int ndim, const int64_t *shape);
-tg_tensor *tg_full(tg_dtype dt, int ndim, const int64_t *shape, double value);
+tg_tensor *tg_empty(tg_dtype dt, int ndim, const int64_t *shape);  /* contents undefined until written (tg_assign) */
+tg_tensor *tg_zeros(tg_dtype dt, int ndim, const int64_t *shape);  /* a constant: no buffer until realized */
+tg_tensor *tg_ones(tg_dtype dt, int ndim, const int64_t *shape);   /* 1 everywhere, as tg_zeros */
+tg_tensor *tg_full(tg_dtype dt, int ndim, const int64_t *shape, double value);  /* value converted to dt */
 tg_tensor *tg_scalar(tg_dtype dt, double value);                  /* a 0-d tensor */
+/* (n) with n = ceil((stop - start) / step) (0 if negative): start + i * step, computed in dt; step != 0 */
 tg_tensor *tg_arange(tg_dtype dt, double start, double stop, double step);
-tg_tensor *tg_eye(tg_dtype dt, int64_t n, int64_t m);
-tg_tensor *tg_full_like(const tg_tensor *t, double value);
-tg_tensor *tg_zeros_like(const tg_tensor *t);
-tg_tensor *tg_ones_like(const tg_tensor *t);
+tg_tensor *tg_eye(tg_dtype dt, int64_t n, int64_t m);            /* (n, m): ones on the main diagonal */
+tg_tensor *tg_full_like(const tg_tensor *t, double value);        /* t's shape and dtype */
+tg_tensor *tg_zeros_like(const tg_tensor *t);                      /* t's shape and dtype */
+tg_tensor *tg_ones_like(const tg_tensor *t);                       /* t's shape and dtype */
 /* copies nbytes == numel * dtype size from data */
 tg_tensor *tg_from_data(tg_dtype dt, int ndim, const int64_t *shape, const void *data, size_t nbytes);
-/* wraps data without a copy: it must stay valid (and 64-byte aligned for speed) while the tensor lives */
+/* wraps data without a copy: it must stay valid (aligned to the element size; 64 bytes for speed) while the
+ * tensor, or any lazy tensor that reads it, lives */
 tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes);
 
-/* ---- movement (views: never a copy) ---------------------------------------------------------------- */
-tg_tensor *tg_reshape(tg_tensor *t, int ndim, const int64_t *shape);  /* one size may be -1 */
-tg_tensor *tg_permute(tg_tensor *t, int ndim, const int *order);
-tg_tensor *tg_expand(tg_tensor *t, int ndim, const int64_t *shape);   /* -1 keeps a size */
+/* ---- movement (views: index arithmetic, never a copy, except tg_contiguous) ------------------------ */
+tg_tensor *tg_reshape(tg_tensor *t, int ndim, const int64_t *shape);  /* same numel; one size may be -1 */
+tg_tensor *tg_permute(tg_tensor *t, int ndim, const int *order);      /* order: each of t's ndim axes once */
+tg_tensor *tg_expand(tg_tensor *t, int ndim, const int64_t *shape);   /* size-1 and new leading axes grow; -1 keeps */
 /* tinygrad's flat form (PyTorch's F.pad): npads (even, at most 2 * ndim) values for the last npads / 2 axes,
  * the last axis first: (left, right) of the last axis, then (top, bottom) of the one before, ... Negative
  * values crop. The new elements are value. */
@@ -112,117 +141,129 @@ tg_tensor *tg_pad(tg_tensor *t, int npads, const int64_t *pads, double value);
 tg_tensor *tg_pad_axes(tg_tensor *t, int ndim, const int64_t *pairs, double value);
 /* bounds[2*i] <= bounds[2*i+1]: the kept half-open range of axis i */
 tg_tensor *tg_shrink(tg_tensor *t, int ndim, const int64_t *bounds);
-tg_tensor *tg_flip(tg_tensor *t, int naxes, const int *axes);
-tg_tensor *tg_transpose(tg_tensor *t, int dim0, int dim1);
-tg_tensor *tg_flatten(tg_tensor *t, int start_dim, int end_dim);
-tg_tensor *tg_squeeze(tg_tensor *t, int axis);       /* axis TG_ALL: every size-1 axis */
-tg_tensor *tg_unsqueeze(tg_tensor *t, int axis);
-/* basic slicing, one entry per leading axis, python semantics (negative and clamped bounds, step != 0) */
+tg_tensor *tg_flip(tg_tensor *t, int naxes, const int *axes);      /* reverses the given axes (naxes 0: none) */
+tg_tensor *tg_transpose(tg_tensor *t, int dim0, int dim1);         /* swaps two axes */
+tg_tensor *tg_flatten(tg_tensor *t, int start_dim, int end_dim);   /* axes start..end (inclusive) as one; 0-d: (1) */
+tg_tensor *tg_squeeze(tg_tensor *t, int axis);       /* drops axis if its size is 1; TG_ALL: every size-1 axis */
+tg_tensor *tg_unsqueeze(tg_tensor *t, int axis);     /* a new size-1 axis at axis, in [-(ndim + 1), ndim] */
+/* basic slicing, one entry per leading axis, python semantics (negative and clamped bounds, step != 0);
+ * all: the whole axis (start, stop and step ignored) */
 typedef struct tg_slice { int64_t start, stop, step; bool all; } tg_slice;
-#define TG_ALL 0x7fffffff
-#define TG_END INT64_MAX
-tg_tensor *tg_slice_axes(tg_tensor *t, int n, const tg_slice *slices);
-tg_tensor *tg_cat(int n, tg_tensor *const *ts, int axis);
-tg_tensor *tg_stack(int n, tg_tensor *const *ts, int axis);
-/* splits t along axis into pieces of the given sizes; fills out[0..n) and returns TG_OK */
+#define TG_ALL 0x7fffffff    /* as an axis: every axis, tinygrad's None */
+#define TG_END INT64_MAX     /* as a slice bound: python's omitted stop (and omitted start when step < 0) */
+tg_tensor *tg_slice_axes(tg_tensor *t, int n, const tg_slice *slices);   /* t[slices[0], ..., slices[n-1]] */
+tg_tensor *tg_cat(int n, tg_tensor *const *ts, int axis);    /* n >= 1 tensors, equal off axis; dtypes promote */
+tg_tensor *tg_stack(int n, tg_tensor *const *ts, int axis);  /* n >= 1 tensors of one shape, along a new axis */
+/* splits t along axis into pieces of the given sizes (adding up to the axis' size); fills out[0..n) and
+ * returns TG_OK */
 tg_status tg_split(tg_tensor *t, int n, const int64_t *sizes, int axis, tg_tensor **out);
+/* tinygrad's repeat (numpy's tile): repeats[i] copies along axis i; ndim >= t's, new axes lead */
 tg_tensor *tg_repeat(tg_tensor *t, int ndim, const int64_t *repeats);
 tg_tensor *tg_contiguous(tg_tensor *t);   /* forces a materialized buffer */
 
 /* ---- elementwise ------------------------------------------------------------------------------------ */
-tg_tensor *tg_neg(tg_tensor *t);
-tg_tensor *tg_exp(tg_tensor *t);
-tg_tensor *tg_exp2(tg_tensor *t);
-tg_tensor *tg_log(tg_tensor *t);
-tg_tensor *tg_log2(tg_tensor *t);
-tg_tensor *tg_sqrt(tg_tensor *t);
-tg_tensor *tg_rsqrt(tg_tensor *t);
-tg_tensor *tg_sin(tg_tensor *t);
-tg_tensor *tg_cos(tg_tensor *t);
-tg_tensor *tg_tan(tg_tensor *t);
-tg_tensor *tg_reciprocal(tg_tensor *t);
-tg_tensor *tg_abs(tg_tensor *t);
-tg_tensor *tg_sign(tg_tensor *t);
-tg_tensor *tg_square(tg_tensor *t);
-tg_tensor *tg_trunc(tg_tensor *t);
-tg_tensor *tg_floor(tg_tensor *t);
-tg_tensor *tg_ceil(tg_tensor *t);
-tg_tensor *tg_relu(tg_tensor *t);
-tg_tensor *tg_sigmoid(tg_tensor *t);
-tg_tensor *tg_tanh(tg_tensor *t);
-tg_tensor *tg_gelu(tg_tensor *t);        /* tanh approximation, as tinygrad */
-tg_tensor *tg_silu(tg_tensor *t);
-tg_tensor *tg_softplus(tg_tensor *t);
-tg_tensor *tg_leaky_relu(tg_tensor *t, double neg_slope);
-tg_tensor *tg_elu(tg_tensor *t, double alpha);
-tg_tensor *tg_relu6(tg_tensor *t);
-tg_tensor *tg_hardswish(tg_tensor *t);
-tg_tensor *tg_hardsigmoid(tg_tensor *t);
-tg_tensor *tg_mish(tg_tensor *t);
-tg_tensor *tg_logical_not(tg_tensor *t);
-tg_tensor *tg_clamp(tg_tensor *t, double lo, double hi);
+/* Unary ops keep the shape. "float": the result is t's float dtype, or float32 for integer and bool t. */
+tg_tensor *tg_neg(tg_tensor *t);         /* -x, t's dtype (bool: logical not) */
+tg_tensor *tg_exp(tg_tensor *t);         /* e^x, float */
+tg_tensor *tg_exp2(tg_tensor *t);        /* 2^x, float */
+tg_tensor *tg_log(tg_tensor *t);         /* natural logarithm, float */
+tg_tensor *tg_log2(tg_tensor *t);        /* float */
+tg_tensor *tg_sqrt(tg_tensor *t);        /* float */
+tg_tensor *tg_rsqrt(tg_tensor *t);       /* 1 / sqrt(x), float */
+tg_tensor *tg_sin(tg_tensor *t);         /* float */
+tg_tensor *tg_cos(tg_tensor *t);         /* float */
+tg_tensor *tg_tan(tg_tensor *t);         /* float */
+tg_tensor *tg_reciprocal(tg_tensor *t);  /* 1 / x, float */
+tg_tensor *tg_abs(tg_tensor *t);         /* t's dtype */
+tg_tensor *tg_sign(tg_tensor *t);        /* -1, 0 or 1 (NaN stays NaN), t's dtype */
+tg_tensor *tg_square(tg_tensor *t);      /* x * x, t's dtype */
+tg_tensor *tg_trunc(tg_tensor *t);       /* rounds toward zero, t's dtype (integers unchanged) */
+tg_tensor *tg_floor(tg_tensor *t);       /* t's dtype */
+tg_tensor *tg_ceil(tg_tensor *t);        /* t's dtype */
+tg_tensor *tg_relu(tg_tensor *t);        /* max(x, 0), t's dtype */
+tg_tensor *tg_sigmoid(tg_tensor *t);     /* 1 / (1 + e^-x), float */
+tg_tensor *tg_tanh(tg_tensor *t);        /* float */
+tg_tensor *tg_gelu(tg_tensor *t);        /* tanh approximation, as tinygrad; float */
+tg_tensor *tg_silu(tg_tensor *t);        /* x * sigmoid(x), float */
+tg_tensor *tg_softplus(tg_tensor *t);    /* log(1 + e^x) without overflow, float */
+tg_tensor *tg_leaky_relu(tg_tensor *t, double neg_slope);  /* x < 0 ? neg_slope * x : x, float */
+tg_tensor *tg_elu(tg_tensor *t, double alpha);             /* x > 0 ? x : alpha * (e^x - 1), float */
+tg_tensor *tg_relu6(tg_tensor *t);       /* min(max(x, 0), 6), t's dtype */
+tg_tensor *tg_hardswish(tg_tensor *t);   /* x * hardsigmoid(x), float */
+tg_tensor *tg_hardsigmoid(tg_tensor *t); /* relu6(x + 3) / 6, float */
+tg_tensor *tg_mish(tg_tensor *t);        /* x * tanh(softplus(x)), float */
+tg_tensor *tg_logical_not(tg_tensor *t); /* x == 0, bool */
+tg_tensor *tg_clamp(tg_tensor *t, double lo, double hi);   /* min(max(x, lo), hi), t's dtype; lo <= hi */
 
-tg_tensor *tg_add(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_sub(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_mul(tg_tensor *a, tg_tensor *b);
+/* Binary ops broadcast a and b (numpy) and promote them to one dtype (tinygrad's rules), then apply. */
+tg_tensor *tg_add(tg_tensor *a, tg_tensor *b);   /* a + b */
+tg_tensor *tg_sub(tg_tensor *a, tg_tensor *b);   /* a - b */
+tg_tensor *tg_mul(tg_tensor *a, tg_tensor *b);   /* a * b (bool: and) */
 tg_tensor *tg_div(tg_tensor *a, tg_tensor *b);   /* true division: integers promote to float */
 tg_tensor *tg_idiv(tg_tensor *a, tg_tensor *b);  /* integer division rounding toward zero */
 tg_tensor *tg_mod(tg_tensor *a, tg_tensor *b);   /* python modulo: result has the sign of b */
+/* a^b as tinygrad: 0^0 = 1, NaN for a negative base with a fractional exponent; integers rounded */
 tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_lt(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_le(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_gt(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_eq(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_ne(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_bitwise_and(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_bitwise_or(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_bitwise_xor(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b);  /* the larger of a and b */
+tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b);  /* the smaller of a and b */
+tg_tensor *tg_lt(tg_tensor *a, tg_tensor *b);    /* a < b, bool (compared in the promoted dtype) */
+tg_tensor *tg_le(tg_tensor *a, tg_tensor *b);    /* a <= b, bool */
+tg_tensor *tg_gt(tg_tensor *a, tg_tensor *b);    /* a > b, bool */
+tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b);    /* a >= b, bool */
+tg_tensor *tg_eq(tg_tensor *a, tg_tensor *b);    /* a == b, bool */
+tg_tensor *tg_ne(tg_tensor *a, tg_tensor *b);    /* a != b, bool */
+tg_tensor *tg_bitwise_and(tg_tensor *a, tg_tensor *b);  /* integer or bool tensors only */
+tg_tensor *tg_bitwise_or(tg_tensor *a, tg_tensor *b);   /* integer or bool tensors only */
+tg_tensor *tg_bitwise_xor(tg_tensor *a, tg_tensor *b);  /* integer or bool tensors only */
+/* cond != 0 ? a : b; the three broadcast together, a and b promote to one dtype */
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_cast(tg_tensor *t, tg_dtype dt);
-tg_tensor *tg_bitcast(tg_tensor *t, tg_dtype dt);  /* same element size only */
+tg_tensor *tg_cast(tg_tensor *t, tg_dtype dt);     /* each value converted to dt */
+tg_tensor *tg_bitcast(tg_tensor *t, tg_dtype dt);  /* the bits read as dt; same element size only */
 /* scalar right-hand sides; the scalar is weak as in tinygrad: an int tensor stays int for an integral
  * value, a float value makes an int tensor float32 */
-tg_tensor *tg_add_scalar(tg_tensor *a, double v);
-tg_tensor *tg_sub_scalar(tg_tensor *a, double v);
-tg_tensor *tg_mul_scalar(tg_tensor *a, double v);
-tg_tensor *tg_div_scalar(tg_tensor *a, double v);
-tg_tensor *tg_pow_scalar(tg_tensor *a, double v);
-tg_tensor *tg_maximum_scalar(tg_tensor *a, double v);
-tg_tensor *tg_minimum_scalar(tg_tensor *a, double v);
+tg_tensor *tg_add_scalar(tg_tensor *a, double v);      /* a + v */
+tg_tensor *tg_sub_scalar(tg_tensor *a, double v);      /* a - v */
+tg_tensor *tg_mul_scalar(tg_tensor *a, double v);      /* a * v */
+tg_tensor *tg_div_scalar(tg_tensor *a, double v);      /* a / v, float as tg_div */
+tg_tensor *tg_pow_scalar(tg_tensor *a, double v);      /* a^v as tg_pow; v 2 and 3 are products in a's dtype */
+tg_tensor *tg_maximum_scalar(tg_tensor *a, double v);  /* max(a, v) */
+tg_tensor *tg_minimum_scalar(tg_tensor *a, double v);  /* min(a, v) */
 
 /* ---- reductions: axes NULL/naxes 0 reduces everything; negative axes count from the end -------------- */
-tg_tensor *tg_sum(tg_tensor *t, int naxes, const int *axes, bool keepdim);
-tg_tensor *tg_prod(tg_tensor *t, int naxes, const int *axes, bool keepdim);
-tg_tensor *tg_max(tg_tensor *t, int naxes, const int *axes, bool keepdim);
-tg_tensor *tg_min(tg_tensor *t, int naxes, const int *axes, bool keepdim);
-tg_tensor *tg_mean(tg_tensor *t, int naxes, const int *axes, bool keepdim);
+/* keepdim keeps each reduced axis with size 1, else it is dropped */
+tg_tensor *tg_sum(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* (u)int8/16: (u)int32; bool: int32 */
+tg_tensor *tg_prod(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* t's dtype */
+tg_tensor *tg_max(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* t's dtype */
+tg_tensor *tg_min(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* t's dtype */
+tg_tensor *tg_mean(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* float (ints: float32); empty: NaN */
+/* sum((x - mean)^2) / (n - correction), float (NaN when n <= correction); tinygrad's default correction is 1 */
 tg_tensor *tg_var(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction);
-tg_tensor *tg_std(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction);
-tg_tensor *tg_argmax(tg_tensor *t, int axis, bool keepdim);  /* axis TG_ALL: of the flattened tensor */
-tg_tensor *tg_argmin(tg_tensor *t, int axis, bool keepdim);
-tg_tensor *tg_softmax(tg_tensor *t, int axis);
-tg_tensor *tg_log_softmax(tg_tensor *t, int axis);
-tg_tensor *tg_logsumexp(tg_tensor *t, int axis, bool keepdim);
-tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b);  /* numpy matmul semantics, 1-d and batched */
-tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_std(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction);  /* sqrt(tg_var) */
+/* int32: the first index of the largest value along axis; TG_ALL: of the flattened tensor, 0-d */
+tg_tensor *tg_argmax(tg_tensor *t, int axis, bool keepdim);
+tg_tensor *tg_argmin(tg_tensor *t, int axis, bool keepdim);    /* as tg_argmax, of the smallest value */
+tg_tensor *tg_softmax(tg_tensor *t, int axis);                 /* t's shape, float */
+tg_tensor *tg_log_softmax(tg_tensor *t, int axis);             /* t's shape, float */
+tg_tensor *tg_logsumexp(tg_tensor *t, int axis, bool keepdim); /* float; one axis (not TG_ALL) */
+/* numpy matmul semantics, 1-d and batched; floats keep their dtype, integers accumulate as tg_sum's */
+tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b);     /* tg_matmul (tinygrad's dot) */
 
-/* ---- running and reading ---------------------------------------------------------------------------- */
-tg_status tg_realize(tg_tensor *t);
+/* ---- running and reading (these run kernels) -------------------------------------------------------- */
+tg_status tg_realize(tg_tensor *t);   /* computes t into a buffer, which t reads from then on */
 tg_status tg_realize_many(int n, tg_tensor *const *ts);   /* one schedule for all: shared work runs once */
-/* copies the tensor, realized and made contiguous, into dst (nbytes == numel * dtype size) */
+/* copies the tensor, realized and made contiguous, into dst (nbytes == numel * dtype size); refused inside
+ * a tg_jit step being captured */
 tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes);
 double tg_item(tg_tensor *t);   /* the one element of a numel-1 tensor as a double; NaN on error */
 
 /* ---- autograd ---------------------------------------------------------------------------------------- */
 /* Gradients are more lazy graph: tg_backward builds them (one rule per primitive op) and runs nothing, so
  * the forward and backward of a step schedule and fuse together. */
-tg_tensor *tg_set_requires_grad(tg_tensor *t, bool on);  /* returns t */
-bool tg_requires_grad(const tg_tensor *t);
-/* adds d(loss)/d(t) to the gradient of every tensor t that requires one and that loss depends on;
- * loss must have one element */
+tg_tensor *tg_set_requires_grad(tg_tensor *t, bool on);  /* returns t (the same handle) */
+bool tg_requires_grad(const tg_tensor *t);               /* false for NULL */
+/* adds d(loss)/d(t) to the gradient of every live tensor t that requires one and that loss depends on;
+ * loss must be one float element */
 tg_status tg_backward(tg_tensor *loss);
 tg_tensor *tg_grad(const tg_tensor *t);   /* t's gradient (owned by t: do not free), NULL if none */
 void tg_zero_grad(tg_tensor *t);          /* drops t's gradient */
@@ -235,16 +276,18 @@ tg_tensor *tg_detach(tg_tensor *t);       /* the same value, with no gradient fl
 tg_status tg_assign(tg_tensor *dst, tg_tensor *src);
 
 /* ---- random numbers: a counter-based generator that runs inside kernels ------------------------------ */
-void tg_manual_seed(uint64_t seed);
+/* Float dtypes: the numbers are drawn in float32 (24 random bits) and converted to dt. */
+void tg_manual_seed(uint64_t seed);   /* restarts the generator: a seed and the same calls give the same numbers */
 tg_tensor *tg_rand(tg_dtype dt, int ndim, const int64_t *shape);            /* uniform [0, 1) */
 tg_tensor *tg_randn(tg_dtype dt, int ndim, const int64_t *shape);           /* standard normal */
 /* integers uniform in [low, high) of an integer dtype, as tinygrad's randint(*shape, low, high, dtype) */
 tg_tensor *tg_randint(tg_dtype dt, int ndim, const int64_t *shape, int64_t low, int64_t high);
-tg_tensor *tg_uniform(tg_dtype dt, int ndim, const int64_t *shape, double low, double high);
-tg_tensor *tg_normal(tg_dtype dt, int ndim, const int64_t *shape, double mean, double std);
-/* fan_in = shape[1] * prod(shape[2:]), as tinygrad/PyTorch */
-tg_tensor *tg_kaiming_uniform(tg_dtype dt, int ndim, const int64_t *shape, double a);
-tg_tensor *tg_kaiming_normal(tg_dtype dt, int ndim, const int64_t *shape, double a);
+tg_tensor *tg_uniform(tg_dtype dt, int ndim, const int64_t *shape, double low, double high);  /* [low, high) */
+tg_tensor *tg_normal(tg_dtype dt, int ndim, const int64_t *shape, double mean, double std);  /* mean + std * N(0, 1) */
+/* fan_in = shape[1] * prod(shape[2:]), as tinygrad/PyTorch; ndim >= 1; g = 2 / (1 + a^2) */
+tg_tensor *tg_kaiming_uniform(tg_dtype dt, int ndim, const int64_t *shape, double a);  /* U(+-sqrt(3 g / fan_in)) */
+tg_tensor *tg_kaiming_normal(tg_dtype dt, int ndim, const int64_t *shape, double a);   /* N(0, sqrt(g / fan_in)) */
+/* U(+-sqrt(6 / (shape[0] + prod(shape[1:])))), as tinygrad */
 tg_tensor *tg_glorot_uniform(tg_dtype dt, int ndim, const int64_t *shape);
 
 /* ---- neural network ops (compositions of the primitives, so they fuse) ------------------------------ */
@@ -268,7 +311,8 @@ typedef struct tg_conv_opts {
   tg_ints output_padding;   /* tg_conv_transpose2d only, default 0 */
 } tg_conv_opts;
 tg_conv_opts tg_conv_defaults(void);   /* one group, everything else not given (== a zero-initialized struct) */
-/* x (N, Cin, *spatial), w (Cout, Cin/groups, *kernel), bias (Cout) or NULL; 1 to 3 spatial dims */
+/* x (N, Cin, *spatial), w (Cout, Cin/groups, *kernel), bias (Cout) or NULL; 1 to 3 spatial dims. The result
+ * is (N, Cout, *out), out = (in + pads - dilation * (kernel - 1) - 1) / stride + 1 (at least 1) */
 tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o);
 /* w (Cin, Cout/groups, *kernel) as PyTorch; padding removes rows from the output as PyTorch's */
 tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o);
@@ -282,24 +326,32 @@ typedef struct tg_pool_opts {
   bool count_include_pad;   /* avg_pool: the padding counts in the divisor; tinygrad's default is true */
 } tg_pool_opts;
 tg_pool_opts tg_pool_defaults(void);   /* kernel 2, stride = kernel, ceil_mode false, count_include_pad true */
-tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts o);
-tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts o);
+tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts o);   /* over the trailing o.ndims axes, x's dtype */
+tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts o);   /* over the trailing o.ndims axes, float */
 /* normalize over the given axes (tinygrad's layernorm(axis=-1): pass 1, (int[]){-1}; naxes 0: every axis) */
 tg_tensor *tg_layernorm(tg_tensor *x, int naxes, const int *axes, double eps);
 tg_tensor *tg_rmsnorm(tg_tensor *x, int naxes, const int *axes, double eps);   /* x / sqrt(mean(x^2) + eps) */
 /* x (N, C, ...): (x - mean) * invstd * weight + bias, per channel; weight/bias may be NULL */
 tg_tensor *tg_batchnorm(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_tensor *mean, tg_tensor *invstd);
+/* x (N, C, ...) normalized over each group of C / groups channels (and the other axes), then * weight + bias
+ * per channel (C); weight/bias may be NULL */
 tg_tensor *tg_group_norm(tg_tensor *x, int64_t groups, tg_tensor *weight, tg_tensor *bias, double eps);
-tg_tensor *tg_dropout(tg_tensor *x, double p);     /* identity unless tg_training(true) */
-void tg_set_training(bool on);
-bool tg_training(void);
-tg_tensor *tg_one_hot(tg_tensor *labels, int64_t num_classes);  /* int labels -> int32 (..., num_classes) */
+tg_tensor *tg_dropout(tg_tensor *x, double p);     /* identity unless tg_training(true); p in [0, 1] */
+void tg_set_training(bool on);   /* the training flag read by tg_dropout and tg_nn_batchnorm (default false) */
+bool tg_training(void);          /* the training flag */
+/* int labels -> int32 (..., num_classes): 1 at each label, 0 elsewhere (a label out of range: a row of 0) */
+tg_tensor *tg_one_hot(tg_tensor *labels, int64_t num_classes);
+/* tinygrad's gather: out[..., i, ...] = x[..., index[..., i, ...], ...] along axis; index (integer) has x's rank
+ * and is no larger than x off the axis; out has index's shape. An index out of range gives 0 */
 tg_tensor *tg_gather(tg_tensor *x, int axis, tg_tensor *index);
 /* x[index] along axis with an integer index tensor of any shape: the result replaces that axis by index's shape */
 tg_tensor *tg_index_select(tg_tensor *x, int axis, tg_tensor *index);
 tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *index);   /* weight (V, D), index int (...) -> (..., D) */
+/* softmax(q k^T / sqrt(E) + mask) v: q (..., L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev); mask
+ * (broadcast to (..., L, S)) bool: true keeps, or float: added; is_causal: key j <= query i (not with a mask) */
 tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *mask, bool is_causal);
-/* Losses. The class axis is 1 (0 for a 1-d input), as PyTorch's. */
+/* Losses. The class axis is 1 (0 for a 1-d input), as PyTorch's. A loss is a float 0-d tensor, or with
+ * TG_REDUCTION_NONE one value per sample (the labels' shape). */
 typedef enum tg_reduction { TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE } tg_reduction;
 typedef struct tg_loss_opts {
   tg_reduction reduction;   /* mean (over the labels that count), sum, or none: one loss per sample */
@@ -313,33 +365,40 @@ tg_loss_opts tg_loss_defaults(void);
 tg_tensor *tg_sparse_categorical_crossentropy(tg_tensor *logits, tg_tensor *labels, tg_loss_opts o);
 /* target: probabilities of the logits' shape, or integer labels */
 tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target, tg_loss_opts o);
+/* -log_probs[label] along the class axis: log_probs (N, C, ...) as logits, labels int (N, ...) */
 tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *labels, tg_loss_opts o);
-/* elementwise losses: reduction only (label_smoothing must be 0 and use_ignore_index false) */
+/* elementwise losses: reduction only (label_smoothing must be 0 and use_ignore_index false); the mean is over
+ * every element. probs in (0, 1): the logs are not clamped (as tinygrad, unlike PyTorch) */
 tg_tensor *tg_binary_crossentropy(tg_tensor *probs, tg_tensor *targets, tg_loss_opts o);
-tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets, tg_loss_opts o);
+tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets, tg_loss_opts o);  /* sigmoid inside */
+/* the running sum along axis, x's shape; floats keep their dtype, integers take tg_sum's */
 tg_tensor *tg_cumsum(tg_tensor *x, int axis);
-tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal);
-tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal);
+tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal);   /* x (..., R, C) with 0 below diagonal `diagonal` */
+tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal);   /* x (..., R, C) with 0 above diagonal `diagonal` */
 typedef enum tg_interp_mode { TG_INTERP_NEAREST, TG_INTERP_LINEAR } tg_interp_mode;
-/* resizes the trailing spatial axes (ndim sizes) as PyTorch's interpolate (align_corners false) */
+/* resizes the trailing spatial axes (ndim sizes) as PyTorch's interpolate (align_corners false); x's dtype
+ * (linear: integers are blended in float32, then converted back) */
 tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp_mode mode);
 
 /* ---- nn: named parameters ---------------------------------------------------------------------------- */
 /* A list of (name, tensor) pairs: what a model exposes to optimizers and to state files. It holds a
  * reference to each tensor. */
 typedef struct tg_params tg_params;
-tg_params *tg_params_new(void);
-void tg_params_free(tg_params *p);
+tg_params *tg_params_new(void);      /* an empty list */
+void tg_params_free(tg_params *p);   /* frees the names and drops the references (NULL is fine) */
+/* appends t under a copy of name (non-empty, not yet in the list) and retains t */
 tg_status tg_params_add(tg_params *p, const char *name, tg_tensor *t);
-int tg_params_count(const tg_params *p);
-const char *tg_params_name(const tg_params *p, int i);
-tg_tensor *tg_params_tensor(const tg_params *p, int i);
-tg_tensor *tg_params_find(const tg_params *p, const char *name);  /* NULL if absent */
+int tg_params_count(const tg_params *p);   /* 0 for NULL */
+const char *tg_params_name(const tg_params *p, int i);    /* borrowed (see Contracts); NULL if i is out of range */
+tg_tensor *tg_params_tensor(const tg_params *p, int i);   /* borrowed (see Contracts); NULL if i is out of range */
+tg_tensor *tg_params_find(const tg_params *p, const char *name);  /* borrowed; NULL if absent */
 
 /* ---- nn: layers, as tinygrad's nn classes (tg_nn_linear is nn.Linear, ...) ----------------------------- */
 /* Each layer is a struct of its tensors: _init creates them (initialized as tinygrad's nn does;
  * tg_manual_seed makes them reproducible) and owns them until _free; _forward builds the lazy output;
- * _params adds them to p as "prefix.weight", ... (the names of PyTorch's state dicts). */
+ * _params adds them to p as "prefix.weight", ... (the names of PyTorch's state dicts). The tensors are
+ * float32 (num_batches_tracked int32) and stored by _init (it runs kernels); a size <= 0 is TG_ERR_ARG, and
+ * a failed _init leaves no tensor in the struct. _free drops the tensors and zeroes the struct. */
 typedef struct tg_nn_linear { tg_tensor *weight, *bias; } tg_nn_linear;   /* weight (out, in), bias (out) */
 tg_status tg_nn_linear_init(tg_nn_linear *l, int64_t in, int64_t out, bool bias);
 tg_tensor *tg_nn_linear_forward(const tg_nn_linear *l, tg_tensor *x);
@@ -355,6 +414,7 @@ tg_tensor *tg_nn_conv2d_forward(const tg_nn_conv2d *l, tg_tensor *x);
 tg_status tg_nn_conv2d_params(const tg_nn_conv2d *l, const char *prefix, tg_params *p);
 void tg_nn_conv2d_free(tg_nn_conv2d *l);
 
+/* nn.ConvTranspose2d: weight (cin, cout/groups, *kernel) as PyTorch; kernel as tg_nn_conv2d's */
 typedef struct tg_nn_conv_transpose2d { tg_tensor *weight, *bias; tg_conv_opts opts; } tg_nn_conv_transpose2d;
 tg_status tg_nn_conv_transpose2d_init(tg_nn_conv_transpose2d *l, int64_t cin, int64_t cout, tg_ints kernel, bool bias,
                                       tg_conv_opts o);
@@ -363,7 +423,9 @@ tg_status tg_nn_conv_transpose2d_params(const tg_nn_conv_transpose2d *l, const c
 void tg_nn_conv_transpose2d_free(tg_nn_conv_transpose2d *l);
 
 /* nn.BatchNorm (BatchNorm2d): batch statistics while tg_training(), running statistics otherwise (updated in
- * training with momentum); eps 1e-5 and momentum 0.1 after _init, both fields yours to change */
+ * training with momentum); eps 1e-5 and momentum 0.1 after _init, both fields yours to change. In training,
+ * _forward assigns running_mean, running_var and num_batches_tracked lazily: realize them with the step
+ * (tg_optim_step's extra) */
 typedef struct tg_nn_batchnorm {
   tg_tensor *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
   double eps, momentum;
@@ -387,7 +449,7 @@ tg_tensor *tg_nn_rmsnorm_forward(const tg_nn_rmsnorm *l, tg_tensor *x);
 tg_status tg_nn_rmsnorm_params(const tg_nn_rmsnorm *l, const char *prefix, tg_params *p);
 void tg_nn_rmsnorm_free(tg_nn_rmsnorm *l);
 
-/* nn.GroupNorm */
+/* nn.GroupNorm: tg_group_norm with weight and bias (channels) */
 typedef struct tg_nn_groupnorm { tg_tensor *weight, *bias; int64_t groups; double eps; } tg_nn_groupnorm;
 tg_status tg_nn_groupnorm_init(tg_nn_groupnorm *l, int64_t groups, int64_t channels, double eps);
 tg_tensor *tg_nn_groupnorm_forward(const tg_nn_groupnorm *l, tg_tensor *x);
@@ -405,34 +467,46 @@ void tg_nn_embedding_free(tg_nn_embedding *l);
 /* step() builds the update of every parameter (and its state) as lazy graph, assigns it, and realizes all
  * of it in one schedule together with `extra` tensors (the loss, say), then drops the gradients. Options are
  * taken literally (see "Options" above): start from tg_*_defaults(). A value out of range (a negative rate,
- * b1 or b2 outside [0, 1), nesterov without momentum, NaN) is refused with TG_ERR_ARG. */
+ * b1 or b2 outside [0, 1), nesterov without momentum, NaN) is refused with TG_ERR_ARG. An optimizer takes the
+ * tensors of p that require a gradient when it is made (they must be float) and holds a reference to each;
+ * making it runs kernels (its state is stored). */
 typedef struct tg_optim tg_optim;
 typedef struct tg_sgd_opts { double lr, momentum, weight_decay; bool nesterov; } tg_sgd_opts;
 tg_sgd_opts tg_sgd_defaults(void);     /* tinygrad's SGD: lr 0.001, momentum 0, weight_decay 0, nesterov false */
 typedef struct tg_adam_opts { double lr, b1, b2, eps, weight_decay; } tg_adam_opts;
 tg_adam_opts tg_adam_defaults(void);   /* lr 0.001, b1 0.9, b2 0.999, eps 1e-8, weight_decay 0 */
 tg_adam_opts tg_adamw_defaults(void);  /* the same with weight_decay 0.01 (tinygrad's AdamW) */
-tg_optim *tg_sgd_new(const tg_params *p, tg_sgd_opts o);
+tg_optim *tg_sgd_new(const tg_params *p, tg_sgd_opts o);     /* weight_decay: L2 added to the gradient */
 tg_optim *tg_adam_new(const tg_params *p, tg_adam_opts o);   /* weight_decay: L2 added to the gradient */
 tg_optim *tg_adamw_new(const tg_params *p, tg_adam_opts o);  /* weight_decay: decoupled, lr * wd * param */
+/* one step (runs kernels); a parameter without a gradient is left as it is; the gradients are dropped even
+ * when it fails */
 tg_status tg_optim_step(tg_optim *o, int nextra, tg_tensor *const *extra);
-void tg_optim_zero_grad(tg_optim *o);
+void tg_optim_zero_grad(tg_optim *o);                 /* drops the gradients of its parameters */
 tg_status tg_optim_set_lr(tg_optim *o, double lr);   /* a finite lr >= 0, else TG_ERR_ARG */
-double tg_optim_lr(const tg_optim *o);
-void tg_optim_free(tg_optim *o);
+double tg_optim_lr(const tg_optim *o);                /* the current rate; NaN for NULL */
+void tg_optim_free(tg_optim *o);                      /* frees its state, drops its references (NULL is fine) */
 /* learning-rate schedules: the rate for step `step` (0-based) */
+/* StepLR: base * gamma^(step / step_size), the division rounding down */
 double tg_lr_step(double base, int64_t step, int64_t step_size, double gamma);
+/* CosineAnnealingLR: min_lr + (base - min_lr) * (1 + cos(pi * step / total)) / 2, min_lr from step total on */
 double tg_lr_cosine(double base, int64_t step, int64_t total, double min_lr);
+/* OneCycleLR (cosine): from max_lr / div_factor up to max_lr over pct_start of total steps, then down to
+ * max_lr / div_factor / final_div_factor */
 double tg_lr_onecycle(double max_lr, int64_t step, int64_t total, double pct_start, double div_factor,
                       double final_div_factor);
 
 /* ---- nn: state (safetensors) ----------------------------------------------------------------------- */
+/* writes p's tensors, realized (runs kernels), to a temporary file renamed to path: a failure (TG_ERR_IO)
+ * leaves an older file at path as it was */
 tg_status tg_safetensors_save(const char *path, const tg_params *p);
 /* loads a file into p's tensors by name (the file is mapped, not read into a second copy). Every name of p
  * must be in the file with the same shape and dtype, and the file must hold no other names, unless
- * allow_partial: then missing and unexpected names are allowed. A malformed or truncated file is refused. */
+ * allow_partial: then missing and unexpected names are allowed. A malformed or truncated file is refused.
+ * Errors: TG_ERR_IO (unreadable or malformed), TG_ERR_ARG (does not fit p); a failure changes no tensor.
+ * The tensors take the values lazily (tg_assign): the next realize computes them. */
 tg_status tg_safetensors_load(const char *path, tg_params *p, bool allow_partial);
-/* every tensor of a file, as new params (names in file order) */
+/* every tensor of a file, as new params (names in file order), or NULL; free it with tg_params_free */
 tg_params *tg_safetensors_read(const char *path);
 
 /* ---- nn: datasets ---------------------------------------------------------------------------------- */
@@ -443,16 +517,18 @@ typedef struct tg_dataset {
 } tg_dataset;
 /* MNIST (fashion: Fashion-MNIST) from dir, else $TG_DATA, else ~/.cache/tgc/mnist (or fashion-mnist),
  * else /usr/share/datasets/fashion-mnist; the IDX files may be gzipped. On failure the error lists where it
- * looked and how to get the files. */
+ * looked and how to get the files (TG_ERR_IO). train or test may be NULL; filled ones own their tensors. */
 tg_status tg_mnist_load(const char *dir, bool fashion, tg_dataset *train, tg_dataset *test);
-/* scikit-learn's 8x8 digits CSV (64 pixels 0..16 then the label), gzipped or not: x float32 (N, 64) */
+/* scikit-learn's 8x8 digits CSV (64 pixels 0..16 then the label), gzipped or not: x float32 (N, 64). A NULL
+ * path looks for digits.csv[.gz] in $TG_DATA/digits, the user cache's digits/, ../shared/data/digits */
 tg_status tg_digits_load(const char *path, tg_dataset *all);
-/* batch i of a shuffled epoch: the rows perm[i*batch, ...) of x and y as new tensors (copied rows) */
+/* batch i of a shuffled epoch: the rows perm[i*batch, ...) of x and y as new tensors (copied rows); perm
+ * NULL: rows in order; count is cut at the end of the data; y may be NULL (runs kernels) */
 tg_status tg_dataset_batch(const tg_dataset *d, const int64_t *perm, int64_t start, int64_t count, tg_tensor **x,
                            tg_tensor **y);
 /* a seeded permutation of 0..n-1 into perm (Fisher-Yates on a fixed generator: the same on every machine) */
 void tg_shuffle(int64_t *perm, int64_t n, uint64_t seed);
-void tg_dataset_free(tg_dataset *d);
+void tg_dataset_free(tg_dataset *d);   /* drops x and y and zeroes d (NULL is fine) */
 
 /* the file sub/name of a dataset or model: in dir when given, else $TG_DATA/sub, the user cache
  * ($XDG_CACHE_HOME/tgc/sub or ~/.cache/tgc/sub), then ../shared/data/sub; its path into out, or TG_ERR_IO with
@@ -468,28 +544,33 @@ typedef struct tg_llama_config {
   bool shared_classifier;   /* the classifier is the token embedding */
 } tg_llama_config;
 typedef struct tg_llama tg_llama;
-/* max_seq (0: the model's seq_len) is the length of the KV caches and the number of positions */
+/* max_seq (0: the model's seq_len) is the length of the KV caches and the number of positions; NULL on error
+ * (TG_ERR_IO for the file); runs kernels */
 tg_llama *tg_llama_load(const char *path, int64_t max_seq);
-tg_llama_config tg_llama_config_of(const tg_llama *m);
-int64_t tg_llama_max_seq(const tg_llama *m);
-/* the logits (vocab_size floats) after token at position pos; positions come in order from 0, each once */
+tg_llama_config tg_llama_config_of(const tg_llama *m);   /* the header's values (all 0 for NULL) */
+int64_t tg_llama_max_seq(const tg_llama *m);             /* -1 for NULL */
+/* the logits (vocab_size floats) after token at position pos; positions come in order from 0, each once
+ * (else TG_ERR_ARG); runs kernels */
 tg_status tg_llama_step(tg_llama *m, int32_t token, int64_t pos, float *logits);
-tg_status tg_llama_reset(tg_llama *m);   /* empties the caches: the next position is 0 */
+tg_status tg_llama_reset(tg_llama *m);   /* empties the caches (runs kernels): the next position is 0 */
 int tg_llama_kernels(const tg_llama *m);  /* kernels of the captured step (0 before the capture) */
-void tg_llama_free(tg_llama *m);
+void tg_llama_free(tg_llama *m);          /* NULL is fine */
 /* llama2.c's tokenizer file (int32 max token length, then per token a float32 score, an int32 length, bytes) */
 typedef struct tg_tokenizer tg_tokenizer;
+/* vocab_size: the model's; the file must hold exactly that many tokens (else TG_ERR_IO); NULL on error */
 tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab_size);
 /* llama2.c's encode: BOS (1) if bos, a dummy-prefix space, code points (or byte tokens), then merges of the
- * best-scoring pair (a byte token past the vocabulary: <unk>, 0); EOS (2) if eos. Needs cap >= strlen(text) + 3; returns the count, negative on error */
+ * best-scoring pair (a byte token past the vocabulary: <unk>, 0); EOS (2) if eos. Needs cap >= strlen(text)
+ * + 3; returns the count, negative (a tg_status) on error */
 int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens, int64_t cap);
-/* the text of token following prev (the space after BOS stripped, <0xNN> as that byte); owned by t */
+/* the text of token following prev (the space after BOS stripped, <0xNN> as that byte); owned by t (see
+ * Contracts); NULL for a token outside the vocabulary */
 const char *tg_tokenizer_decode(const tg_tokenizer *t, int32_t prev, int32_t token);
-int64_t tg_tokenizer_vocab(const tg_tokenizer *t);
-void tg_tokenizer_free(tg_tokenizer *t);
+int64_t tg_tokenizer_vocab(const tg_tokenizer *t);   /* -1 for NULL */
+void tg_tokenizer_free(tg_tokenizer *t);             /* NULL is fine */
 
 /* ---- JIT: capture a step once, replay its kernels ------------------------------------------------------ */
-/* A step reads nin realized input tensors and returns nout new tensors in out (owned by the caller). The
+/* A step reads nin realized input tensors and returns nout new tensors in out (owned as any new tensor). The
  * first tg_jit_call runs it normally, the second runs it and captures every kernel it launches with its
  * buffers, later calls replay those kernels with the new inputs' buffers: no graph building, scheduling,
  * compiling or allocating. Parameters updated with tg_assign are written in place, so a training step
@@ -499,14 +580,15 @@ void tg_tokenizer_free(tg_tokenizer *t);
  * intermediate buffers share one arena placed by lifetime (DEBUG=1 prints the bytes before and after). */
 typedef struct tg_jit tg_jit;
 typedef tg_status (*tg_jit_fn)(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out);
-tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx, int nin, int nout);
-/* out[i] are new tensors owned by the caller; after a replay they read the JIT's output buffers, which the
- * next call overwrites */
+tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx, int nin, int nout);   /* fn is called with ctx; NULL on error */
+/* realizes in, then runs, captures or replays the step (runs kernels). out[i] are new tensors; after a replay
+ * they read the JIT's output buffers, which the next call overwrites */
 tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out);
 int tg_jit_kernels(const tg_jit *j);   /* kernels captured (0 before the capture) */
-/* bytes of the captured step's intermediate buffers on their own (before) and in the planned arena (after) */
+/* bytes of the captured step's intermediate buffers on their own (before) and in the planned arena (after);
+ * TG_ERR_ARG before the capture */
 tg_status tg_jit_memory(const tg_jit *j, size_t *before, size_t *after);
-void tg_jit_free(tg_jit *j);
+void tg_jit_free(tg_jit *j);   /* NULL is fine; tensors it returned stay valid */
 
 /* ---- symbolic integers: values bound at run time ---------------------------------------------------- */
 /* A variable (tinygrad's Variable) is an integer in [min, max] that kernels read when they run: binding a
@@ -515,30 +597,31 @@ void tg_jit_free(tg_jit *j);
  * Shapes stay static: a window has a fixed length at a variable place. Bind before tg_jit_call, not in the
  * step. A value realized before a bind keeps the value it had; graphs realized after see the new one. */
 typedef struct tg_variable tg_variable;
-tg_variable *tg_variable_new(const char *name, int64_t min, int64_t max);   /* bound to min */
+/* bound to min; min <= max, both in the int32 range; NULL on error */
+tg_variable *tg_variable_new(const char *name, int64_t min, int64_t max);
 tg_status tg_variable_bind(tg_variable *v, int64_t value);                   /* refused outside [min, max] */
-int64_t tg_variable_value(const tg_variable *v);
-const char *tg_variable_name(const tg_variable *v);
-void tg_variable_free(tg_variable *v);
+int64_t tg_variable_value(const tg_variable *v);   /* the bound value (0 for NULL) */
+const char *tg_variable_name(const tg_variable *v);  /* borrowed (see Contracts): at most 31 bytes of the name */
+void tg_variable_free(tg_variable *v);             /* NULL is fine */
 tg_tensor *tg_variable_tensor(tg_variable *v);   /* a new 0-d int32 tensor reading the bound value */
-/* t[..., start:start+len, ...] along axis (needs 0 <= min and max + len <= the axis' size) */
+/* t[..., start:start+len, ...] along axis (needs min >= 0 and max + len <= the axis' size) */
 tg_tensor *tg_shrink_at(tg_tensor *t, int axis, tg_variable *start, int64_t len);
-/* zeros of extent size along axis with t placed from start on (needs max + t's extent <= size) */
+/* zeros of extent size along axis with t placed from start on (needs min >= 0 and max + t's extent <= size) */
 tg_tensor *tg_pad_at(tg_tensor *t, int axis, tg_variable *start, int64_t size);
-/* dst[..., start:start+len, ...] = src along axis (src: dst's shape with len on axis, dst's dtype), in place
- * at the next realize of dst: its kernel runs over src only (a KV cache takes one row per step) */
+/* dst[..., start:start+len, ...] = src along axis (src: dst's shape with len on axis, dst's dtype; min >= 0), in
+ * place at the next realize of dst: its kernel runs over src only (a KV cache takes one row per step) */
 tg_status tg_assign_at(tg_tensor *dst, int axis, tg_variable *start, tg_tensor *src);
 
 /* ---- engine statistics, for tests and tools --------------------------------------------------------- */
 typedef struct tg_stats {
-  uint64_t kernels_run;       /* kernels launched */
+  uint64_t kernels_run;       /* kernels launched by tg_realize (tg_jit replays are not counted) */
   uint64_t kernels_compiled;  /* C compiler invocations */
   uint64_t disk_cache_hits;   /* kernels loaded from the on-disk cache */
   uint64_t schedules;         /* tg_realize calls that scheduled work */
   uint64_t buffers_allocated;
   uint64_t uops_live;         /* interned IR nodes alive now */
 } tg_stats;
-tg_stats tg_get_stats(void);
+tg_stats tg_get_stats(void);          /* the counters since the process started */
 uint64_t tg_kernel_count_last(void);  /* kernels the last realize ran */
 int tg_num_threads(void);            /* threads of the CPU pool */
 /* frees caches and unreferenced IR now (it also happens on its own); returns TG_OK */
