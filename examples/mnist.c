@@ -79,9 +79,11 @@ static tg_status train_step(void *ctx, int nin, tg_tensor *const *in, int nout, 
   model *m = c->m;
   tg_scope_begin();
   tg_tensor *loss = tg_sparse_categorical_crossentropy(forward(m, in[0]), in[1], (tg_loss_opts){0});
-  tg_tensor *extra[5] = {loss, m->bn1.running_mean, m->bn1.running_var, m->bn2.running_mean, m->bn2.running_var};
+  /* the batchnorms' running statistics update in the same schedule as the parameters */
+  tg_tensor *extra[7] = {loss, m->bn1.running_mean, m->bn1.running_var, m->bn1.num_batches_tracked,
+                         m->bn2.running_mean, m->bn2.running_var, m->bn2.num_batches_tracked};
   tg_status st = loss ? tg_backward(loss) : tg_error_status();
-  if (st == TG_OK) st = tg_optim_step(c->opt, 5, extra);
+  if (st == TG_OK) st = tg_optim_step(c->opt, 7, extra);
   out[0] = st == TG_OK ? tg_keep(loss) : NULL;
   tg_scope_end();
   return st;

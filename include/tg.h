@@ -109,7 +109,7 @@ int tg_ndim(const tg_tensor *t);                 /* the number of axes, 0 for a 
 int64_t tg_shape(const tg_tensor *t, int axis);  /* negative axes count from the end; -1 on error */
 const int64_t *tg_shape_ptr(const tg_tensor *t); /* tg_ndim(t) sizes, borrowed (see Contracts); NULL for NULL */
 int64_t tg_numel(const tg_tensor *t);            /* the product of the sizes (1 for a scalar); -1 for NULL */
-tg_dtype tg_dtype_of(const tg_tensor *t);        /* the element type */
+tg_dtype tg_dtype_of(const tg_tensor *t);        /* the element type; TG_DTYPE_COUNT for NULL */
 
 /* ---- creation -------------------------------------------------------------------------------------- */
 tg_tensor *tg_empty(tg_dtype dt, int ndim, const int64_t *shape);  /* contents undefined until written (tg_assign) */

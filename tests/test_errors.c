@@ -307,3 +307,22 @@ ERR_TEST(test_errors_read_of_a_buffer_overwritten_in_place_is_refused) {
   CHECK(tg_to_host(tg_mul_scalar(a, 2), got, sizeof got) == TG_OK && got[0] == 24 && got[3] == 30, "after: %g .. %g",
         got[0], got[3]);
 }
+
+/* the layers refuse a NULL layer struct; a failed op's message survives tg_split; tg_rand wants a float type */
+ERR_TEST(test_errors_layers_null_struct_split_keeps_message_rand_int) {
+  CHECK_ERR_ST(tg_nn_linear_init(NULL, 2, 3, true), "tg_nn_linear_init", "NULL");
+  CHECK_ERR_ST(tg_nn_conv2d_init(NULL, 1, 2, TG_INTS(3), true, tg_conv_defaults()), "tg_nn_conv2d_init");
+  CHECK_ERR_ST(tg_nn_batchnorm_params(NULL, "bn", NULL), "tg_nn_batchnorm_params");
+  tg_nn_embedding_free(NULL);  /* a no-op, as free(NULL) */
+  tg_nn_linear l;
+  CHECK_ERR_ST(tg_nn_conv2d_init(&(tg_nn_conv2d){0}, 4, 4, TG_INTS(3, 3, 3, 3), true, tg_conv_defaults()), "kernel");
+  CHECK(tg_nn_linear_init(&l, 2, 3, true) == TG_OK, "%s", tg_error());
+  tg_nn_linear_free(&l);
+  tg_tensor *out[2];
+  tg_tensor *bad = tg_reshape(f32(SH(4)), SH(3));  /* fails: its message names tg_reshape */
+  CHECK(bad == NULL, "reshape of 4 to 3 succeeded");
+  CHECK(tg_split(bad, 2, (const int64_t[]){1, 2}, 0, out) < 0 && strstr(tg_error(), "tg_reshape"),
+        "tg_split(NULL) replaced the failed op's message: %s", tg_error());
+  CHECK_ERR(tg_rand(TG_INT32, SH(3)), "tg_rand", "int32");
+  CHECK(tg_dtype_of(NULL) == TG_DTYPE_COUNT, "tg_dtype_of(NULL) is a real dtype");
+}

@@ -205,9 +205,10 @@ static tg_status cnn_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg
   x = tg_max_pool2d(tg_nn_batchnorm_forward(&m->bn2, x), pool);
   tg_tensor *logits = tg_nn_linear_forward(&m->fc, tg_dropout(tg_flatten(x, 1, -1), 0.25));
   tg_tensor *loss = tg_sparse_categorical_crossentropy(logits, in[1], (tg_loss_opts){0});
-  tg_tensor *upd[5] = {loss, m->bn1.running_mean, m->bn1.running_var, m->bn2.running_mean, m->bn2.running_var};
+  tg_tensor *upd[7] = {loss, m->bn1.running_mean, m->bn1.running_var, m->bn1.num_batches_tracked,
+                       m->bn2.running_mean, m->bn2.running_var, m->bn2.num_batches_tracked};
   tg_status st = loss ? tg_backward(loss) : tg_error_status();
-  if (st == TG_OK) st = tg_optim_step(m->opt, 5, upd);
+  if (st == TG_OK) st = tg_optim_step(m->opt, 7, upd);
   out[0] = st == TG_OK ? tg_keep(loss) : NULL;
   tg_scope_end();
   return st;

@@ -19,6 +19,12 @@ static tg_status add_named(tg_params *p, const char *prefix, const char *name, t
   return tg_params_add(p, full, t);
 }
 
+/* a layer function given a NULL layer struct */
+static tg_status null_layer(const char *op) {
+  tg_set_error(TG_ERR_ARG, "%s: layer is NULL", op);
+  return TG_ERR_ARG;
+}
+
 static tg_status init_failed(const char *op) {
   if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "%s: out of memory", op);
   return tg_error_status();
@@ -55,6 +61,7 @@ static bool positive(const char *op, int n, const int64_t *v) {
 /* ---- Linear ------------------------------------------------------------------------------------------ */
 
 tg_status tg_nn_linear_init(tg_nn_linear *l, int64_t in, int64_t out, bool bias) {
+  if (!l) return null_layer("tg_nn_linear_init");
   *l = (tg_nn_linear){0};
   if (!positive("tg_nn_linear_init", 2, (int64_t[]){in, out})) return TG_ERR_ARG;
   return weight_and_bias("tg_nn_linear_init", 2, (int64_t[]){out, in}, (double)in, out, bias, &l->weight, &l->bias);
@@ -72,10 +79,12 @@ tg_tensor *tg_nn_linear_forward(const tg_nn_linear *l, tg_tensor *x) {
 }
 
 tg_status tg_nn_linear_params(const tg_nn_linear *l, const char *prefix, tg_params *p) {
+  if (!l) return null_layer("tg_nn_linear_params");
   return weight_bias_params(l->weight, l->bias, prefix, p);
 }
 
 void tg_nn_linear_free(tg_nn_linear *l) {
+  if (!l) return;
   tg_free(l->weight);
   tg_free(l->bias);
   *l = (tg_nn_linear){0};
@@ -123,6 +132,7 @@ static tg_status conv_weights(const char *op, int64_t cin, int64_t cout, tg_ints
 }
 
 tg_status tg_nn_conv2d_init(tg_nn_conv2d *l, int64_t cin, int64_t cout, tg_ints kernel, bool bias, tg_conv_opts o) {
+  if (!l) return null_layer("tg_nn_conv2d_init");
   *l = (tg_nn_conv2d){.opts = o};
   return conv_weights("tg_nn_conv2d_init", cin, cout, kernel, bias, o, false, &l->weight, &l->bias);
 }
@@ -132,10 +142,12 @@ tg_tensor *tg_nn_conv2d_forward(const tg_nn_conv2d *l, tg_tensor *x) {
 }
 
 tg_status tg_nn_conv2d_params(const tg_nn_conv2d *l, const char *prefix, tg_params *p) {
+  if (!l) return null_layer("tg_nn_conv2d_params");
   return weight_bias_params(l->weight, l->bias, prefix, p);
 }
 
 void tg_nn_conv2d_free(tg_nn_conv2d *l) {
+  if (!l) return;
   tg_free(l->weight);
   tg_free(l->bias);
   *l = (tg_nn_conv2d){0};
@@ -143,6 +155,7 @@ void tg_nn_conv2d_free(tg_nn_conv2d *l) {
 
 tg_status tg_nn_conv_transpose2d_init(tg_nn_conv_transpose2d *l, int64_t cin, int64_t cout, tg_ints kernel, bool bias,
                                       tg_conv_opts o) {
+  if (!l) return null_layer("tg_nn_conv_transpose2d_init");
   *l = (tg_nn_conv_transpose2d){.opts = o};
   return conv_weights("tg_nn_conv_transpose2d_init", cin, cout, kernel, bias, o, true, &l->weight, &l->bias);
 }
@@ -152,10 +165,12 @@ tg_tensor *tg_nn_conv_transpose2d_forward(const tg_nn_conv_transpose2d *l, tg_te
 }
 
 tg_status tg_nn_conv_transpose2d_params(const tg_nn_conv_transpose2d *l, const char *prefix, tg_params *p) {
+  if (!l) return null_layer("tg_nn_conv_transpose2d_params");
   return weight_bias_params(l->weight, l->bias, prefix, p);
 }
 
 void tg_nn_conv_transpose2d_free(tg_nn_conv_transpose2d *l) {
+  if (!l) return;
   tg_free(l->weight);
   tg_free(l->bias);
   *l = (tg_nn_conv_transpose2d){0};
@@ -164,6 +179,7 @@ void tg_nn_conv_transpose2d_free(tg_nn_conv_transpose2d *l) {
 /* ---- BatchNorm2d ------------------------------------------------------------------------------------- */
 
 tg_status tg_nn_batchnorm_init(tg_nn_batchnorm *l, int64_t c) {
+  if (!l) return null_layer("tg_nn_batchnorm_init");
   *l = (tg_nn_batchnorm){.eps = 1e-5, .momentum = 0.1};
   if (!positive("tg_nn_batchnorm_init", 1, &c)) return TG_ERR_ARG;
   l->weight = param_of(tg_ones(TG_FLOAT32, 1, &c), true);
@@ -221,6 +237,7 @@ tg_tensor *tg_nn_batchnorm_forward(tg_nn_batchnorm *l, tg_tensor *x) {
 }
 
 tg_status tg_nn_batchnorm_params(const tg_nn_batchnorm *l, const char *prefix, tg_params *p) {
+  if (!l) return null_layer("tg_nn_batchnorm_params");
   tg_status st = add_named(p, prefix, "weight", l->weight);
   if (!st) st = add_named(p, prefix, "bias", l->bias);
   if (!st) st = add_named(p, prefix, "running_mean", l->running_mean);
@@ -230,6 +247,7 @@ tg_status tg_nn_batchnorm_params(const tg_nn_batchnorm *l, const char *prefix, t
 }
 
 void tg_nn_batchnorm_free(tg_nn_batchnorm *l) {
+  if (!l) return;
   tg_free(l->weight);
   tg_free(l->bias);
   tg_free(l->running_mean);
@@ -241,6 +259,7 @@ void tg_nn_batchnorm_free(tg_nn_batchnorm *l) {
 /* ---- LayerNorm, RMSNorm, GroupNorm, Embedding ----------------------------------------------------- */
 
 tg_status tg_nn_layernorm_init(tg_nn_layernorm *l, int64_t dim, double eps) {
+  if (!l) return null_layer("tg_nn_layernorm_init");
   *l = (tg_nn_layernorm){.eps = eps};
   if (!positive("tg_nn_layernorm_init", 1, &dim)) return TG_ERR_ARG;
   l->weight = param_of(tg_ones(TG_FLOAT32, 1, &dim), true);
@@ -261,17 +280,20 @@ tg_tensor *tg_nn_layernorm_forward(const tg_nn_layernorm *l, tg_tensor *x) {
 }
 
 tg_status tg_nn_layernorm_params(const tg_nn_layernorm *l, const char *prefix, tg_params *p) {
+  if (!l) return null_layer("tg_nn_layernorm_params");
   tg_status st = add_named(p, prefix, "weight", l->weight);
   return st ? st : add_named(p, prefix, "bias", l->bias);
 }
 
 void tg_nn_layernorm_free(tg_nn_layernorm *l) {
+  if (!l) return;
   tg_free(l->weight);
   tg_free(l->bias);
   *l = (tg_nn_layernorm){0};
 }
 
 tg_status tg_nn_rmsnorm_init(tg_nn_rmsnorm *l, int64_t dim, double eps) {
+  if (!l) return null_layer("tg_nn_rmsnorm_init");
   *l = (tg_nn_rmsnorm){.eps = eps};
   if (!positive("tg_nn_rmsnorm_init", 1, &dim)) return TG_ERR_ARG;
   l->weight = param_of(tg_ones(TG_FLOAT32, 1, &dim), true);
@@ -287,15 +309,18 @@ tg_tensor *tg_nn_rmsnorm_forward(const tg_nn_rmsnorm *l, tg_tensor *x) {
 }
 
 tg_status tg_nn_rmsnorm_params(const tg_nn_rmsnorm *l, const char *prefix, tg_params *p) {
+  if (!l) return null_layer("tg_nn_rmsnorm_params");
   return add_named(p, prefix, "weight", l->weight);
 }
 
 void tg_nn_rmsnorm_free(tg_nn_rmsnorm *l) {
+  if (!l) return;
   tg_free(l->weight);
   *l = (tg_nn_rmsnorm){0};
 }
 
 tg_status tg_nn_groupnorm_init(tg_nn_groupnorm *l, int64_t groups, int64_t channels, double eps) {
+  if (!l) return null_layer("tg_nn_groupnorm_init");
   *l = (tg_nn_groupnorm){.groups = groups, .eps = eps};
   if (!positive("tg_nn_groupnorm_init", 2, (int64_t[]){groups, channels})) return TG_ERR_ARG;
   l->weight = param_of(tg_ones(TG_FLOAT32, 1, &channels), true);
@@ -312,17 +337,20 @@ tg_tensor *tg_nn_groupnorm_forward(const tg_nn_groupnorm *l, tg_tensor *x) {
 }
 
 tg_status tg_nn_groupnorm_params(const tg_nn_groupnorm *l, const char *prefix, tg_params *p) {
+  if (!l) return null_layer("tg_nn_groupnorm_params");
   tg_status st = add_named(p, prefix, "weight", l->weight);
   return st ? st : add_named(p, prefix, "bias", l->bias);
 }
 
 void tg_nn_groupnorm_free(tg_nn_groupnorm *l) {
+  if (!l) return;
   tg_free(l->weight);
   tg_free(l->bias);
   *l = (tg_nn_groupnorm){0};
 }
 
 tg_status tg_nn_embedding_init(tg_nn_embedding *l, int64_t vocab, int64_t dim) {
+  if (!l) return null_layer("tg_nn_embedding_init");
   *l = (tg_nn_embedding){0};
   if (!positive("tg_nn_embedding_init", 2, (int64_t[]){vocab, dim})) return TG_ERR_ARG;
   l->weight = param_of(tg_glorot_uniform(TG_FLOAT32, 2, (int64_t[]){vocab, dim}), true);
@@ -334,10 +362,12 @@ tg_tensor *tg_nn_embedding_forward(const tg_nn_embedding *l, tg_tensor *idx) {
 }
 
 tg_status tg_nn_embedding_params(const tg_nn_embedding *l, const char *prefix, tg_params *p) {
+  if (!l) return null_layer("tg_nn_embedding_params");
   return add_named(p, prefix, "weight", l->weight);
 }
 
 void tg_nn_embedding_free(tg_nn_embedding *l) {
+  if (!l) return;
   tg_free(l->weight);
   *l = (tg_nn_embedding){0};
 }

@@ -376,8 +376,12 @@ tg_tensor *tg_stack(int n, tg_tensor *const *ts, int axis) {
 }
 
 tg_status tg_split(tg_tensor *t, int n, const int64_t *sizes, int axis, tg_tensor **out) {
-  if (!t || !out || n <= 0 || !sizes) {
-    tg_set_error(TG_ERR_ARG, "tg_split: %s", !t ? "tensor is NULL" : "bad arguments");
+  if (!t) {  /* keep the message of the op that failed and returned this NULL */
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_split: tensor is NULL");
+    return tg_error_status();
+  }
+  if (!out || n <= 0 || !sizes) {
+    tg_set_error(TG_ERR_ARG, "tg_split: %s", !out ? "out is NULL" : n <= 0 ? "no pieces" : "sizes is NULL");
     return TG_ERR_ARG;
   }
   int ax = norm_axis("tg_split", axis, TNDIM(t));

@@ -128,6 +128,10 @@ tg_tensor *tg_uniform(tg_dtype dt, int ndim, const int64_t *shape, double low, d
 tg_tensor *tg_rand(tg_dtype dt, int ndim, const int64_t *shape) {
   int64_t n;
   if (!check("tg_rand", dt, ndim, shape, &n)) return NULL;
+  if (!dtype_is_float(dt)) {  /* as tinygrad: an integer rand in [0, 1) would be all zeros */
+    tg_set_error(TG_ERR_ARG, "tg_rand: dtype %s is not a float type (use tg_randint)", tg_dtype_name(dt));
+    return NULL;
+  }
   return tensor_new(mk_cast(mk_reshape(uniform_bits(n), ndim, shape), dt));
 }
 

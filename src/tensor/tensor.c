@@ -178,7 +178,7 @@ int64_t tg_shape(const tg_tensor *t, int axis) {
 
 const int64_t *tg_shape_ptr(const tg_tensor *t) { return t ? t->u->shape : NULL; }
 int64_t tg_numel(const tg_tensor *t) { return t ? uop_numel(t->u) : -1; }
-tg_dtype tg_dtype_of(const tg_tensor *t) { return t ? (tg_dtype)t->u->dtype : TG_FLOAT32; }
+tg_dtype tg_dtype_of(const tg_tensor *t) { return t ? (tg_dtype)t->u->dtype : TG_DTYPE_COUNT; }
 
 int norm_axis(const char *op, int axis, int ndim) {
   int a = axis < 0 ? axis + ndim : axis;
