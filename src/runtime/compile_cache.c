@@ -1,6 +1,6 @@
 /* compile_cache.c — C source → shared object on disk, compiled once per (source, compiler, flags, CPU).
  *
- * The file is <dir>/<16 hex digits>.so, the hex being a hash of the source, the compiler's name and its
+ * The file is <dir>/<16 hex digits>.so, the hex being a hash of the source, the compiler's command and its
  * `--version` line, the flags and the CPU (model and feature flags: -march=native code from another CPU may
  * not run here). dir is TG_CACHE, else $XDG_CACHE_HOME/tgc, else $HOME/.cache/tgc.
  *
@@ -9,9 +9,10 @@
  * sees half a file, and dlopen, which recognises files by path, never meets two codes under one name.
  * When the cache directory cannot be used, the object goes to a private temporary file instead.
  *
- * The compiler runs with posix_spawnp (the fork+exec of the C library, without a shell, and without
- * copying the page tables of a large process), with stdin from /dev/null and its stdout and stderr in a
- * pipe: nothing reaches the terminal, and a failure's first lines become the tg_error() message.
+ * The compiler is TG_CC split into words (env.c: "cc -O0" is the program cc with the argument -O0), run with
+ * posix_spawnp (the fork+exec of the C library, without a shell, and without copying the page tables of a
+ * large process), with stdin from /dev/null and its stdout and stderr in a pipe: nothing reaches the
+ * terminal, and a failure's first lines become the tg_error() message, which names TG_CC.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,20 +31,31 @@
 #include <dlfcn.h>
 
 #include "runtime/device.h"
+#include "uop/env.h"
 #include "uop/uop.h"
 
 extern char **environ;
 
-#define MAX_ARGS 24
+#define MAX_FLAGS 8
+#define MAX_ARGS (ENV_CC_MAX_WORDS + MAX_FLAGS + 8)
 #define OUT_CAP 4096  /* compiler output kept for the error message */
+
+/* the compiler command, copied by value (no pointers into itself) so a compile runs without the lock */
+typedef struct compiler {
+  char words[1024];                 /* the command's words, each NUL-terminated */
+  int off[ENV_CC_MAX_WORDS];        /* where each word starts in words */
+  int nwords;
+  const char *flags[MAX_FLAGS + 1]; /* NULL-terminated; static strings */
+  char desc[1280];                  /* how messages name it: "the C compiler TG_CC='cc -O0'" */
+} compiler;
 
 static struct {
   pthread_mutex_t lock;
   bool ready;                 /* compiler, flags and CPU read */
+  unsigned env_gen;           /* env_generation() they were read at */
   bool dir_ready;             /* dir resolved */
   char dir[PATH_MAX];         /* "" : no usable disk cache location */
-  char cc[256];
-  const char *flags[MAX_ARGS];  /* NULL-terminated; static strings */
+  compiler cc;
   uint64_t key_seed;          /* hash of compiler, version, flags, CPU */
 } cfg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -70,7 +82,8 @@ uint64_t compile_cache_compiles(void) { return atomic_load(&ncompiles); }
 /* ---- running a program --------------------------------------------------------------------------------- */
 
 /* runs argv (PATH searched) with stdout+stderr captured into out (first cap-1 bytes, NUL-terminated);
- * returns its exit status, 128+signal when killed, or -1 with errno-style text in out if it did not start */
+ * returns its exit status, 128+signal when killed, or -1 with the reason (strerror's text) in out if it did
+ * not start */
 static int run_capture(char *const argv[], char *out, size_t cap) {
   out[0] = 0;
   int fds[2];
@@ -96,7 +109,7 @@ static int run_capture(char *const argv[], char *out, size_t cap) {
   close(fds[1]);
   if (err) {
     close(fds[0]);
-    snprintf(out, cap, "cannot run '%s': %s", argv[0], strerror(err));
+    snprintf(out, cap, "%s", strerror(err));
     return -1;
   }
   size_t len = 0;
@@ -155,32 +168,56 @@ static void append_cpuinfo(char *buf, size_t cap, const char *const *keys) {
 static void mix_str(uint64_t *h, const char *s) { *h = hash_bytes(s, strlen(s) + 1, *h); }
 
 
-/* with cfg.lock held */
+/* argv for running c: its program, then flags (NULL-terminated), then the arguments given in TG_CC (after
+ * ours, so that TG_CC="cc -O0" compiles at -O0: the last -O wins), then tail; argv has room for MAX_ARGS */
+static void compiler_argv(const compiler *c, char **argv, const char *const *flags, const char *const *tail) {
+  int argc = 0;
+  argv[argc++] = (char *)c->words;
+  for (int i = 0; flags && flags[i]; i++) argv[argc++] = (char *)flags[i];
+  for (int i = 1; i < c->nwords; i++) argv[argc++] = (char *)c->words + c->off[i];
+  for (int i = 0; tail && tail[i]; i++) argv[argc++] = (char *)tail[i];
+  argv[argc] = NULL;
+}
+
+/* with cfg.lock held: the compiler (TG_CC, split by env.c), its flags and the key seed, read again when the
+ * environment was (env_reload, in tests) */
 static void config_init(void) {
-  if (cfg.ready) return;
-  const char *cc = getenv("TG_CC");
-  snprintf(cfg.cc, sizeof cfg.cc, "%s", cc && *cc ? cc : "cc");
+  const env_values *env = env_get();
+  if (cfg.ready && cfg.env_gen == env_generation()) return;
+  compiler *c = &cfg.cc;
+  memset(c, 0, sizeof *c);
+  size_t used = 0;
+  for (int i = 0; env->cc_argv[i] && i < ENV_CC_MAX_WORDS; i++) {
+    size_t n = strlen(env->cc_argv[i]) + 1;
+    if (used + n > sizeof c->words) break;
+    memcpy(c->words + used, env->cc_argv[i], n);
+    c->off[c->nwords++] = (int)used;
+    used += n;
+  }
+  if (env->cc_text) snprintf(c->desc, sizeof c->desc, "the C compiler TG_CC='%s'", env->cc_text);
+  else snprintf(c->desc, sizeof c->desc, "the C compiler 'cc' (the default; TG_CC chooses another)");
+
   char version[OUT_CAP];
-  char *argv[] = {cfg.cc, "--version", NULL};
+  char *argv[MAX_ARGS];
+  compiler_argv(c, argv, NULL, (const char *const[]){"--version", NULL});
   if (run_capture(argv, version, sizeof version) != 0) version[0] = 0;  /* the compile will report it */
   version[strcspn(version, "\n")] = 0;
 
   /* gcc 12 vectorizes loops with run-time bounds at -O2 only with the cheap cost model (NOTES.md); clang
    * does without it and rejects the flag. TG_NO_NATIVE=1 (valgrind runs) drops -march=native. */
-  const char *nn = getenv("TG_NO_NATIVE");
-  bool native = !(nn && *nn && strcmp(nn, "0") != 0), clang = strstr(version, "clang") != NULL;
+  bool clang = strstr(version, "clang") != NULL;
   int nf = 0;
-  cfg.flags[nf++] = "-O2";
-  if (!clang) cfg.flags[nf++] = "-fvect-cost-model=cheap";
+  c->flags[nf++] = "-O2";
+  if (!clang) c->flags[nf++] = "-fvect-cost-model=cheap";
   /* the renderer writes a multiply-add as two statements (t = a*b; acc = acc + t): gcc fuses them into one
    * FMA in GNU C by default, clang only within one expression; without this flag clang's kernels issue a
    * vmulps and a vaddps for each FMA, half the machine's peak (conv2d 64->64's inner loop, clang 14) */
-  if (clang) cfg.flags[nf++] = "-ffp-contract=fast";
-  if (native) cfg.flags[nf++] = "-march=native";
-  cfg.flags[nf++] = "-fPIC";
-  cfg.flags[nf++] = "-shared";
-  cfg.flags[nf++] = "-nostdlib";
-  cfg.flags[nf] = NULL;
+  if (clang) c->flags[nf++] = "-ffp-contract=fast";
+  if (!env->no_native) c->flags[nf++] = "-march=native";
+  c->flags[nf++] = "-fPIC";
+  c->flags[nf++] = "-shared";
+  c->flags[nf++] = "-nostdlib";
+  c->flags[nf] = NULL;
 
   static const char *const keys[] = {"model name", "flags", "Features", "CPU implementer", "CPU part", NULL};
   static char cpu[16384];
@@ -188,14 +225,15 @@ static void config_init(void) {
   append_cpuinfo(cpu, sizeof cpu, keys);
 
   uint64_t h = 0x7467632d63707531ull;  /* "tgc-cpu1": bump when the file format or the kernel ABI changes */
-  mix_str(&h, cfg.cc);
+  for (int i = 0; i < c->nwords; i++) mix_str(&h, c->words + c->off[i]);
   mix_str(&h, version);
-  for (int i = 0; cfg.flags[i]; i++) mix_str(&h, cfg.flags[i]);
+  for (int i = 0; c->flags[i]; i++) mix_str(&h, c->flags[i]);
   mix_str(&h, "-lgcc");
   mix_str(&h, cpu);
   cfg.key_seed = h;
   cfg.ready = true;
-  if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: compiler %s (%s)\n", cfg.cc, version);
+  cfg.env_gen = env_generation();
+  if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: %s (%s)\n", c->desc, version);
 }
 
 /* with cfg.lock held */
@@ -250,8 +288,8 @@ typedef enum { CC_OK, CC_IO, CC_FAIL } cc_result;
 /* writes src to a temporary file in dir and compiles it to out (an existing file name); CC_IO when the
  * directory cannot take the source file (tg_error untouched), CC_FAIL with tg_error set when the compiler
  * failed */
-static cc_result compile_into(const char *src, const char *dir, const char *hex, const char *cc,
-                              const char *const *flags, const char *out) {
+static cc_result compile_into(const char *src, const char *dir, const char *hex, const compiler *cc,
+                              const char *out) {
   char srcpath[PATH_MAX];
   if (!fmt_path(srcpath, sizeof srcpath, "%s/%s.XXXXXX.c", dir, hex)) return CC_IO;
   int fd = mkstemps(srcpath, 2);
@@ -269,19 +307,11 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
   }
 
   char *argv[MAX_ARGS];
-  int argc = 0;
-  argv[argc++] = (char *)cc;
-  for (int i = 0; flags[i]; i++) argv[argc++] = (char *)flags[i];
-  argv[argc++] = "-o";
-  argv[argc++] = (char *)out;
-  argv[argc++] = "-x";
-  argv[argc++] = "c";
-  argv[argc++] = srcpath;
-  argv[argc++] = "-lgcc";  /* after the source, so the _Float16 helpers it needs are linked in */
-  argv[argc] = NULL;
+  /* -lgcc after the source, so the _Float16 helpers it needs are linked in */
+  compiler_argv(cc, argv, cc->flags, (const char *const[]){"-o", out, "-x", "c", srcpath, "-lgcc", NULL});
   if (tg_debug_level() >= 4) {
     fprintf(stderr, "compile:");
-    for (int i = 0; i < argc; i++) fprintf(stderr, " %s", argv[i]);
+    for (int i = 0; argv[i]; i++) fprintf(stderr, " %s", argv[i]);
     fprintf(stderr, "\n");
   }
 
@@ -301,8 +331,9 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
     for (int lines = 0; text[keep] && lines < 8 && keep < 700; keep++)
       if (text[keep] == '\n') lines++;
     text[keep] = 0;
-    if (st < 0) tg_set_error(TG_ERR_DEVICE, "compile: %s", text);
-    else tg_set_error(TG_ERR_DEVICE, "compile: %s failed (exit %d):\n%s", cc, st, text);
+    if (st < 0) tg_set_error(TG_ERR_DEVICE, "compile: cannot run %s: %s", cc->desc, text);
+    else if (st == 0) tg_set_error(TG_ERR_DEVICE, "compile: %s made no output file%s%s", cc->desc, text[0] ? ":\n" : "", text);
+    else tg_set_error(TG_ERR_DEVICE, "compile: %s failed (exit %d)%s%s", cc->desc, st, text[0] ? ":\n" : "", text);
     rejected = st > 0 && st < 128;  /* the compiler ran and refused the source: not a signal, not a spawn failure */
     free(text);
     return CC_FAIL;
@@ -313,7 +344,7 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
 }
 
 /* a private object file in $TMPDIR or /tmp */
-static char *compile_private(const char *src, const char *hex, const char *cc, const char *const *flags) {
+static char *compile_private(const char *src, const char *hex, const compiler *cc) {
   const char *tmp = getenv("TMPDIR");
   if (!tmp || !*tmp) tmp = "/tmp";
   char dir[PATH_MAX];
@@ -331,7 +362,7 @@ static char *compile_private(const char *src, const char *hex, const char *cc, c
     return NULL;
   }
   close(fd);
-  cc_result r = compile_into(src, dir, hex, cc, flags, out);
+  cc_result r = compile_into(src, dir, hex, cc, out);
   if (r != CC_OK) {
     if (r == CC_IO) tg_set_error(TG_ERR_IO, "compile: cannot write a source file in %s", dir);
     unlink(out);
@@ -340,6 +371,8 @@ static char *compile_private(const char *src, const char *hex, const char *cc, c
   }
   return out;
 }
+
+/* ---- the cache ----------------------------------------------------------------------------------------- */
 
 char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
   rejected = false;
@@ -351,15 +384,15 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
     tg_set_error(TG_ERR_ARG, "compile: NULL source");
     return NULL;
   }
-  char dir[PATH_MAX], cc[sizeof cfg.cc];
-  const char *flags[MAX_ARGS];
+  char dir[PATH_MAX];
+  compiler cc;
+  size_t len = strlen(src);
   pthread_mutex_lock(&cfg.lock);
   config_init();
   dir_init();
   memcpy(dir, cfg.dir, sizeof dir);
-  memcpy(cc, cfg.cc, sizeof cc);
-  memcpy(flags, cfg.flags, sizeof flags);
-  uint64_t key = hash_bytes(src, strlen(src), cfg.key_seed);
+  cc = cfg.cc;
+  uint64_t key = hash_bytes(src, len, cfg.key_seed);
   pthread_mutex_unlock(&cfg.lock);
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
@@ -387,7 +420,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
     int fd = fits && fmt_path(tmp, sizeof tmp, "%s/%s.so.tmp.XXXXXX", dir, hex) ? mkstemp(tmp) : -1;
     if (fd >= 0) {
       close(fd);
-      cc_result r = compile_into(src, dir, hex, cc, flags, tmp);
+      cc_result r = compile_into(src, dir, hex, &cc, tmp);
       if (r == CC_FAIL) {
         unlink(tmp);
         free(path);
@@ -410,7 +443,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
     if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: cannot write to %s: using a private file\n", dir);
     free(path);
   }
-  char *out = compile_private(src, hex, cc, flags);
+  char *out = compile_private(src, hex, &cc);
   if (out) *is_temp = true;
   return out;
 }

@@ -76,7 +76,8 @@ void pool_shutdown(void);
 
 /* ---- compile cache (compile_cache.c) ---------------------------------------------------------------- */
 /* the path of a loadable shared object for this source, compiling it if the disk cache lacks it;
- * *from_disk says which. Caller frees the path. NULL with tg_error set on a compile failure. */
+ * *from_disk says which. Caller frees the path. NULL with tg_error set on a compile failure (TG_ERR_DEVICE,
+ * naming TG_CC) or an I/O one. */
 char *cpu_compile_to_file(const char *src, bool *from_disk);
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);  /* 64-bit FNV-1a style hash */
 /* as cpu_compile_to_file; *is_temp (if not NULL) says the file is a private temporary (the cache directory
