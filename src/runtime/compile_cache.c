@@ -4,10 +4,15 @@
  * `--version` line, the flags and the CPU (model and feature flags: -march=native code from another CPU may
  * not run here). dir is TG_CACHE, else $XDG_CACHE_HOME/tgc, else $HOME/.cache/tgc.
  *
- * A cached file that does not load (truncated, corrupt) is compiled again and replaced. New files are
- * written under a temporary name in the same directory and renamed into place, so another process never
- * sees half a file, and dlopen, which recognises files by path, never meets two codes under one name.
- * When the cache directory cannot be used, the object goes to a private temporary file instead.
+ * Each file ends with a record of 40 bytes after the shared object (the loader maps what the ELF headers
+ * name and ignores bytes after them): a magic, the key, a second independent hash of the source, the
+ * object's size and a checksum of its bytes. A cached file is checked against it before dlopen sees it: a
+ * truncated object made dlopen die of SIGBUS, and an object copied over another key's name loaded and
+ * computed the wrong thing. A file that fails the check is deleted, compiled again and counted
+ * (compile_cache_rejects; DEBUG>=1 says so). New files are written under a temporary name in the same
+ * directory, given their record and renamed into place, so another process never sees half a file, and
+ * dlopen, which recognises files by path, never meets two codes under one name. When the cache directory
+ * cannot be used, the object goes to a private temporary file instead.
  *
  * The compiler is TG_CC split into words (env.c: "cc -O0" is the program cc with the argument -O0), run with
  * posix_spawnp (the fork+exec of the C library, without a shell, and without copying the page tables of a
@@ -28,8 +33,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <dlfcn.h>
-
 #include "runtime/device.h"
 #include "uop/env.h"
 #include "uop/uop.h"
@@ -39,6 +42,7 @@ extern char **environ;
 #define MAX_FLAGS 8
 #define MAX_ARGS (ENV_CC_MAX_WORDS + MAX_FLAGS + 8)
 #define OUT_CAP 4096  /* compiler output kept for the error message */
+#define MAX_SO_BYTES ((size_t)256 << 20)  /* a cached file larger than this is not read, just replaced */
 
 /* the compiler command, copied by value (no pointers into itself) so a compile runs without the lock */
 typedef struct compiler {
@@ -59,7 +63,7 @@ static struct {
   uint64_t key_seed;          /* hash of compiler, version, flags, CPU */
 } cfg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static atomic_ullong ncompiles;
+static atomic_ullong ncompiles, nrejects;
 /* set when the compiler refused the last source this thread compiled (cpu_compile_so clears it) */
 static _Thread_local bool rejected;
 
@@ -78,6 +82,7 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed) {
 }
 
 uint64_t compile_cache_compiles(void) { return atomic_load(&ncompiles); }
+uint64_t compile_cache_rejects(void) { return atomic_load(&nrejects); }
 
 /* ---- running a program --------------------------------------------------------------------------------- */
 
@@ -224,7 +229,8 @@ static void config_init(void) {
   cpu[0] = 0;
   append_cpuinfo(cpu, sizeof cpu, keys);
 
-  uint64_t h = 0x7467632d63707531ull;  /* "tgc-cpu1": bump when the file format or the kernel ABI changes */
+  /* "tgc-cpu2": bump when the file format or the kernel ABI changes (2: the checked record at the end) */
+  uint64_t h = 0x7467632d63707532ull;
   for (int i = 0; i < c->nwords; i++) mix_str(&h, c->words + c->off[i]);
   mix_str(&h, version);
   for (int i = 0; c->flags[i]; i++) mix_str(&h, c->flags[i]);
@@ -372,6 +378,84 @@ static char *compile_private(const char *src, const char *hex, const compiler *c
   return out;
 }
 
+/* ---- the record at the end of a cached file ------------------------------------------------------------ */
+
+typedef struct so_record {
+  char magic[8];  /* RECORD_MAGIC */
+  uint64_t key;   /* the file's name */
+  uint64_t key2;  /* a second hash of the source (another seed): two sources whose keys collide still differ */
+  uint64_t size;  /* bytes of the shared object before the record */
+  uint64_t sum;   /* hash of those bytes, seeded with key2 */
+} so_record;
+_Static_assert(sizeof(so_record) == 40, "the record is 40 bytes without padding");
+static const char RECORD_MAGIC[8] = {'t', 'g', 'c', '-', 's', 'o', '1', '\n'};
+
+/* n bytes from fd at offset off into buf; false on a short read or an error */
+static bool read_at(int fd, void *buf, size_t n, off_t off) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += (size_t)r;
+  }
+  return true;
+}
+
+/* hash of the first n bytes of fd; false when they cannot be read (or memory is short) */
+static bool sum_file(int fd, size_t n, uint64_t seed, uint64_t *sum) {
+  unsigned char *b = malloc(n ? n : 1);
+  if (!b) return false;
+  bool ok = read_at(fd, b, n, 0);
+  if (ok) *sum = hash_bytes(b, n, seed);
+  free(b);
+  return ok;
+}
+
+/* appends the record for (key, key2) to the compiled object at path; false on an I/O error (the object
+ * still loads: the loader ignores bytes after what its headers name) */
+static bool record_append(const char *path, uint64_t key, uint64_t key2) {
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat sb;
+  so_record rec = {.key = key, .key2 = key2};
+  memcpy(rec.magic, RECORD_MAGIC, sizeof rec.magic);
+  bool ok = fstat(fd, &sb) == 0 && sb.st_size > 0 && (size_t)sb.st_size <= MAX_SO_BYTES;
+  if (ok) {
+    rec.size = (uint64_t)sb.st_size;
+    ok = sum_file(fd, (size_t)sb.st_size, key2, &rec.sum);
+  }
+  ok = ok && pwrite(fd, &rec, sizeof rec, sb.st_size) == (ssize_t)sizeof rec;
+  return close(fd) == 0 && ok;
+}
+
+typedef enum { ENTRY_NONE, ENTRY_OK, ENTRY_BAD } entry_state;
+
+/* whether path holds the object for (key, key2) intact; *why says what is wrong with a bad one */
+static entry_state entry_check(const char *path, uint64_t key, uint64_t key2, const char **why) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = "cannot be opened";
+    return errno == ENOENT ? ENTRY_NONE : ENTRY_BAD;
+  }
+  struct stat sb;
+  so_record rec;
+  entry_state st = ENTRY_BAD;
+  uint64_t sum;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) *why = "is not a regular file";
+  else if ((size_t)sb.st_size < sizeof rec + 64) *why = "is too short to be a shared object";
+  else if ((size_t)sb.st_size > MAX_SO_BYTES + sizeof rec) *why = "is too large";
+  else if (!read_at(fd, &rec, sizeof rec, sb.st_size - (off_t)sizeof rec)) *why = "cannot be read";
+  else if (memcmp(rec.magic, RECORD_MAGIC, sizeof rec.magic)) *why = "has no record (truncated or not written by tgc)";
+  else if (rec.key != key || rec.key2 != key2) *why = "was compiled from another source";
+  else if (rec.size != (uint64_t)sb.st_size - sizeof rec) *why = "has the wrong size";
+  else if (!sum_file(fd, rec.size, key2, &sum)) *why = "cannot be read";
+  else if (sum != rec.sum) *why = "fails its checksum";
+  else st = ENTRY_OK;
+  close(fd);
+  return st;
+}
+
 /* ---- the cache ----------------------------------------------------------------------------------------- */
 
 char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
@@ -393,6 +477,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
   memcpy(dir, cfg.dir, sizeof dir);
   cc = cfg.cc;
   uint64_t key = hash_bytes(src, len, cfg.key_seed);
+  uint64_t key2 = hash_bytes(src, len, cfg.key_seed ^ 0x6b6579326b657932ull);
   pthread_mutex_unlock(&cfg.lock);
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
@@ -404,16 +489,16 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
       return NULL;
     }
     bool fits = fmt_path(path, PATH_MAX, "%s/%s.so", dir, hex);
-    if (fits && access(path, R_OK) == 0) {
-      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-      if (h) {
-        dlclose(h);
-        *from_disk = true;
-        return path;
-      }
-      const char *why = dlerror();
-      if (tg_debug_level() >= 4)
-        fprintf(stderr, "compile cache: %s does not load (%s): compiling again\n", path, why ? why : "?");
+    const char *why = "";
+    entry_state es = fits ? entry_check(path, key, key2, &why) : ENTRY_NONE;
+    if (es == ENTRY_OK) {
+      *from_disk = true;
+      return path;
+    }
+    if (es == ENTRY_BAD) {  /* never handed to dlopen: delete it and compile again */
+      atomic_fetch_add(&nrejects, 1);
+      unlink(path);
+      if (tg_debug_level() >= 1) fprintf(stderr, "compile cache: %s %s: compiling it again\n", path, why);
     }
     make_dirs(dir);
     char tmp[PATH_MAX];
@@ -427,7 +512,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
         return NULL;
       }
       if (r == CC_OK) {
-        if (rename(tmp, path) == 0) return path;
+        if (record_append(tmp, key, key2) && rename(tmp, path) == 0) return path;
         free(path);  /* could not publish it: use it as a private file */
         char *own = strdup(tmp);
         if (!own) {

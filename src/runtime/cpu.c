@@ -354,6 +354,7 @@ runtime_counters runtime_get_counters(void) {
   c.disk_hits = pc.disk_hits;
   pthread_mutex_unlock(&pc.lock);
   c.compiles = compile_cache_compiles();
+  c.disk_rejects = compile_cache_rejects();
   host_alloc_counters(&c.buffers_allocated, &c.buffer_cache_hits, &c.bytes_cached);
   return c;
 }
