@@ -61,7 +61,8 @@ const env_values *env_get(void);
 tg_status env_check(unsigned mask);
 /* counts re-reads of the environment: caches of values derived from it compare it to know they are stale */
 unsigned env_generation(void);
-/* for tests only: reads the environment again (after setenv). Not safe while other threads use the library. */
+/* for tests and benchmarks only: reads the environment again (after setenv); values derived from it are
+ * recomputed lazily. Not safe while other threads use the library. */
 void env_reload(void);
 
 #endif
