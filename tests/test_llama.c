@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "uop/env.h"
 
 #define STEPS 40
 
@@ -142,8 +143,10 @@ TEST(test_llama_jit_replay_matches_eager_logits) {
   int32_t token = f.prompt[0];
   for (int pos = 0; pos < 8; pos++) {
     unsetenv("JIT");
+    env_reload();
     tg_status sa = tg_llama_step(jit, token, pos, a);
     setenv("JIT", "0", 1);
+    env_reload();
     tg_status sb = tg_llama_step(eager, token, pos, b);
     if (sa != TG_OK || sb != TG_OK) {
       CHECK(false, "pos %d: %s", pos, tg_error());
@@ -156,6 +159,7 @@ TEST(test_llama_jit_replay_matches_eager_logits) {
   }
   if (keep) setenv("JIT", keep, 1);
   else unsetenv("JIT");
+  env_reload();
   free(keep);
   CHECK(tg_llama_kernels(jit) > 0 && tg_llama_kernels(eager) == 0, "kernels captured: jit %d, eager %d",
         tg_llama_kernels(jit), tg_llama_kernels(eager));

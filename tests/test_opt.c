@@ -12,6 +12,7 @@
 #include "schedule/schedule.h"
 #include "tensor/tensor.h"
 #include "test.h"
+#include "uop/env.h"
 
 static uint64_t xs = 0x9E3779B97F4A7C15ULL;
 static uint64_t next_u64(void) {
@@ -356,13 +357,16 @@ TEST(test_opt_noopt_turns_the_heuristic_off) {
   if (!matmul64_schedule(&s)) { tg_scope_end(); return; }
   const char *old = getenv("NOOPT");
   setenv("NOOPT", "1", 1);
+  env_reload();
   kernel_info info;
   uop *a = codegen_optimize(s.kernels[0].ast, 2, &info);
   CHECK(a && !strstr(info.opts, "UPCAST") && !info.lane, "NOOPT=1 applied %s", info.opts);
   unsetenv("NOOPT");
+  env_reload();
   a = codegen_optimize(s.kernels[0].ast, 2, &info);
   CHECK(a && strstr(info.opts, "UPCAST"), "the heuristic applied only '%s'", info.opts);
   if (old) setenv("NOOPT", old, 1);
+  env_reload();
   schedule_free(&s);
   tg_scope_end();
 }
@@ -373,6 +377,7 @@ TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
   compile_cache_set_dir(dir);
   setenv("TG_BEAM_LIMIT", "3", 1);
   setenv("BEAM", "2", 1);
+  env_reload();
   tg_scope_begin();
   int64_t sa[2] = {32, 64}, sb[2] = {64, 48};
   tg_tensor *a = rand_t(2, sa), *b = rand_t(2, sb), *y = tg_matmul(a, b);
@@ -383,6 +388,7 @@ TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
   uop *ast = ok ? s.kernels[0].ast : NULL;
   ok = ok && tg_to_host(y, got, sizeof got) == TG_OK;  /* realized with BEAM=2 */
   unsetenv("BEAM");
+  env_reload();
   CHECK(ok, "BEAM=2 matmul failed: %s", tg_error());
   if (ok) {
     for (int i = 0; i < 32; i++)
@@ -402,6 +408,7 @@ TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
   }
   tg_scope_end();
   unsetenv("TG_BEAM_LIMIT");
+  env_reload();
   compile_cache_set_dir(NULL);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "test.h"
+#include "uop/env.h"
 
 static float *draw(tg_tensor *(*f)(tg_dtype, int, const int64_t *), int64_t n) {
   float *v = malloc((size_t)n * sizeof *v);
@@ -19,10 +20,12 @@ TEST(test_random_same_seed_same_numbers_any_thread_count) {
   float *a = draw(tg_rand, n), *a2 = draw(tg_rand, n);
   tg_collect();  /* restarts the pool with one thread */
   setenv("TG_THREADS", "1", 1);
+  env_reload();
   tg_manual_seed(42);
   float *b = draw(tg_rand, n), *b2 = draw(tg_rand, n);
   tg_collect();
   unsetenv("TG_THREADS");
+  env_reload();
   CHECK(a && b && a2 && b2, "%s", tg_error());
   if (a && b && a2 && b2) {
     CHECK(!memcmp(a, b, (size_t)n * sizeof *a), "same seed, different numbers on 1 thread");

@@ -10,6 +10,7 @@
 
 #include "runtime/device.h"
 #include "test.h"
+#include "uop/env.h"
 
 /* c[i] = a[i] + b[i] for i < n; the range is split into ncores contiguous parts */
 static const char *add_src =
@@ -272,13 +273,17 @@ TEST(test_runtime_device_default_reads_dev) {
   const char *old = getenv("DEV");
   char *saved = old ? strdup(old) : NULL;
   unsetenv("DEV");
+  env_reload();
   CHECK(device_default() == device_cpu(), "DEV unset: CPU");
   setenv("DEV", "CPU", 1);
+  env_reload();
   CHECK(device_default() == device_cpu(), "DEV=CPU");
   setenv("DEV", "FOO", 1);
+  env_reload();
   CHECK(device_default() == NULL && strstr(tg_error(), "FOO"), "DEV=FOO: NULL and an error naming it: %s", tg_error());
   if (saved) setenv("DEV", saved, 1);
   else unsetenv("DEV");
+  env_reload();
   free(saved);
   CHECK(device_cpu()->num_threads(device_cpu()) == pool_size(), "num_threads is the pool size");
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codegen/opt.h"
+#include "uop/env.h"
 
 /* below this many loop iterations in total a kernel runs on one thread: waking the pool costs more */
 #define THREAD_MIN_WORK 32768
@@ -29,26 +30,19 @@ static void kernel_name(uop *ast, kernel_info *info) {
   free(order);
 }
 
-static bool env_on(const char *name) {
-  const char *v = getenv(name);
-  return v && *v && strcmp(v, "0") != 0;
-}
-
 /* bytes of one machine vector for generated C compiled with -march=native on this host */
 static int host_vec_bytes(void) {
-  static int cached;
-  if (cached) return cached;
+  const env_values *env = env_get();
+  if (env->vec_bytes >= 0) return env->vec_bytes;  /* TG_VEC_BYTES, for tests: 0 turns the vector path off */
   int b = 16;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (!env_on("TG_NO_NATIVE")) {
+  if (!env->no_native) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) b = 64;
     else if (__builtin_cpu_supports("avx2")) b = 32;
   }
 #endif
-  const char *v = getenv("TG_VEC_BYTES");  /* for tests: 0 turns the vector path off */
-  if (v && *v) b = atoi(v);
-  return cached = b;
+  return b;
 }
 
 opt_target codegen_host_target(int nthreads) {
@@ -90,7 +84,7 @@ uop *codegen_optimize(uop *ast, int nthreads, kernel_info *info) {
   memset(info, 0, sizeof *info);
   kernel_state ks;
   if (!ks_init(&ks, ast, codegen_host_target(nthreads))) return NULL;
-  if (env_on("NOOPT")) noopt_threads(&ks);
+  if (env_get()->noopt) noopt_threads(&ks);
   else hand_coded_optimizations(&ks);
   return codegen_finish(&ks, info);
 }

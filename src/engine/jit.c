@@ -14,6 +14,7 @@
 #include "engine/jit.h"
 #include "engine/memplan.h"
 #include "tensor/tensor.h"
+#include "uop/env.h"
 
 /* a captured input's buffer sits in slot `slot` of launch `launch`: replays put the new input there */
 typedef struct jit_patch { int launch, slot, input; } jit_patch;
@@ -416,6 +417,8 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     tg_set_error(TG_ERR_ARG, "tg_jit_call: a JIT step may not call another JIT while it is being captured");
     return TG_ERR_ARG;
   }
+  tg_status est = env_check(ENV_BIT(ENV_JIT));  /* JIT=x is an error, not "on" (env.h) */
+  if (est != TG_OK) return est;
   for (int i = 0; i < j->nin; i++) {
     if (!in[i]) {
       if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_jit_call: input %d is NULL", i);
@@ -433,8 +436,7 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   tg_status st = tg_realize_many(j->nin, in);  /* inputs are values with buffers before the step reads them */
   if (st != TG_OK) return st;
   j->calls++;
-  const char *env = getenv("JIT");
-  if (j->calls == 1 || (env && !strcmp(env, "0"))) return run_step(j, in, out);
+  if (j->calls == 1 || !env_get()->jit) return run_step(j, in, out);
   if (!j->captured) {
     st = capture(j, in, out);
     if (st != TG_OK) j->calls = 1;  /* the JIT stays usable: the next call tries to capture again */

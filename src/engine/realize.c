@@ -15,6 +15,7 @@
 #include "runtime/device.h"
 #include "schedule/schedule.h"
 #include "tensor/tensor.h"
+#include "uop/env.h"
 
 typedef struct compiled {
   tg_program *prog;
@@ -66,9 +67,8 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   }
   linear_program lp = {0};
   char *src = NULL;
-  const char *beam = getenv("BEAM"), *noopt = getenv("NOOPT");
-  int width = beam ? atoi(beam) : 0;
-  if (noopt && *noopt && strcmp(noopt, "0") != 0) width = 0;
+  const env_values *env = env_get();  /* checked by the realize that got here */
+  int width = env->noopt ? 0 : env->beam;
   uop *opt = width > 0 ? engine_beam(dev, decompose_dtypes(ast), width, &c->info)
                        : codegen_optimize(decompose_dtypes(ast), dev->num_threads(dev), &c->info);
   if (!opt) goto fail;
@@ -294,10 +294,12 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
       if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_realize: tensor %d is NULL", i);
       return tg_error_status();
     }
+  tg_status est = env_check(ENV_REALIZE);  /* a bad BEAM, DEBUG, TG_THREADS, ... (env.h) */
+  if (est != TG_OK) return est;
   uop_gc_maybe();
   last_kernels = 0;
   const tg_device *dev = device_default();
-  if (!dev) return TG_ERR_DEVICE;
+  if (!dev) return tg_error_status();
   uop **outs = malloc(((size_t)n + 1) * sizeof *outs);
   if (!outs) return TG_ERR_NOMEM;
   for (int i = 0; i < n; i++) outs[i] = ts[i]->u;

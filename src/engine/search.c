@@ -7,6 +7,7 @@
 
 #include "codegen/beam.h"
 #include "engine/search.h"
+#include "uop/env.h"
 
 typedef struct search_ctx {
   const tg_device *dev;
@@ -71,9 +72,8 @@ uop *engine_beam(const tg_device *dev, uop *ast, int width, kernel_info *info) {
     char dir[4096], key[128];
     compile_cache_dir(dir, sizeof dir);
     snprintf(key, sizeof key, "%s/vec%d/threads%d", dev->name, ks.tg.vec_bytes, ks.tg.nthreads);
-    const char *lim = getenv("TG_BEAM_LIMIT");
     beam_device bd = {.ctx = &s, .compile = s_compile, .run = s_run, .release = s_release, .key = key, .cache_dir = dir};
-    if (!beam_search(&ks, width, &bd, lim && *lim ? atof(lim) : 60.0)) hand_coded_optimizations(&ks);
+    if (!beam_search(&ks, width, &bd, env_get()->beam_limit)) hand_coded_optimizations(&ks);
     res = codegen_finish(&ks, info);
   }
   for (int i = 0; i < s.nbufs; i++) buffer_release(s.bufs[i]);

@@ -1,17 +1,23 @@
 /* compile_cache.c — C source → shared object on disk, compiled once per (source, compiler, flags, CPU).
  *
- * The file is <dir>/<16 hex digits>.so, the hex being a hash of the source, the compiler's name and its
+ * The file is <dir>/<16 hex digits>.so, the hex being a hash of the source, the compiler's command and its
  * `--version` line, the flags and the CPU (model and feature flags: -march=native code from another CPU may
  * not run here). dir is TG_CACHE, else $XDG_CACHE_HOME/tgc, else $HOME/.cache/tgc.
  *
- * A cached file that does not load (truncated, corrupt) is compiled again and replaced. New files are
- * written under a temporary name in the same directory and renamed into place, so another process never
- * sees half a file, and dlopen, which recognises files by path, never meets two codes under one name.
- * When the cache directory cannot be used, the object goes to a private temporary file instead.
+ * Each file ends with a record of 40 bytes after the shared object (the loader maps what the ELF headers
+ * name and ignores bytes after them): a magic, the key, a second independent hash of the source, the
+ * object's size and a checksum of its bytes. A cached file is checked against it before dlopen sees it: a
+ * truncated object made dlopen die of SIGBUS, and an object copied over another key's name loaded and
+ * computed the wrong thing. A file that fails the check is deleted, compiled again and counted
+ * (compile_cache_rejects; DEBUG>=1 says so). New files are written under a temporary name in the same
+ * directory, given their record and renamed into place, so another process never sees half a file, and
+ * dlopen, which recognises files by path, never meets two codes under one name. When the cache directory
+ * cannot be used, the object goes to a private temporary file instead.
  *
- * The compiler runs with posix_spawnp (the fork+exec of the C library, without a shell, and without
- * copying the page tables of a large process), with stdin from /dev/null and its stdout and stderr in a
- * pipe: nothing reaches the terminal, and a failure's first lines become the tg_error() message.
+ * The compiler is TG_CC split into words (env.c: "cc -O0" is the program cc with the argument -O0), run with
+ * posix_spawnp (the fork+exec of the C library, without a shell, and without copying the page tables of a
+ * large process), with stdin from /dev/null and its stdout and stderr in a pipe: nothing reaches the
+ * terminal, and a failure's first lines become the tg_error() message, which names TG_CC.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,27 +33,37 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <dlfcn.h>
-
 #include "runtime/device.h"
+#include "uop/env.h"
 #include "uop/uop.h"
 
 extern char **environ;
 
-#define MAX_ARGS 24
+#define MAX_FLAGS 8
+#define MAX_ARGS (ENV_CC_MAX_WORDS + MAX_FLAGS + 8)
 #define OUT_CAP 4096  /* compiler output kept for the error message */
+#define MAX_SO_BYTES ((size_t)256 << 20)  /* a cached file larger than this is not read, just replaced */
+
+/* the compiler command, copied by value (no pointers into itself) so a compile runs without the lock */
+typedef struct compiler {
+  char words[1024];                 /* the command's words, each NUL-terminated */
+  int off[ENV_CC_MAX_WORDS];        /* where each word starts in words */
+  int nwords;
+  const char *flags[MAX_FLAGS + 1]; /* NULL-terminated; static strings */
+  char desc[1280];                  /* how messages name it: "the C compiler TG_CC='cc -O0'" */
+} compiler;
 
 static struct {
   pthread_mutex_t lock;
   bool ready;                 /* compiler, flags and CPU read */
+  unsigned env_gen;           /* env_generation() they were read at */
   bool dir_ready;             /* dir resolved */
   char dir[PATH_MAX];         /* "" : no usable disk cache location */
-  char cc[256];
-  const char *flags[MAX_ARGS];  /* NULL-terminated; static strings */
+  compiler cc;
   uint64_t key_seed;          /* hash of compiler, version, flags, CPU */
 } cfg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static atomic_ullong ncompiles;
+static atomic_ullong ncompiles, nrejects;
 /* set when the compiler refused the last source this thread compiled (cpu_compile_so clears it) */
 static _Thread_local bool rejected;
 
@@ -66,11 +82,13 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed) {
 }
 
 uint64_t compile_cache_compiles(void) { return atomic_load(&ncompiles); }
+uint64_t compile_cache_rejects(void) { return atomic_load(&nrejects); }
 
 /* ---- running a program --------------------------------------------------------------------------------- */
 
 /* runs argv (PATH searched) with stdout+stderr captured into out (first cap-1 bytes, NUL-terminated);
- * returns its exit status, 128+signal when killed, or -1 with errno-style text in out if it did not start */
+ * returns its exit status, 128+signal when killed, or -1 with the reason (strerror's text) in out if it did
+ * not start */
 static int run_capture(char *const argv[], char *out, size_t cap) {
   out[0] = 0;
   int fds[2];
@@ -96,7 +114,7 @@ static int run_capture(char *const argv[], char *out, size_t cap) {
   close(fds[1]);
   if (err) {
     close(fds[0]);
-    snprintf(out, cap, "cannot run '%s': %s", argv[0], strerror(err));
+    snprintf(out, cap, "%s", strerror(err));
     return -1;
   }
   size_t len = 0;
@@ -155,47 +173,73 @@ static void append_cpuinfo(char *buf, size_t cap, const char *const *keys) {
 static void mix_str(uint64_t *h, const char *s) { *h = hash_bytes(s, strlen(s) + 1, *h); }
 
 
-/* with cfg.lock held */
+/* argv for running c: its program, then flags (NULL-terminated), then the arguments given in TG_CC (after
+ * ours, so that TG_CC="cc -O0" compiles at -O0: the last -O wins), then tail; argv has room for MAX_ARGS */
+static void compiler_argv(const compiler *c, char **argv, const char *const *flags, const char *const *tail) {
+  int argc = 0;
+  argv[argc++] = (char *)c->words;
+  for (int i = 0; flags && flags[i]; i++) argv[argc++] = (char *)flags[i];
+  for (int i = 1; i < c->nwords; i++) argv[argc++] = (char *)c->words + c->off[i];
+  for (int i = 0; tail && tail[i]; i++) argv[argc++] = (char *)tail[i];
+  argv[argc] = NULL;
+}
+
+/* with cfg.lock held: the compiler (TG_CC, split by env.c), its flags and the key seed, read again when the
+ * environment was (env_reload, in tests) */
 static void config_init(void) {
-  if (cfg.ready) return;
-  const char *cc = getenv("TG_CC");
-  snprintf(cfg.cc, sizeof cfg.cc, "%s", cc && *cc ? cc : "cc");
+  const env_values *env = env_get();
+  if (cfg.ready && cfg.env_gen == env_generation()) return;
+  compiler *c = &cfg.cc;
+  memset(c, 0, sizeof *c);
+  size_t used = 0;
+  for (int i = 0; env->cc_argv[i] && i < ENV_CC_MAX_WORDS; i++) {
+    size_t n = strlen(env->cc_argv[i]) + 1;
+    if (used + n > sizeof c->words) break;
+    memcpy(c->words + used, env->cc_argv[i], n);
+    c->off[c->nwords++] = (int)used;
+    used += n;
+  }
+  if (env->cc_text) snprintf(c->desc, sizeof c->desc, "the C compiler TG_CC='%s'", env->cc_text);
+  else snprintf(c->desc, sizeof c->desc, "the C compiler 'cc' (the default; TG_CC chooses another)");
+
   char version[OUT_CAP];
-  char *argv[] = {cfg.cc, "--version", NULL};
+  char *argv[MAX_ARGS];
+  compiler_argv(c, argv, NULL, (const char *const[]){"--version", NULL});
   if (run_capture(argv, version, sizeof version) != 0) version[0] = 0;  /* the compile will report it */
   version[strcspn(version, "\n")] = 0;
 
   /* gcc 12 vectorizes loops with run-time bounds at -O2 only with the cheap cost model (NOTES.md); clang
    * does without it and rejects the flag. TG_NO_NATIVE=1 (valgrind runs) drops -march=native. */
-  const char *nn = getenv("TG_NO_NATIVE");
-  bool native = !(nn && *nn && strcmp(nn, "0") != 0), clang = strstr(version, "clang") != NULL;
+  bool clang = strstr(version, "clang") != NULL;
   int nf = 0;
-  cfg.flags[nf++] = "-O2";
-  if (!clang) cfg.flags[nf++] = "-fvect-cost-model=cheap";
+  c->flags[nf++] = "-O2";
+  if (!clang) c->flags[nf++] = "-fvect-cost-model=cheap";
   /* the renderer writes a multiply-add as two statements (t = a*b; acc = acc + t): gcc fuses them into one
    * FMA in GNU C by default, clang only within one expression; without this flag clang's kernels issue a
    * vmulps and a vaddps for each FMA, half the machine's peak (conv2d 64->64's inner loop, clang 14) */
-  if (clang) cfg.flags[nf++] = "-ffp-contract=fast";
-  if (native) cfg.flags[nf++] = "-march=native";
-  cfg.flags[nf++] = "-fPIC";
-  cfg.flags[nf++] = "-shared";
-  cfg.flags[nf++] = "-nostdlib";
-  cfg.flags[nf] = NULL;
+  if (clang) c->flags[nf++] = "-ffp-contract=fast";
+  if (!env->no_native) c->flags[nf++] = "-march=native";
+  c->flags[nf++] = "-fPIC";
+  c->flags[nf++] = "-shared";
+  c->flags[nf++] = "-nostdlib";
+  c->flags[nf] = NULL;
 
   static const char *const keys[] = {"model name", "flags", "Features", "CPU implementer", "CPU part", NULL};
   static char cpu[16384];
   cpu[0] = 0;
   append_cpuinfo(cpu, sizeof cpu, keys);
 
-  uint64_t h = 0x7467632d63707531ull;  /* "tgc-cpu1": bump when the file format or the kernel ABI changes */
-  mix_str(&h, cfg.cc);
+  /* "tgc-cpu2": bump when the file format or the kernel ABI changes (2: the checked record at the end) */
+  uint64_t h = 0x7467632d63707532ull;
+  for (int i = 0; i < c->nwords; i++) mix_str(&h, c->words + c->off[i]);
   mix_str(&h, version);
-  for (int i = 0; cfg.flags[i]; i++) mix_str(&h, cfg.flags[i]);
+  for (int i = 0; c->flags[i]; i++) mix_str(&h, c->flags[i]);
   mix_str(&h, "-lgcc");
   mix_str(&h, cpu);
   cfg.key_seed = h;
   cfg.ready = true;
-  if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: compiler %s (%s)\n", cfg.cc, version);
+  cfg.env_gen = env_generation();
+  if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: %s (%s)\n", c->desc, version);
 }
 
 /* with cfg.lock held */
@@ -250,8 +294,8 @@ typedef enum { CC_OK, CC_IO, CC_FAIL } cc_result;
 /* writes src to a temporary file in dir and compiles it to out (an existing file name); CC_IO when the
  * directory cannot take the source file (tg_error untouched), CC_FAIL with tg_error set when the compiler
  * failed */
-static cc_result compile_into(const char *src, const char *dir, const char *hex, const char *cc,
-                              const char *const *flags, const char *out) {
+static cc_result compile_into(const char *src, const char *dir, const char *hex, const compiler *cc,
+                              const char *out) {
   char srcpath[PATH_MAX];
   if (!fmt_path(srcpath, sizeof srcpath, "%s/%s.XXXXXX.c", dir, hex)) return CC_IO;
   int fd = mkstemps(srcpath, 2);
@@ -269,19 +313,11 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
   }
 
   char *argv[MAX_ARGS];
-  int argc = 0;
-  argv[argc++] = (char *)cc;
-  for (int i = 0; flags[i]; i++) argv[argc++] = (char *)flags[i];
-  argv[argc++] = "-o";
-  argv[argc++] = (char *)out;
-  argv[argc++] = "-x";
-  argv[argc++] = "c";
-  argv[argc++] = srcpath;
-  argv[argc++] = "-lgcc";  /* after the source, so the _Float16 helpers it needs are linked in */
-  argv[argc] = NULL;
+  /* -lgcc after the source, so the _Float16 helpers it needs are linked in */
+  compiler_argv(cc, argv, cc->flags, (const char *const[]){"-o", out, "-x", "c", srcpath, "-lgcc", NULL});
   if (tg_debug_level() >= 4) {
     fprintf(stderr, "compile:");
-    for (int i = 0; i < argc; i++) fprintf(stderr, " %s", argv[i]);
+    for (int i = 0; argv[i]; i++) fprintf(stderr, " %s", argv[i]);
     fprintf(stderr, "\n");
   }
 
@@ -301,8 +337,9 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
     for (int lines = 0; text[keep] && lines < 8 && keep < 700; keep++)
       if (text[keep] == '\n') lines++;
     text[keep] = 0;
-    if (st < 0) tg_set_error(TG_ERR_DEVICE, "compile: %s", text);
-    else tg_set_error(TG_ERR_DEVICE, "compile: %s failed (exit %d):\n%s", cc, st, text);
+    if (st < 0) tg_set_error(TG_ERR_DEVICE, "compile: cannot run %s: %s", cc->desc, text);
+    else if (st == 0) tg_set_error(TG_ERR_DEVICE, "compile: %s made no output file%s%s", cc->desc, text[0] ? ":\n" : "", text);
+    else tg_set_error(TG_ERR_DEVICE, "compile: %s failed (exit %d)%s%s", cc->desc, st, text[0] ? ":\n" : "", text);
     rejected = st > 0 && st < 128;  /* the compiler ran and refused the source: not a signal, not a spawn failure */
     free(text);
     return CC_FAIL;
@@ -313,7 +350,7 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
 }
 
 /* a private object file in $TMPDIR or /tmp */
-static char *compile_private(const char *src, const char *hex, const char *cc, const char *const *flags) {
+static char *compile_private(const char *src, const char *hex, const compiler *cc) {
   const char *tmp = getenv("TMPDIR");
   if (!tmp || !*tmp) tmp = "/tmp";
   char dir[PATH_MAX];
@@ -331,7 +368,7 @@ static char *compile_private(const char *src, const char *hex, const char *cc, c
     return NULL;
   }
   close(fd);
-  cc_result r = compile_into(src, dir, hex, cc, flags, out);
+  cc_result r = compile_into(src, dir, hex, cc, out);
   if (r != CC_OK) {
     if (r == CC_IO) tg_set_error(TG_ERR_IO, "compile: cannot write a source file in %s", dir);
     unlink(out);
@@ -340,6 +377,86 @@ static char *compile_private(const char *src, const char *hex, const char *cc, c
   }
   return out;
 }
+
+/* ---- the record at the end of a cached file ------------------------------------------------------------ */
+
+typedef struct so_record {
+  char magic[8];  /* RECORD_MAGIC */
+  uint64_t key;   /* the file's name */
+  uint64_t key2;  /* a second hash of the source (another seed): two sources whose keys collide still differ */
+  uint64_t size;  /* bytes of the shared object before the record */
+  uint64_t sum;   /* hash of those bytes, seeded with key2 */
+} so_record;
+_Static_assert(sizeof(so_record) == 40, "the record is 40 bytes without padding");
+static const char RECORD_MAGIC[8] = {'t', 'g', 'c', '-', 's', 'o', '1', '\n'};
+
+/* n bytes from fd at offset off into buf; false on a short read or an error */
+static bool read_at(int fd, void *buf, size_t n, off_t off) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += (size_t)r;
+  }
+  return true;
+}
+
+/* hash of the first n bytes of fd; false when they cannot be read (or memory is short) */
+static bool sum_file(int fd, size_t n, uint64_t seed, uint64_t *sum) {
+  unsigned char *b = malloc(n ? n : 1);
+  if (!b) return false;
+  bool ok = read_at(fd, b, n, 0);
+  if (ok) *sum = hash_bytes(b, n, seed);
+  free(b);
+  return ok;
+}
+
+/* appends the record for (key, key2) to the compiled object at path; false on an I/O error (the object
+ * still loads: the loader ignores bytes after what its headers name) */
+static bool record_append(const char *path, uint64_t key, uint64_t key2) {
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat sb;
+  so_record rec = {.key = key, .key2 = key2};
+  memcpy(rec.magic, RECORD_MAGIC, sizeof rec.magic);
+  bool ok = fstat(fd, &sb) == 0 && sb.st_size > 0 && (size_t)sb.st_size <= MAX_SO_BYTES;
+  if (ok) {
+    rec.size = (uint64_t)sb.st_size;
+    ok = sum_file(fd, (size_t)sb.st_size, key2, &rec.sum);
+  }
+  ok = ok && pwrite(fd, &rec, sizeof rec, sb.st_size) == (ssize_t)sizeof rec;
+  return close(fd) == 0 && ok;
+}
+
+typedef enum { ENTRY_NONE, ENTRY_OK, ENTRY_BAD } entry_state;
+
+/* whether path holds the object for (key, key2) intact; *why says what is wrong with a bad one */
+static entry_state entry_check(const char *path, uint64_t key, uint64_t key2, const char **why) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = "cannot be opened";
+    return errno == ENOENT ? ENTRY_NONE : ENTRY_BAD;
+  }
+  struct stat sb;
+  so_record rec;
+  entry_state st = ENTRY_BAD;
+  uint64_t sum;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) *why = "is not a regular file";
+  else if ((size_t)sb.st_size < sizeof rec + 64) *why = "is too short to be a shared object";
+  else if ((size_t)sb.st_size > MAX_SO_BYTES + sizeof rec) *why = "is too large";
+  else if (!read_at(fd, &rec, sizeof rec, sb.st_size - (off_t)sizeof rec)) *why = "cannot be read";
+  else if (memcmp(rec.magic, RECORD_MAGIC, sizeof rec.magic)) *why = "has no record (truncated or not written by tgc)";
+  else if (rec.key != key || rec.key2 != key2) *why = "was compiled from another source";
+  else if (rec.size != (uint64_t)sb.st_size - sizeof rec) *why = "has the wrong size";
+  else if (!sum_file(fd, rec.size, key2, &sum)) *why = "cannot be read";
+  else if (sum != rec.sum) *why = "fails its checksum";
+  else st = ENTRY_OK;
+  close(fd);
+  return st;
+}
+
+/* ---- the cache ----------------------------------------------------------------------------------------- */
 
 char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
   rejected = false;
@@ -351,15 +468,16 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
     tg_set_error(TG_ERR_ARG, "compile: NULL source");
     return NULL;
   }
-  char dir[PATH_MAX], cc[sizeof cfg.cc];
-  const char *flags[MAX_ARGS];
+  char dir[PATH_MAX];
+  compiler cc;
+  size_t len = strlen(src);
   pthread_mutex_lock(&cfg.lock);
   config_init();
   dir_init();
   memcpy(dir, cfg.dir, sizeof dir);
-  memcpy(cc, cfg.cc, sizeof cc);
-  memcpy(flags, cfg.flags, sizeof flags);
-  uint64_t key = hash_bytes(src, strlen(src), cfg.key_seed);
+  cc = cfg.cc;
+  uint64_t key = hash_bytes(src, len, cfg.key_seed);
+  uint64_t key2 = hash_bytes(src, len, cfg.key_seed ^ 0x6b6579326b657932ull);
   pthread_mutex_unlock(&cfg.lock);
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
@@ -371,30 +489,30 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
       return NULL;
     }
     bool fits = fmt_path(path, PATH_MAX, "%s/%s.so", dir, hex);
-    if (fits && access(path, R_OK) == 0) {
-      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-      if (h) {
-        dlclose(h);
-        *from_disk = true;
-        return path;
-      }
-      const char *why = dlerror();
-      if (tg_debug_level() >= 4)
-        fprintf(stderr, "compile cache: %s does not load (%s): compiling again\n", path, why ? why : "?");
+    const char *why = "";
+    entry_state es = fits ? entry_check(path, key, key2, &why) : ENTRY_NONE;
+    if (es == ENTRY_OK) {
+      *from_disk = true;
+      return path;
+    }
+    if (es == ENTRY_BAD) {  /* never handed to dlopen: delete it and compile again */
+      atomic_fetch_add(&nrejects, 1);
+      unlink(path);
+      if (tg_debug_level() >= 1) fprintf(stderr, "compile cache: %s %s: compiling it again\n", path, why);
     }
     make_dirs(dir);
     char tmp[PATH_MAX];
     int fd = fits && fmt_path(tmp, sizeof tmp, "%s/%s.so.tmp.XXXXXX", dir, hex) ? mkstemp(tmp) : -1;
     if (fd >= 0) {
       close(fd);
-      cc_result r = compile_into(src, dir, hex, cc, flags, tmp);
+      cc_result r = compile_into(src, dir, hex, &cc, tmp);
       if (r == CC_FAIL) {
         unlink(tmp);
         free(path);
         return NULL;
       }
       if (r == CC_OK) {
-        if (rename(tmp, path) == 0) return path;
+        if (record_append(tmp, key, key2) && rename(tmp, path) == 0) return path;
         free(path);  /* could not publish it: use it as a private file */
         char *own = strdup(tmp);
         if (!own) {
@@ -410,7 +528,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
     if (tg_debug_level() >= 4) fprintf(stderr, "compile cache: cannot write to %s: using a private file\n", dir);
     free(path);
   }
-  char *out = compile_private(src, hex, cc, flags);
+  char *out = compile_private(src, hex, &cc);
   if (out) *is_temp = true;
   return out;
 }

@@ -7,7 +7,6 @@
  *   void name(void **bufs, int64_t core_id, int64_t ncores)
  * once per core id on the pool; the kernel splits its outermost THREAD loop by core_id.
  */
-#include <ctype.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "runtime/device.h"
+#include "uop/env.h"
 #include "uop/uop.h"
 
 #define PC_BUCKETS 4096
@@ -90,10 +90,15 @@ static struct {
   uint64_t mem_hits, disk_hits;
   failed_src failed[FAILED_MAX];
   int nfailed, next_failed;
+  unsigned failed_env;  /* env_generation() of the failures: another TG_CC (tests) may compile them */
 } pc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* with pc.lock held: the failure recorded for (h1, h2), or NULL */
 static const failed_src *failed_find(uint64_t h1, uint64_t h2) {
+  if (pc.failed_env != env_generation()) {
+    pc.nfailed = pc.next_failed = 0;
+    pc.failed_env = env_generation();
+  }
   for (int i = 0; i < pc.nfailed; i++)
     if (pc.failed[i].h1 == h1 && pc.failed[i].h2 == h2) return &pc.failed[i];
   return NULL;
@@ -338,23 +343,9 @@ static const tg_device cpu_dev = {
 
 const tg_device *device_cpu(void) { return &cpu_dev; }
 
-/* DEV=CPU or unset: the CPU. The names of devices tgc will have (CL, CUDA, ...) fall back to the CPU until
- * they exist; anything else is an error. A ":n" suffix (tinygrad's device index) is ignored. */
-const tg_device *device_default(void) {
-  const char *dev = getenv("DEV");
-  if (!dev || !*dev) return &cpu_dev;
-  static const char *const known[] = {"CPU", "CLANG", "LLVM", "CL", "OPENCL", "GPU", "CUDA", "NV", "NULL", "DISK",
-                                      NULL};
-  size_t n = strcspn(dev, ":");
-  for (int i = 0; known[i]; i++) {
-    if (strlen(known[i]) != n) continue;
-    size_t k = 0;
-    while (k < n && toupper((unsigned char)dev[k]) == known[i][k]) k++;
-    if (k == n) return &cpu_dev;
-  }
-  tg_set_error(TG_ERR_ARG, "DEV=%.64s: unknown device (known: CPU, CL, CUDA, NULL)", dev);
-  return NULL;
-}
+/* DEV=CPU (or CPU:0) or unset: the CPU. Any other DEV, tinygrad's CL and CUDA included until they are built,
+ * is an error (env.c says which): NULL with TG_ERR_ARG, never a silent fallback to the CPU. */
+const tg_device *device_default(void) { return env_check(ENV_BIT(ENV_DEV)) == TG_OK ? &cpu_dev : NULL; }
 
 runtime_counters runtime_get_counters(void) {
   runtime_counters c = {0};
@@ -363,6 +354,7 @@ runtime_counters runtime_get_counters(void) {
   c.disk_hits = pc.disk_hits;
   pthread_mutex_unlock(&pc.lock);
   c.compiles = compile_cache_compiles();
+  c.disk_rejects = compile_cache_rejects();
   host_alloc_counters(&c.buffers_allocated, &c.buffer_cache_hits, &c.bytes_cached);
   return c;
 }

@@ -75,8 +75,9 @@ void pool_run(pool_task fn, void *ctx, int nthreads);  /* fn(ctx, i, n) for i in
 void pool_shutdown(void);
 
 /* ---- compile cache (compile_cache.c) ---------------------------------------------------------------- */
-/* the path of a loadable shared object for this source, compiling it if the disk cache lacks it;
- * *from_disk says which. Caller frees the path. NULL with tg_error set on a compile failure. */
+/* the path of a loadable shared object for this source, compiling it if the disk cache lacks it (or holds
+ * a file that fails its check: see compile_cache.c); *from_disk says which. Caller frees the path. NULL
+ * with tg_error set on a compile failure (TG_ERR_DEVICE, naming TG_CC) or an I/O one. */
 char *cpu_compile_to_file(const char *src, bool *from_disk);
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);  /* 64-bit FNV-1a style hash */
 /* as cpu_compile_to_file; *is_temp (if not NULL) says the file is a private temporary (the cache directory
@@ -102,6 +103,7 @@ size_t buffer_cache_set_limit(size_t bytes);  /* most bytes kept cached (default
 typedef struct runtime_counters {
   uint64_t compiles;           /* C compiler invocations */
   uint64_t disk_hits;          /* kernels found in the disk cache */
+  uint64_t disk_rejects;       /* disk cache files found damaged (or made for another source), compiled again */
   uint64_t mem_hits;           /* compile() calls answered by the in-memory program cache */
   uint64_t buffers_allocated;  /* host blocks taken from the system (not from the buffer cache) */
   uint64_t buffer_cache_hits;  /* host blocks reused from the buffer cache */
@@ -113,6 +115,7 @@ void cpu_program_cache_clear(void);  /* drops the in-memory program cache (progr
 void runtime_shutdown(void);
 /* helpers behind runtime_get_counters */
 uint64_t compile_cache_compiles(void);
+uint64_t compile_cache_rejects(void);
 void host_alloc_counters(uint64_t *allocated, uint64_t *hits, size_t *cached);
 
 #endif

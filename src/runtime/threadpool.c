@@ -34,8 +34,9 @@
 #endif
 
 #include "runtime/device.h"
+#include "uop/env.h"
 
-#define MAX_THREADS 256
+#define MAX_THREADS ENV_THREADS_MAX  /* TG_THREADS accepts up to this */
 #define SPIN_NS 100000  /* 100 µs: covers the host work between back-to-back kernels */
 #define PAUSE_ITERS 64  /* about 2–5 µs of pause before yielding */
 
@@ -109,10 +110,8 @@ static int cpus_available(void) {
 static int config_size(void) {
   int n = atomic_load(&configured);
   if (n) return n;
-  const char *s = getenv("TG_THREADS");
-  char *end;
-  long v = s ? strtol(s, &end, 10) : 0;
-  n = (s && *s && !*end && v > 0) ? (int)(v < MAX_THREADS ? v : MAX_THREADS) : cpus_available();
+  n = env_get()->threads;  /* a bad TG_THREADS is realize's error (env.h); the pool just starts */
+  if (n <= 0) n = cpus_available();
   if (n > MAX_THREADS) n = MAX_THREADS;
   atomic_store(&configured, n);
   return n;
@@ -261,6 +260,6 @@ void pool_shutdown(void) {
   }
   for (int t = 1; t < P.nthreads; t++) pthread_join(P.tids[t], NULL);
   P.nthreads = 0;
-  atomic_store(&configured, 0);  /* TG_THREADS is read again on the next start */
+  atomic_store(&configured, 0);  /* TG_THREADS (env_get) is applied again on the next start */
   pthread_mutex_unlock(&P.run_lock);
 }

@@ -1,8 +1,9 @@
-/* error.c — the last error of each thread, and the DEBUG level. */
+/* error.c — the last error of each thread, and the DEBUG level (parsed in env.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "uop/env.h"
 #include "uop/uop.h"
 
 static _Thread_local char err_msg[1024];
@@ -20,14 +21,8 @@ const char *tg_error(void) { return err_msg; }
 tg_status tg_error_status(void) { return err_status; }
 void tg_error_clear(void) { err_msg[0] = 0; err_status = TG_OK; }
 
-int tg_debug_level(void) {
-  static int level = -1;
-  if (level < 0) {
-    const char *s = getenv("DEBUG");
-    level = s ? atoi(s) : 0;
-  }
-  return level;
-}
+/* 0 when DEBUG is bad: realize reports that (env.h) */
+int tg_debug_level(void) { return env_get()->debug; }
 
 const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
   size_t k = 0;
