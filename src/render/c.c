@@ -42,8 +42,11 @@ typedef struct rctx {
   bool oom;
 } rctx;
 
-/* bfloat16 is stored as its upper 16 bits; float to bfloat16 rounds to nearest even, keeping nan a nan */
-#define BF16_HELPERS                                                                                    \
+/* half: _Float16 where the compiler has it; clang 14 on x86 has it only with AVX512-FP16, and __fp16 there
+ * (a storage type: arithmetic in float, as gcc's _Float16 does without AVX512-FP16). bfloat16 is stored as
+ * its upper 16 bits; float to bfloat16 rounds to nearest even, keeping nan a nan. */
+#define HALF_BF16_HELPERS                                                                                    \
+  "#if defined(__clang__) && !defined(__FLT16_MAX__)\ntypedef __fp16 tg_half;\n#else\ntypedef _Float16 tg_half;\n#endif\n" \
   "static inline float tg_bf2f(unsigned short b) { union { unsigned int u; float f; } x; "               \
   "x.u = (unsigned int)b << 16; return x.f; }\n"                                                        \
   "static inline unsigned short tg_f2bf(float f) { union { unsigned int u; float f; } x; x.f = f; "      \
@@ -89,7 +92,7 @@ static char *const_text(uop *u) {
       free(s);
       s = t;
     }
-    if (s && (dt == TG_FLOAT16)) { char *t = fmt("((_Float16)%s)", s); free(s); s = t; }
+    if (s && (dt == TG_FLOAT16)) { char *t = fmt("((tg_half)%s)", s); free(s); s = t; }
     return s;
   }
   switch (dt) {
@@ -567,7 +570,7 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
       if (q->op == OP_PARAM && q->arg.i < p->nparams) params[q->arg.i] = q;
     }
   put(&o, "/* %s%s%s */\n%s%s", name, info && info->opts[0] ? ": " : "", info ? info->opts : "", GCC_WORKAROUND,
-      BF16_HELPERS);
+      HALF_BF16_HELPERS);
   bool math = false, masked = false, tblock = false;
   for (int i = 0; i < p->n; i++) {
     uop *u = p->ops[i];

@@ -12,7 +12,7 @@ static const dtype_info info[TG_DTYPE_COUNT] = {
     [TG_INT32] = {"int32", "int", 4},             [TG_INT64] = {"int64", "long long", 8},
     [TG_UINT8] = {"uint8", "unsigned char", 1},   [TG_UINT16] = {"uint16", "unsigned short", 2},
     [TG_UINT32] = {"uint32", "unsigned int", 4},  [TG_UINT64] = {"uint64", "unsigned long long", 8},
-    [TG_FLOAT16] = {"float16", "_Float16", 2},    [TG_BFLOAT16] = {"bfloat16", "unsigned short", 2},
+    [TG_FLOAT16] = {"float16", "tg_half", 2},      [TG_BFLOAT16] = {"bfloat16", "unsigned short", 2},
     [TG_FLOAT32] = {"float32", "float", 4},       [TG_FLOAT64] = {"float64", "double", 8},
 };
 
