@@ -1,4 +1,5 @@
-/* run_tests.c — runs the registered tests; the last line is "N passed, N failed". */
+/* run_tests.c — runs the registered tests; the last line is "N passed, N failed", then ", N skipped" when a test's
+ * data or tool is missing (test_skip). */
 #include <dirent.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 typedef struct test_entry { const char *name; test_fn fn; } test_entry;
 static test_entry tests[MAX_TESTS];
 static int ntests, cur_failures;
+static bool cur_skipped;
 
 void test_register(const char *name, test_fn fn) {
   if (ntests < MAX_TESTS) tests[ntests++] = (test_entry){name, fn};
@@ -28,6 +30,16 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
 }
 
 int test_failures_in_current(void) { return cur_failures; }
+
+void test_skip(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "  skipped: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  cur_skipped = true;
+}
 
 bool check_close_f32(const char *what, const float *got, const float *want, int64_t n, double atol, double rtol,
                      const char *file, int line) {
@@ -77,20 +89,24 @@ static int cmp_name(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   qsort(tests, (size_t)ntests, sizeof tests[0], cmp_name);
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, skipped = 0;
   for (int i = 0; i < ntests; i++) {
     if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
     cur_failures = 0;
+    cur_skipped = false;
     tg_error_clear();
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     tests[i].fn();
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    if (cur_failures) failed++; else passed++;
-    fprintf(stderr, "%s %s (%.0f ms)\n", cur_failures ? "FAIL" : "ok  ", tests[i].name, ms);
+    if (cur_failures) failed++;
+    else if (cur_skipped) skipped++;
+    else passed++;
+    fprintf(stderr, "%s %s (%.0f ms)\n", cur_failures ? "FAIL" : cur_skipped ? "skip" : "ok  ", tests[i].name, ms);
   }
   tg_collect();
-  printf("%d passed, %d failed\n", passed, failed);
+  if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  else printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -16,6 +16,9 @@ typedef void (*test_fn)(void);
 void test_register(const char *name, test_fn fn);
 void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int test_failures_in_current(void);
+/* marks the current test skipped (its data, tool or device is missing), saying why; the runner counts it
+ * as skipped, never as passed */
+void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define TEST(name)                                                                  \
   static void name(void);                                                           \

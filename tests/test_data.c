@@ -210,7 +210,7 @@ static void check_real(bool fashion) {
   tg_dataset train = {0}, test = {0};
   tg_status st = tg_mnist_load(NULL, fashion, &train, &test);
   if (st != TG_OK) {
-    fprintf(stderr, "  (%s not here: %s)\n", fashion ? "Fashion-MNIST" : "MNIST", tg_error());
+    test_skip("%s not here: %s", fashion ? "Fashion-MNIST" : "MNIST", tg_error());
     CHECK(strstr(tg_error(), "looked in") && strstr(tg_error(), fashion ? "dataset-fashion-mnist" : "get_mnist.sh"),
           "%s", tg_error());
     return;
@@ -243,7 +243,7 @@ TEST(test_fashion_mnist_real_files) { check_real(true); }
 TEST(test_digits_csv_loads_1797_rows) {
   const char *path = "../shared/data/digits/digits.csv.gz";
   if (access(path, R_OK) != 0) {
-    fprintf(stderr, "  (skipped: %s is not here)\n", path);
+    test_skip("%s is not here", path);
     return;
   }
   tg_dataset d;

@@ -55,7 +55,7 @@ static bool find_model(char *model, char *tok) {
   if (tg_data_find(NULL, "stories260K", "stories260K.bin", model, PATH_MAX) != TG_OK ||
       tg_data_find(NULL, "stories260K", "tok512.bin", tok, PATH_MAX) != TG_OK) {
     const char *looked = strstr(tg_error(), "looked in ");
-    fprintf(stderr, "  (skipped: stories260K not found in %s)\n", looked ? looked + 10 : tg_error());
+    test_skip("stories260K not found in %s", looked ? looked + 10 : tg_error());
     tg_error_clear();
     return false;
   }

@@ -18,7 +18,7 @@ static const char *digits_path(void) {
 TEST(test_train_digits_mlp_reaches_95_percent) {
   const char *path = digits_path();
   if (!path) {
-    fprintf(stderr, "  skipped: digits.csv.gz not found (set TG_DIGITS)\n");
+    test_skip("digits.csv.gz not found (set TG_DIGITS)");
     return;
   }
   tg_dataset all;
