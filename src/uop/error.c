@@ -1,5 +1,6 @@
 /* error.c — the last error of each thread, and the DEBUG level. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,12 +22,14 @@ tg_status tg_error_status(void) { return err_status; }
 void tg_error_clear(void) { err_msg[0] = 0; err_status = TG_OK; }
 
 int tg_debug_level(void) {
-  static int level = -1;
-  if (level < 0) {
+  static atomic_int level = -1;  /* read once; threads racing to read it first read the same value */
+  int l = atomic_load_explicit(&level, memory_order_relaxed);
+  if (l < 0) {
     const char *s = getenv("DEBUG");
-    level = s ? atoi(s) : 0;
+    l = s ? atoi(s) : 0;
+    atomic_store_explicit(&level, l, memory_order_relaxed);
   }
-  return level;
+  return l;
 }
 
 const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
