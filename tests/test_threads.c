@@ -2,12 +2,21 @@
  * its own tensors (elementwise, reductions, matmul, movement, autograd, scopes, a JIT step, errors) against
  * values computed here in plain C, while the others do the same. The library shares its intern table,
  * caches, allocator and thread pool between them; tg.h's "Threads:" paragraph says what the caller must do.
+ * Also: gradients on one interned node from several threads, tensors handed from one thread to another,
+ * the pool launched from several threads, tg_collect meanwhile, and fork() while a thread holds the lock.
  * scripts/tsan.sh runs these tests under ThreadSanitizer. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "runtime/device.h"
 #include "test.h"
+#include "uop/uop.h"
 
 #define NTHREADS 4
 
@@ -76,7 +85,7 @@ static float val(int id, int it, int k, int which) {
 }
 
 /* one iteration: every kind of op, realized and compared */
-static void iteration(worker *w, int it, tg_jit *jit, step_ctx *sc, float *jit_acc) {
+static void iteration(worker *w, int it, tg_jit *jit, float *jit_acc) {
   int id = w->id;
   float a[R * C], b[R * C], got[R * C], want[R * C];
   for (int k = 0; k < R * C; k++) {
@@ -146,7 +155,8 @@ static void iteration(worker *w, int it, tg_jit *jit, step_ctx *sc, float *jit_a
   tg_tensor *st = tg_contiguous(tg_zeros(TG_FLOAT32, 1, (int64_t[]){4}));
   if (tg_realize(st) != TG_OK) wfail(w, "state: %s", tg_error());
   for (int k = 0; k <= id; k++)
-    if (tg_assign(st, tg_add_scalar(st, 1)) != TG_OK || tg_realize(st) != TG_OK) wfail(w, "state assign: %s", tg_error());
+    if (tg_assign(st, tg_add_scalar(st, 1)) != TG_OK || tg_realize(st) != TG_OK)
+      wfail(w, "state assign: %s", tg_error());
   if (host(w, "state", st, got, 4)) expect(w, "state", got, (float[]){id + 1, id + 1, id + 1, id + 1}, 4, 0);
 
   /* random numbers: in range (which numbers a thread gets depends on the others' draws) */
@@ -178,7 +188,6 @@ static void iteration(worker *w, int it, tg_jit *jit, step_ctx *sc, float *jit_a
     if (host(w, "jit", o, out, 4)) expect(w, "jit", out, want, 4, 0);
   }
   tg_free(o);
-  (void)sc;
   tg_scope_end();
 }
 
@@ -190,7 +199,7 @@ static void *work(void *arg) {
   float acc[4] = {0.5f * w->id, 0.5f * w->id, 0.5f * w->id, 0.5f * w->id};
   tg_jit *jit = tg_jit_new(jit_step, &sc, 1, 1);
   if (!sc.acc || tg_realize(sc.acc) != TG_OK || !jit) wfail(w, "setup: %s", tg_error());
-  for (int it = 0; it < w->iters && !w->fails; it++) iteration(w, it, jit, &sc, acc);
+  for (int it = 0; it < w->iters && !w->fails; it++) iteration(w, it, jit, acc);
   tg_jit_free(jit);
   tg_free(sc.acc);
   return NULL;
@@ -217,4 +226,237 @@ TEST(test_threads_independent_work_gives_right_values) {
   work(&one);
   CHECK(!one.fails, "one thread: %s", one.first);
   run_threads(NTHREADS, getenv("TG_TEST_QUICK") ? 8 : 20);
+}
+
+/* ---- variables, and a thread that empties every cache meanwhile ------------------------------------ */
+
+typedef struct var_worker { worker w; bool collector; atomic_int *running; } var_worker;
+
+static void *var_work(void *arg) {
+  var_worker *vw = arg;
+  worker *w = &vw->w;
+  if (vw->collector) {  /* frees caches, stops the pool, reads statistics until the others are done */
+    for (int it = 0; it < w->iters && atomic_load(vw->running); it++) {
+      tg_get_stats();
+      if (tg_collect() != TG_OK) wfail(w, "tg_collect: %s", tg_error());
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+    return NULL;
+  }
+  float xv[16];
+  for (int k = 0; k < 16; k++) xv[k] = (float)(100 * w->id + k);
+  tg_tensor *x = tg_from_data(TG_FLOAT32, 1, (int64_t[]){16}, xv, sizeof xv);
+  tg_variable *v = tg_variable_new("pos", 0, 12);
+  if (!x || !v) wfail(w, "setup: %s", tg_error());
+  for (int it = 0; it < w->iters && !w->fails; it++) {
+    int pos = (it * 5 + w->id) % 13;
+    if (tg_variable_bind(v, pos) != TG_OK) {
+      wfail(w, "bind: %s", tg_error());
+      break;
+    }
+    tg_scope_begin();
+    float got[4];
+    if (host(w, "shrink_at", tg_mul_scalar(tg_shrink_at(x, 0, v, 4), 2), got, 4))
+      expect(w, "shrink_at", got, (float[]){2 * xv[pos], 2 * xv[pos + 1], 2 * xv[pos + 2], 2 * xv[pos + 3]}, 4, 0);
+    tg_scope_end();
+  }
+  tg_variable_free(v);
+  tg_free(x);
+  atomic_fetch_sub(vw->running, 1);
+  return NULL;
+}
+
+TEST(test_threads_variables_while_another_thread_collects) {
+  pthread_t th[NTHREADS];
+  var_worker vw[NTHREADS];
+  int n = NTHREADS;
+  atomic_int running = NTHREADS - 1;
+  for (int i = 0; i < n; i++) {
+    vw[i] = (var_worker){.w = {.id = i, .iters = i == 0 ? 1000 : 40}, .collector = i == 0, .running = &running};
+    if (pthread_create(&th[i], NULL, var_work, &vw[i]) != 0) {
+      CHECK(0, "pthread_create failed");
+      atomic_store(&running, 0);
+      n = i;
+      break;
+    }
+  }
+  for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < n; i++) CHECK(!vw[i].w.fails, "%s (%d failures)", vw[i].w.first, vw[i].w.fails);
+}
+
+/* ---- the pool itself: launches from several threads at once take turns ----------------------------- */
+
+typedef struct pool_job { int64_t hits[64]; } pool_job;
+
+static void mark_ids(void *ctx, int64_t core, int64_t n) {
+  pool_job *j = ctx;
+  j->hits[core] += n;  /* each id once per launch: no two threads of one launch touch the same element */
+}
+
+static void *pool_work(void *arg) {
+  worker *w = arg;
+  pool_job job = {{0}};
+  int width = 2 + w->id % 3;
+  for (int it = 0; it < w->iters; it++) pool_run(mark_ids, &job, width);
+  for (int c = 0; c < 64; c++)
+    if (job.hits[c] != (c < width ? (int64_t)w->iters * width : 0)) {
+      wfail(w, "core id %d ran %lld times over %d launches of width %d", c, (long long)job.hits[c] / width, w->iters,
+            width);
+      break;
+    }
+  return NULL;
+}
+
+TEST(test_threads_pool_launches_from_several_threads) {
+  pthread_t th[NTHREADS];
+  worker w[NTHREADS];
+  int n = NTHREADS;
+  for (int i = 0; i < n; i++) {
+    w[i] = (worker){.id = i, .iters = 2000};
+    if (pthread_create(&th[i], NULL, pool_work, &w[i]) != 0) {
+      CHECK(0, "pthread_create failed");
+      n = i;
+    }
+  }
+  for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < n; i++) CHECK(!w[i].fails, "%s", w[i].first);
+}
+
+/* ---- fork() while another thread is inside the library ----------------------------------------------- */
+
+static void *hold_library(void *arg) {
+  atomic_int *state = arg;
+  lib_lock();  /* as a realize does, for 100 ms */
+  atomic_store(state, 1);
+  struct timespec t = {0, 100 * 1000000};
+  nanosleep(&t, NULL);
+  lib_unlock();
+  atomic_store(state, 2);
+  return NULL;
+}
+
+static double sum_times_two(void) {
+  tg_scope_begin();
+  tg_tensor *x = tg_from_data(TG_FLOAT32, 1, (int64_t[]){4}, (float[]){1, 2, 3, 4}, 16);
+  double v = tg_item(tg_sum(tg_mul_scalar(x, 2), 0, NULL, false));
+  tg_scope_end();
+  return v;
+}
+
+TEST(test_threads_fork_while_another_thread_is_inside_the_library) {
+  CHECK(sum_times_two() == 20, "before the fork: %s", tg_error());
+  static atomic_int state;
+  atomic_store(&state, 0);
+  pthread_t th;
+  pthread_attr_t at;  /* detached: the child's copy of the process must not see it as a thread never joined */
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  int err = pthread_create(&th, &at, hold_library, &state);
+  pthread_attr_destroy(&at);
+  if (err) {
+    CHECK(0, "pthread_create failed");
+    return;
+  }
+  while (!atomic_load(&state)) sched_yield();
+  pid_t pid = fork();  /* the child has no thread that would ever give the lock back */
+  if (pid == 0) {
+    alarm(20);  /* a child stuck on the lock dies of SIGALRM */
+    _exit(sum_times_two() == 20 ? 0 : 1);
+  }
+  int st = 0;
+  if (pid > 0) waitpid(pid, &st, 0);
+  while (atomic_load(&state) != 2) sched_yield();
+  CHECK(pid > 0, "fork failed");
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
+        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
+/* ---- gradients: a tensor made alike on two threads, and tensors handed from one thread to another ---- */
+
+typedef struct grad_worker { worker w; pthread_barrier_t *bar; } grad_worker;
+
+/* w = ones(4) requiring a gradient: the same graph on every thread, so one interned node */
+static void *same_node_grad(void *arg) {
+  grad_worker *g = arg;
+  worker *w = &g->w;
+  float xv[4], got[4];
+  for (int k = 0; k < 4; k++) xv[k] = (float)(w->id * 10 + k);
+  tg_tensor *p = tg_set_requires_grad(tg_ones(TG_FLOAT32, 1, (int64_t[]){4}), true);
+  tg_tensor *x = tg_from_data(TG_FLOAT32, 1, (int64_t[]){4}, xv, sizeof xv);
+  pthread_barrier_wait(g->bar);  /* every thread's p is alive before anyone's backward */
+  tg_scope_begin();
+  tg_tensor *loss = tg_sum(tg_mul(p, x), 0, NULL, false);
+  if (!loss || tg_backward(loss) != TG_OK) wfail(w, "backward: %s", tg_error());
+  else if (host(w, "grad", tg_grad(p), got, 4)) expect(w, "grad (this thread's x only)", got, xv, 4, 0);
+  tg_scope_end();
+  pthread_barrier_wait(g->bar);  /* ... and until everyone read theirs */
+  tg_free(p);
+  tg_free(x);
+  return NULL;
+}
+
+TEST(test_threads_backward_gives_each_thread_its_own_gradient) {
+  pthread_t th[NTHREADS];
+  grad_worker g[NTHREADS];
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, NTHREADS);
+  for (int i = 0; i < NTHREADS; i++) {
+    g[i] = (grad_worker){.w = {.id = i, .iters = 1}, .bar = &bar};
+    if (pthread_create(&th[i], NULL, same_node_grad, &g[i]) != 0) {
+      CHECK(0, "pthread_create failed");
+      return;  /* the others would wait at the barrier forever: leave them (the test has failed) */
+    }
+  }
+  for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&bar);
+  for (int i = 0; i < NTHREADS; i++) CHECK(!g[i].w.fails, "%s", g[i].w.first);
+}
+
+/* a parameter made on the main thread, trained on another: y = w . x, loss = (y - 3)^2, plain SGD */
+typedef struct handed { worker w; tg_tensor *param; float want[4]; } handed;
+
+static void *train_handed(void *arg) {
+  handed *h = arg;
+  worker *w = &h->w;
+  for (int it = 0; it < w->iters && !w->fails; it++) {
+    tg_scope_begin();
+    float xv[4] = {1, (float)it, 0.5f, -1};
+    tg_tensor *x = tg_from_data(TG_FLOAT32, 1, (int64_t[]){4}, xv, sizeof xv);
+    tg_tensor *loss = tg_square(tg_sub_scalar(tg_sum(tg_mul(h->param, x), 0, NULL, false), 3));
+    if (!loss || tg_backward(loss) != TG_OK || !tg_grad(h->param)) {
+      wfail(w, "step %d: no gradient for the handed-over parameter: %s", it, tg_error());
+    } else if (tg_assign(h->param, tg_sub(h->param, tg_mul_scalar(tg_grad(h->param), 0.05))) != TG_OK ||
+               tg_realize(h->param) != TG_OK) {
+      wfail(w, "step %d: update: %s", it, tg_error());
+    }
+    tg_zero_grad(h->param);
+    tg_scope_end();
+    double y = 0;  /* the same step in plain C */
+    for (int k = 0; k < 4; k++) y += (double)h->want[k] * xv[k];
+    for (int k = 0; k < 4; k++) h->want[k] -= (float)(0.05 * 2 * (y - 3) * xv[k]);
+  }
+  return NULL;
+}
+
+TEST(test_threads_tensors_handed_to_another_thread_train_there) {
+  float init[4] = {0.1f, -0.2f, 0.3f, 0.05f}, got[4];
+  handed h = {.w = {.id = 1, .iters = 6}};
+  memcpy(h.want, init, sizeof init);
+  tg_tensor *lazy = tg_from_data(TG_FLOAT32, 1, (int64_t[]){4}, init, sizeof init);
+  h.param = tg_set_requires_grad(tg_contiguous(lazy), true);
+  tg_free(lazy);
+  CHECK_T(h.param);
+  CHECK(tg_realize(h.param) == TG_OK, "%s", tg_error());
+  pthread_t th;
+  if (pthread_create(&th, NULL, train_handed, &h) != 0) {
+    CHECK(0, "pthread_create failed");
+    tg_free(h.param);
+    return;
+  }
+  pthread_join(th, NULL);  /* the hand back: the main thread reads what the other one trained */
+  CHECK(!h.w.fails, "%s", h.w.first);
+  if (tg_to_host(h.param, got, sizeof got) == TG_OK) CHECK_CLOSE("trained parameter", got, h.want, 4);
+  else CHECK(0, "%s", tg_error());
+  tg_free(h.param);
 }
