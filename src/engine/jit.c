@@ -43,7 +43,7 @@ struct tg_jit {
   size_t bytes_unplanned;  /* what the intermediates took before planning */
 };
 
-static _Thread_local jit_capture *active;  /* the capture this thread is running */
+static _Thread_local jit_capture *active TG_TLS_FAST;  /* the capture this thread is running */
 static atomic_bool poison;
 
 jit_capture *jit_capturing(void) { return active; }

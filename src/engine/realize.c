@@ -28,7 +28,7 @@ typedef struct compiled {
 
 static uop_map kcache;         /* kernel AST -> compiled */
 static tg_stats stats;
-static _Thread_local uint64_t last_kernels;  /* of this thread's last realize */
+static _Thread_local uint64_t last_kernels TG_TLS_FAST;  /* of this thread's last realize */
 
 #define KCACHE_MAX 4096
 

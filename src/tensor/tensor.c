@@ -7,11 +7,11 @@
 #include "tensor/tensor.h"
 
 static tg_tensor *live;
-static _Thread_local char owner_token;  /* its address names the calling thread */
+static _Thread_local char owner_token TG_TLS_FAST;  /* its address names the calling thread */
 
 typedef struct scope { tg_tensor **items; int n, cap; } scope;
-static _Thread_local scope *scopes;
-static _Thread_local int nscopes, scopes_cap;
+static _Thread_local scope *scopes TG_TLS_FAST;
+static _Thread_local int nscopes TG_TLS_FAST, scopes_cap TG_TLS_FAST;
 
 static void mark_live(void *ctx) {
   for (tg_tensor *t = live; t; t = t->next) {
@@ -109,7 +109,7 @@ tg_tensor *tg_retain(tg_tensor *t) {
 
 /* scopes that could not be opened for lack of memory: their tensors belong to the enclosing scope, and
  * their tg_scope_end must not close that one */
-static _Thread_local int lost_scopes, lost_depth;
+static _Thread_local int lost_scopes TG_TLS_FAST, lost_depth TG_TLS_FAST;
 
 void tg_scope_begin(void) {
   if (nscopes == scopes_cap) {

@@ -34,9 +34,9 @@ typedef struct thread_pins {
 } thread_pins;
 
 static pthread_mutex_t lib_mutex = PTHREAD_MUTEX_INITIALIZER;
-_Thread_local int lib_lock_depth;    /* lib_lock calls not yet undone on this thread */
-_Thread_local int lib_region_depth;
-static _Thread_local thread_pins self;
+_Thread_local int lib_lock_depth TG_TLS_FAST;    /* lib_lock calls not yet undone on this thread */
+_Thread_local int lib_region_depth TG_TLS_FAST;
+static _Thread_local thread_pins self TG_TLS_FAST;
 static thread_pins *registry;  /* threads with pins (with the lock held) */
 static int lost_threads;       /* threads whose pins are incomplete: collections free nothing meanwhile */
 static pthread_key_t exit_key;
