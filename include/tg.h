@@ -39,6 +39,18 @@
  * Ownership: a tensor is a reference-counted handle. A new tensor belongs to the innermost open scope
  * (tg_scope_begin/tg_scope_end), which frees it when it ends unless tg_keep() moved it out; outside any
  * scope the caller owns it and releases it with tg_free().
+ *
+ * Threads: several threads may use the library at once, each with its own tensors. A tensor, and every
+ * object the library returns (a tg_jit, a tg_variable, an optimizer, a parameter list, a layer, a dataset, a
+ * model, a tokenizer), is used by one thread at a time: to hand one to another thread, synchronize as for any
+ * shared data (as in PyTorch), and take a tensor out of every scope first (scopes are per thread). What the
+ * library shares behind them (interned graph nodes, caches, the buffer allocator, the CPU thread pool) is
+ * locked; realizing, reading to the host, tg_backward and tg_jit_call hold one lock from start to end, so
+ * threads gain safety, not speed, and a JIT step must not wait for another thread that uses the library.
+ * Per thread: scopes, tg_error(), tg_kernel_count_last(); tg_backward never gives a gradient to another
+ * thread's tensor made alike. For the whole process: tg_manual_seed and the random counter (threads drawing
+ * at once get distinct numbers, in an order set by timing), tg_set_training, tg_collect, and the environment
+ * variables.
  */
 #ifndef TG_H
 #define TG_H

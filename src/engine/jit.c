@@ -5,7 +5,11 @@
  * Later calls check the inputs, swap the captured input buffers for the new ones and launch the records in
  * order: no graph is built, nothing is scheduled, compiled or allocated. Parameters and optimizer state are
  * updated in place (tg_assign writes into the old buffer), so their buffers are the same in every replay.
+ *
+ * A call holds the library lock throughout (uop.h); a capture is per thread, so another thread's realize
+ * is never recorded into it. A tg_jit itself is used by one thread at a time (tg.h).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,13 +44,13 @@ struct tg_jit {
   size_t bytes_unplanned;  /* what the intermediates took before planning */
 };
 
-static jit_capture *active;
-static bool poison;
+static _Thread_local jit_capture *active TG_TLS_FAST;  /* the capture this thread is running */
+static atomic_bool poison;
 
 jit_capture *jit_capturing(void) { return active; }
 bool engine_capturing(void) { return active != NULL; }
 
-void jit_set_poison(bool on) { poison = on; }
+void jit_set_poison(bool on) { atomic_store_explicit(&poison, on, memory_order_relaxed); }
 
 void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads, double flops,
                 double bytes) {
@@ -142,7 +146,9 @@ static void mark_jit(void *ctx) {
 
 void tg_jit_free(tg_jit *j) {
   if (!j) return;
+  lib_lock();  /* a collection on another thread may be marking from it */
   uop_gc_remove_roots(mark_jit, j);
+  lib_unlock();
   jit_reset(j);
   for (int i = 0; i < j->nout; i++) buffer_release(j->out_bufs[i]);
   free(j->in_bufs);
@@ -359,7 +365,7 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     if (!b) st = tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
     else j->ptrs[j->patches[p].launch][j->patches[p].slot] = b->ptr;
   }
-  if (poison && j->arena) memset(j->arena->ptr, 0xff, j->arena->nbytes);
+  if (atomic_load_explicit(&poison, memory_order_relaxed) && j->arena) memset(j->arena->ptr, 0xff, j->arena->nbytes);
   bool timed = tg_debug_level() >= 2;  /* a line per kernel, as eager runs print */
   double total_ms = 0;
   for (int k = 0; k < j->cap.n && st == TG_OK; k++) {
@@ -408,7 +414,7 @@ tg_status tg_jit_memory(const tg_jit *j, size_t *before, size_t *after) {
   return TG_OK;
 }
 
-tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
+static tg_status jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   if (!j || (j->nin && !in) || (j->nout && !out)) {
     tg_set_error(TG_ERR_ARG, "tg_jit_call: %s", !j ? "the JIT is NULL" : "NULL input or output array");
     return TG_ERR_ARG;
@@ -443,4 +449,11 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     return st;
   }
   return replay(j, in, out);
+}
+
+tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
+  lib_region_begin();
+  tg_status st = jit_call(j, in, out);
+  lib_region_end();
+  return st;
 }

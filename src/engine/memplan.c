@@ -14,7 +14,7 @@ static size_t round_up(size_t v, size_t align) { return (v + align - 1) & ~(alig
 
 static bool alive_together(const plan_item *a, const plan_item *b) { return a->first <= b->last && b->first <= a->last; }
 
-static const plan_item *sort_items;
+static _Thread_local const plan_item *sort_items;  /* qsort's comparator has no context argument */
 static int by_size_desc(const void *x, const void *y) {
   const plan_item *a = &sort_items[*(const int *)x], *b = &sort_items[*(const int *)y];
   if (a->nbytes != b->nbytes) return a->nbytes < b->nbytes ? 1 : -1;

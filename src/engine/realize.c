@@ -1,6 +1,10 @@
 /* realize.c — runs a schedule: codegen + render + compile each kernel (cached by its AST, which is
  * interned, so equal kernels are one pointer), allocate buffers, launch, and make the realized tensors
- * point at their buffers. DEBUG=1 prints kernel counts, 2 a line per kernel, 3 the AST, 4 the source. */
+ * point at their buffers. DEBUG=1 prints kernel counts, 2 a line per kernel, 3 the AST, 4 the source.
+ *
+ * A realize holds the library lock from start to end (uop.h), kernel runs included: the kernel cache, the
+ * collector and the buffers of interned nodes stay as it found them, and kernels of two threads take turns
+ * on the one CPU pool anyway. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +29,7 @@ typedef struct compiled {
 
 static uop_map kcache;         /* kernel AST -> compiled */
 static tg_stats stats;
-static uint64_t last_kernels;
+static _Thread_local uint64_t last_kernels TG_TLS_FAST;  /* of this thread's last realize */
 
 #define KCACHE_MAX 4096
 
@@ -283,7 +287,7 @@ static tg_status check_not_stale(const schedule *s, const uop_map *made) {
   return TG_OK;
 }
 
-tg_status tg_realize_many(int n, tg_tensor *const *ts) {
+static tg_status realize_many(int n, tg_tensor *const *ts) {
   if (n < 0 || (n && !ts)) {
     tg_set_error(TG_ERR_ARG, "tg_realize_many: bad tensor list");
     return TG_ERR_ARG;
@@ -415,8 +419,10 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
     if (bn) bn->epoch = b->writes;
     uop *view = mk_reshape(bn, o->ndim, o->shape);
     if (!view) { buffer_release(b); st = TG_ERR_NOMEM; goto out; }
+    uop_pin_dropped(o);  /* the caller may still hold it */
+    /* other threads' tensors on o keep it (they read the value cached on o): they may be reading it now */
     for (tg_tensor *t = tensor_live_first(); t; t = t->next)
-      if (t->u == o) t->u = view;
+      if (t->u == o && (t == ts[i] || tensor_is_own(t))) t->u = view;
   }
   for (int i = 0; i < n; i++) ts[i]->assign_target = NULL;
 out:
@@ -435,9 +441,16 @@ out:
   return st;
 }
 
+tg_status tg_realize_many(int n, tg_tensor *const *ts) {
+  lib_region_begin();
+  tg_status st = realize_many(n, ts);
+  lib_region_end();
+  return st;
+}
+
 tg_status tg_realize(tg_tensor *t) { return tg_realize_many(1, &t); }
 
-tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes) {
+static tg_status to_host(tg_tensor *t, void *dst, size_t nbytes) {
   if (!t) {
     if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_to_host: tensor is NULL");
     return tg_error_status();
@@ -463,6 +476,13 @@ tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes) {
   tg_buffer *b = dev ? storage(dev, t->u) : NULL;
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
   return dev->copyout(dst, b, nbytes);
+}
+
+tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes) {
+  lib_region_begin();
+  tg_status st = to_host(t, dst, nbytes);
+  lib_region_end();
+  return st;
 }
 
 double tg_item(tg_tensor *t) {
@@ -496,7 +516,9 @@ double tg_item(tg_tensor *t) {
 }
 
 tg_stats tg_get_stats(void) {
+  lib_lock();
   tg_stats s = stats;
+  lib_unlock();
   runtime_counters rc = runtime_get_counters();
   s.kernels_compiled = rc.compiles;
   s.disk_cache_hits = rc.disk_hits;
@@ -512,19 +534,24 @@ int tg_num_threads(void) {
 }
 
 tg_status tg_collect(void) {
+  lib_region_begin();  /* no realize or JIT replay runs meanwhile: the pool may stop */
   kcache_clear();
   uop_gc_remove_roots(mark_kcache, NULL);
   uop_gc();
   runtime_shutdown();
+  lib_region_end();
   return TG_OK;
 }
 
 tg_buffer *tensor_storage(tg_tensor *t) {
   const tg_device *dev = device_default();
-  return t && dev ? storage(dev, t->u) : NULL;
+  lib_lock();
+  tg_buffer *b = t && dev ? storage(dev, t->u) : NULL;
+  lib_unlock();
+  return b;
 }
 
-tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes) {
+static tg_status write_storage(tg_tensor *t, const void *src, size_t nbytes) {
   if (!t) return TG_ERR_ARG;
   size_t want = (size_t)uop_numel(t->u) * tg_dtype_size(TDT(t));
   if (nbytes != want) {
@@ -538,4 +565,11 @@ tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes) {
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
   uop_cache_invalidate();
   return dev->copyin(b, src, nbytes);
+}
+
+tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes) {
+  lib_region_begin();
+  tg_status st = write_storage(t, src, nbytes);
+  lib_region_end();
+  return st;
 }

@@ -278,16 +278,21 @@ static bool check_loss(const char *op, tg_tensor *loss) {
   return true;
 }
 
-tg_status tg_backward(tg_tensor *loss) {
+/* Every tensor that requires a gradient takes one, except another thread's on a node that a tensor of this
+ * thread is on: equal graphs are one node, so another thread's tensor made alike would take this loss'
+ * gradient too. A tensor handed over by the thread that made it (a model built on one thread and trained on
+ * another) is found. */
+static tg_status backward(tg_tensor *loss) {
   if (!check_loss("tg_backward", loss)) return tg_error_status();
-  uop_map targets = {0}, grads = {0};
+  uop_map targets = {0}, own = {0}, grads = {0};
   tg_status st = TG_OK;
   for (tg_tensor *t = tensor_live_first(); t; t = t->next)
-    if (t->requires_grad && !umap_put(&targets, t->u, t->u)) st = TG_ERR_NOMEM;
+    if (t->requires_grad && (!umap_put(&targets, t->u, t->u) || (tensor_is_own(t) && !umap_put(&own, t->u, t->u))))
+      st = TG_ERR_NOMEM;
   if (st == TG_OK && !compute_gradient(loss->u, mk_const_like(loss->u, 1), &targets, &grads))
     st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   for (tg_tensor *t = tensor_live_first(); t && st == TG_OK; t = t->next) {
-    if (!t->requires_grad) continue;
+    if (!t->requires_grad || (!tensor_is_own(t) && umap_get(&own, t->u))) continue;
     uop *g = umap_get(&grads, t->u);
     if (!g) continue;
     if (t->grad) g = mk_binary(OP_ADD, t->grad->u, g);
@@ -297,11 +302,19 @@ tg_status tg_backward(tg_tensor *loss) {
     t->grad = ng;
   }
   umap_free(&targets);
+  umap_free(&own);
   umap_free(&grads);
   return st;
 }
 
-tg_status tg_gradient(tg_tensor *loss, int n, tg_tensor *const *targets, tg_tensor **out) {
+tg_status tg_backward(tg_tensor *loss) {
+  lib_region_begin();  /* the live tensors, the rule table */
+  tg_status st = backward(loss);
+  lib_region_end();
+  return st;
+}
+
+static tg_status gradient(tg_tensor *loss, int n, tg_tensor *const *targets, tg_tensor **out) {
   if (n < 0 || (n && (!targets || !out))) {
     tg_set_error(TG_ERR_ARG, "tg_gradient: bad target list");
     return TG_ERR_ARG;
@@ -330,8 +343,18 @@ tg_status tg_gradient(tg_tensor *loss, int n, tg_tensor *const *targets, tg_tens
   return st;
 }
 
+tg_status tg_gradient(tg_tensor *loss, int n, tg_tensor *const *targets, tg_tensor **out) {
+  lib_region_begin();
+  tg_status st = gradient(loss, n, targets, out);
+  lib_region_end();
+  return st;
+}
+
 tg_tensor *tg_set_requires_grad(tg_tensor *t, bool on) {
-  if (t) t->requires_grad = on;
+  if (!t) return NULL;
+  lib_lock();  /* another thread's backward reads it */
+  t->requires_grad = on;
+  lib_unlock();
   return t;
 }
 
@@ -340,8 +363,10 @@ tg_tensor *tg_grad(const tg_tensor *t) { return t ? t->grad : NULL; }
 
 void tg_zero_grad(tg_tensor *t) {
   if (!t) return;
+  lib_lock();
   tg_free(t->grad);
   t->grad = NULL;
+  lib_unlock();
 }
 
 tg_tensor *tg_detach(tg_tensor *t) {
@@ -365,10 +390,13 @@ tg_status tg_assign(tg_tensor *dst, tg_tensor *src) {
     return TG_ERR_ARG;
   }
   /* a stored value is overwritten in place at the next realize (parameters keep their buffers) */
+  lib_lock();
   uop *old = dst->u;
   bool stored = uop_storage(old) || old->op == OP_BUFFER || (old->op == OP_RESHAPE && old->src[0]->op == OP_BUFFER);
   if (!dst->assign_target && stored && src->u != old) dst->assign_target = old;
+  else uop_pin_dropped(old);
   dst->u = src->u;
+  lib_unlock();
   return TG_OK;
 }
 

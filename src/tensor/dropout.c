@@ -1,13 +1,14 @@
 /* dropout.c — training mode and dropout. In its own file because dropout needs the random numbers of
  * random.c: a program that never calls it does not link them in. */
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "tensor/compose.h"
 
-static bool training;
+static atomic_bool training;  /* the process's, as tinygrad's Tensor.training */
 
-void tg_set_training(bool on) { training = on; }
-bool tg_training(void) { return training; }
+void tg_set_training(bool on) { atomic_store(&training, on); }
+bool tg_training(void) { return atomic_load(&training); }
 
 /* tinygrad's: where(rand >= p, x, 0) / (1 - p) when training, x itself otherwise. The mask is not made
  * contiguous as tinygrad does: the generator is counter-based, so a gradient that recomputes it gets the
@@ -18,7 +19,7 @@ tg_tensor *tg_dropout(tg_tensor *x, double p) {
     tg_set_error(TG_ERR_ARG, "tg_dropout: p = %g is out of range [0, 1]", p);
     return NULL;
   }
-  if (!training || p == 0) return tensor_new(x->u);
+  if (!tg_training() || p == 0) return tensor_new(x->u);
   if (p == 1) return tg_zeros_like(x);
   tmps s = TMPS("tg_dropout");
   tg_tensor *r = tmp(&s, tg_rand(TG_FLOAT32, TNDIM(x), TSHAPE(x)));

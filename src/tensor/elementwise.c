@@ -78,9 +78,12 @@ static uop *softplus_(uop *x) {  /* max(x, 0) + log(1 + exp(-|x|)): no overflow 
 typedef uop *(*ufn)(uop *x);
 static tg_tensor *unary(tg_tensor *t, ufn f, bool to_float) {
   if (!t) return NULL;
+  lib_lock();  /* once for the op rather than once for each node it interns (uop.h) */
   uop *x = t->u;
   if (to_float) x = mk_cast(x, float_of((tg_dtype)x->dtype));
-  return tensor_new(f(x));
+  tg_tensor *r = tensor_new(f(x));
+  lib_unlock();
+  return r;
 }
 
 static uop *f_neg(uop *x) { return neg(x); }
@@ -182,7 +185,7 @@ tg_tensor *tg_clamp(tg_tensor *t, double lo, double hi) {
 
 typedef uop *(*bfn)(uop *a, uop *b);
 
-static tg_tensor *binary(const char *name, tg_tensor *ta, tg_tensor *tb, bfn f, bool to_float, bool int_only) {
+static tg_tensor *binary_op(const char *name, tg_tensor *ta, tg_tensor *tb, bfn f, bool to_float, bool int_only) {
   if (!ta || !tb) return NULL;
   uop *a = ta->u, *b = tb->u;
   if (!broadcast_pair(name, &a, &b)) return NULL;
@@ -196,6 +199,13 @@ static tg_tensor *binary(const char *name, tg_tensor *ta, tg_tensor *tb, bfn f, 
     b = mk_cast(b, TG_FLOAT32);
   }
   return tensor_new(f(a, b));
+}
+
+static tg_tensor *binary(const char *name, tg_tensor *ta, tg_tensor *tb, bfn f, bool to_float, bool int_only) {
+  lib_lock();  /* once for the op rather than once for each node it interns (uop.h) */
+  tg_tensor *r = binary_op(name, ta, tb, f, to_float, int_only);
+  lib_unlock();
+  return r;
 }
 
 static uop *b_add(uop *a, uop *b) { return mk_binary(OP_ADD, a, b); }
@@ -308,10 +318,11 @@ static tg_dtype scalar_dtype(tg_dtype dt, double v) {
 
 static tg_tensor *with_scalar(tg_tensor *a, double v, tg_tensor *(*f)(tg_tensor *, tg_tensor *)) {
   if (!a) return NULL;
+  lib_lock();  /* once for the op, its scalar and its nodes (uop.h) */
   tg_tensor *s = tensor_new(uop_const(scalar_dtype(TDT(a), v), v));
-  if (!s) return NULL;
-  tg_tensor *r = f(a, s);
+  tg_tensor *r = s ? f(a, s) : NULL;
   tg_free(s);
+  lib_unlock();
   return r;
 }
 

@@ -1,5 +1,6 @@
 /* graph.c — builders of tensor-graph nodes. Each derives the node's shape from its source and arguments;
  * the public ops (movement.c, elementwise.c, ...) check user input before calling them. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,12 +149,14 @@ uop *mk_cast(uop *x, tg_dtype dt) {
   return shaped(OP_CAST, dt, x, 0, 0, NULL, x->ndim, x->shape);
 }
 
-static int64_t buffer_ids;
+static _Atomic int64_t buffer_ids;
 
 uop *mk_buffer(tg_dtype dt, int64_t numel, void *buf) {
   int64_t shape[1] = {numel};
-  uop *u = uop_new_shaped(OP_BUFFER, dt, 0, NULL, (uop_arg){.i = ++buffer_ids}, 1, shape, 1, shape);
+  lib_lock();  /* the collector reads buf */
+  uop *u = uop_new_shaped(OP_BUFFER, dt, 0, NULL, (uop_arg){.i = atomic_fetch_add(&buffer_ids, 1) + 1}, 1, shape, 1, shape);
   if (u) u->buf = buf;
+  lib_unlock();
   return u;
 }
 

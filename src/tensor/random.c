@@ -1,31 +1,31 @@
 /* random.c — random numbers computed inside kernels: Threefry-2x32 (20 rounds, Random123's constants)
  * applied to a counter (each element's index plus a per-call offset) under a key made from the seed.
  * The numbers depend only on the seed, the call order and the element index: the same on every run, for
- * every thread count and every device. */
+ * every thread count and every device.
+ *
+ * The seed and the counter are the process's (tg_manual_seed, as tinygrad's): draws from several threads
+ * take counters in whatever order the threads come, each draw its own range. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "tensor/tensor.h"
 
-static uint64_t seed = 0x5eed;
-static uint64_t counter;  /* elements drawn since the seed was set */
-static rng_draw_fn observer;
-static void *observer_ctx;
+static _Atomic uint64_t seed = 0x5eed;
+static _Atomic uint64_t counter;  /* elements drawn since the seed was set */
+static _Thread_local rng_draw_fn observer;  /* this thread's JIT capture */
+static _Thread_local void *observer_ctx;
 
 void rng_set_observer(rng_draw_fn fn, void *ctx) {
   observer = fn;
   observer_ctx = ctx;
 }
 
-uint64_t rng_advance(uint64_t n) {
-  uint64_t base = counter;
-  counter += n;
-  return base;
-}
+uint64_t rng_advance(uint64_t n) { return atomic_fetch_add(&counter, n); }
 
 void tg_manual_seed(uint64_t s) {
-  seed = s;
-  counter = 0;
+  atomic_store(&seed, s);
+  atomic_store(&counter, 0);
 }
 
 static uop *u32c(uop *like, uint64_t v) { return mk_const(TG_UINT32, (double)(uint32_t)v, like->ndim, like->shape); }
@@ -58,10 +58,11 @@ static uop *threefry(uop *x0, uop *x1, uop *k0, uop *k1) {
 }
 
 void rng_draw_words(uint64_t base, uint32_t out[4]) {
+  uint64_t s = atomic_load(&seed);
   out[0] = (uint32_t)base;
   out[1] = (uint32_t)(base >> 32);
-  out[2] = (uint32_t)seed;
-  out[3] = (uint32_t)(seed >> 32);
+  out[2] = (uint32_t)s;
+  out[3] = (uint32_t)(s >> 32);
 }
 
 /* the draw's counter and key as a 4-word buffer, broadcast to (n, 4): constants would make every call's

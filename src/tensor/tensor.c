@@ -1,5 +1,5 @@
 /* tensor.c — tensor handles: reference counts, scopes, the live list the collector marks from, and
- * properties. */
+ * properties. Scopes are per thread; the live list is shared, under the library lock. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,10 +7,11 @@
 #include "tensor/tensor.h"
 
 static tg_tensor *live;
+static _Thread_local char owner_token TG_TLS_FAST;  /* its address names the calling thread */
 
 typedef struct scope { tg_tensor **items; int n, cap; } scope;
-static scope *scopes;
-static int nscopes, scopes_cap;
+static _Thread_local scope *scopes TG_TLS_FAST;
+static _Thread_local int nscopes TG_TLS_FAST, scopes_cap TG_TLS_FAST;
 
 static void mark_live(void *ctx) {
   for (tg_tensor *t = live; t; t = t->next) {
@@ -20,6 +21,7 @@ static void mark_live(void *ctx) {
 }
 
 tg_tensor *tensor_live_first(void) { return live; }
+bool tensor_is_own(const tg_tensor *t) { return t->owner == &owner_token; }
 
 static void release_storage(void *b) { buffer_release(b); }
 
@@ -53,6 +55,7 @@ static tg_tensor *tensor_alloc(uop *u, bool scoped) {
   }
   t->refcnt = 1;
   t->u = u;
+  t->owner = &owner_token;
   if (scoped && nscopes) {
     if (!scope_push(&scopes[nscopes - 1], t)) {
       free(t);
@@ -61,6 +64,7 @@ static tg_tensor *tensor_alloc(uop *u, bool scoped) {
     }
     t->scope = nscopes;
   }
+  lib_lock();
   if (!live) {
     uop_gc_add_roots(mark_live, NULL);
     uop_set_buf_release(release_storage);
@@ -68,6 +72,7 @@ static tg_tensor *tensor_alloc(uop *u, bool scoped) {
   t->next = live;
   if (live) live->prev = t;
   live = t;
+  lib_unlock();
   return t;
 }
 
@@ -75,10 +80,14 @@ tg_tensor *tensor_new(uop *u) { return tensor_alloc(u, true); }
 tg_tensor *tensor_new_unscoped(uop *u) { return tensor_alloc(u, false); }
 
 static void tensor_destroy(tg_tensor *t) {
+  lib_lock();
   tg_free(t->grad);
+  uop_pin_dropped(t->u);  /* the caller may still build on them (random.c keeps a dropped tensor's node) */
+  uop_pin_dropped(t->assign_target);
   if (t->prev) t->prev->next = t->next;
   else live = t->next;
   if (t->next) t->next->prev = t->prev;
+  lib_unlock();
   free(t);
 }
 
@@ -100,7 +109,7 @@ tg_tensor *tg_retain(tg_tensor *t) {
 
 /* scopes that could not be opened for lack of memory: their tensors belong to the enclosing scope, and
  * their tg_scope_end must not close that one */
-static int lost_scopes, lost_depth;
+static _Thread_local int lost_scopes TG_TLS_FAST, lost_depth TG_TLS_FAST;
 
 void tg_scope_begin(void) {
   if (nscopes == scopes_cap) {
@@ -124,11 +133,13 @@ void tg_scope_end(void) {
   }
   if (!nscopes) return;
   scope s = scopes[--nscopes];
+  lib_lock();  /* once for all the tensors destroyed here */
   for (int i = 0; i < s.n; i++) {
     tg_tensor *t = s.items[i];
     t->scope = 0;
     if (--t->refcnt == 0) tensor_destroy(t);
   }
+  lib_unlock();
   free(s.items);
   if (!nscopes) {
     free(scopes);

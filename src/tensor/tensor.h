@@ -16,8 +16,14 @@ struct tg_tensor {
   bool requires_grad;
   tg_tensor *grad;       /* owned reference, NULL if none */
   uop *assign_target;    /* the stored value tg_assign replaced: the next realize writes into its buffer */
-  tg_tensor *prev, *next; /* every live tensor, the roots of the collector */
+  tg_tensor *prev, *next; /* every live tensor, the roots of the collector (library lock) */
+  const void *owner;     /* the thread that made it (tensor_is_own) */
 };
+
+/* Threads: a tensor is used by one thread at a time (the caller synchronizes, tg.h). That thread writes u,
+ * assign_target, requires_grad, grad and the list links with the library lock held (uop.h), and reads them
+ * without it; other threads read them (the collector, a realize looking for shared buffers, a backward
+ * looking for tensors that require a gradient) only with the lock held. */
 
 /* a new tensor on node u (NULL if u is NULL); owned as tg.h says */
 tg_tensor *tensor_new(uop *u);
@@ -34,8 +40,10 @@ tg_tensor *tensor_own(tg_tensor *lazy);
  * reference to the memory always passes in) */
 tg_tensor *tensor_wrap_memory(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
                               void (*on_free)(void *ctx), void *ctx);
-/* every live tensor, for the engine (realize replaces nodes of tensors that share a realized graph) */
+/* every live tensor, of every thread, for the engine (with the library lock held) */
 tg_tensor *tensor_live_first(void);
+/* whether the calling thread made t (another thread's tensors on a node may be in use there now) */
+bool tensor_is_own(const tg_tensor *t);
 
 /* graph builders with shape checks; op names the public call for error messages */
 uop *mk_reshape(uop *x, int ndim, const int64_t *shape);
@@ -62,7 +70,7 @@ uop *mk_where(uop *c, uop *a, uop *b);                     /* 0, 1, ..., n-1 com
 /* random counters (random.c). Each draw of n numbers takes the next n counters and writes the first into a
  * small buffer its kernels read; a JIT replay gives those buffers fresh counters (engine/jit.c) */
 typedef void (*rng_draw_fn)(void *ctx, void *buf, uint64_t base, uint64_t n);
-void rng_set_observer(rng_draw_fn fn, void *ctx);  /* fn sees every draw from now on (NULL: none) */
+void rng_set_observer(rng_draw_fn fn, void *ctx);  /* fn sees every draw of this thread from now on (NULL: none) */
 uint64_t rng_advance(uint64_t n);                  /* takes n counters; returns the first */
 void rng_draw_words(uint64_t base, uint32_t out[4]);  /* a draw buffer's contents: counter, current seed */
 

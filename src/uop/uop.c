@@ -94,13 +94,15 @@ uop *uop_new_shaped(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg a
   for (int i = 0; i < nsrc; i++)
     if (!src[i]) return NULL;
   uint64_t h = node_hash(op, dt, nsrc, src, arg, naux, aux);
+  lib_lock();
+  uop *u = NULL;
   if (table.cap) {
-    for (uop *u = table.slots[h & (table.cap - 1)]; u; u = u->next)
-      if (u->hash == h && node_equal(u, op, dt, nsrc, src, arg, naux, aux)) return u;
+    for (u = table.slots[h & (table.cap - 1)]; u; u = u->next)
+      if (u->hash == h && node_equal(u, op, dt, nsrc, src, arg, naux, aux)) goto found;
   }
   if (table.count + 1 > table.cap / 2 && !table_grow()) goto nomem;
   size_t sz = sizeof(uop) + (size_t)nsrc * sizeof(uop *) + (size_t)(naux + ndim) * sizeof(int64_t);
-  uop *u = calloc(1, sz);
+  u = calloc(1, sz);
   if (!u) goto nomem;
   u->op = (uint16_t)op;
   u->dtype = (uint8_t)dt;
@@ -119,8 +121,12 @@ uop *uop_new_shaped(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg a
   u->next = table.slots[b];
   table.slots[b] = u;
   table.count++;
+found:
+  uop_pin(u);  /* no other thread's collection frees it while this one builds on it */
+  lib_unlock();
   return u;
 nomem:
+  lib_unlock();
   tg_set_error(TG_ERR_NOMEM, "out of memory building an IR node (%s)", uop_op_name(op));
   return NULL;
 }
@@ -211,14 +217,18 @@ static root_entry roots[32];
 static int nroots;
 
 void uop_gc_add_roots(uop_root_fn fn, void *ctx) {
-  for (int i = 0; i < nroots; i++)
-    if (roots[i].fn == fn && roots[i].ctx == ctx) return;
-  if (nroots < 32) roots[nroots++] = (root_entry){fn, ctx};
+  lib_lock();
+  bool have = false;
+  for (int i = 0; i < nroots && !have; i++) have = roots[i].fn == fn && roots[i].ctx == ctx;
+  if (!have && nroots < 32) roots[nroots++] = (root_entry){fn, ctx};
+  lib_unlock();
 }
 
 void uop_gc_remove_roots(uop_root_fn fn, void *ctx) {
+  lib_lock();
   for (int i = 0; i < nroots; i++)
     if (roots[i].fn == fn && roots[i].ctx == ctx) roots[i--] = roots[--nroots];
+  lib_unlock();
 }
 
 /* marks iteratively: graphs can be deeper than the C stack */
@@ -268,11 +278,14 @@ static void free_node(uop *u) {
 }
 
 size_t uop_gc(void) {
+  lib_lock();
+  pins_release_own();
   for (int i = 0; i < nroots; i++) {
     roots[i].fn(roots[i].ctx);
     mark_drain();
   }
-  bool lost_marks = false;
+  bool lost_marks = pins_mark_others();
+  mark_drain();
   for (size_t b = 0; b < table.cap; b++)
     for (uop *u = table.slots[b]; u; u = u->next) lost_marks |= u->mark == 2;
   size_t freed = 0;
@@ -296,22 +309,36 @@ size_t uop_gc(void) {
   free(mark_stack);
   mark_stack = NULL;
   mark_n = mark_cap = 0;
+  lib_unlock();
   return freed;
 }
 
-
-void uop_gc_note_bytes(size_t n) { bytes_since_gc += n; }
+void uop_gc_note_bytes(size_t n) {
+  lib_lock();
+  bytes_since_gc += n;
+  lib_unlock();
+}
 
 size_t uop_gc_maybe(void) {
+  lib_lock();
+  pins_release_own();
   bool nodes = table.count >= 20000 && table.count >= 2 * table.count_after_gc;
   bool bytes = bytes_since_gc >= GC_BYTES ||
                (bytes_since_gc >= GC_MIN_BYTES && bytes_since_gc / GC_BYTES_PER_NODE >= table.count);
-  return nodes || bytes ? uop_gc() : 0;
+  size_t freed = nodes || bytes ? uop_gc() : 0;
+  lib_unlock();
+  return freed;
 }
 
-size_t uop_live_count(void) { return table.count; }
+size_t uop_live_count(void) {
+  lib_lock();
+  size_t n = table.count;
+  lib_unlock();
+  return n;
+}
 
 void uop_shutdown(void) {
+  lib_lock();
   for (size_t b = 0; b < table.cap; b++)
     for (uop *u = table.slots[b], *nx; u; u = nx) {
       nx = u->next;
@@ -320,6 +347,7 @@ void uop_shutdown(void) {
   free(table.slots);
   table.slots = NULL;
   table.cap = table.count = table.count_after_gc = 0;
+  lib_unlock();
 }
 
 /* ---- toposort and printing ----------------------------------------------------------------------------- */
