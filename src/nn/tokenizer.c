@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "nn/data.h"
 #include "uop/uop.h"
 
 typedef struct piece { const char *s; int32_t len, id; } piece;
@@ -101,15 +102,13 @@ static int byte_piece(const piece *p) {
   return h && l && p->s[3] && p->s[4] ? (int)((h - hex) * 16 + (l - hex)) : -1;
 }
 
-tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab) {
+tg_tokenizer *data_tokenizer(const char *path, const unsigned char *buf, size_t len, int64_t vocab) {
   static const char *op = "tg_tokenizer_load";
-  if (!path || vocab < 3 || vocab > (1 << 24)) {
-    tg_set_error(TG_ERR_ARG, "%s: %s", op, !path ? "path is NULL" : "the vocabulary size must be in [3, 2^24]");
+  if (vocab < 3 || vocab > (1 << 24)) {
+    tg_set_error(TG_ERR_ARG, "%s: the vocabulary size must be in [3, 2^24]", op);
     return NULL;
   }
-  size_t len = 0, off = 0;
-  unsigned char *buf = read_file(op, path, (size_t)1 << 31, &len);
-  if (!buf) return NULL;
+  size_t off = 0;
   tg_tokenizer *t = calloc(1, sizeof *t);
   if (t) {
     t->vocab = vocab;
@@ -153,12 +152,24 @@ tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab) {
   memcpy(t->sorted, t->pieces, (size_t)vocab * sizeof *t->sorted);
   qsort(t->sorted, (size_t)vocab, sizeof *t->sorted, piece_cmp);
   for (int b = 0; b < 256; b++) t->raw[b][0] = (char)b;
-  free(buf);
   return t;
 fail:
-  free(buf);
   tg_tokenizer_free(t);
   return NULL;
+}
+
+tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab) {
+  static const char *op = "tg_tokenizer_load";
+  if (!path || vocab < 3 || vocab > (1 << 24)) {
+    tg_set_error(TG_ERR_ARG, "%s: %s", op, !path ? "path is NULL" : "the vocabulary size must be in [3, 2^24]");
+    return NULL;
+  }
+  size_t len = 0;
+  unsigned char *buf = read_file(op, path, (size_t)1 << 31, &len);
+  if (!buf) return NULL;
+  tg_tokenizer *t = data_tokenizer(path, buf, len, vocab);
+  free(buf);
+  return t;
 }
 
 int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens,
