@@ -75,7 +75,7 @@ static uop *rebuild(rebuild_ctx *c, uop *u) {
   if (u == c->r) return c->expr;
   uop *done = umap_get(&c->memo, u);
   if (done) return done;
-  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc + 1 <= (int)(sizeof s / sizeof *s) ? s : malloc((size_t)(u->nsrc + 1) * sizeof *src);
+  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc + 1 <= (int)(sizeof s / sizeof *s) ? s : mem_alloc((size_t)(u->nsrc + 1) * sizeof *src);
   if (!src) { c->fail = true; return NULL; }
   int n = 0;
   for (int i = 0; i < u->nsrc; i++) {
@@ -189,7 +189,7 @@ static uop *pad_mask(pad_ctx *c, uop *u) {
   if (c->fail) return NULL;
   uop *done = umap_get(&c->memo, u);
   if (done) return done;
-  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc <= (int)(sizeof s / sizeof *s) ? s : malloc((size_t)u->nsrc * sizeof *src);
+  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc <= (int)(sizeof s / sizeof *s) ? s : mem_alloc((size_t)u->nsrc * sizeof *src);
   if (!src) { c->fail = true; return NULL; }
   for (int i = 0; i < u->nsrc; i++)
     if (!(src[i] = pad_mask(c, u->src[i]))) c->fail = true;

@@ -52,12 +52,12 @@ void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nb
   if (c->failed) return;
   if (c->n == c->cap) {
     int nc = c->cap ? c->cap * 2 : 64;
-    jit_launch *nl = realloc(c->launches, (size_t)nc * sizeof *nl);
+    jit_launch *nl = mem_realloc(c->launches, (size_t)nc * sizeof *nl);
     if (!nl) { c->failed = true; return; }
     c->launches = nl;
     c->cap = nc;
   }
-  tg_buffer **copy = malloc((size_t)(nbufs ? nbufs : 1) * sizeof *copy);
+  tg_buffer **copy = mem_alloc((size_t)(nbufs ? nbufs : 1) * sizeof *copy);
   if (!copy) { c->failed = true; return; }
   for (int i = 0; i < nbufs; i++) {
     copy[i] = bufs[i];
@@ -74,7 +74,7 @@ static void note_rng(void *ctx, void *buf, uint64_t base, uint64_t n) {
   if (c->failed || !buf) return;
   if (c->nrng == c->caprng) {
     int nc = c->caprng ? c->caprng * 2 : 16;
-    jit_rng *nr = realloc(c->rng, (size_t)nc * sizeof *nr);
+    jit_rng *nr = mem_realloc(c->rng, (size_t)nc * sizeof *nr);
     if (!nr) { c->failed = true; return; }
     c->rng = nr;
     c->caprng = nc;
@@ -116,12 +116,12 @@ tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx, int nin, int nout) {
     tg_set_error(TG_ERR_ARG, "tg_jit_new: %s", !fn ? "the step function is NULL" : "negative input or output count");
     return NULL;
   }
-  tg_jit *j = calloc(1, sizeof *j);
+  tg_jit *j = mem_calloc(1, sizeof *j);
   if (j) {
-    j->in_bufs = calloc((size_t)nin + 1, sizeof *j->in_bufs);
-    j->out_bufs = calloc((size_t)nout + 1, sizeof *j->out_bufs);
-    j->in_shape = calloc((size_t)nin + 1, sizeof *j->in_shape);
-    j->out_shape = calloc((size_t)nout + 1, sizeof *j->out_shape);
+    j->in_bufs = mem_calloc((size_t)nin + 1, sizeof *j->in_bufs);
+    j->out_bufs = mem_calloc((size_t)nout + 1, sizeof *j->out_bufs);
+    j->in_shape = mem_calloc((size_t)nin + 1, sizeof *j->in_shape);
+    j->out_shape = mem_calloc((size_t)nout + 1, sizeof *j->out_shape);
   }
   if (!j || !j->in_bufs || !j->out_bufs || !j->in_shape || !j->out_shape) {
     tg_jit_free(j);
@@ -196,8 +196,8 @@ static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
   jit_capture *c = &j->cap;
   int total = 0;
   for (int k = 0; k < c->n; k++) total += c->launches[k].nbufs;
-  buf_use *use = malloc((size_t)(total ? total : 1) * sizeof *use);
-  int *slot_use = malloc((size_t)(total ? total : 1) * sizeof *slot_use);  /* launch slots in order -> use */
+  buf_use *use = mem_alloc((size_t)(total ? total : 1) * sizeof *use);
+  int *slot_use = mem_alloc((size_t)(total ? total : 1) * sizeof *slot_use);  /* launch slots in order -> use */
   if (!use || !slot_use) {
     free(use);
     free(slot_use);
@@ -217,8 +217,8 @@ static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
       use[u].slots++;
       use[u].last = k;
     }
-  j->plan = malloc((size_t)(nuse ? nuse : 1) * sizeof *j->plan);
-  int *item_of = malloc((size_t)(nuse ? nuse : 1) * sizeof *item_of);
+  j->plan = mem_alloc((size_t)(nuse ? nuse : 1) * sizeof *j->plan);
+  int *item_of = mem_alloc((size_t)(nuse ? nuse : 1) * sizeof *item_of);
   if (!j->plan || !item_of) {
     free(use);
     free(slot_use);
@@ -269,9 +269,9 @@ static tg_status prepare_launches(tg_jit *j) {
       for (int i = 0; i < j->nin; i++)
         if (c->launches[k].bufs[b] == j->in_bufs[i]) { npatch++; break; }
   }
-  j->ptrs = calloc((size_t)c->n + 1, sizeof *j->ptrs);
-  void **all = malloc((total ? total : 1) * sizeof *all);
-  j->patches = malloc((size_t)(npatch ? npatch : 1) * sizeof *j->patches);
+  j->ptrs = mem_calloc((size_t)c->n + 1, sizeof *j->ptrs);
+  void **all = mem_alloc((total ? total : 1) * sizeof *all);
+  j->patches = mem_alloc((size_t)(npatch ? npatch : 1) * sizeof *j->patches);
   if (!j->ptrs || !all || !j->patches) {
     free(all);
     return TG_ERR_NOMEM;

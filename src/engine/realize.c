@@ -59,7 +59,7 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   compiled *c = umap_get(&kcache, ast);
   if (c) return c;
   int dbg = tg_debug_level();
-  c = calloc(1, sizeof *c);
+  c = mem_calloc(1, sizeof *c);
   if (!c) {
     tg_set_error(TG_ERR_NOMEM, "engine: out of memory");
     return NULL;
@@ -142,7 +142,7 @@ static bool reads_only_own_element(const sched_kernel *k, const tg_device *dev, 
 static bool order_kernels(const schedule *s, const tg_device *dev, tg_buffer *const *inplace, const uop_map *made,
                           int *order) {
   int n = s->nkernels;
-  bool *done = calloc((size_t)n + 1, sizeof *done);
+  bool *done = mem_calloc((size_t)n + 1, sizeof *done);
   if (!done) return false;
   uop_map producer = {0};
   bool ok = true;
@@ -192,8 +192,8 @@ static int by_buffer(const void *x, const void *y) {
  * buffer after a realize; writing it in place would change both. One walk over the live tensors, each
  * looked up among the targets sorted by buffer. NULL when out of memory. */
 static bool *shared_targets(const tg_device *dev, tg_tensor *const *ts, int n) {
-  bool *shared = calloc((size_t)n + 1, sizeof *shared);
-  holder *h = malloc(((size_t)n + 1) * sizeof *h);
+  bool *shared = mem_calloc((size_t)n + 1, sizeof *shared);
+  holder *h = mem_alloc(((size_t)n + 1) * sizeof *h);
   if (!shared || !h) {
     free(shared);
     free(h);
@@ -223,8 +223,8 @@ static bool *shared_targets(const tg_device *dev, tg_tensor *const *ts, int n) {
  * false when a window write has no order that runs it in place (schedule again without windows). */
 static bool plan_in_place(const schedule *s, const tg_device *dev, tg_tensor *const *ts, int n, const uop_map *made,
                           tg_buffer ***inplace_out, int **korder_out, tg_status *st) {
-  tg_buffer **inplace = *inplace_out = calloc((size_t)s->nkernels + 1, sizeof *inplace);
-  int *korder = *korder_out = calloc((size_t)s->nkernels + 1, sizeof *korder);
+  tg_buffer **inplace = *inplace_out = mem_calloc((size_t)s->nkernels + 1, sizeof *inplace);
+  int *korder = *korder_out = mem_calloc((size_t)s->nkernels + 1, sizeof *korder);
   if (!inplace || !korder) {
     *st = TG_ERR_NOMEM;
     return true;
@@ -298,7 +298,7 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   last_kernels = 0;
   const tg_device *dev = device_default();
   if (!dev) return TG_ERR_DEVICE;
-  uop **outs = malloc(((size_t)n + 1) * sizeof *outs);
+  uop **outs = mem_alloc(((size_t)n + 1) * sizeof *outs);
   if (!outs) return TG_ERR_NOMEM;
   for (int i = 0; i < n; i++) outs[i] = ts[i]->u;
   int dbg = tg_debug_level();
@@ -306,7 +306,7 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   schedule s = {0};
   tg_buffer **inplace = NULL;  /* per kernel: the assigned tensor's buffer it overwrites, or NULL */
   int *korder = NULL;
-  uop **targets = calloc((size_t)n + 1, sizeof *targets);  /* assign targets: windows may be written in place */
+  uop **targets = mem_calloc((size_t)n + 1, sizeof *targets);  /* assign targets: windows may be written in place */
   uop_map made = {0};  /* realized node -> buffer made in this run */
   tg_status st = targets ? TG_OK : TG_ERR_NOMEM;
   for (int i = 0; i < n && targets; i++) targets[i] = ts[i]->u == outs[i] ? ts[i]->assign_target : NULL;
@@ -354,8 +354,8 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
     sched_kernel *sk = &s.kernels[k];
     compiled *c = get_kernel(dev, sk->ast);
     if (!c) { st = tg_error_status() ? tg_error_status() : TG_ERR_DEVICE; goto out; }
-    void *stack_bufs[32], **bufs = sk->nbufs <= 32 ? stack_bufs : malloc((size_t)sk->nbufs * sizeof *bufs);
-    tg_buffer *stack_tb[32], **tbufs = sk->nbufs <= 32 ? stack_tb : malloc((size_t)sk->nbufs * sizeof *tbufs);
+    void *stack_bufs[32], **bufs = sk->nbufs <= 32 ? stack_bufs : mem_alloc((size_t)sk->nbufs * sizeof *bufs);
+    tg_buffer *stack_tb[32], **tbufs = sk->nbufs <= 32 ? stack_tb : mem_alloc((size_t)sk->nbufs * sizeof *tbufs);
     if (!bufs || !tbufs) {
       if (bufs != stack_bufs) free(bufs);
       if (tbufs != stack_tb) free(tbufs);

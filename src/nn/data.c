@@ -42,6 +42,10 @@ typedef struct zsrc {
   z_stream zs;
 } zsrc;
 
+/* zlib's allocations, through the library's (uop.h) */
+static voidpf zlib_alloc(voidpf opaque, uInt items, uInt size) { return mem_calloc(items, size); }
+static void zlib_free(voidpf opaque, voidpf p) { free(p); }
+
 static bool gz_magic(const uint8_t *b, size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
 
 static void zsrc_init(zsrc *z, const char *op, const char *name, const uint8_t *b, size_t n) {
@@ -76,7 +80,7 @@ static int64_t zsrc_read(zsrc *z, void *dst, size_t n) {
         z->zdone = true;
         break;
       }
-      z->zs = (z_stream){0};
+      z->zs = (z_stream){.zalloc = zlib_alloc, .zfree = zlib_free};
       int r = inflateInit2(&z->zs, 16 + MAX_WBITS);
       if (r != Z_OK) return zsrc_fail(z, r == Z_MEM_ERROR ? TG_ERR_NOMEM : TG_ERR_IO, r == Z_MEM_ERROR ? "out of memory" : "inflateInit2 failed");
       z->zinit = true;
@@ -164,7 +168,7 @@ void data_unmap(data_map *m) {
 /* 64-byte aligned memory for a tensor to wrap and free */
 static void *aligned_bytes(size_t n) {
   size_t cap = n / 64 * 64 + 64;
-  return n < SIZE_MAX - 64 ? aligned_alloc(64, cap) : NULL;
+  return n < SIZE_MAX - 64 ? mem_aligned(64, cap) : NULL;
 }
 
 static tg_tensor *wrap(tg_dtype dt, int ndim, const int64_t *shape, void *mem, size_t nbytes) {
@@ -414,7 +418,7 @@ tg_status tg_mnist_load(const char *dir, bool fashion, tg_dataset *train, tg_dat
 static tg_status gunzip_all(zsrc *z, size_t max, char **out, size_t *n) {
   *out = NULL;
   size_t cap = 1 << 16, len = 0;
-  char *b = malloc(cap + 1);
+  char *b = mem_alloc(cap + 1);
   for (;;) {
     if (!b) {
       tg_set_error(TG_ERR_NOMEM, "%s: %s: out of memory", z->op, z->name);
@@ -433,7 +437,7 @@ static tg_status gunzip_all(zsrc *z, size_t max, char **out, size_t *n) {
       return TG_ERR_IO;
     }
     cap = cap * 2 < max ? cap * 2 : max;
-    char *nb = realloc(b, cap + 1);
+    char *nb = mem_realloc(b, cap + 1);
     if (!nb) free(b);
     b = nb;
   }
@@ -587,7 +591,7 @@ static tg_tensor *gather_rows(tg_tensor *t, int64_t n, const int64_t *perm, int6
   for (int d = 1; d < nd; d++) row *= (size_t)shape[d];
   shape[0] = count;
   size_t nbytes = row * (size_t)count;
-  uint8_t *dst = malloc(nbytes ? nbytes : 1);
+  uint8_t *dst = mem_alloc(nbytes ? nbytes : 1);
   if (!dst) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory for a batch of %zu bytes", op, nbytes);
     return NULL;

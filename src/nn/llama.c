@@ -128,7 +128,7 @@ static bool make_weights(tg_llama *m, const uint8_t *w) {
 /* the per-layer state a step needs besides the weights: caches, RoPE frequencies, the position */
 static bool make_state(tg_llama *m) {
   int64_t half = m->head / 2, shape[2] = {m->max_seq, m->kv_dim};
-  float *f = malloc((size_t)half * sizeof *f);
+  float *f = mem_alloc((size_t)half * sizeof *f);
   if (!f) return false;
   for (int64_t i = 0; i < half; i++) f[i] = 1.0f / powf(10000.0f, (float)(2 * i) / (float)m->head);  /* as run.c */
   m->freq = tensor_unscope(tg_from_data(TG_FLOAT32, 1, &half, f, (size_t)half * sizeof *f));
@@ -171,13 +171,13 @@ tg_llama *data_llama(const char *path, const uint8_t *bytes, size_t len, int64_t
                  (long long)c.seq_len);
     return NULL;
   }
-  tg_llama *m = calloc(1, sizeof *m);
+  tg_llama *m = mem_calloc(1, sizeof *m);
   if (m) {
     m->c = c;
     m->max_seq = max_seq ? max_seq : c.seq_len;
     m->head = c.dim / c.n_heads;
     m->kv_dim = m->head * c.n_kv_heads;
-    m->layers = calloc((size_t)c.n_layers, sizeof *m->layers);
+    m->layers = mem_calloc((size_t)c.n_layers, sizeof *m->layers);
   }
   bool ok = m && m->layers && make_weights(m, bytes + sizeof h) && make_state(m) &&
             (m->jit = tg_jit_new(llama_step, m, 1, 1));
@@ -228,7 +228,7 @@ static tg_status llama_step(void *ctx, int nin, tg_tensor *const *in, int nout, 
   tg_tensor *sign = tg_from_data(TG_FLOAT32, 2, (int64_t[]){1, 2}, (float[]){-1, 1}, 8);
   tg_tensor *cs = tg_expand(tg_cos(ang), 2, (int64_t[]){head / 2, 2}), *sn = tg_mul(tg_sin(ang), sign);
   tg_tensor *seen = tg_le(tg_arange(TG_INT32, 0, (double)T, 1), pos);  /* (T,): positions 0..pos */
-  tg_tensor **assigned = malloc((size_t)(2 * c->n_layers + 1) * sizeof *assigned);
+  tg_tensor **assigned = mem_alloc((size_t)(2 * c->n_layers + 1) * sizeof *assigned);
   tg_status st = assigned ? TG_OK : TG_ERR_NOMEM;
   if (!assigned) tg_set_error(st, "tg_llama_step: out of memory");
   tg_tensor *x = tg_embedding(m->emb, in[0]);  /* (1, dim) */

@@ -200,7 +200,7 @@ static bool jstring(jparse *p, char **out) {
   }
   char *o = NULL;
   size_t k = 0;
-  if (out && !(o = malloc(end - start + 1))) {
+  if (out && !(o = mem_alloc(end - start + 1))) {
     st_error(TG_ERR_NOMEM, p->path, "out of memory parsing the header");
     p->failed = true;
     return false;
@@ -316,14 +316,14 @@ static bool file_add(st_file *f, st_entry *e) {
   if (f->n == f->cap) {
     if (f->cap >= (1 << 28)) return false;
     int nc = f->cap ? f->cap * 2 : 16;
-    st_entry *ne = realloc(f->e, (size_t)nc * sizeof *ne);
+    st_entry *ne = mem_realloc(f->e, (size_t)nc * sizeof *ne);
     if (!ne) return false;
     f->e = ne;
     f->cap = nc;
   }
   if ((size_t)(f->n + 1) * 2 > f->nslots) {
     size_t ns = f->nslots ? f->nslots * 2 : 64;
-    int *s = calloc(ns, sizeof *s);
+    int *s = mem_calloc(ns, sizeof *s);
     if (!s) return false;
     free(f->slots);
     f->slots = s;
@@ -476,7 +476,7 @@ static bool check_entries(st_file *f) {
     }
   }
   if (f->n > 1) {
-    const st_entry **order = malloc((size_t)f->n * sizeof *order);
+    const st_entry **order = mem_alloc((size_t)f->n * sizeof *order);
     if (!order) {
       st_error(TG_ERR_NOMEM, f->path, "out of memory checking offsets");
       return false;
@@ -557,7 +557,7 @@ static tg_status file_open(st_file *f, const char *path) {
     close(fd);
     return st_error(TG_ERR_IO, path, "the file is too large to map");
   }
-  st_map *m = malloc(sizeof *m);
+  st_map *m = mem_alloc(sizeof *m);
   if (!m) {
     close(fd);
     return st_error(TG_ERR_NOMEM, path, "out of memory");
@@ -578,8 +578,8 @@ static tg_status file_open(st_file *f, const char *path) {
 static tg_status file_from_bytes(st_file *f, const char *name, const void *bytes, size_t n) {
   *f = (st_file){.path = name};
   if (ST_BIG_ENDIAN) return st_error(TG_ERR_IO, name, "loading on a big-endian machine is not supported");
-  st_map *m = malloc(sizeof *m);
-  void *copy = malloc(n ? n : 1);
+  st_map *m = mem_alloc(sizeof *m);
+  void *copy = mem_alloc(n ? n : 1);
   if (!m || !copy) {
     free(m);
     free(copy);
@@ -605,7 +605,7 @@ static tg_tensor *entry_tensor(st_file *f, const st_entry *e) {
   }
   /* misaligned for its dtype (a file written by a tool that packs tensors): a private aligned copy */
   size_t cap = (nbytes + 63) / 64 * 64;
-  void *copy = aligned_alloc(64, cap ? cap : 64);
+  void *copy = mem_aligned(64, cap ? cap : 64);
   if (!copy) {
     st_error(TG_ERR_NOMEM, f->path, "out of memory copying tensor '%s'", e->name);
     return NULL;
@@ -705,7 +705,7 @@ static tg_status file_load(st_file *f, tg_params *p, bool allow_partial) {
     return TG_ERR_ARG;
   }
   /* all tensors first, then all assignments: a failure leaves every parameter as it was */
-  tg_tensor **vals = calloc(np > 0 ? (size_t)np : 1, sizeof *vals);
+  tg_tensor **vals = mem_calloc(np > 0 ? (size_t)np : 1, sizeof *vals);
   if (!vals) {
     file_close(f);
     return st_error(TG_ERR_NOMEM, path, "out of memory");

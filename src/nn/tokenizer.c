@@ -80,7 +80,7 @@ static unsigned char *read_file(const char *op, const char *path, size_t max, si
     return NULL;
   }
   FILE *f = fopen(path, "rb");
-  unsigned char *buf = malloc((size_t)sb.st_size + 1);
+  unsigned char *buf = mem_alloc((size_t)sb.st_size + 1);
   size_t got = f && buf ? fread(buf, 1, (size_t)sb.st_size, f) : 0;
   bool ok = f && buf && got == (size_t)sb.st_size && getc(f) == EOF;
   if (!ok) tg_set_error(!buf ? TG_ERR_NOMEM : TG_ERR_IO, "%s: %s: %s", op, path,
@@ -109,13 +109,13 @@ tg_tokenizer *data_tokenizer(const char *path, const unsigned char *buf, size_t 
     return NULL;
   }
   size_t off = 0;
-  tg_tokenizer *t = calloc(1, sizeof *t);
+  tg_tokenizer *t = mem_calloc(1, sizeof *t);
   if (t) {
     t->vocab = vocab;
-    t->pieces = calloc((size_t)vocab, sizeof *t->pieces);
-    t->sorted = calloc((size_t)vocab, sizeof *t->sorted);
-    t->scores = calloc((size_t)vocab, sizeof *t->scores);
-    t->bytes = malloc(len + (size_t)vocab);  /* the pieces are at most the file's bytes, plus their NULs */
+    t->pieces = mem_calloc((size_t)vocab, sizeof *t->pieces);
+    t->sorted = mem_calloc((size_t)vocab, sizeof *t->sorted);
+    t->scores = mem_calloc((size_t)vocab, sizeof *t->scores);
+    t->bytes = mem_alloc(len + (size_t)vocab);  /* the pieces are at most the file's bytes, plus their NULs */
   }
   if (!t || !t->pieces || !t->sorted || !t->scores || !t->bytes) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory for %lld tokens", op, (long long)vocab);
@@ -185,7 +185,7 @@ int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, b
                  need - 3, need);
     return TG_ERR_ARG;
   }
-  char *buf = malloc((size_t)t->max_len * 2 + 1);
+  char *buf = mem_alloc((size_t)t->max_len * 2 + 1);
   if (!buf) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory", op);
     return TG_ERR_NOMEM;

@@ -58,7 +58,7 @@ tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes) {
     tg_set_error(TG_ERR_ARG, "buffer_wrap: %s", d ? "NULL pointer for a non-empty buffer" : "no device");
     return NULL;
   }
-  tg_buffer *b = malloc(sizeof *b);
+  tg_buffer *b = mem_alloc(sizeof *b);
   if (!b) {
     tg_set_error(TG_ERR_NOMEM, "buffer_wrap: out of memory");
     return NULL;
@@ -135,7 +135,7 @@ static bool block_push(void *p, size_t size) {
   free_class **bk = bucket_of(size), *c = *bk;
   while (c && c->size != size) c = c->next;
   if (!c) {
-    c = malloc(sizeof *c);
+    c = mem_alloc(sizeof *c);
     if (!c) return false;
     *c = (free_class){.size = size, .next = *bk};
     *bk = c;
@@ -165,13 +165,13 @@ void *host_alloc(size_t nbytes) {
   if (p) return p;
 
   size_t align = size >= HUGE_SIZE ? HUGE_SIZE : ALIGN;
-  int err = posix_memalign(&p, align, size);
-  if (err) {
+  p = mem_aligned(align, size);  /* size is a multiple of align: a size class */
+  if (!p) {
     /* the cache may hold the memory this needs */
     buffer_cache_flush();
-    err = posix_memalign(&p, align, size);
+    p = mem_aligned(align, size);
   }
-  if (err) {
+  if (!p) {
     tg_set_error(TG_ERR_NOMEM, "host_alloc: out of memory allocating %zu bytes", nbytes);
     return NULL;
   }

@@ -285,7 +285,7 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
     fprintf(stderr, "\n");
   }
 
-  char *text = malloc(OUT_CAP);
+  char *text = mem_alloc(OUT_CAP);
   if (!text) {
     unlink(srcpath);
     tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
@@ -319,7 +319,7 @@ static char *compile_private(const char *src, const char *hex, const char *cc, c
   char dir[PATH_MAX];
   int n = snprintf(dir, sizeof dir, "%s", tmp);
   if (n < 0 || (size_t)n >= sizeof dir - 48) snprintf(dir, sizeof dir, "/tmp");
-  char *out = malloc(PATH_MAX);
+  char *out = mem_alloc(PATH_MAX);
   if (!out) {
     tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
     return NULL;
@@ -365,7 +365,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
 
   if (dir[0]) {
-    char *path = malloc(PATH_MAX);
+    char *path = mem_alloc(PATH_MAX);
     if (!path) {
       tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
       return NULL;
@@ -396,7 +396,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
       if (r == CC_OK) {
         if (rename(tmp, path) == 0) return path;
         free(path);  /* could not publish it: use it as a private file */
-        char *own = strdup(tmp);
+        char *own = mem_strdup(tmp);
         if (!own) {
           unlink(tmp);
           tg_set_error(TG_ERR_NOMEM, "compile: out of memory");

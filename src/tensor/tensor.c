@@ -26,7 +26,7 @@ static void release_storage(void *b) { buffer_release(b); }
 static bool scope_push(scope *s, tg_tensor *t) {
   if (s->n == s->cap) {
     int nc = s->cap ? s->cap * 2 : 64;
-    tg_tensor **ni = realloc(s->items, (size_t)nc * sizeof *ni);
+    tg_tensor **ni = mem_realloc(s->items, (size_t)nc * sizeof *ni);
     if (!ni) return false;
     s->items = ni;
     s->cap = nc;
@@ -46,7 +46,7 @@ static void scope_remove(scope *s, tg_tensor *t) {
 
 static tg_tensor *tensor_alloc(uop *u, bool scoped) {
   if (!u) return NULL;
-  tg_tensor *t = calloc(1, sizeof *t);
+  tg_tensor *t = mem_calloc(1, sizeof *t);
   if (!t) {
     tg_set_error(TG_ERR_NOMEM, "out of memory allocating a tensor");
     return NULL;
@@ -105,7 +105,7 @@ static int lost_scopes, lost_depth;
 void tg_scope_begin(void) {
   if (nscopes == scopes_cap) {
     int nc = scopes_cap ? scopes_cap * 2 : 8;
-    scope *ns = realloc(scopes, (size_t)nc * sizeof *ns);
+    scope *ns = mem_realloc(scopes, (size_t)nc * sizeof *ns);
     if (!ns) {
       if (!lost_scopes) lost_depth = nscopes;
       lost_scopes += lost_depth == nscopes;  /* deeper losses than the first are not tracked (memory is gone) */
