@@ -401,8 +401,10 @@ static int cmp_axis(const void *pa, const void *pb) {
 
 int ks_axes(const kernel_state *ks, axis_info *ax, int *nout, int *nred) {
   int n, k = 0;
+  if (nout) *nout = 0;
+  if (nred) *nred = 0;
   uop **order = uop_toposort(ks->ast, &n);
-  if (!order) return 0;
+  if (!order) return 0;  /* out of memory: no axes (get_kernel refuses a kernel made while memory ran out) */
   for (int i = 0; i < n && k < KS_MAX_AXES; i++) {
     uop *u = order[i];
     if (u->op != OP_RANGE || !uop_is_const(u->src[0])) continue;

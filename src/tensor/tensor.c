@@ -9,8 +9,12 @@
 static tg_tensor *live;
 
 typedef struct scope { tg_tensor **items; int n, cap; } scope;
-static scope *scopes;
-static int nscopes, scopes_cap;
+/* the first levels need no allocation, so a scope at depth 0 always opens: a scope that cannot open gives
+ * its tensors to the one around it (see tg_scope_begin), and at depth 0 there would be none */
+#define STATIC_SCOPES 16
+static scope static_scopes[STATIC_SCOPES];
+static scope *scopes = static_scopes;
+static int nscopes, scopes_cap = STATIC_SCOPES;
 
 static void mark_live(void *ctx) {
   for (tg_tensor *t = live; t; t = t->next) {
@@ -104,8 +108,9 @@ static int lost_scopes, lost_depth;
 
 void tg_scope_begin(void) {
   if (nscopes == scopes_cap) {
-    int nc = scopes_cap ? scopes_cap * 2 : 8;
-    scope *ns = mem_realloc(scopes, (size_t)nc * sizeof *ns);
+    int nc = scopes_cap * 2;
+    scope *ns = scopes == static_scopes ? mem_alloc((size_t)nc * sizeof *ns) : mem_realloc(scopes, (size_t)nc * sizeof *ns);
+    if (ns && scopes == static_scopes) memcpy(ns, static_scopes, sizeof static_scopes);
     if (!ns) {
       if (!lost_scopes) lost_depth = nscopes;
       lost_scopes += lost_depth == nscopes;  /* deeper losses than the first are not tracked (memory is gone) */
@@ -130,10 +135,10 @@ void tg_scope_end(void) {
     if (--t->refcnt == 0) tensor_destroy(t);
   }
   free(s.items);
-  if (!nscopes) {
+  if (!nscopes && scopes != static_scopes) {
     free(scopes);
-    scopes = NULL;
-    scopes_cap = 0;
+    scopes = static_scopes;
+    scopes_cap = STATIC_SCOPES;
   }
   uop_gc_maybe();
 }

@@ -306,6 +306,7 @@ typedef struct frame { uop *n, *n2, *waiting; int stage; } frame;
 
 uop *graph_rewrite(uop *root, const matcher *m, void *ctx, bool bottom_up) {
   if (!root) return NULL;
+  uint64_t failed0 = mem_failures();  /* a rule that ran out of memory returns NULL, as one that does not apply */
   uop_map memo = {0};
   size_t sp = 0, scap = 256, steps = 0;
   frame *st = mem_alloc(scap * sizeof *st);
@@ -382,7 +383,8 @@ uop *graph_rewrite(uop *root, const matcher *m, void *ctx, bool bottom_up) {
     sp--;
   }
   result = umap_get(&memo, root);
-  goto out;
+  if (mem_failures() == failed0) goto out;
+  result = NULL;
 nomem:
   tg_set_error(TG_ERR_NOMEM, "out of memory in a graph rewrite");
 out:

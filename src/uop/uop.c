@@ -326,11 +326,11 @@ void uop_shutdown(void) {
 
 typedef struct visit_set { uop **keys; size_t cap, n; } visit_set;
 
-static bool vs_add(visit_set *s, uop *u) {  /* true if newly added */
+static int vs_add(visit_set *s, uop *u) {  /* 1 if newly added, 0 if there already, -1 out of memory */
   if ((s->n + 1) * 2 > s->cap) {
     size_t nc = s->cap ? s->cap * 2 : 256;
     uop **nk = mem_calloc(nc, sizeof *nk);
-    if (!nk) return false;
+    if (!nk) return -1;
     for (size_t i = 0; i < s->cap; i++)
       if (s->keys[i]) {
         size_t j = s->keys[i]->hash & (nc - 1);
@@ -343,12 +343,12 @@ static bool vs_add(visit_set *s, uop *u) {  /* true if newly added */
   }
   size_t j = u->hash & (s->cap - 1);
   while (s->keys[j]) {
-    if (s->keys[j] == u) return false;
+    if (s->keys[j] == u) return 0;
     j = (j + 1) & (s->cap - 1);
   }
   s->keys[j] = u;
   s->n++;
-  return true;
+  return 1;
 }
 
 uop **uop_toposort(uop *root, int *n) { return uop_toposort_filtered(root, NULL, NULL, n); }
@@ -361,13 +361,16 @@ uop **uop_toposort_filtered(uop *root, bool (*enter)(uop *u, void *ctx), void *c
   uop **out = mem_alloc(cap * sizeof *out);
   struct frame { uop *u; int i; } *stack = mem_alloc(scap * sizeof *stack);
   if (!out || !stack) goto fail;
-  if (vs_add(&seen, root)) stack[sp++] = (struct frame){root, 0};
+  if (vs_add(&seen, root) < 0) goto fail;
+  stack[sp++] = (struct frame){root, 0};
   while (sp) {
     struct frame *f = &stack[sp - 1];
     if (f->i == 0 && enter && !enter(f->u, ctx)) f->i = f->u->nsrc;  /* a leaf for this walk */
     if (f->i < f->u->nsrc) {
       uop *c = f->u->src[f->i++];
-      if (vs_add(&seen, c)) {
+      int added = vs_add(&seen, c);
+      if (added < 0) goto fail;
+      if (added) {
         if (sp == scap) {
           void *ns = mem_realloc(stack, (scap *= 2) * sizeof *stack);
           if (!ns) goto fail;

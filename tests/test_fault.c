@@ -1,0 +1,316 @@
+/* test_fault.c — allocation failure injected at each allocation of a training step (src/uop/mem.c): every
+ * run that hits the failure returns an error with a message (or absorbs it and still gives the right
+ * numbers), leaks no tensor (and no memory: the CI runs this under LeakSanitizer), and the library keeps
+ * working: the same step then succeeds with the numbers of a plain C reference. */
+#include <execinfo.h>
+#include <stdlib.h>
+
+#include "runtime/device.h"
+#include "tensor/tensor.h"
+#include "test.h"
+
+/* TG_FAULT_TRACE=1: each failing allocation prints its backtrace (resolve with addr2line -e build/run_tests) */
+static void print_backtrace(int64_t k) {
+  void *bt[16];
+  int n = backtrace(bt, 16);
+  fprintf(stderr, "== allocation %lld fails:\n", (long long)k);
+  backtrace_symbols_fd(bt, n, 2);
+}
+
+static void trace_on(void) {
+  if (getenv("TG_FAULT_TRACE")) mem_on_fail(print_backtrace);
+}
+
+/* a tiny MLP: x (N, I) -> relu(x w1 + b1) (N, H) -> w2 (N, O); loss mean((out - y)^2); SGD by primitives */
+enum { N = 4, I = 3, H = 5, O = 2 };
+#define LR 0.1f
+
+static const float X[N * I] = {0.5f, -1, 2, 1.5f, 0.25f, -0.5f, -1, 2, 1, 0.75f, 0.5f, -2};
+static const float Y[N * O] = {1, -1, 0.5f, 2, -0.5f, 0, 1.5f, 1};
+static float W1[I * H], B1[H], W2[H * O];
+
+static void init_values(void) {
+  for (int i = 0; i < I * H; i++) W1[i] = (float)((i * 7) % 11 - 5) / 8;
+  for (int i = 0; i < H; i++) B1[i] = (float)(i % 3) / 4 + 0.1f;
+  for (int i = 0; i < H * O; i++) W2[i] = (float)((i * 5) % 9 - 4) / 6;
+}
+
+/* the step in plain C: the loss before the update and the updated parameters */
+static float ref_step(float *w1, float *b1, float *w2) {
+  float z[N * H], h[N * H], dout[N * O], dz[N * H];
+  float loss = 0;
+  for (int n = 0; n < N; n++)
+    for (int j = 0; j < H; j++) {
+      float s = B1[j];
+      for (int i = 0; i < I; i++) s += X[n * I + i] * W1[i * H + j];
+      z[n * H + j] = s;
+      h[n * H + j] = s > 0 ? s : 0;
+    }
+  for (int n = 0; n < N; n++)
+    for (int k = 0; k < O; k++) {
+      float s = 0;
+      for (int j = 0; j < H; j++) s += h[n * H + j] * W2[j * O + k];
+      float d = s - Y[n * O + k];
+      loss += d * d / (N * O);
+      dout[n * O + k] = 2 * d / (N * O);
+    }
+  for (int n = 0; n < N; n++)
+    for (int j = 0; j < H; j++) {
+      float s = 0;
+      for (int k = 0; k < O; k++) s += dout[n * O + k] * W2[j * O + k];
+      dz[n * H + j] = z[n * H + j] > 0 ? s : 0;
+    }
+  for (int j = 0; j < H; j++)
+    for (int k = 0; k < O; k++) {
+      float g = 0;
+      for (int n = 0; n < N; n++) g += h[n * H + j] * dout[n * O + k];
+      w2[j * O + k] = W2[j * O + k] - LR * g;
+    }
+  for (int i = 0; i < I; i++)
+    for (int j = 0; j < H; j++) {
+      float g = 0;
+      for (int n = 0; n < N; n++) g += X[n * I + i] * dz[n * H + j];
+      w1[i * H + j] = W1[i * H + j] - LR * g;
+    }
+  for (int j = 0; j < H; j++) {
+    float g = 0;
+    for (int n = 0; n < N; n++) g += dz[n * H + j];
+    b1[j] = B1[j] - LR * g;
+  }
+  return loss;
+}
+
+typedef struct mlp { tg_tensor *p[3]; } mlp;  /* w1, b1, w2 */
+
+static bool mlp_new(mlp *m) {
+  m->p[0] = tg_from_data(TG_FLOAT32, 2, (int64_t[]){I, H}, W1, sizeof W1);
+  m->p[1] = tg_from_data(TG_FLOAT32, 1, (int64_t[]){H}, B1, sizeof B1);
+  m->p[2] = tg_from_data(TG_FLOAT32, 2, (int64_t[]){H, O}, W2, sizeof W2);
+  for (int i = 0; i < 3; i++) tg_set_requires_grad(m->p[i], true);
+  return m->p[0] && m->p[1] && m->p[2];
+}
+
+static void mlp_free(mlp *m) {
+  for (int i = 0; i < 3; i++) tg_free(m->p[i]);
+}
+
+/* one training step; *loss is the loss before the update */
+static tg_status train_step(mlp *m, float *loss) {
+  tg_scope_begin();
+  tg_tensor *x = tg_from_data(TG_FLOAT32, 2, (int64_t[]){N, I}, X, sizeof X);
+  tg_tensor *y = tg_from_data(TG_FLOAT32, 2, (int64_t[]){N, O}, Y, sizeof Y);
+  tg_tensor *h = tg_relu(tg_add(tg_matmul(x, m->p[0]), m->p[1]));
+  tg_tensor *d = tg_sub(tg_matmul(h, m->p[2]), y);
+  tg_tensor *l = tg_mean(tg_mul(d, d), 0, NULL, false);
+  tg_status st = l ? tg_backward(l) : tg_error_status();
+  for (int i = 0; i < 3 && st == TG_OK; i++)
+    st = tg_assign(m->p[i], tg_sub(m->p[i], tg_mul_scalar(tg_grad(m->p[i]), LR)));
+  if (st == TG_OK) st = tg_realize_many(4, (tg_tensor *[]){m->p[0], m->p[1], m->p[2], l});
+  if (st == TG_OK) st = tg_to_host(l, loss, sizeof *loss);
+  for (int i = 0; i < 3; i++) tg_zero_grad(m->p[i]);
+  tg_scope_end();
+  return st;
+}
+
+/* the step's results against the reference; false after reporting the first difference */
+static bool step_right(mlp *m, float loss, const char *when) {
+  float w1[I * H], b1[H], w2[H * O], got[I * H];
+  float want = ref_step(w1, b1, w2);
+  if (!check_close_f32(when, &loss, &want, 1, 1e-5, 1e-4, __FILE__, __LINE__)) return false;
+  const float *refs[3] = {w1, b1, w2};
+  const size_t sizes[3] = {sizeof w1, sizeof b1, sizeof w2};
+  for (int i = 0; i < 3; i++) {
+    if (tg_to_host(m->p[i], got, sizes[i]) != TG_OK) {
+      CHECK(false, "%s: reading parameter %d: %s", when, i, tg_error());
+      return false;
+    }
+    if (!check_close_f32(when, got, refs[i], (int64_t)(sizes[i] / sizeof(float)), 1e-5, 1e-4, __FILE__, __LINE__))
+      return false;
+  }
+  return true;
+}
+
+static int64_t live_tensors(void) {
+  int64_t n = 0;
+  for (tg_tensor *t = tensor_live_first(); t; t = t->next) n++;
+  return n;
+}
+
+typedef struct sweep_stats {
+  int64_t sites;     /* k values whose allocation failed */
+  int64_t errors;    /* ... and the step returned an error */
+  int64_t absorbed;  /* ... and the step went on without it (a cache or a fallback) and was right */
+  int64_t bad;       /* contract broken: reported */
+} sweep_stats;
+
+/* fails allocation k of the step, for k = 1, 2, ... (every stride-th) until a step runs without reaching k.
+ * cold: the caches are emptied before each step, so the step schedules, generates and loads its kernels */
+static void sweep(bool cold, int64_t stride, sweep_stats *s) {
+  init_values();
+  trace_on();
+  int64_t base = live_tensors();
+  *s = (sweep_stats){0};
+  for (int64_t k = 1;; k += stride) {
+    if (cold) tg_collect();
+    mlp m;
+    float loss = 0;
+    if (!mlp_new(&m)) { CHECK(false, "%s", tg_error()); return; }
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_status st = train_step(&m, &loss);
+    bool fired = mem_failed();
+    mem_fail_at(0);
+    char when[64];
+    snprintf(when, sizeof when, "%s, allocation %lld failed", cold ? "cold" : "warm", (long long)k);
+    if (!fired) {
+      /* k is past the step's last allocation: the sweep is done, and this step ran untouched */
+      CHECK(st == TG_OK && step_right(&m, loss, "the step without a failure"), "%s", tg_error());
+      mlp_free(&m);
+      break;
+    }
+    s->sites++;
+    if (st != TG_OK) {
+      s->errors++;
+      if (st != TG_ERR_NOMEM || tg_error_status() != TG_ERR_NOMEM || !tg_error()[0]) {
+        s->bad++;
+        CHECK(false, "%s: status %d, error status %d, message \"%s\" (want TG_ERR_NOMEM and a message)", when, (int)st,
+              (int)tg_error_status(), tg_error());
+      }
+    } else if (step_right(&m, loss, when)) {
+      s->absorbed++;
+      if (getenv("TG_FAULT_TRACE")) fprintf(stderr, "  %s: absorbed\n", when);
+    } else {
+      s->bad++;
+      CHECK(false, "%s: the step returned TG_OK with wrong numbers", when);
+    }
+    mlp_free(&m);
+    if (live_tensors() != base) {
+      s->bad++;
+      CHECK(false, "%s: %lld tensors leaked", when, (long long)(live_tensors() - base));
+      base = live_tensors();
+    }
+    /* the library keeps working: the same step, nothing failing, gives the reference's numbers */
+    if (!mlp_new(&m)) { CHECK(false, "%s", tg_error()); return; }
+    st = train_step(&m, &loss);
+    if (st != TG_OK || !step_right(&m, loss, "the step after")) {
+      s->bad++;
+      CHECK(false, "%s: the step after it: %s", when, st != TG_OK ? tg_error() : "wrong numbers");
+    }
+    mlp_free(&m);
+    if (s->bad > 5) {
+      CHECK(false, "%s: stopping after 5 broken contracts", when);
+      break;
+    }
+  }
+  mem_on_fail(NULL);
+}
+
+/* Failures are absorbed only where the code falls back to a conservative choice that is still right: the
+ * host allocator retries after emptying its cache, the scheduler treats a node it could not analyse as
+ * expensive (stored, not recomputed), an assign it could not prove safe in place gets a new buffer. */
+TEST(test_fault_every_allocation_of_a_warm_training_step) {
+  sweep_stats s;
+  sweep(false, 1, &s);
+  fprintf(stderr, "  warm step: %lld allocations failed one at a time: %lld errors (TG_ERR_NOMEM), %lld absorbed with "
+          "the right result, %lld broken\n", (long long)s.sites, (long long)s.errors, (long long)s.absorbed,
+          (long long)s.bad);
+  CHECK(s.sites > 100, "only %lld allocations in a training step?", (long long)s.sites);
+}
+
+/* with the caches emptied before each step it also schedules, generates, renders and loads its kernels:
+ * about 4400 allocations, every one of them with TG_FAULT_FULL=1 (20 s), every 3rd by default, every 13th
+ * with TG_TEST_QUICK */
+TEST(test_fault_allocations_of_a_cold_training_step) {
+  sweep_stats s;
+  int64_t stride = getenv("TG_FAULT_FULL") ? 1 : getenv("TG_TEST_QUICK") ? 13 : 3;
+  sweep(true, stride, &s);
+  fprintf(stderr, "  cold step (caches emptied: schedule, codegen, load): allocations 1, %lld, %lld, ... failed: "
+          "%lld sites, %lld errors (TG_ERR_NOMEM), %lld absorbed with the right result, %lld broken\n",
+          (long long)(1 + stride), (long long)(1 + 2 * stride), (long long)s.sites, (long long)s.errors,
+          (long long)s.absorbed, (long long)s.bad);
+  CHECK(s.sites > 300, "only %lld allocations tried", (long long)s.sites);
+}
+
+/* a scope opened at depth 0 needs no allocation: one that could not open gave its tensors to no one (leaked) */
+TEST(test_fault_scope_at_depth_0_always_opens) {
+  int64_t base = live_tensors();
+  for (int64_t k = 1; k <= 3; k++) {
+    mem_fail_at(k);
+    tg_scope_begin();
+    tg_from_data(TG_FLOAT32, 1, (int64_t[]){2}, (float[]){1, 2}, 8);
+    tg_scope_end();
+    mem_fail_at(0);
+    CHECK(live_tensors() == base, "allocation %lld failed: %lld tensors left after the scope ended", (long long)k,
+          (long long)(live_tensors() - base));
+  }
+}
+
+/* a graph sort that runs out of memory returns NULL, never a partial order (a node it could not record as
+ * seen was taken for one seen before, and tg_backward lost gradients without an error) */
+TEST(test_fault_toposort_is_whole_or_null) {
+  uop *x = uop_const(TG_FLOAT32, 1);
+  for (int i = 0; i < 300; i++) x = uop_binary(OP_ADD, x, uop_const(TG_FLOAT32, i + 2));  /* 601 nodes */
+  CHECK(x != NULL, "%s", tg_error());
+  int want = 0;
+  free(uop_toposort(x, &want));
+  CHECK(want == 601, "%d nodes", want);
+  int failed = 0;
+  for (int64_t k = 1;; k++) {
+    int n = -1;
+    tg_error_clear();
+    mem_fail_at(k);
+    uop **order = uop_toposort(x, &n);
+    bool fired = mem_failed();
+    mem_fail_at(0);
+    bool sorted = order != NULL;
+    free(order);
+    if (!fired) break;
+    failed++;
+    CHECK(!sorted, "allocation %lld failed: an order of %d nodes of %d", (long long)k, n, want);
+    CHECK(tg_error_status() == TG_ERR_NOMEM && tg_error()[0], "allocation %lld failed: no error", (long long)k);
+  }
+  CHECK(failed > 3, "%d allocations tried", failed);
+}
+
+/* a realize that fails runs nothing: an assigned parameter's buffer, written in place by its kernel, keeps
+ * its old contents when another kernel of the same realize cannot be made (before: the first had run) */
+TEST(test_fault_failed_realize_changes_no_buffer) {
+  trace_on();
+  int64_t tried = 0, errors = 0;
+  for (int64_t k = 1;; k++) {
+    tg_collect();  /* the kernels are made again: their allocations are among those that fail */
+    float w0[4] = {1, 2, 3, 4}, x0[6] = {1, 2, 3, 4, 5, 6};
+    tg_tensor *w = tg_from_data(TG_FLOAT32, 1, (int64_t[]){4}, w0, sizeof w0);
+    tg_tensor *x = tg_from_data(TG_FLOAT32, 2, (int64_t[]){2, 3}, x0, sizeof x0);
+    CHECK_T(w);
+    CHECK_T(x);
+    tg_buffer *b = uop_storage(w->u->op == OP_RESHAPE ? w->u->src[0] : w->u);
+    CHECK(b && b->ptr, "no buffer");
+    tg_scope_begin();
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_status st = tg_assign(w, tg_add_scalar(w, 1.0));
+    if (st == TG_OK) st = tg_realize_many(2, (tg_tensor *[]){w, tg_sum(tg_exp(x), 0, NULL, false)});
+    bool fired = mem_failed();
+    mem_fail_at(0);
+    tg_scope_end();
+    float got[4];
+    memcpy(got, b->ptr, sizeof got);
+    tg_free(w);
+    tg_free(x);
+    if (!fired) {
+      CHECK(st == TG_OK && got[0] == 2 && got[3] == 5, "%s", tg_error());
+      break;
+    }
+    tried++;
+    if (st == TG_OK) continue;
+    errors++;
+    CHECK(tg_error_status() == TG_ERR_NOMEM && tg_error()[0], "allocation %lld: status %d \"%s\"", (long long)k,
+          (int)tg_error_status(), tg_error());
+    CHECK(got[0] == 1 && got[1] == 2 && got[2] == 3 && got[3] == 4, "allocation %lld failed: the parameter's "
+          "buffer holds %g %g %g %g, not 1 2 3 4", (long long)k, got[0], got[1], got[2], got[3]);
+    if (test_failures_in_current() > 5) break;
+  }
+  mem_on_fail(NULL);
+  CHECK(tried > 50 && errors > 0, "%lld allocations tried, %lld errors", (long long)tried, (long long)errors);
+}
