@@ -21,6 +21,22 @@ static void trace_on(void) {
   if (getenv("TG_FAULT_TRACE")) mem_on_fail(print_backtrace);
 }
 
+/* TG_FAULT_LEAKS=1 under AddressSanitizer: LeakSanitizer looks after each failed step, naming the allocation
+ * whose failure leaked (by default it looks once, at exit) */
+#if defined(__SANITIZE_ADDRESS__)
+#define FAULT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FAULT_ASAN 1
+#endif
+#endif
+#ifdef FAULT_ASAN
+#include <sanitizer/lsan_interface.h>
+static bool leaked_now(void) { return getenv("TG_FAULT_LEAKS") && __lsan_do_recoverable_leak_check(); }
+#else
+static bool leaked_now(void) { return false; }
+#endif
+
 /* a tiny MLP: x (N, I) -> relu(x w1 + b1) (N, H) -> w2 (N, O); loss mean((out - y)^2); SGD by primitives */
 enum { N = 4, I = 3, H = 5, O = 2 };
 #define LR 0.1f
@@ -136,6 +152,12 @@ static int64_t live_tensors(void) {
   return n;
 }
 
+/* buffers still referenced once the IR nothing refers to is freed (a leaked reference keeps one) */
+static int64_t live_buffers(void) {
+  uop_gc();
+  return buffer_live_count();
+}
+
 typedef struct sweep_stats {
   int64_t sites;     /* k values whose allocation failed */
   int64_t errors;    /* ... and the step returned an error */
@@ -148,7 +170,7 @@ typedef struct sweep_stats {
 static void sweep(bool cold, int64_t stride, sweep_stats *s) {
   init_values();
   trace_on();
-  int64_t base = live_tensors();
+  int64_t base = live_tensors(), base_buffers = live_buffers();
   *s = (sweep_stats){0};
   for (int64_t k = 1;; k += stride) {
     if (cold) tg_collect();
@@ -184,10 +206,16 @@ static void sweep(bool cold, int64_t stride, sweep_stats *s) {
       CHECK(false, "%s: the step returned TG_OK with wrong numbers", when);
     }
     mlp_free(&m);
-    if (live_tensors() != base) {
+    if (leaked_now()) {
       s->bad++;
-      CHECK(false, "%s: %lld tensors leaked", when, (long long)(live_tensors() - base));
+      CHECK(false, "%s: memory leaked (LeakSanitizer's report above)", when);
+    }
+    if (live_tensors() != base || live_buffers() != base_buffers) {
+      s->bad++;
+      CHECK(false, "%s: %lld tensors and %lld buffers leaked", when, (long long)(live_tensors() - base),
+            (long long)(live_buffers() - base_buffers));
       base = live_tensors();
+      base_buffers = live_buffers();
     }
     /* the library keeps working: the same step, nothing failing, gives the reference's numbers */
     if (!mlp_new(&m)) { CHECK(false, "%s", tg_error()); return; }
@@ -313,4 +341,114 @@ TEST(test_fault_failed_realize_changes_no_buffer) {
   }
   mem_on_fail(NULL);
   CHECK(tried > 50 && errors > 0, "%lld allocations tried, %lld errors", (long long)tried, (long long)errors);
+}
+
+/* ---- the same step captured by tg_jit: call 1 runs it, call 2 captures it, call 3 replays it ------------ */
+
+#define JIT_CALLS 3
+
+static tg_status jit_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  mlp *m = ctx;
+  tg_scope_begin();
+  tg_tensor *h = tg_relu(tg_add(tg_matmul(in[0], m->p[0]), m->p[1]));
+  tg_tensor *d = tg_sub(tg_matmul(h, m->p[2]), in[1]);
+  tg_tensor *l = tg_mean(tg_mul(d, d), 0, NULL, false);
+  tg_status st = l ? tg_backward(l) : tg_error_status();
+  for (int i = 0; i < 3 && st == TG_OK; i++)
+    st = tg_assign(m->p[i], tg_sub(m->p[i], tg_mul_scalar(tg_grad(m->p[i]), LR)));
+  if (st == TG_OK) st = tg_realize_many(4, (tg_tensor *[]){m->p[0], m->p[1], m->p[2], l});
+  for (int i = 0; i < 3; i++) tg_zero_grad(m->p[i]);
+  out[0] = st == TG_OK ? tg_keep(l) : NULL;
+  tg_scope_end();
+  return st;
+}
+
+/* JIT_CALLS steps through a new tg_jit on fresh parameters; losses[i] of each; the first failing status */
+static tg_status jit_steps(mlp *m, float *losses) {
+  tg_jit *j = tg_jit_new(jit_step, m, 2, 1);
+  tg_status st = j ? TG_OK : tg_error_status();
+  for (int c = 0; c < JIT_CALLS && st == TG_OK; c++) {
+    tg_tensor *x = tg_from_data(TG_FLOAT32, 2, (int64_t[]){N, I}, X, sizeof X);
+    tg_tensor *y = tg_from_data(TG_FLOAT32, 2, (int64_t[]){N, O}, Y, sizeof Y), *l = NULL;
+    st = x && y ? tg_jit_call(j, (tg_tensor *[]){x, y}, &l) : tg_error_status();
+    if (st == TG_OK) st = tg_to_host(l, &losses[c], sizeof losses[c]);
+    tg_free(l);
+    tg_free(x);
+    tg_free(y);
+  }
+  tg_jit_free(j);
+  return st;
+}
+
+/* the reference's losses of JIT_CALLS steps and the parameters after them */
+static void ref_steps(float *losses, float *w1, float *b1, float *w2) {
+  float s1[I * H], s2[H], s3[H * O];
+  memcpy(s1, W1, sizeof s1), memcpy(s2, B1, sizeof s2), memcpy(s3, W2, sizeof s3);
+  for (int c = 0; c < JIT_CALLS; c++) {
+    losses[c] = ref_step(w1, b1, w2);
+    memcpy(W1, w1, sizeof W1), memcpy(B1, b1, sizeof B1), memcpy(W2, w2, sizeof W2);
+  }
+  memcpy(W1, s1, sizeof s1), memcpy(B1, s2, sizeof s2), memcpy(W2, s3, sizeof s3);
+}
+
+static bool jit_right(mlp *m, const float *losses, const char *when) {
+  float want[JIT_CALLS], w1[I * H], b1[H], w2[H * O], got[I * H];
+  ref_steps(want, w1, b1, w2);
+  if (!check_close_f32(when, losses, want, JIT_CALLS, 1e-5, 1e-4, __FILE__, __LINE__)) return false;
+  const float *refs[3] = {w1, b1, w2};
+  const size_t sizes[3] = {sizeof w1, sizeof b1, sizeof w2};
+  for (int i = 0; i < 3; i++)
+    if (tg_to_host(m->p[i], got, sizes[i]) != TG_OK ||
+        !check_close_f32(when, got, refs[i], (int64_t)(sizes[i] / sizeof(float)), 1e-5, 1e-4, __FILE__, __LINE__))
+      return false;
+  return true;
+}
+
+TEST(test_fault_every_allocation_of_jit_captured_steps) {
+  init_values();
+  trace_on();
+  int64_t base = live_tensors(), base_buffers = live_buffers(), sites = 0, errors = 0, absorbed = 0;
+  for (int64_t k = 1;; k++) {
+    mlp m;
+    float losses[JIT_CALLS] = {0};
+    if (!mlp_new(&m)) { CHECK(false, "%s", tg_error()); break; }
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_status st = jit_steps(&m, losses);
+    bool fired = mem_failed();
+    mem_fail_at(0);
+    char when[64];
+    snprintf(when, sizeof when, "jit, allocation %lld failed", (long long)k);
+    if (!fired) {
+      CHECK(st == TG_OK && jit_right(&m, losses, "jit steps without a failure"), "%s", tg_error());
+      mlp_free(&m);
+      break;
+    }
+    sites++;
+    if (st != TG_OK) {
+      errors++;
+      CHECK(st == TG_ERR_NOMEM && tg_error_status() == TG_ERR_NOMEM && tg_error()[0], "%s: status %d, error status "
+            "%d, message \"%s\"", when, (int)st, (int)tg_error_status(), tg_error());
+    } else if (jit_right(&m, losses, when)) {
+      absorbed++;
+      if (getenv("TG_FAULT_TRACE")) fprintf(stderr, "  %s: absorbed\n", when);
+    } else {
+      CHECK(false, "%s: TG_OK with wrong numbers", when);
+    }
+    mlp_free(&m);
+    CHECK(!leaked_now(), "%s: memory leaked (LeakSanitizer's report above)", when);
+    CHECK(live_tensors() == base && live_buffers() == base_buffers, "%s: %lld tensors and %lld buffers leaked", when,
+          (long long)(live_tensors() - base), (long long)(live_buffers() - base_buffers));
+    base = live_tensors();
+    base_buffers = live_buffers();
+    if (!mlp_new(&m)) { CHECK(false, "%s", tg_error()); break; }
+    st = jit_steps(&m, losses);
+    CHECK(st == TG_OK && jit_right(&m, losses, "the steps after"), "%s: the steps after it: %s", when, tg_error());
+    mlp_free(&m);
+    if (test_failures_in_current() > 5) break;
+  }
+  mem_on_fail(NULL);
+  fprintf(stderr, "  jit (run, capture, replay): %lld allocations failed one at a time: %lld errors (TG_ERR_NOMEM), "
+          "%lld absorbed with the right result\n", (long long)sites, (long long)errors, (long long)absorbed);
+  CHECK(sites > 100, "only %lld allocations", (long long)sites);
 }

@@ -358,6 +358,19 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     if (!b) st = tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
     else j->ptrs[j->patches[p].launch][j->patches[p].slot] = b->ptr;
   }
+  /* the outputs' tensors first: once the kernels ran, nothing may fail (the parameters are written) */
+  for (int i = 0; i < j->nout; i++) out[i] = NULL;
+  for (int i = 0; i < j->nout && st == TG_OK; i++) {
+    uop *o = j->out_shape[i];
+    tg_buffer *b = j->out_bufs[i];
+    for (int k = 0; k < j->nin; k++)  /* a step that returns an input returns this call's input */
+      if (b == j->in_bufs[k]) b = tensor_storage(in[k]);
+    buffer_retain(b);
+    uop *bn = mk_buffer((tg_dtype)o->dtype, uop_numel(o), b);
+    if (!bn) buffer_release(b);  /* else the node holds it */
+    out[i] = tensor_new(mk_reshape(bn, o->ndim, o->shape));
+    if (!out[i]) st = TG_ERR_NOMEM;
+  }
   if (poison && j->arena) memset(j->arena->ptr, 0xff, j->arena->nbytes);
   bool timed = tg_debug_level() >= 2;  /* a line per kernel, as eager runs print */
   double total_ms = 0;
@@ -372,17 +385,9 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     }
   }
   uop_cache_invalidate();  /* the replay wrote parameters and outputs in place */
-  for (int i = 0; i < j->nout; i++) out[i] = NULL;
   for (int i = 0; i < j->nout && st == TG_OK; i++) {
-    uop *o = j->out_shape[i];
-    tg_buffer *b = j->out_bufs[i];
-    for (int k = 0; k < j->nin; k++)  /* a step that returns an input returns this call's input */
-      if (b == j->in_bufs[k]) b = tensor_storage(in[k]);
-    buffer_retain(b);
-    uop *bn = mk_buffer((tg_dtype)o->dtype, uop_numel(o), b);
-    if (bn) bn->epoch = b->writes;
-    out[i] = tensor_new(mk_reshape(bn, o->ndim, o->shape));
-    if (!out[i]) st = TG_ERR_NOMEM;
+    uop *bn = out[i]->u->op == OP_RESHAPE ? out[i]->u->src[0] : out[i]->u;
+    bn->epoch = ((tg_buffer *)bn->buf)->writes;
   }
   if (st != TG_OK)
     for (int i = 0; i < j->nout; i++) { tg_free(out[i]); out[i] = NULL; }

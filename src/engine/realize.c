@@ -229,6 +229,7 @@ static bool *shared_targets(const tg_device *dev, tg_tensor *const *ts, int n) {
  * false when a window write has no order that runs it in place (schedule again without windows). */
 static bool plan_in_place(const schedule *s, const tg_device *dev, tg_tensor *const *ts, int n, const uop_map *made,
                           tg_buffer ***inplace_out, int **korder_out, tg_status *st) {
+  uint64_t failed0 = mem_failures();
   tg_buffer **inplace = *inplace_out = mem_calloc((size_t)s->nkernels + 1, sizeof *inplace);
   int *korder = *korder_out = mem_calloc((size_t)s->nkernels + 1, sizeof *korder);
   if (!inplace || !korder) {
@@ -261,7 +262,15 @@ static bool plan_in_place(const schedule *s, const tg_device *dev, tg_tensor *co
         inplace[k] = tb;
   }
   free(shared);
-  if (order_kernels(s, dev, inplace, made, korder)) return true;
+  bool ordered = order_kernels(s, dev, inplace, made, korder);
+  /* the checks above answer "not in place" when they run out of memory: right for one realize, but a JIT
+   * capture would then replay writes into a copy while the parameter keeps its old buffer */
+  if (mem_failures() != failed0) {
+    tg_set_error(TG_ERR_NOMEM, "engine: out of memory planning which kernels write in place");
+    *st = TG_ERR_NOMEM;
+    return true;
+  }
+  if (ordered) return true;
   if (windows) return false;
   for (int k = 0; k < s->nkernels; k++) { inplace[k] = NULL; korder[k] = k; }
   return true;

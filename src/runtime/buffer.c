@@ -45,12 +45,18 @@
 
 /* ---- buffers and programs ------------------------------------------------------------------------------ */
 
+static int64_t live_buffers;  /* made and not yet freed: tests check that failures leak no reference */
+
+int64_t buffer_live_count(void) { return __atomic_load_n(&live_buffers, __ATOMIC_RELAXED); }
+
 tg_buffer *buffer_new(const tg_device *d, size_t nbytes) {
   if (!d) {
     tg_set_error(TG_ERR_ARG, "buffer_new: no device");
     return NULL;
   }
-  return d->alloc(d, nbytes);
+  tg_buffer *b = d->alloc(d, nbytes);
+  if (b) RC_INC(live_buffers);
+  return b;
 }
 
 tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes) {
@@ -64,6 +70,7 @@ tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes) {
     return NULL;
   }
   *b = (tg_buffer){.refcnt = 1, .dev = d, .nbytes = nbytes, .ptr = ptr, .wrapped = true};
+  RC_INC(live_buffers);
   return b;
 }
 
@@ -73,6 +80,7 @@ void buffer_retain(tg_buffer *b) {
 
 void buffer_release(tg_buffer *b) {
   if (!b || RC_DEC(b->refcnt) > 0) return;
+  RC_DEC(live_buffers);
   if (b->wrapped) {  /* the memory is the user's, or the owner's hook lets go of it */
     if (b->on_free) b->on_free(b->ctx);
     free(b);
