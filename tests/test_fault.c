@@ -233,9 +233,10 @@ static void sweep(bool cold, int64_t stride, sweep_stats *s) {
   mem_on_fail(NULL);
 }
 
-/* Failures are absorbed only where the code falls back to a conservative choice that is still right: the
- * host allocator retries after emptying its cache, the scheduler treats a node it could not analyse as
- * expensive (stored, not recomputed), an assign it could not prove safe in place gets a new buffer. */
+/* Failures are absorbed where the code falls back to a choice that is still right, and the sweep checks the
+ * numbers of those steps: the host allocator retries after emptying its buffer cache, the scheduler treats a
+ * node it could not analyse as expensive (stored, not recomputed), the lowering drops an index expression it
+ * had no use for (an axis of size 1), the collector frees nothing when its mark stack cannot grow. */
 TEST(test_fault_every_allocation_of_a_warm_training_step) {
   sweep_stats s;
   sweep(false, 1, &s);

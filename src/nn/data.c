@@ -50,7 +50,9 @@ static bool gz_magic(const uint8_t *b, size_t n) { return n >= 2 && b[0] == 0x1f
 
 static void zsrc_init(zsrc *z, const char *op, const char *name, const uint8_t *b, size_t n) {
   *z = (zsrc){.op = op, .name = name, .b = b, .n = n, .gzipped = gz_magic(b, n)};
-  z->bound = !z->gzipped ? n : n < (UINT64_MAX - 64) / DEFLATE_MAX_RATIO ? (uint64_t)n * DEFLATE_MAX_RATIO + 64 : UINT64_MAX;
+  z->bound = !z->gzipped                                   ? n
+             : n < (UINT64_MAX - 64) / DEFLATE_MAX_RATIO ? (uint64_t)n * DEFLATE_MAX_RATIO + 64
+                                                         : UINT64_MAX;
 }
 
 static void zsrc_end(zsrc *z) {
@@ -82,7 +84,8 @@ static int64_t zsrc_read(zsrc *z, void *dst, size_t n) {
       }
       z->zs = (z_stream){.zalloc = zlib_alloc, .zfree = zlib_free};
       int r = inflateInit2(&z->zs, 16 + MAX_WBITS);
-      if (r != Z_OK) return zsrc_fail(z, r == Z_MEM_ERROR ? TG_ERR_NOMEM : TG_ERR_IO, r == Z_MEM_ERROR ? "out of memory" : "inflateInit2 failed");
+      if (r == Z_MEM_ERROR) return zsrc_fail(z, TG_ERR_NOMEM, "out of memory starting to inflate");
+      if (r != Z_OK) return zsrc_fail(z, TG_ERR_IO, "inflateInit2 failed");
       z->zinit = true;
     }
     size_t in = z->n - z->off, out = n - got;
@@ -99,15 +102,16 @@ static int64_t zsrc_read(zsrc *z, void *dst, size_t n) {
       if (z->off == z->n) z->zdone = true;
     } else if (r == Z_MEM_ERROR) {
       return zsrc_fail(z, TG_ERR_NOMEM, "out of memory inflating the gzip stream");
+    } else if (r == Z_BUF_ERROR) {  /* no progress was possible: the input ran out inside a member */
+      return zsrc_fail(z, TG_ERR_IO, "the gzip stream is cut short (unexpected end of file)");
     } else if (r == Z_DATA_ERROR || r == Z_NEED_DICT) {
       char msg[160];
       snprintf(msg, sizeof msg, "corrupt gzip stream: %s", z->zs.msg ? z->zs.msg : "bad data");
       return zsrc_fail(z, TG_ERR_IO, msg);
-    } else if (r == Z_BUF_ERROR || (r == Z_OK && z->off == z->n && z->zs.avail_out)) {
-      /* no progress possible: the input ran out inside a member */
-      if (z->off == z->n) return zsrc_fail(z, TG_ERR_IO, "the gzip stream is cut short (unexpected end of file)");
     } else if (r != Z_OK) {
       return zsrc_fail(z, TG_ERR_IO, "inflate failed");
+    } else if (z->off == z->n && z->zs.avail_out) {  /* all input taken, room left, the member not ended */
+      return zsrc_fail(z, TG_ERR_IO, "the gzip stream is cut short (unexpected end of file)");
     }
   }
   return (int64_t)got;
