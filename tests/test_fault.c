@@ -3,7 +3,9 @@
  * numbers), leaks no tensor (and no memory: the CI runs this under LeakSanitizer), and the library keeps
  * working: the same step then succeeds with the numbers of a plain C reference. */
 #include <execinfo.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <zlib.h>
 
 #include "runtime/device.h"
 #include "tensor/tensor.h"
@@ -247,17 +249,16 @@ TEST(test_fault_every_allocation_of_a_warm_training_step) {
 }
 
 /* with the caches emptied before each step it also schedules, generates, renders and loads its kernels:
- * about 4400 allocations, every one of them with TG_FAULT_FULL=1 (20 s), every 3rd by default, every 13th
+ * about 4400 allocations, every one of them with TG_FAULT_FULL=1 (20 s), every 5th by default, every 13th
  * with TG_TEST_QUICK */
 TEST(test_fault_allocations_of_a_cold_training_step) {
   sweep_stats s;
-  int64_t stride = getenv("TG_FAULT_FULL") ? 1 : getenv("TG_TEST_QUICK") ? 13 : 3;
+  int64_t stride = getenv("TG_FAULT_FULL") ? 1 : getenv("TG_TEST_QUICK") ? 13 : 5;
   sweep(true, stride, &s);
-  fprintf(stderr, "  cold step (caches emptied: schedule, codegen, load): allocations 1, %lld, %lld, ... failed: "
-          "%lld sites, %lld errors (TG_ERR_NOMEM), %lld absorbed with the right result, %lld broken\n",
-          (long long)(1 + stride), (long long)(1 + 2 * stride), (long long)s.sites, (long long)s.errors,
-          (long long)s.absorbed, (long long)s.bad);
-  CHECK(s.sites > 300, "only %lld allocations tried", (long long)s.sites);
+  fprintf(stderr, "  cold step (caches emptied: schedule, codegen, load): %lld allocations (one in %lld) failed one at a "
+          "time: %lld errors (TG_ERR_NOMEM), %lld absorbed with the right result, %lld broken\n", (long long)s.sites,
+          (long long)stride, (long long)s.errors, (long long)s.absorbed, (long long)s.bad);
+  CHECK(s.sites > 4000 / stride, "only %lld allocations tried", (long long)s.sites);
 }
 
 /* a scope opened at depth 0 needs no allocation: one that could not open gave its tensors to no one (leaked) */
@@ -452,4 +453,284 @@ TEST(test_fault_every_allocation_of_jit_captured_steps) {
   fprintf(stderr, "  jit (run, capture, replay): %lld allocations failed one at a time: %lld errors (TG_ERR_NOMEM), "
           "%lld absorbed with the right result\n", (long long)sites, (long long)errors, (long long)absorbed);
   CHECK(sites > 100, "only %lld allocations", (long long)sites);
+}
+
+/* ---- the file readers: each allocation of a load fails in turn ------------------------------------------ */
+
+/* a reader's load: run does it (its allocations are the ones that fail) and returns its status; check, with
+ * nothing failing, verifies the result (or, after a failure, that nothing was half made) and frees all */
+typedef struct reader {
+  const char *what;
+  tg_status (*run)(void *ctx);
+  void (*check)(void *ctx, tg_status st);
+  bool long_run;  /* thousands of allocations: every 5th is tried (13th quick, all with TG_FAULT_FULL=1) */
+} reader;
+
+/* fails allocation k = 1, 2, ... of the load until one runs without reaching k; checks each failure's status
+ * and message, that nothing is left behind, and that the next load works. The count of allocations tried */
+static int64_t load_sweep(const reader *r, void *ctx, int64_t stride) {
+  trace_on();
+  int64_t base = live_tensors(), base_buffers = live_buffers(), k = 1, tried = 0;
+  int fails0 = test_failures_in_current();
+  for (;; k += stride) {
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_status st = r->run(ctx);
+    bool fired = mem_failed();
+    mem_fail_at(0);
+    if (st != TG_OK)
+      CHECK(st == TG_ERR_NOMEM && tg_error_status() == TG_ERR_NOMEM && tg_error()[0], "%s, allocation %lld failed: "
+            "status %d, error status %d, message \"%s\"", r->what, (long long)k, (int)st, (int)tg_error_status(),
+            tg_error());
+    r->check(ctx, st);
+    if (!fired) break;
+    tried++;
+    CHECK(!leaked_now(), "%s, allocation %lld failed: memory leaked (LeakSanitizer's report above)", r->what,
+          (long long)k);
+    CHECK(live_tensors() == base && live_buffers() == base_buffers, "%s, allocation %lld failed: %lld tensors and "
+          "%lld buffers leaked", r->what, (long long)k, (long long)(live_tensors() - base),
+          (long long)(live_buffers() - base_buffers));
+    base = live_tensors();
+    base_buffers = live_buffers();
+    st = r->run(ctx);
+    CHECK(st == TG_OK, "%s after allocation %lld failed: %s", r->what, (long long)k, tg_error());
+    r->check(ctx, st);
+    if (test_failures_in_current() > fails0 + 5) break;
+  }
+  mem_on_fail(NULL);
+  return tried;
+}
+
+typedef struct files { char dir[PATH_MAX], st[PATH_MAX + 32], csv[PATH_MAX + 32], model[PATH_MAX + 32], tok[PATH_MAX + 32]; } files;
+
+/* what the loads made, checked and freed by the check functions */
+typedef struct loaded {
+  files *f;
+  tg_params *rp, *p;  /* read; the parameters loaded into */
+  tg_tensor *w, *b;
+  tg_dataset train, test;
+  tg_llama *m;
+  float logits[10];
+  tg_tokenizer *t;
+  int64_t ntok;
+  int32_t ids[16];
+  const char *dec;
+} loaded;
+
+static const float ST_W[6] = {1, -2, 3.5f, 4, 0.25f, -6};
+static const int64_t ST_B[3] = {7, -8, 1LL << 40};
+
+static tg_status read_safetensors(void *ctx) {
+  loaded *l = ctx;
+  l->rp = tg_safetensors_read(l->f->st);
+  return l->rp ? TG_OK : tg_error_status();
+}
+
+static void check_read_safetensors(void *ctx, tg_status st) {
+  loaded *l = ctx;
+  float w[6];
+  int64_t b[3];
+  if (st == TG_OK)
+    CHECK(tg_to_host(tg_params_find(l->rp, "w"), w, sizeof w) == TG_OK && !memcmp(w, ST_W, sizeof w) &&
+          tg_to_host(tg_params_find(l->rp, "b"), b, sizeof b) == TG_OK && !memcmp(b, ST_B, sizeof b),
+          "tg_safetensors_read: wrong values");
+  tg_params_free(l->rp);
+  l->rp = NULL;
+}
+
+static tg_status load_safetensors(void *ctx) {
+  loaded *l = ctx;
+  return tg_safetensors_load(l->f->st, l->p, false);
+}
+
+/* all or nothing: a load that fails leaves both parameters as they were; fresh parameters for the next */
+static void check_load_safetensors(void *ctx, tg_status st) {
+  loaded *l = ctx;
+  float w[6], w0[6] = {0};
+  int64_t b[3], b0[3] = {0};
+  if (l->p) {
+    CHECK(tg_to_host(l->w, w, sizeof w) == TG_OK && tg_to_host(l->b, b, sizeof b) == TG_OK, "%s", tg_error());
+    bool took = !memcmp(w, ST_W, sizeof w) && !memcmp(b, ST_B, sizeof b);
+    bool kept = !memcmp(w, w0, sizeof w) && !memcmp(b, b0, sizeof b);
+    CHECK(st == TG_OK ? took : kept, "tg_safetensors_load (status %d): the parameters are %s", (int)st,
+          st == TG_OK ? "not the file's" : "changed although the load failed");
+  }
+  tg_params_free(l->p);
+  tg_free(l->w);
+  tg_free(l->b);
+  l->w = tg_from_data(TG_FLOAT32, 2, (int64_t[]){2, 3}, w0, sizeof w0);
+  l->b = tg_from_data(TG_INT64, 1, (int64_t[]){3}, b0, sizeof b0);
+  l->p = tg_params_new();
+  CHECK(tg_params_add(l->p, "w", l->w) == TG_OK && tg_params_add(l->p, "b", l->b) == TG_OK, "%s", tg_error());
+}
+
+static tg_status load_mnist(void *ctx) {
+  loaded *l = ctx;
+  return tg_mnist_load(l->f->dir, false, &l->train, &l->test);
+}
+
+static void check_mnist(void *ctx, tg_status st) {
+  loaded *l = ctx;
+  uint8_t px[2 * 6];
+  int32_t lb[2];
+  if (st == TG_OK)
+    CHECK(l->train.n == 3 && tg_to_host(l->test.x, px, sizeof px) == TG_OK && px[7] == 7 &&
+          tg_to_host(l->test.y, lb, sizeof lb) == TG_OK && lb[1] == 1, "tg_mnist_load: wrong values");
+  else
+    CHECK(!l->train.x && !l->test.x, "tg_mnist_load failed and left a dataset behind");
+  tg_dataset_free(&l->train);
+  tg_dataset_free(&l->test);
+}
+
+static tg_status load_digits(void *ctx) {
+  loaded *l = ctx;
+  return tg_digits_load(l->f->csv, &l->train);
+}
+
+static void check_digits(void *ctx, tg_status st) {
+  loaded *l = ctx;
+  int32_t y[2];
+  if (st == TG_OK)
+    CHECK(l->train.n == 2 && tg_to_host(l->train.y, y, sizeof y) == TG_OK && y[0] == 3 && y[1] == 9,
+          "tg_digits_load: wrong values");
+  else
+    CHECK(!l->train.x, "tg_digits_load failed and left a dataset behind");
+  tg_dataset_free(&l->train);
+}
+
+/* the load and one decode step (the JIT's first call: it runs the step eagerly) */
+static tg_status load_llama(void *ctx) {
+  loaded *l = ctx;
+  l->m = tg_llama_load(l->f->model, 0);
+  return l->m ? tg_llama_step(l->m, 3, 0, l->logits) : tg_error_status();
+}
+
+static void check_llama(void *ctx, tg_status st) {
+  loaded *l = ctx;
+  static float want[10];
+  static bool have;
+  if (st == TG_OK && !have) memcpy(want, l->logits, sizeof want), have = true;
+  if (st == TG_OK) CHECK_CLOSE("tg_llama_step's logits against the first load's", l->logits, want, 10);
+  tg_llama_free(l->m);
+  l->m = NULL;
+}
+
+static tg_status load_tokenizer(void *ctx) {
+  loaded *l = ctx;
+  l->t = tg_tokenizer_load(l->f->tok, 9);
+  if (!l->t) return tg_error_status();
+  l->ntok = tg_tokenizer_encode(l->t, "abc", true, true, l->ids, 16);
+  if (l->ntok < 0) return (tg_status)l->ntok;
+  l->dec = tg_tokenizer_decode(l->t, 1, l->ids[1]);
+  return l->dec ? TG_OK : tg_error_status();
+}
+
+static void check_tokenizer(void *ctx, tg_status st) {
+  loaded *l = ctx;
+  if (st == TG_OK)
+    CHECK(l->ntok == 4 && l->ids[1] == 7 && !strcmp(l->dec, "ab"), "tokenizer: %lld tokens", (long long)l->ntok);
+  tg_tokenizer_free(l->t);
+  l->t = NULL;
+}
+
+static bool put_file(const char *path, const void *data, size_t n, bool gz) {
+  if (gz) {
+    gzFile g = gzopen(path, "wb");
+    bool ok = g && gzwrite(g, data, (unsigned)n) == (int)n;
+    return g && gzclose(g) == Z_OK && ok;
+  }
+  FILE *fp = fopen(path, "wb");
+  bool ok = fp && fwrite(data, 1, n, fp) == n;
+  return fp && fclose(fp) == 0 && ok;
+}
+
+static bool make_files(files *f) {
+  if (!test_temp_dir(f->dir, sizeof f->dir)) return false;
+  char p[PATH_MAX + 64];
+  /* safetensors: w F32 (2, 3), b I64 (3,) */
+  snprintf(f->st, sizeof f->st, "%s/m.safetensors", f->dir);
+  tg_tensor *w = tg_from_data(TG_FLOAT32, 2, (int64_t[]){2, 3}, ST_W, sizeof ST_W);
+  tg_tensor *b = tg_from_data(TG_INT64, 1, (int64_t[]){3}, ST_B, sizeof ST_B);
+  tg_params *ps = tg_params_new();
+  bool ok = tg_params_add(ps, "w", w) == TG_OK && tg_params_add(ps, "b", b) == TG_OK &&
+            tg_safetensors_save(f->st, ps) == TG_OK;
+  tg_params_free(ps);
+  tg_free(w);
+  tg_free(b);
+  /* MNIST, gzipped: 3 train and 2 test images 2x3 (pixel i = i), labels 0, 1, 2 */
+  uint8_t img[16 + 18] = {0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 3}, lab[8 + 3] = {0, 0, 8, 1, 0, 0, 0, 3, 0, 1, 2};
+  for (int i = 0; i < 18; i++) img[16 + i] = (uint8_t)i;
+  const char *names[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                          "t10k-labels-idx1-ubyte"};
+  for (int i = 0; i < 4 && ok; i++) {
+    snprintf(p, sizeof p, "%s/%s.gz", f->dir, names[i]);
+    if (i >= 2) img[7] = lab[7] = 2;  /* the test files: 2 of each */
+    ok = i % 2 ? put_file(p, lab, 8 + (size_t)lab[7], true) : put_file(p, img, 16 + 6 * (size_t)img[7], true);
+  }
+  /* digits: two rows, gzipped */
+  char csv[512];
+  size_t k = 0;
+  for (int r = 0; r < 2; r++) {
+    for (int c = 0; c < 64; c++) k += (size_t)snprintf(csv + k, sizeof csv - k, "%d,", (r + c) % 17);
+    k += (size_t)snprintf(csv + k, sizeof csv - k, "%d\n", r ? 9 : 3);
+  }
+  snprintf(f->csv, sizeof f->csv, "%s/d.csv.gz", f->dir);
+  ok = ok && put_file(f->csv, csv, k, true);
+  /* a llama2.c checkpoint: dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, vocab 10, seq 4 */
+  int32_t h[7] = {8, 16, 1, 2, 1, 10, 4};
+  size_t nf = 10 * 8 + (2 * 8 + 2 * 64 + 2 * 8 * 4 + 3 * 8 * 16) + 8 + 4 * 4;
+  float *wts = malloc(sizeof h + nf * sizeof(float));
+  ok = ok && wts;
+  if (wts) {
+    memcpy(wts, h, sizeof h);
+    for (size_t i = 0; i < nf; i++) wts[7 + i] = (float)((i * 37) % 19) / 40 - 0.2f;
+    snprintf(f->model, sizeof f->model, "%s/m.bin", f->dir);
+    ok = ok && put_file(f->model, wts, sizeof h + nf * sizeof(float), false);
+    free(wts);
+  }
+  /* the tokenizer of test_llama.c: " " "a" "b" merge into "ab", then " ab" */
+  const char *pieces[] = {"<unk>", "\n<s>\n", "\n</s>\n", " ", "a", "b", "ab", " ab", "<0x41>"};
+  float scores[] = {0, 0, 0, -1, -2, -3, -0.5f, -0.25f, 0};
+  uint8_t tok[256];
+  size_t tn = 0;
+  int32_t maxlen = 6;
+  memcpy(tok, &maxlen, 4), tn = 4;
+  for (int i = 0; i < 9; i++) {
+    int32_t len = (int32_t)strlen(pieces[i]);
+    memcpy(tok + tn, &scores[i], 4), memcpy(tok + tn + 4, &len, 4), memcpy(tok + tn + 8, pieces[i], (size_t)len);
+    tn += 8 + (size_t)len;
+  }
+  snprintf(f->tok, sizeof f->tok, "%s/t.bin", f->dir);
+  return ok && put_file(f->tok, tok, tn, false);
+}
+
+TEST(test_fault_every_allocation_of_each_file_reader) {
+  files f;
+  if (!make_files(&f)) { CHECK(false, "cannot write the files: %s", tg_error()); return; }
+  loaded l = {.f = &f};
+  check_load_safetensors(&l, TG_ERR_ARG);  /* makes the parameters to load into */
+  const reader readers[] = {
+      {"tg_safetensors_read", read_safetensors, check_read_safetensors, false},
+      {"tg_safetensors_load", load_safetensors, check_load_safetensors, false},
+      {"tg_mnist_load (gzip)", load_mnist, check_mnist, false},
+      {"tg_digits_load (gzip)", load_digits, check_digits, false},
+      {"tg_llama_load and a step", load_llama, check_llama, true},
+      {"tg_tokenizer_load, encode, decode", load_tokenizer, check_tokenizer, false},
+  };
+  for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++) {
+    const reader *r = &readers[i];
+    tg_status st = r->run(&l);  /* once without failures: kernels compiled, the reference logits kept */
+    CHECK(st == TG_OK, "%s: %s", r->what, tg_error());
+    r->check(&l, st);
+    int64_t stride = !r->long_run || getenv("TG_FAULT_FULL") ? 1 : getenv("TG_TEST_QUICK") ? 13 : 5;
+    int64_t n = load_sweep(r, &l, stride);
+    char every[32] = "";
+    if (stride > 1) snprintf(every, sizeof every, " (one in %lld)", (long long)stride);
+    fprintf(stderr, "  %s: %lld allocations failed one at a time%s\n", r->what, (long long)n, every);
+    CHECK(n >= 3, "%s: only %lld allocations", r->what, (long long)n);
+  }
+  tg_params_free(l.p);
+  tg_free(l.w);
+  tg_free(l.b);
+  test_remove_dir(f.dir);
 }

@@ -231,6 +231,8 @@ static tg_status llama_step(void *ctx, int nin, tg_tensor *const *in, int nout, 
   tg_tensor **assigned = mem_alloc((size_t)(2 * c->n_layers + 1) * sizeof *assigned);
   tg_status st = assigned ? TG_OK : TG_ERR_NOMEM;
   if (!assigned) tg_set_error(st, "tg_llama_step: out of memory");
+  /* NULL is a valid mask for attention (none): a mask that failed to build must stop the step here */
+  if (st == TG_OK && !seen) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   tg_tensor *x = tg_embedding(m->emb, in[0]);  /* (1, dim) */
   for (int64_t l = 0; st == TG_OK && l < c->n_layers; l++) {
     llama_layer *y = &m->layers[l];
