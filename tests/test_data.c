@@ -89,6 +89,31 @@ TEST(test_mnist_reads_raw_and_gzipped_idx) {
   }
 }
 
+/* gzip's concatenated members (gzip -c a b > ab.gz) read as one stream, as gzread reads them */
+TEST(test_mnist_reads_gzip_of_two_members) {
+  char dir[PATH_MAX], p[PATH_MAX + 64];
+  if (!test_temp_dir(dir, sizeof dir)) { CHECK(false, "mkdtemp failed"); return; }
+  CHECK(write_small_mnist(dir, false), "write");
+  uint8_t img[1024];
+  size_t n = idx_images(img, 5, 3, 4);
+  snprintf(p, sizeof p, "%s/train-images-idx3-ubyte", dir);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", dir);
+  bool ok = true;
+  for (int part = 0; part < 2; part++) {  /* the first 7 bytes, then the rest, each its own member */
+    gzFile f = gzopen(p, part ? "ab" : "wb");
+    size_t at = part ? 7 : 0, len = part ? n - 7 : 7;
+    ok = ok && f && gzwrite(f, img + at, (unsigned)len) == (int)len;
+    ok = gzclose(f) == Z_OK && ok;
+  }
+  CHECK(ok, "write");
+  tg_dataset train = {0};
+  CHECK(tg_mnist_load(dir, false, &train, NULL) == TG_OK, "%s", tg_error());
+  check_small(&train, 5, 3);
+  tg_dataset_free(&train);
+  test_remove_dir(dir);
+}
+
 typedef struct bad_idx { const char *what, *file; uint8_t bytes[40]; size_t n; bool gz; const char *expect; } bad_idx;
 
 TEST(test_mnist_refuses_malformed_idx) {

@@ -193,7 +193,7 @@ bool beam_search(kernel_state *ks, int width, const beam_device *d, double limit
   if (width < 1) width = 1;
   if (cache_load(d, ks, width)) return true;
   double t0 = now_s();
-  cand *beam = calloc((size_t)width + 8, sizeof *beam), *cands = calloc(BEAM_MAX_CAND, sizeof *cands);
+  cand *beam = mem_calloc((size_t)width + 8, sizeof *beam), *cands = mem_calloc(BEAM_MAX_CAND, sizeof *cands);
   if (!beam || !cands) {
     free(beam);
     free(cands);

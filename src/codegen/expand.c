@@ -56,7 +56,7 @@ static uop *unroll(unroll_ctx *c, uop *u) {
   uop *done = umap_get(&c->memo, u);
   if (done) return done;
   int n = u->nsrc;
-  uop **src = malloc((size_t)(n + 1) * sizeof *src);
+  uop **src = mem_alloc((size_t)(n + 1) * sizeof *src);
   if (!src) { c->fail = true; return NULL; }
   for (int i = 0; i < n; i++)
     if (!(src[i] = unroll(c, u->src[i]))) c->fail = true;
@@ -69,7 +69,7 @@ static uop *unroll(unroll_ctx *c, uop *u) {
     /* one accumulator per copy when loops remain (they share the loop nest: expand.c's top comment), the
      * accumulators reduced into one after it; without loops left, the copies reduced directly */
     int64_t k = c->q->src[0]->arg.i;
-    uop **v = malloc((size_t)k * sizeof *v), *value = src[0];
+    uop **v = mem_alloc((size_t)k * sizeof *v), *value = src[0];
     memmove(src + qi, src + qi + 1, (size_t)(n - qi - 1) * sizeof *src);
     n--;
     if (v) {
@@ -94,7 +94,7 @@ static uop *unroll(unroll_ctx *c, uop *u) {
 static uop *upcast(uop *sink, uop *u) {
   int64_t k = u->src[0]->arg.i;
   int cap = sink->nsrc * (int)k, n = 0;
-  uop **s = malloc((size_t)cap * sizeof *s);
+  uop **s = mem_alloc((size_t)cap * sizeof *s);
   if (!s) return NULL;
   bool fail = false;
   for (int i = 0; i < sink->nsrc && !fail; i++) {
@@ -165,7 +165,7 @@ static uop *mark_access(mark_ctx *c, uop *u) {
   uop *done = umap_get(&c->memo, u);
   if (done) return done;
   uop *src[TG_MAX_DIMS + 64];
-  uop **s = u->nsrc <= (int)(sizeof src / sizeof *src) ? src : malloc((size_t)u->nsrc * sizeof *s);
+  uop **s = u->nsrc <= (int)(sizeof src / sizeof *src) ? src : mem_alloc((size_t)u->nsrc * sizeof *s);
   if (!s) { c->fail = true; return NULL; }
   for (int i = 0; i < u->nsrc; i++)
     if (!(s[i] = mark_access(c, u->src[i]))) c->fail = true;

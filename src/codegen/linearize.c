@@ -40,7 +40,7 @@ static void push(lin_ctx *c, uop *u) {
   if (!u) { c->fail = true; return; }
   if (c->n == c->cap) {
     int nc = c->cap ? c->cap * 2 : 256;
-    uop **no = realloc(c->out, (size_t)nc * sizeof *no);
+    uop **no = mem_realloc(c->out, (size_t)nc * sizeof *no);
     if (!no) { c->fail = true; return; }
     c->out = no;
     c->cap = nc;
@@ -67,7 +67,7 @@ static uint64_t deps(lin_ctx *c, uop *u) {
   if (u->op == OP_REDUCE)
     for (int i = 1; i < u->nsrc; i++) d &= ~range_bit(c, u->src[i]);
   if (is_local_store(u)) d = deps(c, u->src[2]) & ~deps(c, u->src[1]);
-  box = malloc(sizeof *box);
+  box = mem_alloc(sizeof *box);
   if (!box || !umap_put(&c->deps, u, box)) { free(box); c->fail = true; return d; }
   *box = d;
   return d;
@@ -124,7 +124,7 @@ static bool same_loops(const uop *a, const uop *b) {
 
 /* all of a group share one loop nest: values inside it that depend on its loops are emitted once, there */
 static void emit_reduce(lin_ctx *c, uop *r) {
-  uop **grp = malloc((size_t)(c->nreduces + 1) * 2 * sizeof *grp);
+  uop **grp = mem_alloc((size_t)(c->nreduces + 1) * 2 * sizeof *grp);
   if (!grp) { c->fail = true; return; }
   uop **acc = grp + c->nreduces + 1;
   int ng = 0;
@@ -286,7 +286,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   int nn;
   uop **order = uop_toposort(ast, &nn);
   if (!order) return false;
-  c.reduces = malloc((size_t)nn * sizeof *c.reduces);
+  c.reduces = mem_alloc((size_t)nn * sizeof *c.reduces);
   if (!c.reduces) {
     free(order);
     tg_set_error(TG_ERR_NOMEM, "linearize: out of memory");

@@ -75,7 +75,7 @@ static uop *rebuild(rebuild_ctx *c, uop *u) {
   if (u == c->r) return c->expr;
   uop *done = umap_get(&c->memo, u);
   if (done) return done;
-  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc + 1 <= (int)(sizeof s / sizeof *s) ? s : malloc((size_t)(u->nsrc + 1) * sizeof *src);
+  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc + 1 <= (int)(sizeof s / sizeof *s) ? s : mem_alloc((size_t)(u->nsrc + 1) * sizeof *src);
   if (!src) { c->fail = true; return NULL; }
   int n = 0;
   for (int i = 0; i < u->nsrc; i++) {
@@ -189,7 +189,7 @@ static uop *pad_mask(pad_ctx *c, uop *u) {
   if (c->fail) return NULL;
   uop *done = umap_get(&c->memo, u);
   if (done) return done;
-  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc <= (int)(sizeof s / sizeof *s) ? s : malloc((size_t)u->nsrc * sizeof *src);
+  uop *s[TG_MAX_DIMS + 8], **src = u->nsrc <= (int)(sizeof s / sizeof *s) ? s : mem_alloc((size_t)u->nsrc * sizeof *src);
   if (!src) { c->fail = true; return NULL; }
   for (int i = 0; i < u->nsrc; i++)
     if (!(src[i] = pad_mask(c, u->src[i]))) c->fail = true;
@@ -401,8 +401,10 @@ static int cmp_axis(const void *pa, const void *pb) {
 
 int ks_axes(const kernel_state *ks, axis_info *ax, int *nout, int *nred) {
   int n, k = 0;
+  if (nout) *nout = 0;
+  if (nred) *nred = 0;
   uop **order = uop_toposort(ks->ast, &n);
-  if (!order) return 0;
+  if (!order) return 0;  /* out of memory: no axes (get_kernel refuses a kernel made while memory ran out) */
   for (int i = 0; i < n && k < KS_MAX_AXES; i++) {
     uop *u = order[i];
     if (u->op != OP_RANGE || !uop_is_const(u->src[0])) continue;

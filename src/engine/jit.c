@@ -57,12 +57,12 @@ void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nb
   if (c->failed) return;
   if (c->n == c->cap) {
     int nc = c->cap ? c->cap * 2 : 64;
-    jit_launch *nl = realloc(c->launches, (size_t)nc * sizeof *nl);
+    jit_launch *nl = mem_realloc(c->launches, (size_t)nc * sizeof *nl);
     if (!nl) { c->failed = true; return; }
     c->launches = nl;
     c->cap = nc;
   }
-  tg_buffer **copy = malloc((size_t)(nbufs ? nbufs : 1) * sizeof *copy);
+  tg_buffer **copy = mem_alloc((size_t)(nbufs ? nbufs : 1) * sizeof *copy);
   if (!copy) { c->failed = true; return; }
   for (int i = 0; i < nbufs; i++) {
     copy[i] = bufs[i];
@@ -79,7 +79,7 @@ static void note_rng(void *ctx, void *buf, uint64_t base, uint64_t n) {
   if (c->failed || !buf) return;
   if (c->nrng == c->caprng) {
     int nc = c->caprng ? c->caprng * 2 : 16;
-    jit_rng *nr = realloc(c->rng, (size_t)nc * sizeof *nr);
+    jit_rng *nr = mem_realloc(c->rng, (size_t)nc * sizeof *nr);
     if (!nr) { c->failed = true; return; }
     c->rng = nr;
     c->caprng = nc;
@@ -121,12 +121,12 @@ tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx, int nin, int nout) {
     tg_set_error(TG_ERR_ARG, "tg_jit_new: %s", !fn ? "the step function is NULL" : "negative input or output count");
     return NULL;
   }
-  tg_jit *j = calloc(1, sizeof *j);
+  tg_jit *j = mem_calloc(1, sizeof *j);
   if (j) {
-    j->in_bufs = calloc((size_t)nin + 1, sizeof *j->in_bufs);
-    j->out_bufs = calloc((size_t)nout + 1, sizeof *j->out_bufs);
-    j->in_shape = calloc((size_t)nin + 1, sizeof *j->in_shape);
-    j->out_shape = calloc((size_t)nout + 1, sizeof *j->out_shape);
+    j->in_bufs = mem_calloc((size_t)nin + 1, sizeof *j->in_bufs);
+    j->out_bufs = mem_calloc((size_t)nout + 1, sizeof *j->out_bufs);
+    j->in_shape = mem_calloc((size_t)nin + 1, sizeof *j->in_shape);
+    j->out_shape = mem_calloc((size_t)nout + 1, sizeof *j->out_shape);
   }
   if (!j || !j->in_bufs || !j->out_bufs || !j->in_shape || !j->out_shape) {
     tg_jit_free(j);
@@ -203,8 +203,8 @@ static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
   jit_capture *c = &j->cap;
   int total = 0;
   for (int k = 0; k < c->n; k++) total += c->launches[k].nbufs;
-  buf_use *use = malloc((size_t)(total ? total : 1) * sizeof *use);
-  int *slot_use = malloc((size_t)(total ? total : 1) * sizeof *slot_use);  /* launch slots in order -> use */
+  buf_use *use = mem_alloc((size_t)(total ? total : 1) * sizeof *use);
+  int *slot_use = mem_alloc((size_t)(total ? total : 1) * sizeof *slot_use);  /* launch slots in order -> use */
   if (!use || !slot_use) {
     free(use);
     free(slot_use);
@@ -224,8 +224,8 @@ static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
       use[u].slots++;
       use[u].last = k;
     }
-  j->plan = malloc((size_t)(nuse ? nuse : 1) * sizeof *j->plan);
-  int *item_of = malloc((size_t)(nuse ? nuse : 1) * sizeof *item_of);
+  j->plan = mem_alloc((size_t)(nuse ? nuse : 1) * sizeof *j->plan);
+  int *item_of = mem_alloc((size_t)(nuse ? nuse : 1) * sizeof *item_of);
   if (!j->plan || !item_of) {
     free(use);
     free(slot_use);
@@ -276,9 +276,9 @@ static tg_status prepare_launches(tg_jit *j) {
       for (int i = 0; i < j->nin; i++)
         if (c->launches[k].bufs[b] == j->in_bufs[i]) { npatch++; break; }
   }
-  j->ptrs = calloc((size_t)c->n + 1, sizeof *j->ptrs);
-  void **all = malloc((total ? total : 1) * sizeof *all);
-  j->patches = malloc((size_t)(npatch ? npatch : 1) * sizeof *j->patches);
+  j->ptrs = mem_calloc((size_t)c->n + 1, sizeof *j->ptrs);
+  void **all = mem_alloc((total ? total : 1) * sizeof *all);
+  j->patches = mem_alloc((size_t)(npatch ? npatch : 1) * sizeof *j->patches);
   if (!j->ptrs || !all || !j->patches) {
     free(all);
     return TG_ERR_NOMEM;
@@ -365,6 +365,19 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     if (!b) st = tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
     else j->ptrs[j->patches[p].launch][j->patches[p].slot] = b->ptr;
   }
+  /* the outputs' tensors first: once the kernels ran, nothing may fail (the parameters are written) */
+  for (int i = 0; i < j->nout; i++) out[i] = NULL;
+  for (int i = 0; i < j->nout && st == TG_OK; i++) {
+    uop *o = j->out_shape[i];
+    tg_buffer *b = j->out_bufs[i];
+    for (int k = 0; k < j->nin; k++)  /* a step that returns an input returns this call's input */
+      if (b == j->in_bufs[k]) b = tensor_storage(in[k]);
+    buffer_retain(b);
+    uop *bn = mk_buffer((tg_dtype)o->dtype, uop_numel(o), b);
+    if (!bn) buffer_release(b);  /* else the node holds it */
+    out[i] = tensor_new(mk_reshape(bn, o->ndim, o->shape));
+    if (!out[i]) st = TG_ERR_NOMEM;
+  }
   if (atomic_load_explicit(&poison, memory_order_relaxed) && j->arena) memset(j->arena->ptr, 0xff, j->arena->nbytes);
   bool timed = tg_debug_level() >= 2;  /* a line per kernel, as eager runs print */
   double total_ms = 0;
@@ -379,17 +392,9 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     }
   }
   uop_cache_invalidate();  /* the replay wrote parameters and outputs in place */
-  for (int i = 0; i < j->nout; i++) out[i] = NULL;
   for (int i = 0; i < j->nout && st == TG_OK; i++) {
-    uop *o = j->out_shape[i];
-    tg_buffer *b = j->out_bufs[i];
-    for (int k = 0; k < j->nin; k++)  /* a step that returns an input returns this call's input */
-      if (b == j->in_bufs[k]) b = tensor_storage(in[k]);
-    buffer_retain(b);
-    uop *bn = mk_buffer((tg_dtype)o->dtype, uop_numel(o), b);
-    if (bn) bn->epoch = b->writes;
-    out[i] = tensor_new(mk_reshape(bn, o->ndim, o->shape));
-    if (!out[i]) st = TG_ERR_NOMEM;
+    uop *bn = out[i]->u->op == OP_RESHAPE ? out[i]->u->src[0] : out[i]->u;
+    bn->epoch = ((tg_buffer *)bn->buf)->writes;
   }
   if (st != TG_OK)
     for (int i = 0; i < j->nout; i++) { tg_free(out[i]); out[i] = NULL; }

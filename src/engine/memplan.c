@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "engine/memplan.h"
+#include "uop/uop.h"
 
 static size_t round_up(size_t v, size_t align) { return (v + align - 1) & ~(align - 1); }
 
@@ -29,8 +30,8 @@ static int by_offset(const void *x, const void *y) {
 
 size_t memplan_assign(plan_item *items, int n, size_t align) {
   if (n <= 0) return 0;
-  int *order = malloc((size_t)n * sizeof *order);
-  plan_item **near = malloc((size_t)n * sizeof *near);
+  int *order = mem_alloc((size_t)n * sizeof *order);
+  plan_item **near = mem_alloc((size_t)n * sizeof *near);
   if (!order || !near) {
     free(order);
     free(near);

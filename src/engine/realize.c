@@ -64,7 +64,10 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   compiled *c = umap_get(&kcache, ast);
   if (c) return c;
   int dbg = tg_debug_level();
-  c = calloc(1, sizeof *c);
+  /* the passes below take an allocation that fails for "no change" here and there (a heuristic without its
+   * analysis, a name cut short): a kernel made while memory ran out is refused, never cached */
+  uint64_t failed0 = mem_failures();
+  c = mem_calloc(1, sizeof *c);
   if (!c) {
     tg_set_error(TG_ERR_NOMEM, "engine: out of memory");
     return NULL;
@@ -88,9 +91,12 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   linear_program_free(&lp);
   if (!src) goto fail;
   if (dbg >= 4) fprintf(stderr, "%s\n", src);
-  c->prog = dev->compile(dev, c->info.name, src);
+  c->prog = mem_failures() == failed0 ? dev->compile(dev, c->info.name, src) : NULL;
   free(src);
-  if (!c->prog) goto fail;
+  if (!c->prog) {
+    if (mem_failures() != failed0) tg_set_error(TG_ERR_NOMEM, "engine: out of memory making kernel %s", c->info.name);
+    goto fail;
+  }
   if (kcache.n >= KCACHE_MAX) kcache_clear();
   if (!kcache.n) uop_gc_add_roots(mark_kcache, NULL);
   if (!umap_put(&kcache, ast, c)) {
@@ -146,7 +152,7 @@ static bool reads_only_own_element(const sched_kernel *k, const tg_device *dev, 
 static bool order_kernels(const schedule *s, const tg_device *dev, tg_buffer *const *inplace, const uop_map *made,
                           int *order) {
   int n = s->nkernels;
-  bool *done = calloc((size_t)n + 1, sizeof *done);
+  bool *done = mem_calloc((size_t)n + 1, sizeof *done);
   if (!done) return false;
   uop_map producer = {0};
   bool ok = true;
@@ -196,8 +202,8 @@ static int by_buffer(const void *x, const void *y) {
  * buffer after a realize; writing it in place would change both. One walk over the live tensors, each
  * looked up among the targets sorted by buffer. NULL when out of memory. */
 static bool *shared_targets(const tg_device *dev, tg_tensor *const *ts, int n) {
-  bool *shared = calloc((size_t)n + 1, sizeof *shared);
-  holder *h = malloc(((size_t)n + 1) * sizeof *h);
+  bool *shared = mem_calloc((size_t)n + 1, sizeof *shared);
+  holder *h = mem_alloc(((size_t)n + 1) * sizeof *h);
   if (!shared || !h) {
     free(shared);
     free(h);
@@ -227,8 +233,9 @@ static bool *shared_targets(const tg_device *dev, tg_tensor *const *ts, int n) {
  * false when a window write has no order that runs it in place (schedule again without windows). */
 static bool plan_in_place(const schedule *s, const tg_device *dev, tg_tensor *const *ts, int n, const uop_map *made,
                           tg_buffer ***inplace_out, int **korder_out, tg_status *st) {
-  tg_buffer **inplace = *inplace_out = calloc((size_t)s->nkernels + 1, sizeof *inplace);
-  int *korder = *korder_out = calloc((size_t)s->nkernels + 1, sizeof *korder);
+  uint64_t failed0 = mem_failures();
+  tg_buffer **inplace = *inplace_out = mem_calloc((size_t)s->nkernels + 1, sizeof *inplace);
+  int *korder = *korder_out = mem_calloc((size_t)s->nkernels + 1, sizeof *korder);
   if (!inplace || !korder) {
     *st = TG_ERR_NOMEM;
     return true;
@@ -259,7 +266,15 @@ static bool plan_in_place(const schedule *s, const tg_device *dev, tg_tensor *co
         inplace[k] = tb;
   }
   free(shared);
-  if (order_kernels(s, dev, inplace, made, korder)) return true;
+  bool ordered = order_kernels(s, dev, inplace, made, korder);
+  /* the checks above answer "not in place" when they run out of memory: right for one realize, but a JIT
+   * capture would then replay writes into a copy while the parameter keeps its old buffer */
+  if (mem_failures() != failed0) {
+    tg_set_error(TG_ERR_NOMEM, "engine: out of memory planning which kernels write in place");
+    *st = TG_ERR_NOMEM;
+    return true;
+  }
+  if (ordered) return true;
   if (windows) return false;
   for (int k = 0; k < s->nkernels; k++) { inplace[k] = NULL; korder[k] = k; }
   return true;
@@ -287,6 +302,9 @@ static tg_status check_not_stale(const schedule *s, const uop_map *made) {
   return TG_OK;
 }
 
+/* a kernel ready to launch: a copy of its cache entry (the program held) and its buffers */
+typedef struct ready_kernel { compiled c; void **bufs; tg_buffer **tbufs; } ready_kernel;
+
 static tg_status realize_many(int n, tg_tensor *const *ts) {
   if (n < 0 || (n && !ts)) {
     tg_set_error(TG_ERR_ARG, "tg_realize_many: bad tensor list");
@@ -304,15 +322,17 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   last_kernels = 0;
   const tg_device *dev = device_default();
   if (!dev) return tg_error_status();
-  uop **outs = malloc(((size_t)n + 1) * sizeof *outs);
+  uop **outs = mem_alloc(((size_t)n + 1) * sizeof *outs);
   if (!outs) return TG_ERR_NOMEM;
   for (int i = 0; i < n; i++) outs[i] = ts[i]->u;
   int dbg = tg_debug_level();
   double t0 = engine_now_ms();
   schedule s = {0};
   tg_buffer **inplace = NULL;  /* per kernel: the assigned tensor's buffer it overwrites, or NULL */
+  ready_kernel *ready = NULL;  /* per kernel in run order */
+  uop **views = NULL, **bns = NULL;  /* per output: the view it is rebound to, on a BUFFER node of its buffer */
   int *korder = NULL;
-  uop **targets = calloc((size_t)n + 1, sizeof *targets);  /* assign targets: windows may be written in place */
+  uop **targets = mem_calloc((size_t)n + 1, sizeof *targets);  /* assign targets: windows may be written in place */
   uop_map made = {0};  /* realized node -> buffer made in this run */
   tg_status st = targets ? TG_OK : TG_ERR_NOMEM;
   for (int i = 0; i < n && targets; i++) targets[i] = ts[i]->u == outs[i] ? ts[i]->assign_target : NULL;
@@ -354,54 +374,35 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
     uop_gc_note_bytes(nb);
   }
   if ((st = check_not_stale(&s, &made)) != TG_OK) goto out;
-  double total_ms = 0;
+  /* everything that can fail comes before the first launch, so a failed realize has run nothing and changed
+   * no buffer: each kernel (its program held, as the kernel cache may drop entries while later ones are made)
+   * with its buffers, and the views the outputs will be rebound to */
+  ready = mem_calloc((size_t)s.nkernels + 1, sizeof *ready);
+  views = mem_calloc((size_t)n + 1, sizeof *views);
+  bns = mem_calloc((size_t)n + 1, sizeof *bns);
+  if (!ready || !views || !bns) { st = TG_ERR_NOMEM; goto out; }
   for (int pos = 0; pos < s.nkernels; pos++) {
-    int k = korder[pos];
-    sched_kernel *sk = &s.kernels[k];
+    sched_kernel *sk = &s.kernels[korder[pos]];
     compiled *c = get_kernel(dev, sk->ast);
     if (!c) { st = tg_error_status() ? tg_error_status() : TG_ERR_DEVICE; goto out; }
-    void *stack_bufs[32], **bufs = sk->nbufs <= 32 ? stack_bufs : malloc((size_t)sk->nbufs * sizeof *bufs);
-    tg_buffer *stack_tb[32], **tbufs = sk->nbufs <= 32 ? stack_tb : malloc((size_t)sk->nbufs * sizeof *tbufs);
-    if (!bufs || !tbufs) {
-      if (bufs != stack_bufs) free(bufs);
-      if (tbufs != stack_tb) free(tbufs);
-      st = TG_ERR_NOMEM;
-      goto out;
-    }
+    ready_kernel *r = &ready[pos];
+    r->c = *c;
+    program_retain(r->c.prog);
+    r->bufs = mem_alloc(((size_t)sk->nbufs + 1) * sizeof *r->bufs);
+    r->tbufs = mem_alloc(((size_t)sk->nbufs + 1) * sizeof *r->tbufs);
+    if (!r->bufs || !r->tbufs) { st = TG_ERR_NOMEM; goto out; }
     for (int j = 0; j < sk->nbufs; j++) {
       tg_buffer *b = umap_get(&made, sk->bufs[j]);
       if (!b) b = storage(dev, sk->bufs[j]);
       if (!b) {
-        if (bufs != stack_bufs) free(bufs);
-        if (tbufs != stack_tb) free(tbufs);
         st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL;
         if (st == TG_ERR_INTERNAL) tg_set_error(st, "engine: kernel %s reads a node with no storage", c->info.name);
         goto out;
       }
-      bufs[j] = b->ptr;
-      tbufs[j] = b;
-    }
-    double k0 = dbg >= 2 ? engine_now_ms() : 0;
-    int nthreads = c->info.threaded ? c->info.nthreads : 1;
-    st = dev->launch(c->prog, bufs, sk->nbufs, nthreads);
-    jit_capture *cap = jit_capturing();
-    if (cap && st == TG_OK) jit_record(cap, c->prog, tbufs, sk->nbufs, nthreads, c->info.flops, c->info.bytes);
-    if (bufs != stack_bufs) free(bufs);
-    if (tbufs != stack_tb) free(tbufs);
-    if (st != TG_OK) goto out;
-    stats.kernels_run++;
-    if (dbg >= 2) {
-      double ms = engine_now_ms() - k0;
-      total_ms += ms;
-      engine_print_kernel(dev->name, k, c->info.name, sk->nbufs, c->info.flops, c->info.bytes, ms, total_ms);
+      r->bufs[j] = b->ptr;
+      r->tbufs[j] = b;
     }
   }
-  for (int k = 0; k < s.nkernels; k++)
-    if (inplace[k]) inplace[k]->writes++;
-  last_kernels = (uint64_t)s.nkernels;
-  if (dbg >= 1 && s.nkernels)
-    fprintf(stderr, "scheduled %d kernel%s in %.2f ms\n", s.nkernels, s.nkernels == 1 ? "" : "s", t_sched);
-  /* outputs keep their buffers; tensors on them now read the buffer directly */
   for (int i = 0; i < n; i++) {
     uop *o = outs[i];
     tg_buffer *b = umap_get(&made, s.roots[i]);
@@ -409,20 +410,51 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
       if (!storage(dev, o)) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
       continue;
     }
+    buffer_retain(b);
+    bns[i] = mk_buffer((tg_dtype)o->dtype, uop_numel(o), b);
+    if (!bns[i]) { buffer_release(b); st = TG_ERR_NOMEM; goto out; }  /* else the node holds b */
+    views[i] = mk_reshape(bns[i], o->ndim, o->shape);
+    if (!views[i]) { st = TG_ERR_NOMEM; goto out; }
+  }
+  double total_ms = 0;
+  for (int pos = 0; pos < s.nkernels; pos++) {
+    int k = korder[pos];
+    sched_kernel *sk = &s.kernels[k];
+    ready_kernel *r = &ready[pos];
+    double k0 = dbg >= 2 ? engine_now_ms() : 0;
+    int nthreads = r->c.info.threaded ? r->c.info.nthreads : 1;
+    st = dev->launch(r->c.prog, r->bufs, sk->nbufs, nthreads);
+    if (st != TG_OK) goto out;
+    /* counted now: if a later launch failed, values built from the old contents would be refused, not
+     * computed from the new ones */
+    if (inplace[k]) inplace[k]->writes++;
+    jit_capture *cap = jit_capturing();
+    if (cap) jit_record(cap, r->c.prog, r->tbufs, sk->nbufs, nthreads, r->c.info.flops, r->c.info.bytes);
+    stats.kernels_run++;
+    if (dbg >= 2) {
+      double ms = engine_now_ms() - k0;
+      total_ms += ms;
+      engine_print_kernel(dev->name, k, r->c.info.name, sk->nbufs, r->c.info.flops, r->c.info.bytes, ms, total_ms);
+    }
+  }
+  last_kernels = (uint64_t)s.nkernels;
+  if (dbg >= 1 && s.nkernels)
+    fprintf(stderr, "scheduled %d kernel%s in %.2f ms\n", s.nkernels, s.nkernels == 1 ? "" : "s", t_sched);
+  /* outputs keep their buffers; tensors on them now read the buffer directly */
+  for (int i = 0; i < n; i++) {
+    if (!views[i]) continue;
+    uop *o = outs[i];
+    tg_buffer *b = bns[i]->buf;
+    bns[i]->epoch = b->writes;
     bool in_place = ts[i]->assign_target && b == storage(dev, ts[i]->assign_target);
     if (!uop_storage(o) && !in_place) {  /* an in-place value is overwritten by the next step: not a cache */
       buffer_retain(b);
       uop_set_realized(o, b);
     }
-    buffer_retain(b);
-    uop *bn = mk_buffer((tg_dtype)o->dtype, uop_numel(o), b);
-    if (bn) bn->epoch = b->writes;
-    uop *view = mk_reshape(bn, o->ndim, o->shape);
-    if (!view) { buffer_release(b); st = TG_ERR_NOMEM; goto out; }
     uop_pin_dropped(o);  /* the caller may still hold it */
     /* other threads' tensors on o keep it (they read the value cached on o): they may be reading it now */
     for (tg_tensor *t = tensor_live_first(); t; t = t->next)
-      if (t->u == o && (t == ts[i] || tensor_is_own(t))) t->u = view;
+      if (t->u == o && (t == ts[i] || tensor_is_own(t))) t->u = views[i];
   }
   for (int i = 0; i < n; i++) ts[i]->assign_target = NULL;
 out:
@@ -431,6 +463,14 @@ out:
       uop_cache_invalidate();
       break;
     }
+  for (int pos = 0; ready && pos < s.nkernels; pos++) {
+    program_release(ready[pos].c.prog);
+    free(ready[pos].bufs);
+    free(ready[pos].tbufs);
+  }
+  free(ready);
+  free(views);
+  free(bns);
   free(inplace);
   free(korder);
   for (size_t i = 0; i < made.cap; i++)

@@ -9,34 +9,127 @@
  * not a gather over the whole dataset.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "nn/data.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 
 #define DEFLATE_MAX_RATIO 1032  /* the most a deflate stream expands: 258 bytes per 2 bits */
 #define GZ_CHUNK ((size_t)1 << 30)
 
-/* ---- reading files, gzipped or not --------------------------------------------------------------------- */
+/* ---- a file's bytes, gzipped or not ------------------------------------------------------------------------ */
 
-typedef struct zfile {
-  const char *path;
-  gzFile gz;
-  uint64_t bound;  /* the most bytes the file can yield */
-  bool gzipped;
-} zfile;
+/* A reader parses bytes in memory (data.h: the fuzz targets call these parsers); the calls that take a path
+ * map the file read-only and hand the mapping over, so the parsers never see a file. Bytes that start with
+ * gzip's magic (1f 8b) are inflated as they are read, like gzread: members one after another, trailing bytes
+ * that do not start another member ignored. */
+typedef struct zsrc {
+  const char *op, *name;  /* for messages */
+  const uint8_t *b;
+  size_t n, off;          /* the bytes, and how many were consumed */
+  uint64_t bound;         /* the most bytes the source can yield */
+  bool gzipped, zinit, zdone;
+  z_stream zs;
+} zsrc;
 
-static tg_status zopen(zfile *z, const char *op, const char *path) {
-  *z = (zfile){.path = path};
+/* zlib's allocations, through the library's (uop.h) */
+static voidpf zlib_alloc(voidpf opaque, uInt items, uInt size) { return mem_calloc(items, size); }
+static void zlib_free(voidpf opaque, voidpf p) { free(p); }
+
+static bool gz_magic(const uint8_t *b, size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
+
+static void zsrc_init(zsrc *z, const char *op, const char *name, const uint8_t *b, size_t n) {
+  *z = (zsrc){.op = op, .name = name, .b = b, .n = n, .gzipped = gz_magic(b, n)};
+  z->bound = !z->gzipped                                   ? n
+             : n < (UINT64_MAX - 64) / DEFLATE_MAX_RATIO ? (uint64_t)n * DEFLATE_MAX_RATIO + 64
+                                                         : UINT64_MAX;
+}
+
+static void zsrc_end(zsrc *z) {
+  if (z->zinit) inflateEnd(&z->zs);
+  z->zinit = false;
+}
+
+/* a gzip error: -1 with the message set */
+static int64_t zsrc_fail(zsrc *z, tg_status st, const char *what) {
+  tg_set_error(st, "%s: %s: %s", z->op, z->name, what);
+  return -1;
+}
+
+/* reads up to n bytes into dst; the count read (less than n only at the end), or -1 with the error set */
+static int64_t zsrc_read(zsrc *z, void *dst, size_t n) {
+  if (!z->gzipped) {
+    size_t k = n < z->n - z->off ? n : z->n - z->off;
+    if (k) memcpy(dst, z->b + z->off, k);
+    z->off += k;
+    return (int64_t)k;
+  }
+  size_t got = 0;
+  while (got < n && !z->zdone) {
+    if (!z->zinit) {
+      /* a member starts here: the first, or one after another; anything else after a member is ignored */
+      if (z->off > 0 && !gz_magic(z->b + z->off, z->n - z->off)) {
+        z->zdone = true;
+        break;
+      }
+      z->zs = (z_stream){.zalloc = zlib_alloc, .zfree = zlib_free};
+      int r = inflateInit2(&z->zs, 16 + MAX_WBITS);
+      if (r == Z_MEM_ERROR) return zsrc_fail(z, TG_ERR_NOMEM, "out of memory starting to inflate");
+      if (r != Z_OK) return zsrc_fail(z, TG_ERR_IO, "inflateInit2 failed");
+      z->zinit = true;
+    }
+    size_t in = z->n - z->off, out = n - got;
+    z->zs.next_in = (Bytef *)(uintptr_t)(z->b + z->off);
+    z->zs.avail_in = in < GZ_CHUNK ? (uInt)in : (uInt)GZ_CHUNK;
+    z->zs.next_out = (Bytef *)dst + got;
+    z->zs.avail_out = out < GZ_CHUNK ? (uInt)out : (uInt)GZ_CHUNK;
+    uInt avail_in = z->zs.avail_in, avail_out = z->zs.avail_out;
+    int r = inflate(&z->zs, Z_NO_FLUSH);
+    z->off += avail_in - z->zs.avail_in;
+    got += avail_out - z->zs.avail_out;
+    if (r == Z_STREAM_END) {
+      zsrc_end(z);
+      if (z->off == z->n) z->zdone = true;
+    } else if (r == Z_MEM_ERROR) {
+      return zsrc_fail(z, TG_ERR_NOMEM, "out of memory inflating the gzip stream");
+    } else if (r == Z_BUF_ERROR) {  /* no progress was possible: the input ran out inside a member */
+      return zsrc_fail(z, TG_ERR_IO, "the gzip stream is cut short (unexpected end of file)");
+    } else if (r == Z_DATA_ERROR || r == Z_NEED_DICT) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "corrupt gzip stream: %s", z->zs.msg ? z->zs.msg : "bad data");
+      return zsrc_fail(z, TG_ERR_IO, msg);
+    } else if (r != Z_OK) {
+      return zsrc_fail(z, TG_ERR_IO, "inflate failed");
+    } else if (z->off == z->n && z->zs.avail_out) {  /* all input taken, room left, the member not ended */
+      return zsrc_fail(z, TG_ERR_IO, "the gzip stream is cut short (unexpected end of file)");
+    }
+  }
+  return (int64_t)got;
+}
+
+/* true if the source has no bytes left; sets an error naming its op otherwise */
+static bool zsrc_at_end(zsrc *z) {
+  char c;
+  int64_t r = zsrc_read(z, &c, 1);
+  if (r == 0) return true;
+  if (r > 0) tg_set_error(TG_ERR_IO, "%s: %s: more bytes than its header says (trailing data)", z->op, z->name);
+  return false;
+}
+
+tg_status data_map_file(const char *op, const char *path, data_map *m) {
+  *m = (data_map){.b = (const uint8_t *)""};
   struct stat sb;
-  if (stat(path, &sb) != 0) {
+  if (stat(path, &sb) != 0) {  /* before open: opening a FIFO would block */
     tg_set_error(TG_ERR_IO, "%s: %s: %s", op, path, strerror(errno));
     return TG_ERR_IO;
   }
@@ -44,55 +137,42 @@ static tg_status zopen(zfile *z, const char *op, const char *path) {
     tg_set_error(TG_ERR_IO, "%s: %s: not a regular file", op, path);
     return TG_ERR_IO;
   }
-  z->gz = gzopen(path, "rb");
-  if (!z->gz) {
-    tg_set_error(errno == ENOMEM ? TG_ERR_NOMEM : TG_ERR_IO, "%s: %s: cannot open: %s", op, path,
-                 errno ? strerror(errno) : "out of memory");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    tg_set_error(TG_ERR_IO, "%s: %s: cannot open: %s", op, path, strerror(errno));
+    if (fd >= 0) close(fd);
     return TG_ERR_IO;
   }
-  /* gzdirect right after gzopen reads the gzip header: 1 for a file read as it is */
-  uint64_t size = (uint64_t)sb.st_size;
-  z->gzipped = !gzdirect(z->gz);
-  z->bound = !z->gzipped ? size : size < (UINT64_MAX - 64) / DEFLATE_MAX_RATIO ? size * DEFLATE_MAX_RATIO + 64 : UINT64_MAX;
+  if ((uint64_t)sb.st_size > SIZE_MAX / 2) {
+    close(fd);
+    tg_set_error(TG_ERR_IO, "%s: %s: too large to map", op, path);
+    return TG_ERR_IO;
+  }
+  if (sb.st_size > 0) {
+    void *base = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    close(fd);
+    if (base == MAP_FAILED) {
+      tg_status st = err == ENOMEM ? TG_ERR_NOMEM : TG_ERR_IO;
+      tg_set_error(st, "%s: %s: cannot map: %s", op, path, strerror(err));
+      return st;
+    }
+    *m = (data_map){.b = base, .n = (size_t)sb.st_size, .base = base};
+    return TG_OK;
+  }
+  close(fd);
   return TG_OK;
 }
 
-static void zclose(zfile *z) {
-  if (z->gz) gzclose(z->gz);
-  z->gz = NULL;
-}
-
-/* reads up to n bytes; the count read, or -1 with the error set (a corrupt gzip stream) */
-static int64_t zread(zfile *z, const char *op, void *dst, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    size_t want = n - got < GZ_CHUNK ? n - got : GZ_CHUNK;
-    int r = gzread(z->gz, (char *)dst + got, (unsigned)want);
-    if (r < 0) {
-      int code;
-      const char *msg = gzerror(z->gz, &code);
-      tg_set_error(TG_ERR_IO, "%s: %s: %s", op, z->path, code == Z_ERRNO ? strerror(errno) : msg);
-      return -1;
-    }
-    if (r == 0) break;
-    got += (size_t)r;
-  }
-  return (int64_t)got;
-}
-
-/* true if the file has no bytes left; sets an error naming op otherwise */
-static bool zat_end(zfile *z, const char *op) {
-  char c;
-  int64_t r = zread(z, op, &c, 1);
-  if (r == 0) return true;
-  if (r > 0) tg_set_error(TG_ERR_IO, "%s: %s: more bytes than its header says (trailing data)", op, z->path);
-  return false;
+void data_unmap(data_map *m) {
+  if (m->base) munmap(m->base, m->n);
+  *m = (data_map){0};
 }
 
 /* 64-byte aligned memory for a tensor to wrap and free */
 static void *aligned_bytes(size_t n) {
   size_t cap = n / 64 * 64 + 64;
-  return n < SIZE_MAX - 64 ? aligned_alloc(64, cap) : NULL;
+  return n < SIZE_MAX - 64 ? mem_aligned(64, cap) : NULL;
 }
 
 static tg_tensor *wrap(tg_dtype dt, int ndim, const int64_t *shape, void *mem, size_t nbytes) {
@@ -103,28 +183,28 @@ static tg_tensor *wrap(tg_dtype dt, int ndim, const int64_t *shape, void *mem, s
 
 /* an IDX file of unsigned bytes with ndims dimensions (magic 0x0000 08 ndims, sizes big-endian uint32):
  * fills dims and *data (aligned, caller frees); *nbytes is the product of dims */
-static tg_status idx_read(const char *path, int ndims, int64_t *dims, uint8_t **data, size_t *nbytes) {
+static tg_status idx_parse(const char *name, const uint8_t *bytes, size_t len, int ndims, int64_t *dims,
+                           uint8_t **data, size_t *nbytes) {
   static const char *op = "IDX";
   *data = NULL;
-  zfile z;
-  tg_status st = zopen(&z, op, path);
-  if (st != TG_OK) return st;
+  zsrc z;
+  zsrc_init(&z, op, name, bytes, len);
   uint8_t h[4 + 4 * 3];
   size_t hn = 4 + 4 * (size_t)ndims;
-  int64_t r = zread(&z, op, h, hn);
+  int64_t r = zsrc_read(&z, h, hn);
   if (r < 0) goto fail;
   if (r < 4) {
-    tg_set_error(TG_ERR_IO, "%s: %s: %lld bytes, too short for an IDX file", op, path, (long long)r);
+    tg_set_error(TG_ERR_IO, "%s: %s: %lld bytes, too short for an IDX file", op, name, (long long)r);
     goto fail;
   }
   uint32_t magic = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
   if (magic != 0x800u + (uint32_t)ndims) {
-    tg_set_error(TG_ERR_IO, "%s: %s: bad magic 0x%08x, expected 0x%08x (unsigned bytes, %d dimension%s)", op, path,
+    tg_set_error(TG_ERR_IO, "%s: %s: bad magic 0x%08x, expected 0x%08x (unsigned bytes, %d dimension%s)", op, name,
                  magic, 0x800u + (uint32_t)ndims, ndims, ndims == 1 ? "" : "s");
     goto fail;
   }
   if ((size_t)r < hn) {
-    tg_set_error(TG_ERR_IO, "%s: %s: truncated header (%lld of %zu bytes)", op, path, (long long)r, hn);
+    tg_set_error(TG_ERR_IO, "%s: %s: truncated header (%lld of %zu bytes)", op, name, (long long)r, hn);
     goto fail;
   }
   uint64_t total = 1;
@@ -139,39 +219,42 @@ static tg_status idx_read(const char *path, int ndims, int64_t *dims, uint8_t **
     if (!dims[d]) over = false, total = 0;
   if (over || total > z.bound || total > (uint64_t)INT64_MAX) {
     char sb[128];
-    tg_set_error(TG_ERR_IO, "%s: %s: sizes %s claim more data than this %s file can hold", op, path,
+    tg_set_error(TG_ERR_IO, "%s: %s: sizes %s claim more data than this %s file can hold", op, name,
                  shape_str(sb, sizeof sb, ndims, dims), z.gzipped ? "gzipped" : "raw");
     goto fail;
   }
   *data = aligned_bytes((size_t)total);
   if (!*data) {
-    tg_set_error(TG_ERR_NOMEM, "%s: %s: out of memory for %llu bytes", op, path, (unsigned long long)total);
+    tg_set_error(TG_ERR_NOMEM, "%s: %s: out of memory for %llu bytes", op, name, (unsigned long long)total);
     goto fail;
   }
-  r = zread(&z, op, *data, (size_t)total);
+  r = zsrc_read(&z, *data, (size_t)total);
   if (r < 0) goto fail;
   if ((uint64_t)r < total) {
-    tg_set_error(TG_ERR_IO, "%s: %s: truncated: %lld of %llu data bytes", op, path, (long long)r, (unsigned long long)total);
+    tg_set_error(TG_ERR_IO, "%s: %s: truncated: %lld of %llu data bytes", op, name, (long long)r, (unsigned long long)total);
     goto fail;
   }
-  if (!zat_end(&z, op)) goto fail;
-  zclose(&z);
+  if (!zsrc_at_end(&z)) goto fail;
+  zsrc_end(&z);
   *nbytes = (size_t)total;
   return TG_OK;
 fail:
   free(*data);
   *data = NULL;
-  zclose(&z);
+  zsrc_end(&z);
   return tg_error_status() ? tg_error_status() : TG_ERR_IO;
 }
 
-/* images (N, 1, H, W) uint8 and labels (N) int32 from a pair of IDX files; labels must be < nclasses */
-static tg_status idx_pair(const char *images, const char *labels, int64_t nclasses, tg_dataset *out) {
+/* images (N, 1, H, W) uint8 and labels (N) int32 from the bytes of a pair of IDX files; labels must be
+ * below nclasses */
+tg_status data_idx_pair(const char *images, const uint8_t *ib, size_t in, const char *labels, const uint8_t *lbytes,
+                        size_t ln, int64_t nclasses, tg_dataset *out) {
+  *out = (tg_dataset){0};
   int64_t di[3], dl[1];
   uint8_t *px = NULL, *lb = NULL;
   size_t npx, nlb;
-  tg_status st = idx_read(images, 3, di, &px, &npx);
-  if (st == TG_OK) st = idx_read(labels, 1, dl, &lb, &nlb);
+  tg_status st = idx_parse(images, ib, in, 3, di, &px, &npx);
+  if (st == TG_OK) st = idx_parse(labels, lbytes, ln, 1, dl, &lb, &nlb);
   if (st != TG_OK) goto fail;
   if (dl[0] != di[0]) {
     tg_set_error(TG_ERR_IO, "IDX: %s holds %lld images but %s holds %lld labels", images, (long long)di[0], labels,
@@ -209,6 +292,18 @@ static tg_status idx_pair(const char *images, const char *labels, int64_t nclass
 fail:
   free(px);
   free(lb);
+  return st;
+}
+
+/* as data_idx_pair, from the files at these paths */
+static tg_status idx_pair(const char *images, const char *labels, int64_t nclasses, tg_dataset *out) {
+  data_map mi, ml;
+  tg_status st = data_map_file("IDX", images, &mi);
+  if (st != TG_OK) return st;
+  st = data_map_file("IDX", labels, &ml);
+  if (st == TG_OK) st = data_idx_pair(images, mi.b, mi.n, labels, ml.b, ml.n, nclasses, out);
+  data_unmap(&mi);
+  data_unmap(&ml);
   return st;
 }
 
@@ -323,40 +418,33 @@ tg_status tg_mnist_load(const char *dir, bool fashion, tg_dataset *train, tg_dat
 
 #define DIGITS_FEATURES 64
 
-/* reads the whole file (gzipped or not) into a NUL-terminated buffer of at most max bytes */
-static tg_status read_all(const char *op, const char *path, size_t max, char **out, size_t *n) {
+/* the inflated bytes of a gzipped source into a new buffer of at most max bytes (caller frees) */
+static tg_status gunzip_all(zsrc *z, size_t max, char **out, size_t *n) {
   *out = NULL;
-  zfile z;
-  tg_status st = zopen(&z, op, path);
-  if (st != TG_OK) return st;
   size_t cap = 1 << 16, len = 0;
-  char *b = malloc(cap + 1);
+  char *b = mem_alloc(cap + 1);
   for (;;) {
     if (!b) {
-      zclose(&z);
-      tg_set_error(TG_ERR_NOMEM, "%s: %s: out of memory", op, path);
+      tg_set_error(TG_ERR_NOMEM, "%s: %s: out of memory", z->op, z->name);
       return TG_ERR_NOMEM;
     }
-    int64_t r = zread(&z, op, b + len, cap - len);
+    int64_t r = zsrc_read(z, b + len, cap - len);
     if (r < 0) {
       free(b);
-      zclose(&z);
-      return TG_ERR_IO;
+      return tg_error_status();
     }
     len += (size_t)r;
     if (len < cap) break;
     if (cap >= max) {
       free(b);
-      zclose(&z);
-      tg_set_error(TG_ERR_IO, "%s: %s: larger than %zu bytes", op, path, max);
+      tg_set_error(TG_ERR_IO, "%s: %s: larger than %zu bytes", z->op, z->name, max);
       return TG_ERR_IO;
     }
     cap = cap * 2 < max ? cap * 2 : max;
-    char *nb = realloc(b, cap + 1);
+    char *nb = mem_realloc(b, cap + 1);
     if (!nb) free(b);
     b = nb;
   }
-  zclose(&z);
   b[len] = 0;
   *out = b;
   *n = len;
@@ -365,6 +453,7 @@ static tg_status read_all(const char *op, const char *path, size_t max, char **o
 
 /* parses rows of 64 pixels (0..16) and a label (0..9), comma-separated, one row a line */
 static tg_status digits_parse(const char *path, const char *s, size_t len, tg_dataset *all) {
+  *all = (tg_dataset){0};
   int64_t rows = 0;
   for (size_t i = 0; i < len; i++)
     if (s[i] == '\n' && (i == 0 || s[i - 1] != '\n')) rows++;
@@ -431,6 +520,22 @@ static tg_status digits_parse(const char *path, const char *s, size_t len, tg_da
   return TG_OK;
 }
 
+/* the digits dataset from the bytes of a CSV file, gzipped or not */
+tg_status data_digits(const char *name, const uint8_t *bytes, size_t len, tg_dataset *all) {
+  *all = (tg_dataset){0};
+  zsrc z;
+  zsrc_init(&z, "tg_digits_load", name, bytes, len);
+  if (!z.gzipped) return digits_parse(name, (const char *)bytes, len, all);
+  char *text;
+  size_t n = 0;
+  tg_status st = gunzip_all(&z, (size_t)1 << 30, &text, &n);
+  zsrc_end(&z);
+  if (st != TG_OK) return st;
+  st = digits_parse(name, text, n, all);
+  free(text);
+  return st;
+}
+
 tg_status tg_digits_load(const char *path, tg_dataset *all) {
   if (!all) {
     tg_set_error(TG_ERR_ARG, "tg_digits_load: the dataset is NULL");
@@ -456,12 +561,11 @@ tg_status tg_digits_load(const char *path, tg_dataset *all) {
       return TG_ERR_IO;
     }
   }
-  char *text;
-  size_t len;
-  tg_status st = read_all("tg_digits_load", path, (size_t)1 << 30, &text, &len);
+  data_map m;
+  tg_status st = data_map_file("tg_digits_load", path, &m);
   if (st != TG_OK) return st;
-  st = digits_parse(path, text, len, all);
-  free(text);
+  st = data_digits(path, m.b, m.n, all);
+  data_unmap(&m);
   return st;
 }
 
@@ -491,7 +595,7 @@ static tg_tensor *gather_rows(tg_tensor *t, int64_t n, const int64_t *perm, int6
   for (int d = 1; d < nd; d++) row *= (size_t)shape[d];
   shape[0] = count;
   size_t nbytes = row * (size_t)count;
-  uint8_t *dst = malloc(nbytes ? nbytes : 1);
+  uint8_t *dst = mem_alloc(nbytes ? nbytes : 1);
   if (!dst) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory for a batch of %zu bytes", op, nbytes);
     return NULL;

@@ -11,13 +11,12 @@
  * new row with tg_assign_at (a kernel over the row writes it in place), and attention reads all max_seq
  * positions with those after pos masked to -inf.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "nn/data.h"
 #include "tensor/tensor.h"
 
 #define HEADER_INTS 7
@@ -91,38 +90,17 @@ static bool header_check(const char *path, const int32_t *h, tg_llama_config *c,
   return true;
 }
 
-/* the next n floats of the weights as a realized tensor of the given shape, owned by the caller */
-static tg_tensor *weight(const float *w, uint64_t *at, int ndim, const int64_t *shape) {
+/* the next n floats of the weights (little-endian float32, any alignment) as a realized tensor of the given
+ * shape, owned by the caller */
+static tg_tensor *weight(const uint8_t *w, uint64_t *at, int ndim, const int64_t *shape) {
   int64_t n = 1;
   for (int i = 0; i < ndim; i++) n *= shape[i];
-  tg_tensor *t = tensor_unscope(tg_from_data(TG_FLOAT32, ndim, shape, w + *at, (size_t)n * sizeof(float)));
+  tg_tensor *t = tensor_unscope(tg_from_data(TG_FLOAT32, ndim, shape, w + *at * 4, (size_t)n * sizeof(float)));
   *at += (uint64_t)n;
   return t;
 }
 
-/* the file's floats after the header, into a new buffer; nfloats must match its size exactly */
-static float *read_weights(const char *path, FILE *f, uint64_t size, uint64_t nfloats) {
-  uint64_t want = HEADER_INTS * 4 + nfloats * 4;
-  if (size != want) {
-    tg_set_error(TG_ERR_IO, "tg_llama_load: %s: %llu bytes, but its header describes %llu (%llu floats of weights "
-                 "after 28 bytes of header)%s", path, (unsigned long long)size, (unsigned long long)want,
-                 (unsigned long long)nfloats, size < want ? ": truncated?" : "");
-    return NULL;
-  }
-  float *w = malloc(nfloats ? nfloats * 4 : 1);
-  if (!w) {
-    tg_set_error(TG_ERR_NOMEM, "tg_llama_load: %s: out of memory for %llu floats", path, (unsigned long long)nfloats);
-    return NULL;
-  }
-  if (fread(w, 4, nfloats, f) != nfloats) {
-    tg_set_error(TG_ERR_IO, "tg_llama_load: %s: read failed: %s", path, ferror(f) ? strerror(errno) : "short file");
-    free(w);
-    return NULL;
-  }
-  return w;
-}
-
-static bool make_weights(tg_llama *m, const float *w) {
+static bool make_weights(tg_llama *m, const uint8_t *w) {
   const tg_llama_config *c = &m->c;
   int64_t d = c->dim, L = c->n_layers, hd = c->hidden_dim, kv = m->kv_dim;
   uint64_t at = 0;
@@ -150,7 +128,7 @@ static bool make_weights(tg_llama *m, const float *w) {
 /* the per-layer state a step needs besides the weights: caches, RoPE frequencies, the position */
 static bool make_state(tg_llama *m) {
   int64_t half = m->head / 2, shape[2] = {m->max_seq, m->kv_dim};
-  float *f = malloc((size_t)half * sizeof *f);
+  float *f = mem_alloc((size_t)half * sizeof *f);
   if (!f) return false;
   for (int64_t i = 0; i < half; i++) f[i] = 1.0f / powf(10000.0f, (float)(2 * i) / (float)m->head);  /* as run.c */
   m->freq = tensor_unscope(tg_from_data(TG_FLOAT32, 1, &half, f, (size_t)half * sizeof *f));
@@ -167,54 +145,60 @@ static bool make_state(tg_llama *m) {
 
 static tg_status llama_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out);
 
-tg_llama *tg_llama_load(const char *path, int64_t max_seq) {
-  if (!path || max_seq < 0) {
-    tg_set_error(TG_ERR_ARG, "tg_llama_load: %s", !path ? "path is NULL" : "max_seq is negative");
-    return NULL;
-  }
-  struct stat sb;
-  bool found = stat(path, &sb) == 0;
-  if (!found || !S_ISREG(sb.st_mode)) {
-    tg_set_error(TG_ERR_IO, "tg_llama_load: %s: %s", path, !found ? strerror(errno) : "not a regular file");
-    return NULL;
-  }
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    tg_set_error(TG_ERR_IO, "tg_llama_load: %s: %s", path, strerror(errno));
+tg_llama *data_llama(const char *path, const uint8_t *bytes, size_t len, int64_t max_seq) {
+  if (max_seq < 0) {
+    tg_set_error(TG_ERR_ARG, "tg_llama_load: max_seq is negative");
     return NULL;
   }
   int32_t h[HEADER_INTS];
   tg_llama_config c;
   uint64_t nfloats = 0;
-  float *w = NULL;
-  if (fread(h, 4, HEADER_INTS, f) != HEADER_INTS)
-    tg_set_error(TG_ERR_IO, "tg_llama_load: %s: %lld bytes is shorter than the 28-byte header", path,
-                 (long long)sb.st_size);
-  else if (header_check(path, h, &c, &nfloats))
-    w = read_weights(path, f, (uint64_t)sb.st_size, nfloats);
-  fclose(f);
-  if (!w) return NULL;
+  if (len < sizeof h) {
+    tg_set_error(TG_ERR_IO, "tg_llama_load: %s: %zu bytes is shorter than the 28-byte header", path, len);
+    return NULL;
+  }
+  memcpy(h, bytes, sizeof h);
+  if (!header_check(path, h, &c, &nfloats)) return NULL;
+  uint64_t want = HEADER_INTS * 4 + nfloats * 4;
+  if (len != want) {
+    tg_set_error(TG_ERR_IO, "tg_llama_load: %s: %zu bytes, but its header describes %llu (%llu floats of weights "
+                 "after 28 bytes of header)%s", path, len, (unsigned long long)want, (unsigned long long)nfloats,
+                 len < want ? ": truncated?" : "");
+    return NULL;
+  }
   if (max_seq > c.seq_len) {
     tg_set_error(TG_ERR_ARG, "tg_llama_load: max_seq %lld is above the model's seq_len %lld", (long long)max_seq,
                  (long long)c.seq_len);
-    free(w);
     return NULL;
   }
-  tg_llama *m = calloc(1, sizeof *m);
+  tg_llama *m = mem_calloc(1, sizeof *m);
   if (m) {
     m->c = c;
     m->max_seq = max_seq ? max_seq : c.seq_len;
     m->head = c.dim / c.n_heads;
     m->kv_dim = m->head * c.n_kv_heads;
-    m->layers = calloc((size_t)c.n_layers, sizeof *m->layers);
+    m->layers = mem_calloc((size_t)c.n_layers, sizeof *m->layers);
   }
-  bool ok = m && m->layers && make_weights(m, w) && make_state(m) && (m->jit = tg_jit_new(llama_step, m, 1, 1));
-  free(w);
+  bool ok = m && m->layers && make_weights(m, bytes + sizeof h) && make_state(m) &&
+            (m->jit = tg_jit_new(llama_step, m, 1, 1));
   if (!ok) {
     if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "tg_llama_load: %s: out of memory", path);
     tg_llama_free(m);
     return NULL;
   }
+  return m;
+}
+
+tg_llama *tg_llama_load(const char *path, int64_t max_seq) {
+  if (!path || max_seq < 0) {
+    tg_set_error(TG_ERR_ARG, "tg_llama_load: %s", !path ? "path is NULL" : "max_seq is negative");
+    return NULL;
+  }
+  /* mapped, not read: the weights are copied once, into their tensors */
+  data_map f;
+  if (data_map_file("tg_llama_load", path, &f) != TG_OK) return NULL;
+  tg_llama *m = data_llama(path, f.b, f.n, max_seq);
+  data_unmap(&f);
   return m;
 }
 
@@ -244,9 +228,11 @@ static tg_status llama_step(void *ctx, int nin, tg_tensor *const *in, int nout, 
   tg_tensor *sign = tg_from_data(TG_FLOAT32, 2, (int64_t[]){1, 2}, (float[]){-1, 1}, 8);
   tg_tensor *cs = tg_expand(tg_cos(ang), 2, (int64_t[]){head / 2, 2}), *sn = tg_mul(tg_sin(ang), sign);
   tg_tensor *seen = tg_le(tg_arange(TG_INT32, 0, (double)T, 1), pos);  /* (T,): positions 0..pos */
-  tg_tensor **assigned = malloc((size_t)(2 * c->n_layers + 1) * sizeof *assigned);
+  tg_tensor **assigned = mem_alloc((size_t)(2 * c->n_layers + 1) * sizeof *assigned);
   tg_status st = assigned ? TG_OK : TG_ERR_NOMEM;
   if (!assigned) tg_set_error(st, "tg_llama_step: out of memory");
+  /* NULL is a valid mask for attention (none): a mask that failed to build must stop the step here */
+  if (st == TG_OK && !seen) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   tg_tensor *x = tg_embedding(m->emb, in[0]);  /* (1, dim) */
   for (int64_t l = 0; st == TG_OK && l < c->n_layers; l++) {
     llama_layer *y = &m->layers[l];

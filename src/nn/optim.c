@@ -57,14 +57,14 @@ static tg_optim *optim_new(const char *op, const tg_params *p, opt_kind kind, do
     tg_set_error(TG_ERR_ARG, "%s: learning rate %g is not a finite number >= 0", op, lr);
     return NULL;
   }
-  tg_optim *o = calloc(1, sizeof *o);
+  tg_optim *o = mem_calloc(1, sizeof *o);
   int cnt = tg_params_count(p);
   if (!o) goto nomem;
   o->kind = kind;
   o->lr_value = lr;
-  o->params = calloc((size_t)cnt + 1, sizeof *o->params);
-  o->m = calloc((size_t)cnt + 1, sizeof *o->m);
-  o->v = calloc((size_t)cnt + 1, sizeof *o->v);
+  o->params = mem_calloc((size_t)cnt + 1, sizeof *o->params);
+  o->m = mem_calloc((size_t)cnt + 1, sizeof *o->m);
+  o->v = mem_calloc((size_t)cnt + 1, sizeof *o->v);
   if (!o->params || !o->m || !o->v || !(o->lr = scalar_buffer(lr))) goto nomem;
   for (int i = 0; i < cnt; i++) {
     tg_tensor *t = tg_params_tensor(p, i);
@@ -170,7 +170,7 @@ tg_status tg_optim_step(tg_optim *o, int nextra, tg_tensor *const *extra) {
   }
   int nstate = o->kind == OPT_SGD ? (o->momentum != 0) : 2;
   int total = nextra + o->n * (1 + nstate) + 2;
-  tg_tensor **all = calloc((size_t)total, sizeof *all);
+  tg_tensor **all = mem_calloc((size_t)total, sizeof *all);
   if (!all) {
     tg_set_error(TG_ERR_NOMEM, "tg_optim_step: out of memory");
     return TG_ERR_NOMEM;

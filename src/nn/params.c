@@ -14,7 +14,7 @@ struct tg_params {
 };
 
 tg_params *tg_params_new(void) {
-  tg_params *p = calloc(1, sizeof *p);
+  tg_params *p = mem_calloc(1, sizeof *p);
   if (!p) tg_set_error(TG_ERR_NOMEM, "tg_params_new: out of memory");
   return p;
 }
@@ -56,16 +56,16 @@ tg_status tg_params_add(tg_params *p, const char *name, tg_tensor *t) {
       return TG_ERR_NOMEM;
     }
     int nc = p->cap ? p->cap * 2 : 16;
-    char **nn = realloc(p->names, (size_t)nc * sizeof *nn);
+    char **nn = mem_realloc(p->names, (size_t)nc * sizeof *nn);
     if (!nn) goto nomem;
     p->names = nn;
-    tg_tensor **nt = realloc(p->tensors, (size_t)nc * sizeof *nt);
+    tg_tensor **nt = mem_realloc(p->tensors, (size_t)nc * sizeof *nt);
     if (!nt) goto nomem;
     p->tensors = nt;
     p->cap = nc;
   }
   size_t len = strlen(name);
-  char *copy = malloc(len + 1);
+  char *copy = mem_alloc(len + 1);
   if (!copy) goto nomem;
   memcpy(copy, name, len + 1);
   p->names[p->n] = copy;

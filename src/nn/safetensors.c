@@ -47,6 +47,7 @@ typedef struct st_map {
   void *base;
   size_t len;
   int refcnt;
+  bool heap;  /* a copy in memory (st_read_bytes), not a file mapping */
 } st_map;
 
 static void map_ref(st_map *m) { __atomic_add_fetch(&m->refcnt, 1, __ATOMIC_RELAXED); }
@@ -54,7 +55,8 @@ static void map_ref(st_map *m) { __atomic_add_fetch(&m->refcnt, 1, __ATOMIC_RELA
 static void map_unref(void *ctx) {
   st_map *m = ctx;
   if (!m || __atomic_sub_fetch(&m->refcnt, 1, __ATOMIC_ACQ_REL) > 0) return;
-  munmap(m->base, m->len);
+  if (m->heap) free(m->base);
+  else munmap(m->base, m->len);
   free(m);
 }
 
@@ -198,7 +200,7 @@ static bool jstring(jparse *p, char **out) {
   }
   char *o = NULL;
   size_t k = 0;
-  if (out && !(o = malloc(end - start + 1))) {
+  if (out && !(o = mem_alloc(end - start + 1))) {
     st_error(TG_ERR_NOMEM, p->path, "out of memory parsing the header");
     p->failed = true;
     return false;
@@ -314,14 +316,14 @@ static bool file_add(st_file *f, st_entry *e) {
   if (f->n == f->cap) {
     if (f->cap >= (1 << 28)) return false;
     int nc = f->cap ? f->cap * 2 : 16;
-    st_entry *ne = realloc(f->e, (size_t)nc * sizeof *ne);
+    st_entry *ne = mem_realloc(f->e, (size_t)nc * sizeof *ne);
     if (!ne) return false;
     f->e = ne;
     f->cap = nc;
   }
   if ((size_t)(f->n + 1) * 2 > f->nslots) {
     size_t ns = f->nslots ? f->nslots * 2 : 64;
-    int *s = calloc(ns, sizeof *s);
+    int *s = mem_calloc(ns, sizeof *s);
     if (!s) return false;
     free(f->slots);
     f->slots = s;
@@ -474,7 +476,7 @@ static bool check_entries(st_file *f) {
     }
   }
   if (f->n > 1) {
-    const st_entry **order = malloc((size_t)f->n * sizeof *order);
+    const st_entry **order = mem_alloc((size_t)f->n * sizeof *order);
     if (!order) {
       st_error(TG_ERR_NOMEM, f->path, "out of memory checking offsets");
       return false;
@@ -508,6 +510,28 @@ static bool check_entries(st_file *f) {
   return true;
 }
 
+/* checks the header and entries of f's mapped bytes (at least 8); on failure f is closed and the error set */
+static tg_status file_parse(st_file *f) {
+  const char *path = f->path;
+  const uint8_t *b = f->map->base;
+  uint64_t size = f->map->len, hlen = 0;
+  for (int i = 7; i >= 0; i--) hlen = hlen << 8 | b[i];
+  if (hlen > size - 8) {
+    st_error(TG_ERR_IO, path, "the header length %llu runs past the end of the file (%llu bytes)", (unsigned long long)hlen,
+             (unsigned long long)size);
+    file_close(f);
+    return TG_ERR_IO;
+  }
+  f->data = b + 8 + hlen;
+  f->data_len = size - 8 - hlen;
+  if (!parse_header(f, (const char *)b + 8, (size_t)hlen) || !check_entries(f)) {
+    tg_status st = tg_error_status();
+    file_close(f);
+    return st ? st : TG_ERR_IO;
+  }
+  return TG_OK;
+}
+
 /* maps and checks a file; on failure f is closed and the error set */
 static tg_status file_open(st_file *f, const char *path) {
   *f = (st_file){.path = path};
@@ -533,7 +557,7 @@ static tg_status file_open(st_file *f, const char *path) {
     close(fd);
     return st_error(TG_ERR_IO, path, "the file is too large to map");
   }
-  st_map *m = malloc(sizeof *m);
+  st_map *m = mem_alloc(sizeof *m);
   if (!m) {
     close(fd);
     return st_error(TG_ERR_NOMEM, path, "out of memory");
@@ -547,23 +571,28 @@ static tg_status file_open(st_file *f, const char *path) {
   }
   *m = (st_map){.base = base, .len = (size_t)size, .refcnt = 1};
   f->map = m;
-  const uint8_t *b = base;
-  uint64_t hlen = 0;
-  for (int i = 7; i >= 0; i--) hlen = hlen << 8 | b[i];
-  if (hlen > size - 8) {
-    st_error(TG_ERR_IO, path, "the header length %llu runs past the end of the file (%llu bytes)", (unsigned long long)hlen,
-             (unsigned long long)size);
-    file_close(f);
-    return TG_ERR_IO;
+  return file_parse(f);
+}
+
+/* a copy of n bytes as a file: f->map owns the copy */
+static tg_status file_from_bytes(st_file *f, const char *name, const void *bytes, size_t n) {
+  *f = (st_file){.path = name};
+  if (ST_BIG_ENDIAN) return st_error(TG_ERR_IO, name, "loading on a big-endian machine is not supported");
+  st_map *m = mem_alloc(sizeof *m);
+  void *copy = mem_alloc(n ? n : 1);
+  if (!m || !copy) {
+    free(m);
+    free(copy);
+    return st_error(TG_ERR_NOMEM, name, "out of memory");
   }
-  f->data = b + 8 + hlen;
-  f->data_len = size - 8 - hlen;
-  if (!parse_header(f, (const char *)b + 8, (size_t)hlen) || !check_entries(f)) {
-    tg_status st = tg_error_status();
+  if (n) memcpy(copy, bytes, n);
+  *m = (st_map){.base = copy, .len = n, .refcnt = 1, .heap = true};
+  f->map = m;
+  if (n < 8) {
     file_close(f);
-    return st ? st : TG_ERR_IO;
+    return st_error(TG_ERR_IO, name, "the file has %zu bytes, too few for the 8-byte header length", n);
   }
-  return TG_OK;
+  return file_parse(f);
 }
 
 /* the tensor of entry e (caller-owned, never scoped): the mapped bytes, or a copy if they are misaligned */
@@ -576,7 +605,7 @@ static tg_tensor *entry_tensor(st_file *f, const st_entry *e) {
   }
   /* misaligned for its dtype (a file written by a tool that packs tensors): a private aligned copy */
   size_t cap = (nbytes + 63) / 64 * 64;
-  void *copy = aligned_alloc(64, cap ? cap : 64);
+  void *copy = mem_aligned(64, cap ? cap : 64);
   if (!copy) {
     st_error(TG_ERR_NOMEM, f->path, "out of memory copying tensor '%s'", e->name);
     return NULL;
@@ -587,25 +616,34 @@ static tg_tensor *entry_tensor(st_file *f, const st_entry *e) {
 
 /* ---- the public calls ----------------------------------------------------------------------------------- */
 
-tg_params *tg_safetensors_read(const char *path) {
-  if (!path) {
-    tg_set_error(TG_ERR_ARG, "tg_safetensors_read: path is NULL");
-    return NULL;
-  }
-  st_file f;
-  if (file_open(&f, path) != TG_OK) return NULL;
+/* every tensor of an opened file as a new parameter list; closes f */
+static tg_params *file_read(st_file *f) {
   tg_params *p = tg_params_new();
-  for (int i = 0; p && i < f.n; i++) {
-    tg_tensor *t = entry_tensor(&f, &f.e[i]);
-    tg_status st = t ? tg_params_add(p, f.e[i].name, t) : TG_ERR_NOMEM;
+  for (int i = 0; p && i < f->n; i++) {
+    tg_tensor *t = entry_tensor(f, &f->e[i]);
+    tg_status st = t ? tg_params_add(p, f->e[i].name, t) : TG_ERR_NOMEM;
     tg_free(t);
     if (st != TG_OK) {
       tg_params_free(p);
       p = NULL;
     }
   }
-  file_close(&f);
+  file_close(f);
   return p;
+}
+
+tg_params *tg_safetensors_read(const char *path) {
+  if (!path) {
+    tg_set_error(TG_ERR_ARG, "tg_safetensors_read: path is NULL");
+    return NULL;
+  }
+  st_file f;
+  return file_open(&f, path) == TG_OK ? file_read(&f) : NULL;
+}
+
+tg_params *st_read_bytes(const char *name, const void *bytes, size_t n) {
+  st_file f;
+  return file_from_bytes(&f, name, bytes, n) == TG_OK ? file_read(&f) : NULL;
 }
 
 /* a message that grows up to the error buffer's size, then ends in "..." */
@@ -628,14 +666,10 @@ static void msg_add(msgbuf *m, const char *fmt, ...) {
   }
 }
 
-tg_status tg_safetensors_load(const char *path, tg_params *p, bool allow_partial) {
-  if (!path || !p) {
-    tg_set_error(TG_ERR_ARG, "tg_safetensors_load: %s is NULL", path ? "the parameter list" : "path");
-    return TG_ERR_ARG;
-  }
-  st_file f;
-  tg_status st = file_open(&f, path);
-  if (st != TG_OK) return st;
+/* the tensors of an opened file into the parameters of p; closes f */
+static tg_status file_load(st_file *f, tg_params *p, bool allow_partial) {
+  const char *path = f->path;
+  tg_status st = TG_OK;
   int np = tg_params_count(p);
   /* every difference, reported together */
   msgbuf mm = {0}, mu = {0}, mx = {0};
@@ -644,7 +678,7 @@ tg_status tg_safetensors_load(const char *path, tg_params *p, bool allow_partial
   for (int i = 0; i < np; i++) {
     const char *name = tg_params_name(p, i);
     tg_tensor *t = tg_params_tensor(p, i);
-    const st_entry *e = file_find(&f, name);
+    const st_entry *e = file_find(f, name);
     if (!e) {
       if (!allow_partial) msg_add(&mm, "%s'%s'", nmissing++ ? ", " : "", name);
       continue;
@@ -657,8 +691,8 @@ tg_status tg_safetensors_load(const char *path, tg_params *p, bool allow_partial
               shape_str(b, sizeof b, tg_ndim(t), tg_shape_ptr(t)));
   }
   if (!allow_partial)
-    for (int i = 0; i < f.n; i++)
-      if (!tg_params_find(p, f.e[i].name)) msg_add(&mu, "%s'%s'", nunexpected++ ? ", " : "", f.e[i].name);
+    for (int i = 0; i < f->n; i++)
+      if (!tg_params_find(p, f->e[i].name)) msg_add(&mu, "%s'%s'", nunexpected++ ? ", " : "", f->e[i].name);
   if (nmissing || nunexpected || nmismatch) {
     char nums[3][48];
     snprintf(nums[0], sizeof nums[0], "%d missing (", nmissing);
@@ -667,24 +701,43 @@ tg_status tg_safetensors_load(const char *path, tg_params *p, bool allow_partial
     st_error(TG_ERR_ARG, path, "does not fit the parameters: %s%s%s%s%s%s%s%s%s", nmissing ? nums[0] : "",
              nmissing ? mm.s : "", nmissing ? ") " : "", nunexpected ? nums[1] : "", nunexpected ? mu.s : "",
              nunexpected ? ") " : "", nmismatch ? nums[2] : "", nmismatch ? mx.s : "", nmismatch ? ")" : "");
-    file_close(&f);
+    file_close(f);
     return TG_ERR_ARG;
   }
   /* all tensors first, then all assignments: a failure leaves every parameter as it was */
-  tg_tensor **vals = calloc(np > 0 ? (size_t)np : 1, sizeof *vals);
+  tg_tensor **vals = mem_calloc(np > 0 ? (size_t)np : 1, sizeof *vals);
   if (!vals) {
-    file_close(&f);
+    file_close(f);
     return st_error(TG_ERR_NOMEM, path, "out of memory");
   }
   for (int i = 0; i < np && st == TG_OK; i++) {
-    const st_entry *e = file_find(&f, tg_params_name(p, i));
-    if (e && !(vals[i] = entry_tensor(&f, e))) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+    const st_entry *e = file_find(f, tg_params_name(p, i));
+    if (e && !(vals[i] = entry_tensor(f, e))) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   }
   for (int i = 0; i < np && st == TG_OK; i++)
     if (vals[i]) st = tg_assign(tg_params_tensor(p, i), vals[i]);  /* cannot fail: shapes and dtypes checked */
   for (int i = 0; i < np; i++) tg_free(vals[i]);
   free(vals);
-  file_close(&f);
+  file_close(f);
   return st;
 }
 
+tg_status tg_safetensors_load(const char *path, tg_params *p, bool allow_partial) {
+  if (!path || !p) {
+    tg_set_error(TG_ERR_ARG, "tg_safetensors_load: %s is NULL", path ? "the parameter list" : "path");
+    return TG_ERR_ARG;
+  }
+  st_file f;
+  tg_status st = file_open(&f, path);
+  return st == TG_OK ? file_load(&f, p, allow_partial) : st;
+}
+
+tg_status st_load_bytes(const char *name, const void *bytes, size_t n, tg_params *p, bool allow_partial) {
+  if (!p) {
+    tg_set_error(TG_ERR_ARG, "tg_safetensors_load: the parameter list is NULL");
+    return TG_ERR_ARG;
+  }
+  st_file f;
+  tg_status st = file_from_bytes(&f, name, bytes, n);
+  return st == TG_OK ? file_load(&f, p, allow_partial) : st;
+}

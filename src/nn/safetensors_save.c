@@ -21,7 +21,7 @@ static void sb_put(strbuf *b, const char *s, size_t n) {
   if (b->n + n + 1 > b->cap) {
     size_t nc = b->cap ? b->cap : 256;
     while (nc < b->n + n + 1) nc *= 2;
-    char *ns = realloc(b->s, nc);
+    char *ns = mem_realloc(b->s, nc);
     if (!ns) {
       b->oom = true;
       return;
@@ -84,9 +84,9 @@ tg_status tg_safetensors_save(const char *path, const tg_params *p) {
       return st_error(TG_ERR_ARG, path, "'%s' has a dtype safetensors cannot hold", name);
   }
   size_t cnt = n > 0 ? (size_t)n : 1;
-  int64_t *order = malloc(cnt * 2 * sizeof *order);
-  uint64_t *offs = malloc(cnt * sizeof *offs);
-  tg_tensor **ts = malloc(cnt * sizeof *ts);
+  int64_t *order = mem_alloc(cnt * 2 * sizeof *order);
+  uint64_t *offs = mem_alloc(cnt * sizeof *offs);
+  tg_tensor **ts = mem_alloc(cnt * sizeof *ts);
   strbuf h = {0};
   char *tmp = NULL;
   FILE *fp = NULL;
@@ -127,9 +127,9 @@ tg_status tg_safetensors_save(const char *path, const tg_params *p) {
     st = st_error(TG_ERR_NOMEM, path, "out of memory writing the header");
     goto out;
   }
-  host = malloc(maxbytes ? (size_t)maxbytes : 1);
+  host = mem_alloc(maxbytes ? (size_t)maxbytes : 1);
   size_t plen = strlen(path);
-  tmp = malloc(plen + 64);
+  tmp = mem_alloc(plen + 64);
   if (!host || !tmp) {
     st = st_error(TG_ERR_NOMEM, path, "out of memory");
     goto out;

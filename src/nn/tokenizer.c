@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "nn/data.h"
 #include "uop/uop.h"
 
 typedef struct piece { const char *s; int32_t len, id; } piece;
@@ -79,7 +80,7 @@ static unsigned char *read_file(const char *op, const char *path, size_t max, si
     return NULL;
   }
   FILE *f = fopen(path, "rb");
-  unsigned char *buf = malloc((size_t)sb.st_size + 1);
+  unsigned char *buf = mem_alloc((size_t)sb.st_size + 1);
   size_t got = f && buf ? fread(buf, 1, (size_t)sb.st_size, f) : 0;
   bool ok = f && buf && got == (size_t)sb.st_size && getc(f) == EOF;
   if (!ok) tg_set_error(!buf ? TG_ERR_NOMEM : TG_ERR_IO, "%s: %s: %s", op, path,
@@ -101,22 +102,20 @@ static int byte_piece(const piece *p) {
   return h && l && p->s[3] && p->s[4] ? (int)((h - hex) * 16 + (l - hex)) : -1;
 }
 
-tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab) {
+tg_tokenizer *data_tokenizer(const char *path, const unsigned char *buf, size_t len, int64_t vocab) {
   static const char *op = "tg_tokenizer_load";
-  if (!path || vocab < 3 || vocab > (1 << 24)) {
-    tg_set_error(TG_ERR_ARG, "%s: %s", op, !path ? "path is NULL" : "the vocabulary size must be in [3, 2^24]");
+  if (vocab < 3 || vocab > (1 << 24)) {
+    tg_set_error(TG_ERR_ARG, "%s: the vocabulary size must be in [3, 2^24]", op);
     return NULL;
   }
-  size_t len = 0, off = 0;
-  unsigned char *buf = read_file(op, path, (size_t)1 << 31, &len);
-  if (!buf) return NULL;
-  tg_tokenizer *t = calloc(1, sizeof *t);
+  size_t off = 0;
+  tg_tokenizer *t = mem_calloc(1, sizeof *t);
   if (t) {
     t->vocab = vocab;
-    t->pieces = calloc((size_t)vocab, sizeof *t->pieces);
-    t->sorted = calloc((size_t)vocab, sizeof *t->sorted);
-    t->scores = calloc((size_t)vocab, sizeof *t->scores);
-    t->bytes = malloc(len + (size_t)vocab);  /* the pieces are at most the file's bytes, plus their NULs */
+    t->pieces = mem_calloc((size_t)vocab, sizeof *t->pieces);
+    t->sorted = mem_calloc((size_t)vocab, sizeof *t->sorted);
+    t->scores = mem_calloc((size_t)vocab, sizeof *t->scores);
+    t->bytes = mem_alloc(len + (size_t)vocab);  /* the pieces are at most the file's bytes, plus their NULs */
   }
   if (!t || !t->pieces || !t->sorted || !t->scores || !t->bytes) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory for %lld tokens", op, (long long)vocab);
@@ -153,12 +152,24 @@ tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab) {
   memcpy(t->sorted, t->pieces, (size_t)vocab * sizeof *t->sorted);
   qsort(t->sorted, (size_t)vocab, sizeof *t->sorted, piece_cmp);
   for (int b = 0; b < 256; b++) t->raw[b][0] = (char)b;
-  free(buf);
   return t;
 fail:
-  free(buf);
   tg_tokenizer_free(t);
   return NULL;
+}
+
+tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab) {
+  static const char *op = "tg_tokenizer_load";
+  if (!path || vocab < 3 || vocab > (1 << 24)) {
+    tg_set_error(TG_ERR_ARG, "%s: %s", op, !path ? "path is NULL" : "the vocabulary size must be in [3, 2^24]");
+    return NULL;
+  }
+  size_t len = 0;
+  unsigned char *buf = read_file(op, path, (size_t)1 << 31, &len);
+  if (!buf) return NULL;
+  tg_tokenizer *t = data_tokenizer(path, buf, len, vocab);
+  free(buf);
+  return t;
 }
 
 int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens,
@@ -174,7 +185,7 @@ int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, b
                  need - 3, need);
     return TG_ERR_ARG;
   }
-  char *buf = malloc((size_t)t->max_len * 2 + 1);
+  char *buf = mem_alloc((size_t)t->max_len * 2 + 1);
   if (!buf) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory", op);
     return TG_ERR_NOMEM;

@@ -27,7 +27,7 @@ static void put(out *o, const char *fmt, ...) {
     if (k < 0) { o->oom = true; return; }
     if (o->s && o->n + (size_t)k < o->cap) { o->n += (size_t)k; return; }
     size_t nc = (o->cap + (size_t)k + 64) * 2;
-    char *ns = realloc(o->s, nc);
+    char *ns = mem_realloc(o->s, nc);
     if (!ns) { o->oom = true; return; }
     o->s = ns;
     o->cap = nc;
@@ -562,7 +562,7 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
   out o = {0};
   rctx c = {.o = &o, .p = p};
   /* parameters: dtype of each slot from its PARAM node */
-  uop **params = calloc((size_t)p->nparams + 1, sizeof *params);
+  uop **params = mem_calloc((size_t)p->nparams + 1, sizeof *params);
   if (!params) return NULL;
   for (int i = 0; i < p->n; i++)
     for (int s = 0; s < p->ops[i]->nsrc; s++) {

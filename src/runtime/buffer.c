@@ -45,12 +45,18 @@
 
 /* ---- buffers and programs ------------------------------------------------------------------------------ */
 
+static int64_t live_buffers;  /* made and not yet freed: tests check that failures leak no reference */
+
+int64_t buffer_live_count(void) { return __atomic_load_n(&live_buffers, __ATOMIC_RELAXED); }
+
 tg_buffer *buffer_new(const tg_device *d, size_t nbytes) {
   if (!d) {
     tg_set_error(TG_ERR_ARG, "buffer_new: no device");
     return NULL;
   }
-  return d->alloc(d, nbytes);
+  tg_buffer *b = d->alloc(d, nbytes);
+  if (b) RC_INC(live_buffers);
+  return b;
 }
 
 tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes) {
@@ -58,12 +64,13 @@ tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes) {
     tg_set_error(TG_ERR_ARG, "buffer_wrap: %s", d ? "NULL pointer for a non-empty buffer" : "no device");
     return NULL;
   }
-  tg_buffer *b = malloc(sizeof *b);
+  tg_buffer *b = mem_alloc(sizeof *b);
   if (!b) {
     tg_set_error(TG_ERR_NOMEM, "buffer_wrap: out of memory");
     return NULL;
   }
   *b = (tg_buffer){.refcnt = 1, .dev = d, .nbytes = nbytes, .ptr = ptr, .wrapped = true};
+  RC_INC(live_buffers);
   return b;
 }
 
@@ -73,6 +80,7 @@ void buffer_retain(tg_buffer *b) {
 
 void buffer_release(tg_buffer *b) {
   if (!b || RC_DEC(b->refcnt) > 0) return;
+  RC_DEC(live_buffers);
   if (b->wrapped) {  /* the memory is the user's, or the owner's hook lets go of it */
     if (b->on_free) b->on_free(b->ctx);
     free(b);
@@ -135,7 +143,7 @@ static bool block_push(void *p, size_t size) {
   free_class **bk = bucket_of(size), *c = *bk;
   while (c && c->size != size) c = c->next;
   if (!c) {
-    c = malloc(sizeof *c);
+    c = mem_alloc(sizeof *c);
     if (!c) return false;
     *c = (free_class){.size = size, .next = *bk};
     *bk = c;
@@ -165,13 +173,13 @@ void *host_alloc(size_t nbytes) {
   if (p) return p;
 
   size_t align = size >= HUGE_SIZE ? HUGE_SIZE : ALIGN;
-  int err = posix_memalign(&p, align, size);
-  if (err) {
+  p = mem_aligned(align, size);  /* size is a multiple of align: a size class */
+  if (!p) {
     /* the cache may hold the memory this needs */
     buffer_cache_flush();
-    err = posix_memalign(&p, align, size);
+    p = mem_aligned(align, size);
   }
-  if (err) {
+  if (!p) {
     tg_set_error(TG_ERR_NOMEM, "host_alloc: out of memory allocating %zu bytes", nbytes);
     return NULL;
   }

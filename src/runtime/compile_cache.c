@@ -321,7 +321,7 @@ static cc_result compile_into(const char *src, const char *dir, const char *hex,
     fprintf(stderr, "\n");
   }
 
-  char *text = malloc(OUT_CAP);
+  char *text = mem_alloc(OUT_CAP);
   if (!text) {
     unlink(srcpath);
     tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
@@ -356,7 +356,7 @@ static char *compile_private(const char *src, const char *hex, const compiler *c
   char dir[PATH_MAX];
   int n = snprintf(dir, sizeof dir, "%s", tmp);
   if (n < 0 || (size_t)n >= sizeof dir - 48) snprintf(dir, sizeof dir, "/tmp");
-  char *out = malloc(PATH_MAX);
+  char *out = mem_alloc(PATH_MAX);
   if (!out) {
     tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
     return NULL;
@@ -404,7 +404,7 @@ static bool read_at(int fd, void *buf, size_t n, off_t off) {
 
 /* hash of the first n bytes of fd; false when they cannot be read (or memory is short) */
 static bool sum_file(int fd, size_t n, uint64_t seed, uint64_t *sum) {
-  unsigned char *b = malloc(n ? n : 1);
+  unsigned char *b = mem_alloc(n ? n : 1);
   if (!b) return false;
   bool ok = read_at(fd, b, n, 0);
   if (ok) *sum = hash_bytes(b, n, seed);
@@ -483,7 +483,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
 
   if (dir[0]) {
-    char *path = malloc(PATH_MAX);
+    char *path = mem_alloc(PATH_MAX);
     if (!path) {
       tg_set_error(TG_ERR_NOMEM, "compile: out of memory");
       return NULL;
@@ -514,7 +514,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
       if (r == CC_OK) {
         if (record_append(tmp, key, key2) && rename(tmp, path) == 0) return path;
         free(path);  /* could not publish it: use it as a private file */
-        char *own = strdup(tmp);
+        char *own = mem_strdup(tmp);
         if (!own) {
           unlink(tmp);
           tg_set_error(TG_ERR_NOMEM, "compile: out of memory");

@@ -29,7 +29,7 @@ typedef void (*kernel_fn)(void **bufs, int64_t core_id, int64_t ncores);
 static const tg_device cpu_dev;
 
 static tg_buffer *cpu_alloc(const tg_device *d, size_t nbytes) {
-  tg_buffer *b = malloc(sizeof *b);
+  tg_buffer *b = mem_alloc(sizeof *b);
   if (!b) {
     tg_set_error(TG_ERR_NOMEM, "CPU: out of memory allocating a buffer of %zu bytes", nbytes);
     return NULL;
@@ -218,8 +218,8 @@ static tg_program *load_program(const tg_device *d, const char *name, const char
     *refused = true;
     return NULL;
   }
-  tg_program *p = malloc(sizeof *p);
-  char *nm = strdup(name);
+  tg_program *p = mem_alloc(sizeof *p);
+  char *nm = mem_strdup(name);
   if (!p || !nm) {
     free(p);
     free(nm);
@@ -278,7 +278,7 @@ static tg_program *cpu_compile(const tg_device *d, const char *name, const char 
     return NULL;
   }
 
-  prog_entry *ne = malloc(sizeof *ne);
+  prog_entry *ne = mem_alloc(sizeof *ne);
   pthread_mutex_lock(&pc.lock);
   if (p->from_disk) pc.disk_hits++;
   e = pc_find(h1, h2);

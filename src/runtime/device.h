@@ -65,6 +65,7 @@ tg_buffer *buffer_new(const tg_device *d, size_t nbytes);   /* refcnt 1 */
 tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes);
 void buffer_retain(tg_buffer *b);
 void buffer_release(tg_buffer *b);
+int64_t buffer_live_count(void);  /* buffers made by buffer_new/buffer_wrap and not yet freed */
 void program_retain(tg_program *p);
 void program_release(tg_program *p);
 

@@ -42,7 +42,7 @@ static int param_slot(lower_ctx *c, uop *n) {
     if (c->bufs[i] == n) return i;
   if (c->nbufs == c->cap) {
     int nc = c->cap ? c->cap * 2 : 8;
-    uop **nb = realloc(c->bufs, (size_t)nc * sizeof *nb);
+    uop **nb = mem_realloc(c->bufs, (size_t)nc * sizeof *nb);
     if (!nb) { c->oom = true; return 0; }
     c->bufs = nb;
     c->cap = nc;
@@ -232,7 +232,7 @@ static uop *narrow_indices(uop *ast) {
   uop_map memo = {0};
   uop *res = ast;
   for (int i = 0; i < n && ok && any; i++) {
-    uop *u = order[i], *s[TG_MAX_DIMS + 64], **src = u->nsrc <= (int)(sizeof s / sizeof *s) ? s : malloc((size_t)u->nsrc * sizeof *src);
+    uop *u = order[i], *s[TG_MAX_DIMS + 64], **src = u->nsrc <= (int)(sizeof s / sizeof *s) ? s : mem_alloc((size_t)u->nsrc * sizeof *src);
     if (!src) { res = NULL; break; }
     for (int k = 0; k < u->nsrc; k++) src[k] = umap_get(&memo, u->src[k]);
     uop *v;

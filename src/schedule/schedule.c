@@ -88,7 +88,7 @@ static uop *rewrite_reductions(uop *root, uop_map *memo) {
   for (int i = 0; i < nn; i++) {
     uop *u = order[i], *v = u;
     if (!node_has_storage(u)) {
-      uop **src = u->nsrc <= (int)(sizeof tmp / sizeof *tmp) ? tmp : malloc((size_t)u->nsrc * sizeof *src);
+      uop **src = u->nsrc <= (int)(sizeof tmp / sizeof *tmp) ? tmp : mem_alloc((size_t)u->nsrc * sizeof *src);
       if (!src) goto out;
       for (int k = 0; k < u->nsrc; k++) src[k] = umap_get(memo, u->src[k]);
       v = uop_replace_src(u, u->nsrc, src);
@@ -189,7 +189,7 @@ static tg_status fuse_into_readers(uop **order, int nn, uop *sink, uop_map *real
   uop_map owner = {0};
   static char yes;
   bool stale = true;
-  uop **fused = malloc(((size_t)ncands + 1) * sizeof *fused);  /* fused since the owners were computed */
+  uop **fused = mem_alloc(((size_t)ncands + 1) * sizeof *fused);  /* fused since the owners were computed */
   int nfused = 0;
   if (!fused) goto nomem;
   for (int i = 0; i < ncands; i++) {
@@ -269,14 +269,14 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
   tg_status st = TG_OK;
   uop **order = NULL, **cands = NULL, **shared_cands = NULL;
   int ncands = 0, nshared = 0;
-  s->roots = malloc(((size_t)n + 1) * sizeof *s->roots);
+  s->roots = mem_alloc(((size_t)n + 1) * sizeof *s->roots);
   uop *sink = uop_new(OP_SINK, TG_BOOL, n, outs, (uop_arg){.i = -2}, 0, NULL);
   if (!sink || !s->roots || !(sink = rewrite_reductions(sink, &rewritten))) goto nomem;
   memcpy(s->roots, sink->src, (size_t)n * sizeof *s->roots);
   int nn;
   order = uop_toposort_filtered(sink, enter_no_storage, NULL, &nn);
-  if (!order || !(cands = malloc(((size_t)nn + 1) * sizeof *cands)) ||
-      !(shared_cands = malloc(((size_t)nn + 1) * sizeof *shared_cands)))
+  if (!order || !(cands = mem_alloc(((size_t)nn + 1) * sizeof *cands)) ||
+      !(shared_cands = mem_alloc(((size_t)nn + 1) * sizeof *shared_cands)))
     goto nomem;
   static char yes;
   for (int i = 0; i < n; i++)
@@ -354,8 +354,8 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
   if ((st = fuse_into_readers(order, nn, sink, &realized, cands, ncands, row_fusable)) != TG_OK ||
       (st = fuse_into_readers(order, nn, sink, &realized, shared_cands, nshared, epilogue_only)) != TG_OK)
     goto out;
-  s->kernels = calloc((size_t)realized.n + 1, sizeof *s->kernels);
-  s->realized = calloc((size_t)realized.n + 1, sizeof *s->realized);
+  s->kernels = mem_calloc((size_t)realized.n + 1, sizeof *s->kernels);
+  s->realized = mem_calloc((size_t)realized.n + 1, sizeof *s->realized);
   if (!s->kernels || !s->realized) goto nomem;
   for (int i = 0; i < nn; i++) {
     uop *u = order[i];

@@ -246,7 +246,14 @@ static bool compute_gradient(uop *root, uop *g0, const uop_map *targets, uop_map
     uop *g = umap_get(grads, u);
     if (!g || !umap_get(&reach, u) || u->nsrc == 0) continue;
     grad_ctx c = {.g = g};
-    if (!matcher_apply(gm, &c, u)) {
+    uint64_t failed0 = mem_failures();  /* a rule's NULL gradient means "none" unless memory ran out */
+    uop *r = matcher_apply(gm, &c, u);
+    if (mem_failures() != failed0) {
+      tg_set_error(TG_ERR_NOMEM, "tg_backward: out of memory building the gradient of %s", uop_op_name((uop_op)u->op));
+      ok = false;
+      break;
+    }
+    if (!r) {
       tg_set_error(TG_ERR_ARG, "tg_backward: no gradient rule for %s", uop_op_name((uop_op)u->op));
       ok = false;
       break;

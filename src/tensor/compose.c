@@ -10,7 +10,7 @@ tg_tensor *tmp(tmps *s, tg_tensor *t) {
   if (!t) return NULL;
   if (s->n == s->cap) {
     int nc = s->cap ? s->cap * 2 : 32;
-    tg_tensor **nv = realloc(s->v, (size_t)nc * sizeof *nv);
+    tg_tensor **nv = mem_realloc(s->v, (size_t)nc * sizeof *nv);
     if (!nv) {
       tg_free(t);
       tg_set_error(TG_ERR_NOMEM, "%s: out of memory", s->op);

@@ -212,8 +212,8 @@ static tg_tensor *int_vec(tmps *s, const int32_t *v, int64_t n) {
  * (i + 0.5) * in / out - 0.5 (clamped at 0), with tinygrad's exact integer form of that position */
 static tg_tensor *interp_axis(tmps *s, tg_tensor *x, int ax, int64_t out, tg_interp_mode mode) {
   int64_t in = TSHAPE(x)[ax];
-  int32_t *lo = malloc((size_t)out * sizeof *lo), *hi = malloc((size_t)out * sizeof *hi);
-  float *w = malloc((size_t)out * sizeof *w);
+  int32_t *lo = mem_alloc((size_t)out * sizeof *lo), *hi = mem_alloc((size_t)out * sizeof *hi);
+  float *w = mem_alloc((size_t)out * sizeof *w);
   tg_tensor *y = NULL;
   if (!lo || !hi || !w) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory", s->op);

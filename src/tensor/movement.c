@@ -356,7 +356,7 @@ tg_tensor *tg_stack(int n, tg_tensor *const *ts, int axis) {
     tg_set_error(TG_ERR_ARG, "tg_stack: no tensors given");
     return NULL;
   }
-  tg_tensor **u = calloc((size_t)n, sizeof *u);
+  tg_tensor **u = mem_calloc((size_t)n, sizeof *u);
   if (!u) { tg_set_error(TG_ERR_NOMEM, "tg_stack: out of memory"); return NULL; }
   tg_tensor *r = NULL;
   int nd = ts[0] ? TNDIM(ts[0]) : 0;

@@ -241,6 +241,7 @@ tg_tensor *tg_matmul(tg_tensor *ta, tg_tensor *tb) {
   bool a1 = a->ndim == 1, b1 = b->ndim == 1;
   if (a1) a = mk_reshape(a, 2, (int64_t[]){1, ka});
   if (b1) b = mk_reshape(b, 2, (int64_t[]){kb, 1});
+  if (!a || !b) return NULL;  /* out of memory, the error set */
   if (a->ndim + 1 > TG_MAX_DIMS || b->ndim + 1 > TG_MAX_DIMS) {
     tg_set_error(TG_ERR_ARG, "tg_matmul: too many dimensions");
     return NULL;
@@ -257,13 +258,16 @@ tg_tensor *tg_matmul(tg_tensor *ta, tg_tensor *tb) {
   o[nb - 2] = nb - 1;
   o[nb - 1] = nb - 2;
   uop *bt = mk_permute(b, o);
+  if (!a3 || !bt) return NULL;
   for (int i = 0; i < nb - 2; i++) s[i] = bt->shape[i];
   s[nb - 2] = 1;
   s[nb - 1] = bt->shape[nb - 2];
   s[nb] = bt->shape[nb - 1];
   uop *b3 = mk_reshape(bt, nb + 1, s);
   uop *pa = a3, *pb = b3;
+  if (!b3) return NULL;
   if (!broadcast_pair("tg_matmul", &pa, &pb)) {
+    if (tg_error_status() == TG_ERR_NOMEM) return NULL;
     tg_set_error(TG_ERR_ARG, "tg_matmul: batch dimensions of shapes %s and %s do not broadcast",
                  shape_str(sa, sizeof sa, ta->u->ndim, ta->u->shape), shape_str(sb, sizeof sb, tb->u->ndim, tb->u->shape));
     return NULL;
@@ -274,6 +278,7 @@ tg_tensor *tg_matmul(tg_tensor *ta, tg_tensor *tb) {
   f[pa->ndim - 1] = true;
   uop *r = mk_reduce(mk_cast(prod, acc), OP_ADD, f);
   if (dtype_is_float((tg_dtype)pa->dtype)) r = mk_cast(r, (tg_dtype)pa->dtype);
+  if (!r) return NULL;
   /* drop k, then the axes that were added for 1-d operands */
   int64_t out[TG_MAX_DIMS];
   int n = 0;

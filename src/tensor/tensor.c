@@ -10,7 +10,11 @@ static tg_tensor *live;
 static _Thread_local char owner_token TG_TLS_FAST;  /* its address names the calling thread */
 
 typedef struct scope { tg_tensor **items; int n, cap; } scope;
-static _Thread_local scope *scopes TG_TLS_FAST;
+/* per thread. The first levels need no allocation, so a scope at depth 0 always opens: a scope that cannot
+ * open gives its tensors to the one around it (see tg_scope_begin), and at depth 0 there would be none */
+#define STATIC_SCOPES 16
+static _Thread_local scope static_scopes[STATIC_SCOPES];
+static _Thread_local scope *scopes TG_TLS_FAST;   /* static_scopes or a heap copy; NULL before the first */
 static _Thread_local int nscopes TG_TLS_FAST, scopes_cap TG_TLS_FAST;
 
 static void mark_live(void *ctx) {
@@ -28,7 +32,7 @@ static void release_storage(void *b) { buffer_release(b); }
 static bool scope_push(scope *s, tg_tensor *t) {
   if (s->n == s->cap) {
     int nc = s->cap ? s->cap * 2 : 64;
-    tg_tensor **ni = realloc(s->items, (size_t)nc * sizeof *ni);
+    tg_tensor **ni = mem_realloc(s->items, (size_t)nc * sizeof *ni);
     if (!ni) return false;
     s->items = ni;
     s->cap = nc;
@@ -48,7 +52,7 @@ static void scope_remove(scope *s, tg_tensor *t) {
 
 static tg_tensor *tensor_alloc(uop *u, bool scoped) {
   if (!u) return NULL;
-  tg_tensor *t = calloc(1, sizeof *t);
+  tg_tensor *t = mem_calloc(1, sizeof *t);
   if (!t) {
     tg_set_error(TG_ERR_NOMEM, "out of memory allocating a tensor");
     return NULL;
@@ -112,9 +116,14 @@ tg_tensor *tg_retain(tg_tensor *t) {
 static _Thread_local int lost_scopes TG_TLS_FAST, lost_depth TG_TLS_FAST;
 
 void tg_scope_begin(void) {
+  if (!scopes) {
+    scopes = static_scopes;
+    scopes_cap = STATIC_SCOPES;
+  }
   if (nscopes == scopes_cap) {
-    int nc = scopes_cap ? scopes_cap * 2 : 8;
-    scope *ns = realloc(scopes, (size_t)nc * sizeof *ns);
+    int nc = scopes_cap * 2;
+    scope *ns = scopes == static_scopes ? mem_alloc((size_t)nc * sizeof *ns) : mem_realloc(scopes, (size_t)nc * sizeof *ns);
+    if (ns && scopes == static_scopes) memcpy(ns, static_scopes, sizeof static_scopes);
     if (!ns) {
       if (!lost_scopes) lost_depth = nscopes;
       lost_scopes += lost_depth == nscopes;  /* deeper losses than the first are not tracked (memory is gone) */
@@ -141,10 +150,10 @@ void tg_scope_end(void) {
   }
   lib_unlock();
   free(s.items);
-  if (!nscopes) {
+  if (!nscopes && scopes != static_scopes) {
     free(scopes);
-    scopes = NULL;
-    scopes_cap = 0;
+    scopes = static_scopes;
+    scopes_cap = STATIC_SCOPES;
   }
   uop_gc_maybe();
 }

@@ -27,7 +27,7 @@ tg_variable *tg_variable_new(const char *name, int64_t min, int64_t max) {
                  : min > max ? "min is above max" : "bounds outside the int32 range");
     return NULL;
   }
-  tg_variable *v = calloc(1, sizeof *v);
+  tg_variable *v = mem_calloc(1, sizeof *v);
   int32_t init = (int32_t)min;
   if (!v || !(v->store = tensor_unscope(tg_from_data(TG_INT32, 1, (int64_t[]){1}, &init, sizeof init))) ||
       tg_realize(v->store) != TG_OK) {

@@ -119,7 +119,7 @@ static bool pins_room(thread_pins *p) {
     if (p->n < p->cap) return true;
   }
   size_t nc = p->cap ? p->cap * 2 : 256;
-  uop **np = realloc(p->pins, nc * sizeof *np);
+  uop **np = mem_realloc(p->pins, nc * sizeof *np);
   if (!np) return false;
   p->pins = np;
   p->cap = nc;

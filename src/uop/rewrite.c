@@ -25,8 +25,8 @@ void *umap_get(const uop_map *m, const uop *k) {
 bool umap_put(uop_map *m, uop *k, void *v) {
   if ((m->n + 1) * 2 > m->cap) {
     size_t nc = m->cap ? m->cap * 2 : 64;
-    uop **nk = calloc(nc, sizeof *nk);
-    void **nv = calloc(nc, sizeof *nv);
+    uop **nk = mem_calloc(nc, sizeof *nk);
+    void **nv = mem_calloc(nc, sizeof *nv);
     if (!nk || !nv) { free(nk); free(nv); return false; }
     for (size_t i = 0; i < m->cap; i++)
       if (m->keys[i]) {
@@ -64,7 +64,7 @@ uint64_t loops_free(loop_sets *ls, uop *u) {
   if (u->op == OP_REDUCE)
     for (int i = 1; i < u->nsrc; i++)
       if (u->src[i]->op == OP_RANGE && u->src[i]->arg.i < 64) d &= ~(1ULL << u->src[i]->arg.i);
-  box = malloc(sizeof *box);
+  box = mem_alloc(sizeof *box);
   if (!box || !umap_put(&ls->memo, u, box)) { free(box); ls->fail = true; return d; }
   *box = d;
   return d;
@@ -108,7 +108,7 @@ typedef struct parser {
 static void skip_ws(parser *p) { while (isspace((unsigned char)*p->s)) p->s++; }
 
 static pat *pat_alloc(void) {
-  pat *q = calloc(1, sizeof *q);
+  pat *q = mem_calloc(1, sizeof *q);
   if (q) { q->cap = -1; q->nsrc = -1; }
   return q;
 }
@@ -148,7 +148,7 @@ static pat *parse_paren(parser *p, pat *q) {  /* after '(': OPS src... ) */
   skip_ws(p);
   q->ops = parse_ops(p);
   int cap = 4;
-  q->src = malloc((size_t)cap * sizeof *q->src);
+  q->src = mem_alloc((size_t)cap * sizeof *q->src);
   q->nsrc = 0;
   if (!q->src) { p->err = true; return q; }
   for (;;) {
@@ -157,7 +157,7 @@ static pat *parse_paren(parser *p, pat *q) {  /* after '(': OPS src... ) */
     if (!*p->s) { p->err = true; return q; }
     if (!strncmp(p->s, "...", 3)) { p->s += 3; q->more = true; continue; }
     if (q->nsrc == cap) {
-      pat **ns = realloc(q->src, (size_t)(cap *= 2) * sizeof *ns);
+      pat **ns = mem_realloc(q->src, (size_t)(cap *= 2) * sizeof *ns);
       if (!ns) { p->err = true; return q; }
       q->src = ns;
     }
@@ -205,11 +205,11 @@ static pat *parse(parser *p) {
 }
 
 matcher *matcher_new(const rule *rules) {
-  matcher *m = calloc(1, sizeof *m);
+  matcher *m = mem_calloc(1, sizeof *m);
   if (!m) return NULL;
   while (rules[m->nrules].pattern) m->nrules++;
-  m->roots = calloc((size_t)m->nrules + 1, sizeof *m->roots);
-  m->fns = calloc((size_t)m->nrules + 1, sizeof *m->fns);
+  m->roots = mem_calloc((size_t)m->nrules + 1, sizeof *m->roots);
+  m->fns = mem_calloc((size_t)m->nrules + 1, sizeof *m->fns);
   if (!m->roots || !m->fns) goto fail;
   for (int i = 0; i < m->nrules; i++) {
     parser p = {.s = rules[i].pattern};
@@ -223,7 +223,7 @@ matcher *matcher_new(const rule *rules) {
   }
   for (int op = 0; op <= OP_COUNT; op++) {
     int cnt = 0;
-    m->by_op[op] = malloc(((size_t)m->nrules + 1) * sizeof(int));
+    m->by_op[op] = mem_alloc(((size_t)m->nrules + 1) * sizeof(int));
     if (!m->by_op[op]) goto fail;
     for (int i = 0; i < m->nrules; i++) {
       uint64_t ops = m->roots[i]->ops;
@@ -306,9 +306,10 @@ typedef struct frame { uop *n, *n2, *waiting; int stage; } frame;
 
 uop *graph_rewrite(uop *root, const matcher *m, void *ctx, bool bottom_up) {
   if (!root) return NULL;
+  uint64_t failed0 = mem_failures();  /* a rule that ran out of memory returns NULL, as one that does not apply */
   uop_map memo = {0};
   size_t sp = 0, scap = 256, steps = 0;
-  frame *st = malloc(scap * sizeof *st);
+  frame *st = mem_alloc(scap * sizeof *st);
   uop **tmp = NULL;
   int tmpcap = 0;
   uop *result = NULL;
@@ -336,7 +337,7 @@ uop *graph_rewrite(uop *root, const matcher *m, void *ctx, bool bottom_up) {
       for (int i = n->nsrc - 1; i >= 0; i--) {
         if (umap_get(&memo, n->src[i])) continue;
         if (sp == scap) {
-          frame *ns = realloc(st, (scap *= 2) * sizeof *st);
+          frame *ns = mem_realloc(st, (scap *= 2) * sizeof *st);
           if (!ns) goto nomem;
           st = ns;
         }
@@ -347,7 +348,7 @@ uop *graph_rewrite(uop *root, const matcher *m, void *ctx, bool bottom_up) {
     if (f->stage == 1) {
       uop *n = f->n2;
       if (n->nsrc > tmpcap) {
-        uop **nt = realloc(tmp, (size_t)(tmpcap = n->nsrc * 2) * sizeof *nt);
+        uop **nt = mem_realloc(tmp, (size_t)(tmpcap = n->nsrc * 2) * sizeof *nt);
         if (!nt) goto nomem;
         tmp = nt;
       }
@@ -369,7 +370,7 @@ uop *graph_rewrite(uop *root, const matcher *m, void *ctx, bool bottom_up) {
       f->waiting = r;
       f->stage = 2;
       if (sp == scap) {
-        frame *ns = realloc(st, (scap *= 2) * sizeof *st);
+        frame *ns = mem_realloc(st, (scap *= 2) * sizeof *st);
         if (!ns) goto nomem;
         st = ns;
       }
@@ -382,7 +383,8 @@ uop *graph_rewrite(uop *root, const matcher *m, void *ctx, bool bottom_up) {
     sp--;
   }
   result = umap_get(&memo, root);
-  goto out;
+  if (mem_failures() == failed0) goto out;
+  result = NULL;
 nomem:
   tg_set_error(TG_ERR_NOMEM, "out of memory in a graph rewrite");
 out:

@@ -270,7 +270,7 @@ static void sum_push(sum *s, uop *x, int64_t k) {
     if (s->t[i].x == x) { s->t[i].k += k; return; }
   if (s->n == s->cap) {
     int nc = s->cap ? s->cap * 2 : 8;
-    term *nt = realloc(s->t, (size_t)nc * sizeof *nt);
+    term *nt = mem_realloc(s->t, (size_t)nc * sizeof *nt);
     if (!nt) { s->ok = false; return; }
     s->t = nt;
     s->cap = nc;
@@ -380,7 +380,7 @@ static uop *divmod_fold(uop *u, bool is_mod) {
   sum_collect(&s, x, 1);
   uop *r = NULL;
   if (!s.ok) goto out;
-  term *q = malloc((size_t)(s.n + 1) * sizeof *q), *rem = malloc((size_t)(s.n + 1) * sizeof *rem);
+  term *q = mem_alloc((size_t)(s.n + 1) * sizeof *q), *rem = mem_alloc((size_t)(s.n + 1) * sizeof *rem);
   if (!q || !rem) { free(q); free(rem); goto out; }
   int nq = 0, nr = 0;
   int64_t g = c;
@@ -392,7 +392,7 @@ static uop *divmod_fold(uop *u, bool is_mod) {
   /* split every coefficient k of a non-negative term into (k/c)*c + k%c: when what is left stays below c
    * the division is exact ((r1 + 13*r0) % 12 -> r1 + r0 for r0 < 2, r1 < 8: windows of convolutions) */
   {
-    term *q2 = malloc((size_t)(s.n + 1) * sizeof *q2), *r2 = malloc((size_t)(s.n + 1) * sizeof *r2);
+    term *q2 = mem_alloc((size_t)(s.n + 1) * sizeof *q2), *r2 = mem_alloc((size_t)(s.n + 1) * sizeof *r2);
     int n2q = 0, n2r = 0;
     bool ok = q2 && r2;
     for (int i = 0; i < s.n && ok; i++) {

@@ -74,7 +74,7 @@ static bool node_equal(const uop *u, uop_op op, tg_dtype dt, int nsrc, uop *cons
 
 static bool table_grow(void) {
   size_t ncap = table.cap ? table.cap * 2 : 4096;
-  uop **ns = calloc(ncap, sizeof *ns);
+  uop **ns = mem_calloc(ncap, sizeof *ns);
   if (!ns) return false;
   for (size_t i = 0; i < table.cap; i++)
     for (uop *u = table.slots[i], *nx; u; u = nx) {
@@ -102,7 +102,7 @@ uop *uop_new_shaped(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg a
   }
   if (table.count + 1 > table.cap / 2 && !table_grow()) goto nomem;
   size_t sz = sizeof(uop) + (size_t)nsrc * sizeof(uop *) + (size_t)(naux + ndim) * sizeof(int64_t);
-  u = calloc(1, sz);
+  u = mem_calloc(1, sz);
   if (!u) goto nomem;
   u->op = (uint16_t)op;
   u->dtype = (uint8_t)dt;
@@ -240,7 +240,7 @@ void uop_mark(uop *u) {
   u->mark = 1;
   if (mark_n == mark_cap) {
     size_t nc = mark_cap ? mark_cap * 2 : 1024;
-    uop **ns = realloc(mark_stack, nc * sizeof *ns);
+    uop **ns = mem_realloc(mark_stack, nc * sizeof *ns);
     if (!ns) { u->mark = 2; return; } /* 2: marked but children not visited; swept conservatively below */
     mark_stack = ns;
     mark_cap = nc;
@@ -354,11 +354,11 @@ void uop_shutdown(void) {
 
 typedef struct visit_set { uop **keys; size_t cap, n; } visit_set;
 
-static bool vs_add(visit_set *s, uop *u) {  /* true if newly added */
+static int vs_add(visit_set *s, uop *u) {  /* 1 if newly added, 0 if there already, -1 out of memory */
   if ((s->n + 1) * 2 > s->cap) {
     size_t nc = s->cap ? s->cap * 2 : 256;
-    uop **nk = calloc(nc, sizeof *nk);
-    if (!nk) return false;
+    uop **nk = mem_calloc(nc, sizeof *nk);
+    if (!nk) return -1;
     for (size_t i = 0; i < s->cap; i++)
       if (s->keys[i]) {
         size_t j = s->keys[i]->hash & (nc - 1);
@@ -371,12 +371,12 @@ static bool vs_add(visit_set *s, uop *u) {  /* true if newly added */
   }
   size_t j = u->hash & (s->cap - 1);
   while (s->keys[j]) {
-    if (s->keys[j] == u) return false;
+    if (s->keys[j] == u) return 0;
     j = (j + 1) & (s->cap - 1);
   }
   s->keys[j] = u;
   s->n++;
-  return true;
+  return 1;
 }
 
 uop **uop_toposort(uop *root, int *n) { return uop_toposort_filtered(root, NULL, NULL, n); }
@@ -386,18 +386,21 @@ uop **uop_toposort_filtered(uop *root, bool (*enter)(uop *u, void *ctx), void *c
   if (!root) return NULL;
   visit_set seen = {0};
   size_t cap = 64, cnt = 0, sp = 0, scap = 64;
-  uop **out = malloc(cap * sizeof *out);
-  struct frame { uop *u; int i; } *stack = malloc(scap * sizeof *stack);
+  uop **out = mem_alloc(cap * sizeof *out);
+  struct frame { uop *u; int i; } *stack = mem_alloc(scap * sizeof *stack);
   if (!out || !stack) goto fail;
-  if (vs_add(&seen, root)) stack[sp++] = (struct frame){root, 0};
+  if (vs_add(&seen, root) < 0) goto fail;
+  stack[sp++] = (struct frame){root, 0};
   while (sp) {
     struct frame *f = &stack[sp - 1];
     if (f->i == 0 && enter && !enter(f->u, ctx)) f->i = f->u->nsrc;  /* a leaf for this walk */
     if (f->i < f->u->nsrc) {
       uop *c = f->u->src[f->i++];
-      if (vs_add(&seen, c)) {
+      int added = vs_add(&seen, c);
+      if (added < 0) goto fail;
+      if (added) {
         if (sp == scap) {
-          void *ns = realloc(stack, (scap *= 2) * sizeof *stack);
+          void *ns = mem_realloc(stack, (scap *= 2) * sizeof *stack);
           if (!ns) goto fail;
           stack = ns;
         }
@@ -405,7 +408,7 @@ uop **uop_toposort_filtered(uop *root, bool (*enter)(uop *u, void *ctx), void *c
       }
     } else {
       if (cnt == cap) {
-        void *no = realloc(out, (cap *= 2) * sizeof *out);
+        void *no = mem_realloc(out, (cap *= 2) * sizeof *out);
         if (!no) goto fail;
         out = no;
       }
@@ -439,7 +442,7 @@ static void sb_printf(strbuf *b, const char *fmt, ...) {
     if (k < 0) return;
     if (b->s && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
     size_t nc = (b->cap + (size_t)k + 1) * 2;
-    char *ns = realloc(b->s, nc);
+    char *ns = mem_realloc(b->s, nc);
     if (!ns) { b->oom = true; return; }
     b->s = ns;
     b->cap = nc;

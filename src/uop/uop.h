@@ -228,6 +228,22 @@ typedef struct loop_sets { uop_map memo; bool fail; } loop_sets;
 uint64_t loops_free(loop_sets *ls, uop *u);
 void loop_sets_free(loop_sets *ls);
 
+/* ---- heap memory (mem.c): every allocation of the library goes through these; a failure returns NULL
+ * and records TG_ERR_NOMEM with a message (the caller may replace it with one naming its op) ---------- */
+void *mem_alloc(size_t n);                     /* malloc */
+void *mem_calloc(size_t n, size_t size);       /* calloc */
+void *mem_realloc(void *p, size_t n);          /* realloc */
+void *mem_aligned(size_t align, size_t n);     /* aligned_alloc */
+char *mem_strdup(const char *s);               /* strdup */
+/* allocations that failed on this thread so far: code that calls builders whose NULL can also mean "nothing"
+ * (a rewrite rule that does not apply, an op without a gradient) compares it before and after */
+uint64_t mem_failures(void);
+/* fault injection for tests: the k-th allocation from now fails (returns NULL) once; 0 disarms */
+void mem_fail_at(int64_t k);
+int64_t mem_count(void);   /* allocations since mem_fail_at (counted only while armed) */
+bool mem_failed(void);     /* whether the armed allocation has failed */
+void mem_on_fail(void (*fn)(int64_t k));  /* fn runs in the allocation that fails (a test's backtrace); NULL: none */
+
 /* ---- helpers shared by the layers ------------------------------------------------------------------ */
 void tg_set_error(tg_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tg_debug_level(void);

@@ -1,0 +1,235 @@
+/* make_corpus.c — writes the seed corpus of the fuzz targets: small valid files of every reader's format, so a
+ * fuzzer starts deep inside each parser. The files are committed under tests/fuzz/corpus/<target>/;
+ * `scripts/fuzz.sh --corpus` rebuilds this program and writes them again (byte for byte the same).
+ *
+ *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+static const char *root;
+static bool ok = true;
+
+static void put(const char *target, const char *name, const void *data, size_t n) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", root, target);
+  if (mkdir(path, 0777) != 0 && errno != EEXIST) ok = false;
+  snprintf(path, sizeof path, "%s/%s/%s", root, target, name);
+  FILE *f = fopen(path, "wb");
+  if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f) != 0) {
+    fprintf(stderr, "make_corpus: cannot write %s\n", path);
+    ok = false;
+  }
+}
+
+/* a growing byte buffer */
+typedef struct buf { uint8_t b[16384]; size_t n; } buf;
+
+static void add(buf *b, const void *p, size_t n) {
+  if (b->n + n > sizeof b->b) { fprintf(stderr, "make_corpus: buffer full\n"); exit(1); }
+  memcpy(b->b + b->n, p, n);
+  b->n += n;
+}
+static void add_u8(buf *b, uint8_t v) { add(b, &v, 1); }
+static void add_i32(buf *b, int32_t v) { add(b, &v, 4); }  /* little-endian machines only, as the readers */
+static void add_f32(buf *b, float v) { add(b, &v, 4); }
+
+/* src gzipped (a gzip member with a fixed header: no name, no time, so the output never changes) */
+static void gzip_into(buf *out, const uint8_t *src, size_t n) {
+  z_stream zs = {0};
+  if (deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) exit(1);
+  uint8_t tmp[16384];
+  zs.next_in = (Bytef *)(uintptr_t)src;
+  zs.avail_in = (uInt)n;
+  zs.next_out = tmp;
+  zs.avail_out = sizeof tmp;
+  if (deflate(&zs, Z_FINISH) != Z_STREAM_END) exit(1);
+  add(out, tmp, sizeof tmp - zs.avail_out);
+  deflateEnd(&zs);
+}
+
+/* ---- safetensors: 8-byte header length, JSON header padded with spaces, data ---------------------------- */
+
+static void safetensors(const char *name, const char *json, const void *data, size_t n) {
+  buf b = {0};
+  size_t h = strlen(json), padded = (h + 7) / 8 * 8;
+  uint64_t hl = padded;
+  add(&b, &hl, 8);
+  add(&b, json, h);
+  for (size_t i = h; i < padded; i++) add_u8(&b, ' ');
+  add(&b, data, n);
+  put("safetensors", name, b.b, b.n);
+}
+
+static void make_safetensors(void) {
+  /* the names and shapes fuzz_safetensors loads into: w F32 (2, 3), b I64 (3,) */
+  float w[6] = {0.5f, -1, 2, 3.25f, -4, 1e-3f};
+  int64_t bi[3] = {1, -2, 1LL << 40};
+  uint8_t d[48];
+  memcpy(d, w, 24);
+  memcpy(d + 24, bi, 24);
+  safetensors("fixed",
+              "{\"__metadata__\":{\"format\":\"pt\"},\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+              "\"b\":{\"dtype\":\"I64\",\"shape\":[3],\"data_offsets\":[24,48]}}", d, sizeof d);
+  /* every dtype, a scalar, an empty tensor, names with escapes */
+  uint8_t all[256];
+  for (size_t i = 0; i < sizeof all; i++) all[i] = (uint8_t)(i * 37 + 11);
+  uint8_t bools[4] = {0, 1, 1, 0};
+  memcpy(all + 128, bools, 4);
+  safetensors("dtypes",
+              "{\"f64\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]},"
+              "\"f16\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[16,22]},"
+              "\"bf16\":{\"dtype\":\"BF16\",\"shape\":[1,1],\"data_offsets\":[22,24]},"
+              "\"i32\":{\"dtype\":\"I32\",\"shape\":[2,1,2],\"data_offsets\":[24,40]},"
+              "\"u64\":{\"dtype\":\"U64\",\"shape\":[1],\"data_offsets\":[40,48]},"
+              "\"i16\":{\"dtype\":\"I16\",\"shape\":[2],\"data_offsets\":[48,52]},"
+              "\"u16\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[52,56]},"
+              "\"u32\":{\"dtype\":\"U32\",\"shape\":[],\"data_offsets\":[56,60]},"
+              "\"i8\":{\"dtype\":\"I8\",\"shape\":[3],\"data_offsets\":[60,63]},"
+              "\"u8\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[63,64]},"
+              "\"i64\":{\"dtype\":\"I64\",\"shape\":[8],\"data_offsets\":[64,128]},"
+              "\"flags\":{\"dtype\":\"BOOL\",\"shape\":[2,2],\"data_offsets\":[128,132]},"
+              "\"empty\":{\"dtype\":\"F32\",\"shape\":[0,4],\"data_offsets\":[132,132]},"
+              "\"scalar\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[132,136]},"
+              "\"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ \\/ \\n\\t\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[136,138]}}",
+              all, 138);
+  /* a float tensor at an offset not a multiple of 4: copied, not mapped; metadata of every JSON kind */
+  safetensors("unaligned",
+              "{\"__metadata__\":{\"a\":[1,-2.5e3,true,false,null,{\"k\":\"v\"}],\"b\":{}},"
+              "\"u\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+              "\"x\":{\"shape\":[2],\"data_offsets\":[1,9],\"dtype\":\"F32\",\"extra\":[0.5]}}", all, 9);
+  safetensors("empty", "{}", NULL, 0);
+}
+
+/* ---- IDX: the fuzz input is a 2-byte length, the images file, the labels file -------------------------- */
+
+static void be32(buf *b, uint32_t v) {
+  uint8_t x[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+  add(b, x, 4);
+}
+
+static void idx_files(buf *img, buf *lab, uint32_t n, uint32_t h, uint32_t w) {
+  be32(img, 0x803), be32(img, n), be32(img, h), be32(img, w);
+  for (uint32_t i = 0; i < n * h * w; i++) add_u8(img, (uint8_t)(i * 13));
+  be32(lab, 0x801), be32(lab, n);
+  for (uint32_t i = 0; i < n; i++) add_u8(lab, (uint8_t)(i % 10));
+}
+
+static void idx_pair(const char *name, const buf *img, const buf *lab) {
+  buf b = {0};
+  add_u8(&b, (uint8_t)img->n), add_u8(&b, (uint8_t)(img->n >> 8));
+  add(&b, img->b, img->n);
+  add(&b, lab->b, lab->n);
+  put("idx", name, b.b, b.n);
+}
+
+static void make_idx(void) {
+  buf img = {0}, lab = {0}, gi = {0}, gl = {0}, two = {0};
+  idx_files(&img, &lab, 5, 3, 4);
+  idx_pair("raw", &img, &lab);
+  gzip_into(&gi, img.b, img.n);
+  gzip_into(&gl, lab.b, lab.n);
+  idx_pair("gzip", &gi, &gl);
+  /* the images as two gzip members one after the other (gzip -c a b > ab), labels raw */
+  gzip_into(&two, img.b, 10);
+  gzip_into(&two, img.b + 10, img.n - 10);
+  idx_pair("gzip-two-members", &two, &lab);
+  buf e0 = {0}, e1 = {0};
+  idx_files(&e0, &e1, 0, 28, 28);
+  idx_pair("empty", &e0, &e1);
+}
+
+/* ---- digits CSV ------------------------------------------------------------------------------------------ */
+
+static void make_digits(void) {
+  char text[4096];
+  size_t k = 0;
+  for (int r = 0; r < 4; r++) {
+    for (int c = 0; c < 64; c++) k += (size_t)snprintf(text + k, sizeof text - k, "%d,", (r * 7 + c) % 17);
+    /* a blank line after the first row, CRLF after the second, no newline after the last */
+    k += (size_t)snprintf(text + k, sizeof text - k, "%d%s", r * 3 % 10, r == 0 ? "\n\n" : r == 1 ? "\r\n" : r == 2 ? "\n" : "");
+  }
+  put("digits", "rows.csv", text, k);
+  buf g = {0};
+  gzip_into(&g, (const uint8_t *)text, k);
+  put("digits", "rows.csv.gz", g.b, g.n);
+}
+
+/* ---- llama2.c checkpoints: 7 int32, then the float32 weights ------------------------------------------ */
+
+static void checkpoint(const char *name, int32_t dim, int32_t hidden, int32_t layers, int32_t heads, int32_t kv_heads,
+                       int32_t vocab, int32_t seq) {
+  buf b = {0};
+  int32_t h[7] = {dim, hidden, layers, heads, kv_heads, vocab, seq};
+  for (int i = 0; i < 7; i++) add_i32(&b, h[i]);
+  int64_t d = dim, hd = hidden, v = vocab < 0 ? -vocab : vocab, kv = dim / heads * kv_heads, head = dim / heads;
+  int64_t n = v * d + layers * (2 * d + 2 * d * d + 2 * d * kv + 3 * d * hd) + d + seq * head + (vocab < 0 ? v * d : 0);
+  for (int64_t i = 0; i < n; i++) add_f32(&b, (float)((i * 7919) % 201 - 100) / 400.0f);
+  put("llama", name, b.b, b.n);
+}
+
+static void make_llama(void) {
+  checkpoint("shared", 8, 16, 1, 2, 1, 10, 4);
+  checkpoint("unshared", 4, 8, 2, 2, 2, -6, 2);
+}
+
+/* ---- the tokenizer: int32 max length, per token float32 score, int32 length, bytes ---------------------- */
+
+/* the fuzz input: 2-byte vocabulary size - 3, text length, text, then the file */
+static void tokenizer(const char *name, const char *const *pieces, int n, const char *text) {
+  buf b = {0};
+  int32_t maxlen = 0;
+  for (int i = 0; i < n; i++) maxlen = (int32_t)strlen(pieces[i]) > maxlen ? (int32_t)strlen(pieces[i]) : maxlen;
+  add_u8(&b, (uint8_t)(n - 3)), add_u8(&b, (uint8_t)((n - 3) >> 8));
+  add_u8(&b, (uint8_t)strlen(text));
+  add(&b, text, strlen(text));
+  add_i32(&b, maxlen);
+  for (int i = 0; i < n; i++) {
+    add_f32(&b, i < 3 ? 0.0f : -(float)i / 8);
+    add_i32(&b, (int32_t)strlen(pieces[i]));
+    add(&b, pieces[i], strlen(pieces[i]));
+  }
+  put("tokenizer", name, b.b, b.n);
+}
+
+static void make_tokenizer(void) {
+  const char *small[] = {"<unk>", "\n<s>\n", "\n</s>\n", " ", "a", "b", "ab", " ab", "<0x41>"};
+  tokenizer("small", small, 9, "abc ab");
+  /* llama2.c's layout: <unk> <s> </s>, the 256 byte tokens, then pieces and merges */
+  static char bytes[256][7];
+  const char *big[300];
+  int n = 0;
+  big[n++] = "<unk>", big[n++] = "\n<s>\n", big[n++] = "\n</s>\n";
+  for (int i = 0; i < 256; i++) {
+    snprintf(bytes[i], sizeof bytes[i], "<0x%02X>", i);
+    big[n++] = bytes[i];
+  }
+  const char *more[] = {" ", "a", "b", "c", "h", "e", "l", "o", "ab", " ab", "abc", "he", "ll", "hell", "hello",
+                        " hello", "\xc3\xa9", "\xc3\xa9t\xc3\xa9"};
+  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) big[n++] = more[i];
+  tokenizer("bytes", big, n, "hello abc \xc3\xa9t\xc3\xa9 \x01z\xf0\x9f\x98\x80");
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: make_corpus DIR\n");
+    return 2;
+  }
+  root = argv[1];
+  if (mkdir(root, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "make_corpus: cannot make %s: %s\n", root, strerror(errno));
+    return 1;
+  }
+  make_safetensors();
+  make_idx();
+  make_digits();
+  make_llama();
+  make_tokenizer();
+  return ok ? 0 : 1;
+}
