@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/device.h"
@@ -437,6 +438,18 @@ TEST(test_safetensors_load_into_trainable_param) {
   tg_free(q);
   tg_free(w);
   tg_params_free(l);
+  tg_params_free(p);
+  test_remove_dir(dir);
+}
+
+/* a FIFO in place of a file is refused at once: opening it does not wait for a writer */
+TEST(test_state_fifo_is_refused_without_blocking) {
+  char dir[PATH_MAX], path[PATH_MAX + 16];
+  CHECK(test_temp_dir(dir, sizeof dir), "no temp dir");
+  snprintf(path, sizeof path, "%s/fifo", dir);
+  CHECK(mkfifo(path, 0600) == 0, "mkfifo failed");
+  tg_params *p = tg_safetensors_read(path);
+  CHECK(!p && strstr(tg_error(), "regular file"), "a FIFO was read: %s", tg_error());
   tg_params_free(p);
   test_remove_dir(dir);
 }

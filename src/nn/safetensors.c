@@ -536,7 +536,8 @@ static tg_status file_parse(st_file *f) {
 static tg_status file_open(st_file *f, const char *path) {
   *f = (st_file){.path = path};
   if (ST_BIG_ENDIAN) return st_error(TG_ERR_IO, path, "loading on a big-endian machine is not supported");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below as not a regular file) */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return st_error(TG_ERR_IO, path, "cannot open: %s", strerror(errno));
   struct stat sb;
   if (fstat(fd, &sb) != 0) {
