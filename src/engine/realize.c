@@ -88,8 +88,7 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   free(src);
   if (!c->prog) goto fail;
   if (kcache.n >= KCACHE_MAX) kcache_clear();
-  if (!kcache.n) uop_gc_add_roots(mark_kcache, NULL);
-  if (!umap_put(&kcache, ast, c)) {
+  if (!uop_gc_add_roots(mark_kcache, NULL) || !umap_put(&kcache, ast, c)) {
     program_release(c->prog);
     free(c);
     tg_set_error(TG_ERR_NOMEM, "engine: out of memory");
@@ -395,13 +394,16 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   last_kernels = (uint64_t)s.nkernels;
   if (dbg >= 1 && s.nkernels)
     fprintf(stderr, "scheduled %d kernel%s in %.2f ms\n", s.nkernels, s.nkernels == 1 ? "" : "s", t_sched);
-  /* outputs keep their buffers; tensors on them now read the buffer directly */
+  /* outputs keep their buffers; tensors on them now read the buffer directly. So does an output whose value
+   * was cached on its node (an equal graph realized before): the cache is dropped at the next in-place write
+   * or JIT capture, and a tensor left on the computed node would then compute it again, inside a capture as a
+   * kernel of the step (the step would replay that input's old value) or after its inputs were overwritten. */
   for (int i = 0; i < n; i++) {
     uop *o = outs[i];
     tg_buffer *b = umap_get(&made, s.roots[i]);
     if (!b) {
-      if (!storage(dev, o)) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
-      continue;
+      if (!(b = storage(dev, o))) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
+      if (o->op == OP_BUFFER || (o->op == OP_RESHAPE && o->src[0]->op == OP_BUFFER)) continue;
     }
     bool in_place = ts[i]->assign_target && b == storage(dev, ts[i]->assign_target);
     if (!uop_storage(o) && !in_place) {  /* an in-place value is overwritten by the next step: not a cache */

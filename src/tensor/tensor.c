@@ -53,6 +53,11 @@ static tg_tensor *tensor_alloc(uop *u, bool scoped) {
   }
   t->refcnt = 1;
   t->u = u;
+  if (!live && !uop_gc_add_roots(mark_live, NULL)) {
+    free(t);
+    tg_set_error(TG_ERR_NOMEM, "out of memory registering the live tensors with the collector");
+    return NULL;
+  }
   if (scoped && nscopes) {
     if (!scope_push(&scopes[nscopes - 1], t)) {
       free(t);
@@ -61,10 +66,7 @@ static tg_tensor *tensor_alloc(uop *u, bool scoped) {
     }
     t->scope = nscopes;
   }
-  if (!live) {
-    uop_gc_add_roots(mark_live, NULL);
-    uop_set_buf_release(release_storage);
-  }
+  if (!live) uop_set_buf_release(release_storage);
   t->next = live;
   if (live) live->prev = t;
   live = t;

@@ -207,13 +207,21 @@ static size_t bytes_since_gc;
 #define GC_BYTES_PER_NODE 2048
 
 typedef struct root_entry { uop_root_fn fn; void *ctx; } root_entry;
-static root_entry roots[32];
-static int nroots;
+static root_entry *roots;
+static int nroots, roots_cap;
 
-void uop_gc_add_roots(uop_root_fn fn, void *ctx) {
+bool uop_gc_add_roots(uop_root_fn fn, void *ctx) {
   for (int i = 0; i < nroots; i++)
-    if (roots[i].fn == fn && roots[i].ctx == ctx) return;
-  if (nroots < 32) roots[nroots++] = (root_entry){fn, ctx};
+    if (roots[i].fn == fn && roots[i].ctx == ctx) return true;
+  if (nroots == roots_cap) {  /* one per live JIT capture, so no fixed bound */
+    int nc = roots_cap ? roots_cap * 2 : 16;
+    root_entry *nr = realloc(roots, (size_t)nc * sizeof *nr);
+    if (!nr) return false;
+    roots = nr;
+    roots_cap = nc;
+  }
+  roots[nroots++] = (root_entry){fn, ctx};
+  return true;
 }
 
 void uop_gc_remove_roots(uop_root_fn fn, void *ctx) {
@@ -282,6 +290,7 @@ size_t uop_gc(void) {
       uop *u = *pp;
       if (u->mark || lost_marks) { /* out of memory while marking: free nothing this time */
         u->mark = 0;
+        uop_storage(u);  /* a value a write made stale lets go of its buffer now */
         pp = &u->next;
       } else {
         *pp = u->next;

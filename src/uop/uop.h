@@ -129,7 +129,8 @@ uint16_t float_to_bf16(float f);
 
 /* ---- memory ---------------------------------------------------------------------------------------- */
 typedef void (*uop_root_fn)(void *ctx);
-void uop_gc_add_roots(uop_root_fn fn, void *ctx);   /* fn calls uop_mark on what it keeps alive */
+/* fn calls uop_mark on what it keeps alive; false when out of memory (then nothing is kept) */
+bool uop_gc_add_roots(uop_root_fn fn, void *ctx);
 void uop_gc_remove_roots(uop_root_fn fn, void *ctx);
 void uop_mark(uop *u);
 void uop_set_buf_release(void (*release)(void *buf));
