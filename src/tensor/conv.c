@@ -113,7 +113,15 @@ static bool conv_args(const char *op, tg_tensor *x, tg_tensor *w, tg_tensor *bia
     return false;
   }
   for (int j = 0; j < *nd; j++) {
-    int64_t i = TSHAPE(x)[2 + j], k = TSHAPE(w)[2 + j], out;
+    int64_t i = TSHAPE(x)[2 + j], k = TSHAPE(w)[2 + j], out, t1, t2, t3;
+    /* each term under 2^60 (shape.c): the output size arithmetic below and after cannot overflow */
+    if (i >= 1 && k >= 1 && !(size_mul(dil[j], k - 1, &t1) && size_add(i, pad[j], &t2) && size_add(t2, pad[j], &t2) &&
+                              size_mul(i - 1, stride[j], &t3) && size_add(stride[j], dil[j], &t3))) {
+      tg_set_error(TG_ERR_ARG, "%s: stride %lld, dilation %lld or padding %lld of spatial dim %d (size %lld, kernel "
+                   "%lld) makes a size past 2^60", op, (long long)stride[j], (long long)dil[j], (long long)pad[j], j,
+                   (long long)i, (long long)k);
+      return false;
+    }
     if (transposed) {
       if (opad[j] >= stride[j] && opad[j] >= dil[j]) {
         tg_set_error(TG_ERR_ARG, "%s: output_padding %lld must be smaller than stride %lld or dilation %lld", op,
@@ -248,6 +256,12 @@ static bool pool_setup(const char *op, tg_tensor *x, tg_pool_opts o, pool_args *
     int64_t i = TSHAPE(x)[lead + j], k = a->k[j], s = a->st[j], d = a->dl[j], pb = pd[j], pa = pd[j];
     a->reg[2 * j] = a->pads[2 * j] = pb;
     a->reg[2 * j + 1] = a->pads[2 * j + 1] = pa;
+    int64_t t1, t2;  /* each term under 2^60 (shape.c): the arithmetic below cannot overflow */
+    if (!(size_mul(d, k - 1, &t1) && size_add(i, pb, &t2) && size_add(t2, pa, &t2) && size_add(s, d, &t1))) {
+      tg_set_error(TG_ERR_ARG, "%s: kernel %lld, stride %lld, dilation %lld or padding %lld makes a size past 2^60", op,
+                   (long long)k, (long long)s, (long long)d, (long long)pb);
+      return false;
+    }
     if (i + pb + pa < d * (k - 1) + 1) {
       tg_set_error(TG_ERR_ARG, "%s: window %lld (dilation %lld) is larger than the padded input %lld of shape %s", op,
                    (long long)k, (long long)d, (long long)(i + pb + pa), shape_str(b, sizeof b, TNDIM(x), TSHAPE(x)));

@@ -182,11 +182,19 @@ const int64_t *tg_shape_ptr(const tg_tensor *t) { return t ? t->u->shape : NULL;
 int64_t tg_numel(const tg_tensor *t) { return t ? uop_numel(t->u) : -1; }
 tg_dtype tg_dtype_of(const tg_tensor *t) { return t ? (tg_dtype)t->u->dtype : TG_FLOAT32; }
 
-int norm_axis(const char *op, int axis, int ndim) {
+static int axis_in(const char *op, int axis, int ndim, bool scalar_ok) {
+  if (ndim == 0 && scalar_ok && (axis == 0 || axis == -1)) return 0;
   int a = axis < 0 ? axis + ndim : axis;
-  if (a < 0 || a >= (ndim ? ndim : 1)) {
-    tg_set_error(TG_ERR_ARG, "%s: axis %d out of range for a tensor of %d dimensions", op, axis, ndim);
+  if (a < 0 || a >= ndim) {
+    if (ndim == 0)
+      tg_set_error(TG_ERR_ARG, "%s: axis %d given for a 0-d tensor, which has no axes", op, axis);
+    else
+      tg_set_error(TG_ERR_ARG, "%s: axis %d out of range for a tensor of %d dimensions (-%d..%d)", op, axis, ndim,
+                   ndim, ndim - 1);
     return -1;
   }
   return a;
 }
+
+int norm_axis(const char *op, int axis, int ndim) { return axis_in(op, axis, ndim, false); }
+int norm_axis_scalar(const char *op, int axis, int ndim) { return axis_in(op, axis, ndim, true); }

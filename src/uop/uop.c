@@ -98,6 +98,7 @@ uop *uop_new_shaped(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg a
     for (uop *u = table.slots[h & (table.cap - 1)]; u; u = u->next)
       if (u->hash == h && node_equal(u, op, dt, nsrc, src, arg, naux, aux)) return u;
   }
+  if (ndim && !shape_check(uop_op_name(op), ndim, shape)) return NULL;  /* see shape.c: no shape overflows */
   if (table.count + 1 > table.cap / 2 && !table_grow()) goto nomem;
   size_t sz = sizeof(uop) + (size_t)nsrc * sizeof(uop *) + (size_t)(naux + ndim) * sizeof(int64_t);
   uop *u = calloc(1, sz);

@@ -193,6 +193,20 @@ typedef struct loop_sets { uop_map memo; bool fail; } loop_sets;
 uint64_t loops_free(loop_sets *ls, uop *u);
 void loop_sets_free(loop_sets *ls);
 
+/* ---- size arithmetic (shape.c) ----------------------------------------------------------------------- */
+/* Every shape of the graph has sizes >= 0 whose product (zeros left out, so every stride fits too) is at most
+ * UOP_MAX_NUMEL: counts, strides, byte counts and kernel index arithmetic then stay in int64. */
+#define UOP_MAX_NUMEL ((int64_t)1 << 60)
+/* a + b and a * b of sizes in [0, UOP_MAX_NUMEL] into *out; false (nothing written) for a negative operand or
+ * a result past UOP_MAX_NUMEL */
+bool size_add(int64_t a, int64_t b, int64_t *out);
+bool size_mul(int64_t a, int64_t b, int64_t *out);
+/* the element count of a shape into *numel (NULL: not wanted); false for a bad rank, a negative size or a
+ * product past UOP_MAX_NUMEL */
+bool shape_numel(int ndim, const int64_t *shape, int64_t *numel);
+/* shape_numel as a check: false with an error naming op and the shape */
+bool shape_check(const char *op, int ndim, const int64_t *shape);
+
 /* ---- helpers shared by the layers ------------------------------------------------------------------ */
 void tg_set_error(tg_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tg_debug_level(void);
