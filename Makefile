@@ -36,6 +36,11 @@ $(BUILD)/tg.pc: Makefile
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtg.a
 	$(CC) -o $@ $(TEST_OBJ) $(BUILD)/libtg.a $(LDLIBS)
 
+# the random-API driver (tests/fuzz/api_driver.c): not part of run_tests; scripts/fuzz_api.sh builds it with sanitizers
+$(BUILD)/fuzz/api_driver: tests/fuzz/api_driver.c tests/ref.c tests/ref.h tests/test.h $(BUILD)/libtg.a include/tg.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ tests/fuzz/api_driver.c tests/ref.c $(BUILD)/libtg.a $(LDLIBS)
+
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libtg.a include/tg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)

@@ -133,3 +133,22 @@ TEST(test_shapes_slicing_with_extreme_steps) {
   }
   tg_scope_end();
 }
+
+/* found by the random-API driver: reducing some axes of a tensor with an empty kept axis kept its shape
+ * ((2, 0, 5) over axes 0 and 2 gave (1,), not (0,)), and repeating an empty axis any number of times was refused */
+TEST(test_shapes_empty_axes_in_reduce_and_repeat) {
+  tg_scope_begin();
+  tg_tensor *x = tg_ones(TG_FLOAT32, SH(2, 0, 5));
+  CHECK_T(x);
+  tg_tensor *s = tg_sum(x, AX(0, 2), false), *k = tg_max(x, AX(0, -1), true);
+  CHECK(s && tg_ndim(s) == 1 && tg_shape(s, 0) == 0, "sum over 0 and 2 of (2, 0, 5): %s ndim %d", tg_error(), tg_ndim(s));
+  CHECK(k && tg_ndim(k) == 3 && tg_shape(k, 0) == 1 && tg_shape(k, 1) == 0 && tg_shape(k, 2) == 1, "max keepdim: %s",
+        tg_error());
+  CHECK(s && tg_realize(s) == TG_OK, "realizing an empty sum: %s", tg_error());
+  tg_tensor *m = tg_mean(tg_ones(TG_FLOAT32, SH(3, 0)), AX(0), false);
+  CHECK(m && tg_shape(m, 0) == 0, "mean over axis 0 of (3, 0)");
+  tg_tensor *r = tg_repeat(tg_ones(TG_FLOAT32, SH(0, 2)), SH(INT64_MAX, 3));
+  CHECK(r && tg_shape(r, 0) == 0 && tg_shape(r, 1) == 6, "repeat of an empty axis: %s", tg_error());
+  REFUSED(tg_repeat(tg_ones(TG_FLOAT32, SH(1, 2)), SH(INT64_MAX, 1)), "2^60");
+  tg_scope_end();
+}

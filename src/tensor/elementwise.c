@@ -18,7 +18,7 @@ static bool broadcast_n(const char *op, int n, uop **xs) {
     if (!xs[i]) return false;
     if (xs[i]->ndim > nd) nd = xs[i]->ndim;
   }
-  int64_t out[TG_MAX_DIMS];
+  int64_t out[TG_MAX_DIMS] = {0};
   for (int d = 0; d < nd; d++) out[d] = 1;
   for (int i = 0; i < n; i++)
     for (int d = 0; d < xs[i]->ndim; d++) {

@@ -110,7 +110,7 @@ uop *mk_reduce(uop *x, uop_op op, const bool *axes) {
   int64_t aux[TG_MAX_DIMS], shape[TG_MAX_DIMS];
   int reduced = 0, kept = 0;
   for (int i = 0; i < x->ndim; i++)
-    if (x->shape[i] > 1) {
+    if (x->shape[i] != 1) {  /* a kept axis of size 0 is kept too: (2, 0, 5) over 0 and 2 is (0,) */
       if (axes[i]) reduced++;
       else kept++;
     }

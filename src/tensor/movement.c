@@ -407,13 +407,17 @@ tg_tensor *tg_repeat(tg_tensor *t, int ndim, const int64_t *repeats) {
     s1[2 * i + 1] = base[i];
     s2[2 * i] = repeats[i];
     s2[2 * i + 1] = base[i];
-    if (!size_mul(repeats[i], base[i], &fin[i])) {
+    fin[i] = 0;  /* any count of an empty axis is empty */
+    if (base[i] && !size_mul(repeats[i], base[i], &fin[i])) {
       tg_set_error(TG_ERR_ARG, "tg_repeat: %lld repeats of size %lld make more than 2^60 elements",
                    (long long)repeats[i], (long long)base[i]);
       return NULL;
     }
   }
+  int64_t n;
   if (!shape_check("tg_repeat", ndim, fin)) return NULL;
+  shape_numel(ndim, fin, &n);
+  if (n == 0) return tensor_new(mk_const(TDT(t), 0, ndim, fin));  /* no elements: the (repeat, size) view may not fit */
   uop *x = mk_reshape(t->u, 2 * ndim, s1);
   x = mk_expand(x, 2 * ndim, s2);
   return tensor_new(mk_reshape(x, ndim, fin));
