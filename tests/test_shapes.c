@@ -152,3 +152,22 @@ TEST(test_shapes_empty_axes_in_reduce_and_repeat) {
   REFUSED(tg_repeat(tg_ones(TG_FLOAT32, SH(1, 2)), SH(INT64_MAX, 1)), "2^60");
   tg_scope_end();
 }
+
+/* found by the random-API driver: an empty result still ran its graph, and a softmax over the empty last axis of
+ * (2^40, 0) first stored a (2^40, 1) max: 4 TB, refused as out of memory. An empty value needs no kernel. */
+TEST(test_shapes_empty_results_run_no_kernels) {
+  tg_scope_begin();
+  tg_tensor *x = tg_repeat(tg_ones(TG_FLOAT32, SH(1, 0)), SH((int64_t)1 << 40, 1));
+  CHECK_T(x);
+  tg_tensor *y = tg_softmax(x, -1);
+  CHECK_T(y);
+  tg_stats before = tg_get_stats();
+  CHECK(tg_realize(y) == TG_OK, "realizing a (2^40, 0) softmax: %s", tg_error());
+  CHECK(tg_get_stats().kernels_run == before.kernels_run, "an empty result ran %llu kernels",
+        (unsigned long long)(tg_get_stats().kernels_run - before.kernels_run));
+  CHECK(tg_to_host(y, NULL, 0) == TG_OK && tg_shape(y, 0) == (int64_t)1 << 40 && tg_numel(y) == 0, "%s", tg_error());
+  tg_tensor *e = tg_empty(TG_FLOAT32, SH(3, 0));
+  tg_tensor *s = tg_add_scalar(e, 1);
+  CHECK(s && tg_realize(s) == TG_OK && tg_numel(s) == 0, "an empty sum: %s", tg_error());
+  tg_scope_end();
+}

@@ -282,6 +282,28 @@ static tg_status check_not_stale(const schedule *s, const uop_map *made) {
   return TG_OK;
 }
 
+/* An empty value has nothing to compute: its tensors read an empty buffer and no kernel runs. Its graph may
+ * still be large (a softmax over an empty last axis of (2^40, 0) would store a (2^40, 1) max first). */
+static tg_status pin_empty(const tg_device *dev, tg_tensor *t) {
+  uop *o = t->u;
+  if (uop_numel(o) != 0 || o->op == OP_BUFFER || (o->op == OP_RESHAPE && o->src[0]->op == OP_BUFFER)) return TG_OK;
+  tg_buffer *b = buffer_new(dev, 1);
+  uop *bn = b ? mk_buffer((tg_dtype)o->dtype, 0, b) : NULL;
+  uop *view = bn ? mk_reshape(bn, o->ndim, o->shape) : NULL;
+  if (!view) {
+    if (!bn) buffer_release(b);
+    if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "tg_realize: out of memory");
+    return TG_ERR_NOMEM;
+  }
+  stats.buffers_allocated++;
+  for (tg_tensor *x = tensor_live_first(); x; x = x->next)
+    if (x->u == o) {
+      x->u = view;
+      x->assign_target = NULL;  /* an assign of nothing writes nothing */
+    }
+  return TG_OK;
+}
+
 tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   if (n < 0 || (n && !ts)) {
     tg_set_error(TG_ERR_ARG, "tg_realize_many: bad tensor list");
@@ -297,6 +319,10 @@ tg_status tg_realize_many(int n, tg_tensor *const *ts) {
   last_kernels = 0;
   const tg_device *dev = device_default();
   if (!dev) return TG_ERR_DEVICE;
+  for (int i = 0; i < n; i++) {
+    tg_status est = pin_empty(dev, ts[i]);
+    if (est != TG_OK) return est;
+  }
   uop **outs = malloc(((size_t)n + 1) * sizeof *outs);
   if (!outs) return TG_ERR_NOMEM;
   for (int i = 0; i < n; i++) outs[i] = ts[i]->u;
