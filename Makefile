@@ -82,6 +82,11 @@ $(BUILD)/tg.pc: $(BUILD)/install-dirs include/tg.h Makefile
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtg_internal.a
 	$(CC) -o $@ $(TEST_OBJ) $(BUILD)/libtg_internal.a $(LDLIBS)
 
+# the random-API driver (tests/fuzz/api_driver.c): not part of run_tests; scripts/fuzz_api.sh builds it with sanitizers
+$(BUILD)/fuzz/api_driver: tests/fuzz/api_driver.c tests/ref.c tests/ref.h tests/test.h $(BUILD)/libtg_internal.a include/tg.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ tests/fuzz/api_driver.c tests/ref.c $(BUILD)/libtg_internal.a $(LDLIBS)
+
 $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(BUILD)/libtg.a include/tg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)

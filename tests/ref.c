@@ -442,16 +442,18 @@ static void slice_indices(int64_t n, const tg_slice *s, int64_t *first, int64_t 
     start = start < -n ? lower : start + n;
     if (start < lower) start = lower;
   } else if (start > upper) start = upper;
-  if (stop < 0) {
+  if (s->stop == TG_END) stop = st < 0 ? lower : upper;  /* TG_END: python's None */
+  else if (stop < 0) {
     stop = stop < -n ? lower : stop + n;
     if (stop < lower) stop = lower;
   } else if (stop > upper) stop = upper;
-  int64_t c;
-  if (st > 0) c = stop > start ? (stop - start + st - 1) / st : 0;
-  else c = start > stop ? (start - stop + (-st) - 1) / (-st) : 0;
+  /* any step, INT64_MIN included: |step| unsigned, and at most one element when |step| > n */
+  uint64_t ust = st > 0 ? (uint64_t)st : -(uint64_t)st;
+  int64_t span = st > 0 ? stop - start : start - stop;
+  int64_t c = span > 0 ? (int64_t)((uint64_t)(span - 1) / ust) + 1 : 0;
   *first = start;
   *count = c;
-  *step = st;
+  *step = c > 1 ? st : 1;
 }
 
 ref_arr *ref_slice(const ref_arr *a, int n, const tg_slice *s) {
@@ -668,6 +670,7 @@ static double binary_apply(ref_op op, tg_dtype ct, double x, double y) {
     case R_AND: case R_MUL: case R_MINIMUM: return a && b;
     case R_OR: case R_ADD: case R_MAXIMUM: return a || b;
     case R_XOR: case R_NE: return a != b;
+    case R_SUB: return a || !b;  /* tinygrad: a - b is a + (-b), and -b of a bool is not b */
     default: return binary_int(op, TG_INT32, (int64_t)a, (int64_t)b) != 0;
     }
   }

@@ -2,6 +2,7 @@
  * allocating; bad inputs and host reads are refused and the JIT stays usable. */
 #include <stdlib.h>
 
+#include "ref.h"
 #include "test.h"
 
 typedef struct mlp { tg_nn_linear l1, l2; tg_optim *opt; tg_params *p; bool read_host; } mlp;
@@ -288,4 +289,193 @@ TEST(test_jit_step_returning_its_input) {
     tg_free(x);
   }
   tg_jit_free(j);
+}
+
+/* issue 12 item 11: inputs made by equal graphs are one interned node with one cached value. The capture must
+ * read the buffer the call gave it, not run the kernel that made it, or every replay returns the first value */
+static tg_status plus_one_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  out[0] = tg_add_scalar(in[0], 1);
+  return out[0] ? TG_OK : tg_error_status();
+}
+
+TEST(test_jit_replays_inputs_made_by_equal_graphs) {
+  tg_jit *j = tg_jit_new(plus_one_step, NULL, 1, 1);
+  CHECK_T(j);
+  const double vals[] = {1, 1, 5, 7, 7, 9, 1};
+  for (int c = 0; c < 7; c++) {
+    tg_tensor *x = tg_contiguous(tg_full(TG_FLOAT32, 1, (int64_t[]){4}, vals[c])), *o = NULL;
+    float got[4] = {0};
+    tg_status st = tg_jit_call(j, &x, &o);
+    CHECK(st == TG_OK && tg_to_host(o, got, sizeof got) == TG_OK, "call %d: %s", c, tg_error());
+    for (int i = 0; i < 4; i++)
+      CHECK(got[i] == (float)vals[c] + 1, "call %d: input %g gave [%d] = %g, want %g", c, vals[c], i, got[i], vals[c] + 1);
+    tg_free(o);
+    tg_free(x);
+  }
+  tg_jit_free(j);
+}
+
+/* two inputs with equal values at the capture share one buffer, and so may an input and a parameter the step
+ * reads: each must still read its own value in later calls */
+typedef struct shared_ctx { tg_tensor *p; } shared_ctx;
+
+static tg_status shared_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  shared_ctx *s = ctx;
+  out[0] = tg_add(tg_sub(tg_mul_scalar(in[0], 100), tg_mul_scalar(in[1], 10)), s->p);
+  return out[0] ? TG_OK : tg_error_status();
+}
+
+TEST(test_jit_inputs_sharing_a_buffer_at_capture) {
+  shared_ctx s = {tg_contiguous(tg_full(TG_FLOAT32, 1, (int64_t[]){3}, 1))};
+  CHECK_T(s.p);
+  CHECK(tg_realize(s.p) == TG_OK, "%s", tg_error());
+  tg_jit *j = tg_jit_new(shared_step, &s, 2, 1);
+  CHECK_T(j);
+  const double a[] = {1, 1, 2, 3, 1, 4}, b[] = {1, 1, 5, 3, 2, 1};
+  for (int c = 0; c < 6; c++) {
+    tg_tensor *x[2] = {tg_contiguous(tg_full(TG_FLOAT32, 1, (int64_t[]){3}, a[c])),
+                       tg_contiguous(tg_full(TG_FLOAT32, 1, (int64_t[]){3}, b[c]))}, *o = NULL;
+    float got[3] = {0}, want = (float)(100 * a[c] - 10 * b[c] + 1);
+    CHECK(tg_jit_call(j, x, &o) == TG_OK && tg_to_host(o, got, sizeof got) == TG_OK, "call %d: %s", c, tg_error());
+    for (int i = 0; i < 3; i++) CHECK(got[i] == want, "call %d: [%d] = %g, want %g", c, i, got[i], want);
+    float pv[3] = {0};
+    CHECK(tg_to_host(s.p, pv, sizeof pv) == TG_OK && pv[0] == 1, "call %d: the parameter became %g", c, pv[0]);
+    tg_free(o);
+    tg_free(x[0]);
+    tg_free(x[1]);
+  }
+  tg_jit_free(j);
+  tg_free(s.p);
+}
+
+/* Randomized: steps captured over inputs built fresh for each call by random graphs (full, contiguous of
+ * expressions, from_data, views of realized tensors, the same tensor twice; values drawn from a small set, so
+ * equal inputs within and across calls are common) give what the same step run eagerly on the same inputs
+ * gives. TG_SEED changes the seed. */
+#define RJ_ROWS 3
+#define RJ_COLS 4
+#define RJ_N (RJ_ROWS * RJ_COLS)
+
+static tg_status rj_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  int kind = *(int *)ctx;
+  tg_scope_begin();
+  switch (kind) {
+    case 0:  /* elementwise over both */
+      out[0] = tg_sub(tg_mul_scalar(in[0], 10), in[1]);
+      out[1] = tg_maximum(in[0], tg_neg(in[1]));
+      break;
+    case 1:  /* a reduce, a broadcast and a view of an input */
+      out[0] = tg_sum(tg_mul(in[0], tg_flip(in[1], AXES(1))), AXES(0), false);
+      out[1] = tg_add(tg_permute(in[0], AXES(1, 0)), tg_max(in[1], AXES(1), false));
+      break;
+    case 2:  /* an input returned as it is, and a matmul */
+      out[0] = tg_reshape(in[1], SHAPE(RJ_N));
+      out[1] = tg_matmul(in[0], tg_permute(in[1], AXES(1, 0)));
+      break;
+    default:  /* a comparison and a select between the inputs */
+      out[0] = tg_exp(tg_mul_scalar(in[0], 0.1));
+      out[1] = tg_where(tg_lt(in[0], in[1]), in[0], tg_add_scalar(in[1], 0.5));
+  }
+  tg_status st = out[0] && out[1] ? TG_OK : tg_error_status();
+  if (st == TG_OK) { tg_keep(out[0]); tg_keep(out[1]); }
+  else out[0] = out[1] = NULL;
+  tg_scope_end();
+  return st;
+}
+
+/* a (3, 4) float32 input by a random recipe; values from {1, 2, 5} (so equal graphs are common) or a ramp */
+static tg_tensor *rj_input(tg_tensor *other) {
+  static const double vals[] = {1, 2, 5};
+  double v = vals[ref_randint(0, 2)];
+  const int64_t shape[2] = {RJ_ROWS, RJ_COLS};
+  switch (ref_randint(0, 6)) {
+    case 0: return tg_full(TG_FLOAT32, 2, shape, v);
+    case 1: return tg_contiguous(tg_full(TG_FLOAT32, 2, shape, v));
+    case 2:  /* an expression of a ramp */
+      return tg_contiguous(tg_add_scalar(tg_mul_scalar(tg_reshape(tg_arange(TG_FLOAT32, 0, RJ_N, 1), 2, shape), v), 1));
+    case 3: {
+      float d[RJ_N];
+      for (int i = 0; i < RJ_N; i++) d[i] = (float)(v + (ref_randint(0, 1) ? i : 0));
+      return tg_from_data(TG_FLOAT32, 2, shape, d, sizeof d);
+    }
+    case 4: {  /* a permuted view of a realized (4, 3) tensor */
+      tg_tensor *t = tg_contiguous(tg_full(TG_FLOAT32, SHAPE(RJ_COLS, RJ_ROWS), v));
+      if (t && tg_realize(t) != TG_OK) return NULL;
+      return tg_permute(t, AXES(1, 0));
+    }
+    case 5: {  /* a shrunk window of a realized larger ramp */
+      tg_tensor *t = tg_contiguous(tg_reshape(tg_arange(TG_FLOAT32, v, v + 30, 1), SHAPE(5, 6)));
+      if (t && tg_realize(t) != TG_OK) return NULL;
+      return tg_shrink(t, 2, (int64_t[]){1, 1 + RJ_ROWS, 2, 2 + RJ_COLS});
+    }
+    default: return other ? tg_retain(other) : tg_full(TG_FLOAT32, 2, shape, v);  /* the same tensor twice */
+  }
+}
+
+TEST(test_jit_random_steps_over_fresh_inputs_match_eager) {
+  const char *env = getenv("TG_SEED");
+  uint64_t seed = env ? strtoull(env, NULL, 10) : 1;
+  ref_seed(seed);
+  for (int kind = 0; kind < 4; kind++) {
+    int k = kind;
+    tg_jit *j = tg_jit_new(rj_step, &k, 2, 2);
+    CHECK_T(j);
+    for (int c = 0; c < 10; c++) {
+      tg_scope_begin();
+      tg_tensor *in[2];
+      in[0] = rj_input(NULL);
+      in[1] = rj_input(in[0]);
+      tg_tensor *jo[2] = {NULL, NULL}, *eo[2] = {NULL, NULL};
+      float jv[2][RJ_N], ev[2][RJ_N];
+      tg_status st = tg_jit_call(j, in, jo);
+      CHECK(st == TG_OK, "seed %llu kind %d call %d: %s", (unsigned long long)seed, kind, c, tg_error());
+      for (int o = 0; o < 2 && st == TG_OK; o++) {
+        size_t nb = (size_t)tg_numel(jo[o]) * 4;
+        st = tg_to_host(jo[o], jv[o], nb);
+      }
+      if (st == TG_OK) st = rj_step(&k, 2, in, 2, eo);
+      for (int o = 0; o < 2 && st == TG_OK; o++) {
+        size_t nb = (size_t)tg_numel(eo[o]) * 4;
+        st = tg_to_host(eo[o], ev[o], nb);
+        char what[96];
+        snprintf(what, sizeof what, "seed %llu kind %d call %d output %d", (unsigned long long)seed, kind, c, o);
+        if (st == TG_OK) check_close_f32(what, jv[o], ev[o], tg_numel(eo[o]), 1e-6, 1e-6, __FILE__, __LINE__);
+      }
+      CHECK(st == TG_OK, "seed %llu kind %d call %d: %s", (unsigned long long)seed, kind, c, tg_error());
+      for (int o = 0; o < 2; o++) { tg_free(jo[o]); tg_free(eo[o]); }
+      tg_free(in[1]);
+      tg_free(in[0]);
+      tg_scope_end();
+    }
+    CHECK(tg_jit_kernels(j) > 0, "kind %d: nothing captured", kind);
+    tg_jit_free(j);
+  }
+  ref_free_all();
+}
+
+/* the collector keeps the nodes of every captured step alive, however many JITs there are (it kept 32) */
+TEST(test_jit_many_captured_steps_survive_collection) {
+  enum { NJ = 48 };
+  tg_jit *js[NJ] = {0};
+  for (int k = 0; k < NJ; k++) {
+    js[k] = tg_jit_new(plus_one_step, NULL, 1, 1);
+    CHECK_T(js[k]);
+    for (int c = 0; c < 2; c++) {
+      tg_tensor *x = tg_full(TG_FLOAT32, 2, (int64_t[]){2, 3}, k + c), *o = NULL;
+      CHECK(tg_jit_call(js[k], &x, &o) == TG_OK, "jit %d call %d: %s", k, c, tg_error());
+      tg_free(o);
+      tg_free(x);
+    }
+  }
+  tg_collect();
+  for (int i = 0; i < 64; i++) tg_free(tg_mul_scalar(tg_full(TG_FLOAT32, 2, (int64_t[]){2, 3}, i), 3));  /* reuse */
+  for (int k = 0; k < NJ; k++) {
+    tg_tensor *x = tg_full(TG_FLOAT32, 2, (int64_t[]){2, 3}, 100 + k), *o = NULL;
+    float got[6] = {0};
+    CHECK(tg_jit_call(js[k], &x, &o) == TG_OK && tg_to_host(o, got, sizeof got) == TG_OK, "jit %d: %s", k, tg_error());
+    CHECK(got[5] == 101 + k, "jit %d: got %g, want %d", k, got[5], 101 + k);
+    tg_free(o);
+    tg_free(x);
+    tg_jit_free(js[k]);
+  }
 }

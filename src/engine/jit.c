@@ -236,6 +236,7 @@ static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
   for (int u = 0; u < nuse; u++) {
     tg_buffer *b = use[u].buf;
     bool mine = !b->wrapped && __atomic_load_n(&b->refcnt, __ATOMIC_RELAXED) == use[u].slots;
+    for (int i = 0; i < j->nin && mine; i++) mine = b != j->in_bufs[i];  /* replays patch inputs in */
     item_of[u] = -1;
     if (!mine || !use[u].written_first) continue;
     item_of[u] = j->nplan;
@@ -300,16 +301,70 @@ static tg_status prepare_launches(tg_jit *j) {
   return TG_OK;
 }
 
+/* a new view node over a copy of t's value (t realized, on buffer b) in a buffer of its own */
+static uop *copy_value(const tg_device *dev, tg_tensor *t, tg_buffer *b) {
+  uop *u = t->u;
+  tg_buffer *nb = buffer_new(dev, b->nbytes);
+  void *tmp = nb ? mem_alloc(b->nbytes) : NULL;
+  tg_status st = !nb || !tmp ? TG_ERR_NOMEM : dev->copyout(tmp, b, b->nbytes);
+  if (st == TG_OK) st = dev->copyin(nb, tmp, b->nbytes);
+  free(tmp);
+  uop *bn = st == TG_OK ? mk_buffer((tg_dtype)u->dtype, uop_numel(u), nb) : NULL;
+  uop *view = bn ? mk_reshape(bn, u->ndim, u->shape) : NULL;
+  if (!bn) buffer_release(nb);  /* else the node holds it until it is collected */
+  if (!view && !tg_error_status())
+    tg_set_error(st == TG_OK ? TG_ERR_NOMEM : st, "tg_jit_call: out of memory copying an input for the capture");
+  return view;
+}
+
+/* The inputs the captured step reads (cin): each on a buffer that holds its value and nothing else. Replays
+ * put each new input's buffer where the capture found that one, so a buffer the capture also read as another
+ * input, as a parameter, or as another graph's cached value (equal graphs are one node and share their
+ * value) would be swapped for the new input there too. An input whose buffer is not only its own moves onto
+ * a copy (the caller's tensor keeps its value); the same tensor passed twice gets a private tensor on a copy
+ * for the second place (*extra, freed by the caller). */
+static tg_status own_inputs(tg_jit *j, tg_tensor *const *in, tg_tensor **cin, tg_tensor **extra) {
+  const tg_device *dev = device_default();
+  if (!dev) return tg_error_status() ? tg_error_status() : TG_ERR_DEVICE;
+  uop_cache_invalidate();  /* values realized before the step would let the capture skip their kernels */
+  uop_gc();                /* dead nodes and dropped values let go of their buffers: a count is its holders */
+  for (int i = 0; i < j->nin; i++) {
+    cin[i] = in[i];
+    extra[i] = NULL;
+    j->in_shape[i] = in[i]->u;
+    tg_buffer *b = tensor_storage(in[i]);
+    if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
+    bool twice = false, shared = __atomic_load_n(&b->refcnt, __ATOMIC_RELAXED) > 1;
+    for (int k = 0; k < i; k++) {
+      twice |= in[k] == in[i];
+      shared |= b == j->in_bufs[k];
+    }
+    if (twice || shared) {
+      uop *v = copy_value(dev, in[i], b);
+      if (!v) return tg_error_status();
+      if (twice && !(cin[i] = extra[i] = tensor_new_unscoped(v))) return tg_error_status();
+      if (!twice) in[i]->u = v;
+      b = tensor_storage(cin[i]);
+    }
+    j->in_bufs[i] = b;
+  }
+  return TG_OK;
+}
+
 static tg_status capture(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   jit_reset(j);
-  for (int i = 0; i < j->nin; i++) {
-    j->in_bufs[i] = tensor_storage(in[i]);
-    j->in_shape[i] = in[i]->u;
+  for (int i = 0; i < j->nout; i++) out[i] = NULL;
+  /* the input nodes live on for the shape checks of replays */
+  tg_tensor **cin = uop_gc_add_roots(mark_jit, j) ? mem_calloc(2 * (size_t)j->nin + 1, sizeof *cin) : NULL;
+  tg_tensor **extra = cin ? cin + j->nin : NULL;
+  tg_status st = cin ? own_inputs(j, in, cin, extra) : TG_ERR_NOMEM;
+  if (st == TG_OK) {
+    active = &j->cap;
+    rng_set_observer(note_rng, &j->cap);
+    st = run_step(j, cin, out);
   }
-  uop_cache_invalidate();  /* values realized before the step would let the capture skip their kernels */
-  active = &j->cap;
-  rng_set_observer(note_rng, &j->cap);
-  tg_status st = run_step(j, in, out);
+  for (int i = 0; cin && i < j->nin; i++) tg_free(extra[i]);
+  free(cin);
   rng_set_observer(NULL, NULL);
   active = NULL;
   if (st == TG_OK && j->cap.failed) {  /* a host read inside the step (its error is set), or no memory */
@@ -338,9 +393,9 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
       tg_free(out[i]);
       out[i] = NULL;
     }
+    uop_gc_remove_roots(mark_jit, j);
     return st;
   }
-  uop_gc_add_roots(mark_jit, j);
   j->captured = true;
   return TG_OK;
 }

@@ -98,8 +98,7 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
     goto fail;
   }
   if (kcache.n >= KCACHE_MAX) kcache_clear();
-  if (!kcache.n) uop_gc_add_roots(mark_kcache, NULL);
-  if (!umap_put(&kcache, ast, c)) {
+  if (!uop_gc_add_roots(mark_kcache, NULL) || !umap_put(&kcache, ast, c)) {
     program_release(c->prog);
     free(c);
     tg_set_error(TG_ERR_NOMEM, "engine: out of memory");
@@ -305,6 +304,28 @@ static tg_status check_not_stale(const schedule *s, const uop_map *made) {
 /* a kernel ready to launch: a copy of its cache entry (the program held) and its buffers */
 typedef struct ready_kernel { compiled c; void **bufs; tg_buffer **tbufs; } ready_kernel;
 
+/* An empty value has nothing to compute: its tensors read an empty buffer and no kernel runs. Its graph may
+ * still be large (a softmax over an empty last axis of (2^40, 0) would store a (2^40, 1) max first). */
+static tg_status pin_empty(const tg_device *dev, tg_tensor *t) {
+  uop *o = t->u;
+  if (uop_numel(o) != 0 || o->op == OP_BUFFER || (o->op == OP_RESHAPE && o->src[0]->op == OP_BUFFER)) return TG_OK;
+  tg_buffer *b = buffer_new(dev, 1);
+  uop *bn = b ? mk_buffer((tg_dtype)o->dtype, 0, b) : NULL;
+  uop *view = bn ? mk_reshape(bn, o->ndim, o->shape) : NULL;
+  if (!view) {
+    if (!bn) buffer_release(b);
+    if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "tg_realize: out of memory");
+    return TG_ERR_NOMEM;
+  }
+  stats.buffers_allocated++;
+  for (tg_tensor *x = tensor_live_first(); x; x = x->next)  /* the caller's and this thread's (as realize) */
+    if (x->u == o && (x == t || tensor_is_own(x))) {
+      x->u = view;
+      x->assign_target = NULL;  /* an assign of nothing writes nothing */
+    }
+  return TG_OK;
+}
+
 static tg_status realize_many(int n, tg_tensor *const *ts) {
   if (n < 0 || (n && !ts)) {
     tg_set_error(TG_ERR_ARG, "tg_realize_many: bad tensor list");
@@ -322,6 +343,10 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   last_kernels = 0;
   const tg_device *dev = device_default();
   if (!dev) return tg_error_status();
+  for (int i = 0; i < n; i++) {
+    tg_status est = pin_empty(dev, ts[i]);
+    if (est != TG_OK) return est;
+  }
   uop **outs = mem_alloc(((size_t)n + 1) * sizeof *outs);
   if (!outs) return TG_ERR_NOMEM;
   for (int i = 0; i < n; i++) outs[i] = ts[i]->u;
@@ -407,8 +432,8 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
     uop *o = outs[i];
     tg_buffer *b = umap_get(&made, s.roots[i]);
     if (!b) {
-      if (!storage(dev, o)) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
-      continue;
+      if (!(b = storage(dev, o))) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
+      if (o->op == OP_BUFFER || (o->op == OP_RESHAPE && o->src[0]->op == OP_BUFFER)) continue;
     }
     buffer_retain(b);
     bns[i] = mk_buffer((tg_dtype)o->dtype, uop_numel(o), b);
@@ -440,7 +465,10 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   last_kernels = (uint64_t)s.nkernels;
   if (dbg >= 1 && s.nkernels)
     fprintf(stderr, "scheduled %d kernel%s in %.2f ms\n", s.nkernels, s.nkernels == 1 ? "" : "s", t_sched);
-  /* outputs keep their buffers; tensors on them now read the buffer directly */
+  /* outputs keep their buffers; tensors on them now read the buffer directly. So does an output whose value
+   * was cached on its node (an equal graph realized before): the cache is dropped at the next in-place write
+   * or JIT capture, and a tensor left on the computed node would then compute it again, inside a capture as a
+   * kernel of the step (the step would replay that input's old value) or after its inputs were overwritten. */
   for (int i = 0; i < n; i++) {
     if (!views[i]) continue;
     uop *o = outs[i];

@@ -94,16 +94,28 @@ tg_tensor *pad_const(tmps *s, tg_tensor *x, const int64_t *pads, double value) {
   return x ? tmp(s, tg_pad_axes(x, TNDIM(x), pads, value)) : NULL;
 }
 
-tg_tensor *pool_windows(tmps *s, tg_tensor *x, int nk, const int64_t *k, const int64_t *st, const int64_t *d) {
+tg_tensor *pool_windows(tmps *s, tg_tensor *x, int nk, const int64_t *k, const int64_t *st, const int64_t *dil) {
   if (!x) return NULL;
+  int64_t d[TG_CONV_DIMS];  /* a window of one has no dilation: any value gives the same windows */
+  for (int j = 0; j < nk && j < TG_CONV_DIMS; j++) d[j] = k[j] == 1 ? 1 : dil[j];
   int nd = TNDIM(x), noop = nd - nk;
-  int64_t lead[TG_MAX_DIMS], nlead = 1, in[TG_CONV_DIMS], o[TG_CONV_DIMS], f[TG_CONV_DIMS];
+  int64_t lead[TG_MAX_DIMS], nlead = 1, in[TG_CONV_DIMS], o[TG_CONV_DIMS], f[TG_CONV_DIMS], row[TG_CONV_DIMS];
   for (int i = 0; i < noop; i++) nlead *= (lead[i] = TSHAPE(x)[i]);
   for (int j = 0; j < nk; j++) {
+    /* sizes from options are unbounded: every product below is checked (shape.c) */
+    int64_t dk, os, krow;
     in[j] = TSHAPE(x)[noop + j];
-    o[j] = ceildiv(in[j] - d[j] * (k[j] - 1), st[j]);
-    f[j] = ceildiv(o[j] * st[j] - d[j], in[j]);
-    if (f[j] < 1) f[j] = 1;
+    bool ok = in[j] > 0 && k[j] > 0 && st[j] > 0 && size_mul(d[j], k[j] - 1, &dk);
+    if (ok) o[j] = ceildiv(in[j] - dk, st[j]);
+    ok = ok && o[j] > 0 && size_mul(o[j], st[j], &os);
+    if (ok) f[j] = ceildiv(os - d[j], in[j]);
+    if (ok && f[j] < 1) f[j] = 1;
+    ok = ok && size_mul(in[j], f[j], &row[j]) && size_add(row[j], d[j], &row[j]) && size_mul(k[j], row[j], &krow);
+    if (!ok) {
+      tg_set_error(TG_ERR_ARG, "%s: window %lld (stride %lld, dilation %lld) over an axis of %lld gives no output or more "
+                   "than 2^60 elements", s->op, (long long)k[j], (long long)st[j], (long long)d[j], (long long)in[j]);
+      return NULL;
+    }
   }
   /* the leading axes as one, so that windows of any tensor stay within TG_MAX_DIMS */
   int64_t sh[TG_MAX_DIMS], b[2 * TG_MAX_DIMS];
@@ -132,14 +144,14 @@ tg_tensor *pool_windows(tmps *s, tg_tensor *x, int nk, const int64_t *k, const i
   }
   /* repeat each axis so that k windows of i*f+d elements follow one another: no padding needed */
   int64_t rep[1 + TG_CONV_DIMS] = {1};
-  for (int j = 0; j < nk; j++) rep[1 + j] = ceildiv(k[j] * (in[j] * f[j] + d[j]), in[j]);
+  for (int j = 0; j < nk; j++) rep[1 + j] = ceildiv(k[j] * row[j], in[j]);
   x = tmp(s, tg_repeat(x, 1 + nk, rep));
   b[0] = 0;
   b[1] = nlead;
-  for (int j = 0; j < nk; j++) { b[2 + 2 * j] = 0; b[3 + 2 * j] = k[j] * (in[j] * f[j] + d[j]); }
+  for (int j = 0; j < nk; j++) { b[2 + 2 * j] = 0; b[3 + 2 * j] = k[j] * row[j]; }
   x = tmp(s, tg_shrink(x, 1 + nk, b));
   /* dilation: (k, i*f+d) puts window w's start w*d elements into row w */
-  for (int j = 0; j < nk; j++) { sh[1 + 2 * j] = k[j]; sh[2 + 2 * j] = in[j] * f[j] + d[j]; }
+  for (int j = 0; j < nk; j++) { sh[1 + 2 * j] = k[j]; sh[2 + 2 * j] = row[j]; }
   x = tmp(s, tg_reshape(x, 1 + 2 * nk, sh));
   /* stride: keep o*s, view as (k, o, s), keep the first of each s */
   for (int j = 0; j < nk; j++) { b[2 + 4 * j] = 0; b[3 + 4 * j] = k[j]; b[4 + 4 * j] = 0; b[5 + 4 * j] = o[j] * st[j]; }

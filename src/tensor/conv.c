@@ -121,11 +121,13 @@ static bool conv_args(const char *op, tg_tensor *x, tg_tensor *w, tg_tensor *bia
     return false;
   }
   for (int j = 0; j < *nd; j++) {
-    int64_t i = TSHAPE(x)[2 + j], k = TSHAPE(w)[2 + j], pb = pads[2 * j], pa = pads[2 * j + 1], out;
-    if (k < 1 || i < 1 || pb > INT64_MAX / 4 || pa > INT64_MAX / 4 || stride[j] > INT64_MAX / 4 / i ||
-        dil[j] > INT64_MAX / 4 / k) {
-      tg_set_error(TG_ERR_ARG, "%s: input %s, weight %s: spatial dim %d is empty or its options overflow", op,
-                   shape_str(a, sizeof a, xn, TSHAPE(x)), shape_str(b, sizeof b, xn, TSHAPE(w)), j);
+    int64_t i = TSHAPE(x)[2 + j], k = TSHAPE(w)[2 + j], pb = pads[2 * j], pa = pads[2 * j + 1], out, t1, t2, t3;
+    /* each term under 2^60 (shape.c): the output size arithmetic below and after cannot overflow */
+    if (i >= 1 && k >= 1 && !(size_mul(dil[j], k - 1, &t1) && size_add(i, pb, &t2) && size_add(t2, pa, &t2) &&
+                              size_mul(i - 1, stride[j], &t3) && size_add(stride[j], dil[j], &t3))) {
+      tg_set_error(TG_ERR_ARG, "%s: stride %lld, dilation %lld or padding (%lld, %lld) of spatial dim %d (size %lld, "
+                   "kernel %lld) makes a size past 2^60", op, (long long)stride[j], (long long)dil[j], (long long)pb,
+                   (long long)pa, j, (long long)i, (long long)k);
       return false;
     }
     if (transposed) {
@@ -257,12 +259,14 @@ static bool pool_setup(const char *op, tg_tensor *x, tg_pool_opts o, pool_args *
   int lead = TNDIM(x) - a->nd;
   for (int j = 0; j < a->nd; j++) {
     int64_t i = TSHAPE(x)[lead + j], k = a->k[j], s = a->st[j], d = a->dl[j], pb = a->reg[2 * j], pa = a->reg[2 * j + 1];
-    if (pb > INT64_MAX / 4 || pa > INT64_MAX / 4 || k > INT64_MAX / 4 / d || s > INT64_MAX / 4 / (i + 1)) {
-      tg_set_error(TG_ERR_ARG, "%s: kernel, stride, dilation or padding of dim %d overflow", op, j);
-      return false;
-    }
     a->pads[2 * j] = pb;
     a->pads[2 * j + 1] = pa;
+    int64_t t1, t2;  /* each term under 2^60 (shape.c): the arithmetic below cannot overflow */
+    if (!(size_mul(d, k - 1, &t1) && size_add(i, pb, &t2) && size_add(t2, pa, &t2) && size_add(s, d, &t1))) {
+      tg_set_error(TG_ERR_ARG, "%s: kernel %lld, stride %lld, dilation %lld or padding (%lld, %lld) makes a size past 2^60",
+                   op, (long long)k, (long long)s, (long long)d, (long long)pb, (long long)pa);
+      return false;
+    }
     if (i + pb + pa < d * (k - 1) + 1) {
       tg_set_error(TG_ERR_ARG, "%s: window %lld (dilation %lld) is larger than the padded input %lld of shape %s", op,
                    (long long)k, (long long)d, (long long)(i + pb + pa), shape_str(b, sizeof b, TNDIM(x), TSHAPE(x)));

@@ -11,22 +11,13 @@ static bool check_new(const char *op, tg_dtype dt, int ndim, const int64_t *shap
     tg_set_error(TG_ERR_ARG, "%s: bad dtype %d", op, (int)dt);
     return false;
   }
-  if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim && !shape)) {
-    tg_set_error(TG_ERR_ARG, "%s: bad shape (%d dimensions%s)", op, ndim, ndim && !shape ? ", NULL sizes" : "");
-    return false;
-  }
-  for (int i = 0; i < ndim; i++)
-    if (shape[i] < 0) {
-      char b[256];
-      tg_set_error(TG_ERR_ARG, "%s: negative size in shape %s", op, shape_str(b, sizeof b, ndim, shape));
-      return false;
-    }
-  return true;
+  return shape_check(op, ndim, shape);
 }
 
+/* the element count of a shape check_new accepted */
 static int64_t numel_of(int ndim, const int64_t *shape) {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= shape[i];
+  int64_t n = 0;
+  shape_numel(ndim, shape, &n);
   return n;
 }
 
@@ -148,10 +139,15 @@ tg_tensor *tg_eye(tg_dtype dt, int64_t n, int64_t m) {
     return NULL;
   }
   if (n == 0 || m == 0) return tg_zeros(dt, 2, (int64_t[]){n, m});
-  int64_t k = n > m ? n : m;  /* square first: a wide or tall cut of it stays correct */
+  int64_t k = n > m ? n : m, kk;  /* square first: a wide or tall cut of it stays correct */
+  if (!size_mul(k, k + 1, &kk)) {
+    tg_set_error(TG_ERR_ARG, "tg_eye: %lld x %lld is too large (it is cut from a %lld x %lld view of at most 2^60 "
+                 "elements)", (long long)n, (long long)m, (long long)k, (long long)(k + 1));
+    return NULL;
+  }
   uop *x = mk_const(dt, 1, 2, (int64_t[]){k, 1});
   x = mk_pad(x, (int64_t[]){0, 0, 0, k});
-  x = mk_reshape(x, 1, (int64_t[]){k * (k + 1)});
+  x = mk_reshape(x, 1, &kk);
   x = mk_shrink(x, (int64_t[]){0, k * k});
   x = mk_reshape(x, 2, (int64_t[]){k, k});
   x = mk_shrink(x, (int64_t[]){0, n, 0, m});

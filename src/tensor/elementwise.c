@@ -18,7 +18,7 @@ static bool broadcast_n(const char *op, int n, uop **xs) {
     if (!xs[i]) return false;
     if (xs[i]->ndim > nd) nd = xs[i]->ndim;
   }
-  int64_t out[TG_MAX_DIMS];
+  int64_t out[TG_MAX_DIMS] = {0};
   for (int d = 0; d < nd; d++) out[d] = 1;
   for (int i = 0; i < n; i++)
     for (int d = 0; d < xs[i]->ndim; d++) {
@@ -31,6 +31,7 @@ static bool broadcast_n(const char *op, int n, uop **xs) {
                    shape_str(a, sizeof a, xs[0]->ndim, xs[0]->shape), shape_str(b, sizeof b, xs[i]->ndim, xs[i]->shape));
       return false;
     }
+  if (!shape_check(op, nd, out)) return false;  /* (2^40, 1) and (1, 2^40) broadcast past 2^60 elements */
   for (int i = 0; i < n; i++) {
     int64_t r[TG_MAX_DIMS];
     for (int d = 0; d < nd; d++) {

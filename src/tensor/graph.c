@@ -50,7 +50,11 @@ uop *mk_pad(uop *x, const int64_t *pads) {
   int64_t shape[TG_MAX_DIMS];
   bool zero = true;
   for (int i = 0; i < x->ndim; i++) {
-    shape[i] = x->shape[i] + pads[2 * i] + pads[2 * i + 1];
+    if (!size_add(x->shape[i], pads[2 * i], &shape[i]) || !size_add(shape[i], pads[2 * i + 1], &shape[i])) {
+      tg_set_error(TG_ERR_ARG, "tg_pad: padding %lld and %lld of axis %d (size %lld) is negative or makes more than "
+                   "2^60 elements", (long long)pads[2 * i], (long long)pads[2 * i + 1], i, (long long)x->shape[i]);
+      return NULL;
+    }
     zero &= pads[2 * i] == 0 && pads[2 * i + 1] == 0;
   }
   if (zero) return x;
@@ -107,7 +111,7 @@ uop *mk_reduce(uop *x, uop_op op, const bool *axes) {
   int64_t aux[TG_MAX_DIMS], shape[TG_MAX_DIMS];
   int reduced = 0, kept = 0;
   for (int i = 0; i < x->ndim; i++)
-    if (x->shape[i] > 1) {
+    if (x->shape[i] != 1) {  /* a kept axis of size 0 is kept too: (2, 0, 5) over 0 and 2 is (0,) */
       if (axes[i]) reduced++;
       else kept++;
     }

@@ -131,7 +131,7 @@ static tg_tensor *cumsum_last(tmps *s, tg_tensor *x) {
 tg_tensor *tg_cumsum(tg_tensor *x, int axis) {
   if (!x) return NULL;
   if (TNDIM(x) == 0 || tg_numel(x) == 0) {
-    if (TNDIM(x) && norm_axis("tg_cumsum", axis, TNDIM(x)) < 0) return NULL;
+    if (norm_axis_scalar("tg_cumsum", axis, TNDIM(x)) < 0) return NULL;
     tg_dtype dt = dtype_is_float(TDT(x)) ? TDT(x) : sum_acc_dtype(TDT(x));
     return tg_cast(x, dt);
   }
@@ -195,7 +195,7 @@ static tg_tensor *tri_op(const char *op, tg_tensor *x, int64_t diagonal, bool up
   int64_t r = TSHAPE(x)[TNDIM(x) - 2], c = TSHAPE(x)[TNDIM(x) - 1];
   tg_tensor *zero = tmp(&s, tg_scalar(TDT(x), 0));
   if (upper) return tmps_end(&s, tmp(&s, tg_where(tri(&s, r, c, diagonal), x, zero)));
-  return tmps_end(&s, tmp(&s, tg_where(tri(&s, r, c, diagonal + 1), zero, x)));
+  return tmps_end(&s, tmp(&s, tg_where(tri(&s, r, c, diagonal < INT64_MAX ? diagonal + 1 : diagonal), zero, x)));
 }
 
 tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal) { return tri_op("tg_triu", x, diagonal, true); }
@@ -252,7 +252,8 @@ tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp
   if (!x) return NULL;
   char a[SB];
   bool ok = ndim >= 1 && ndim <= TNDIM(x) && size && (mode == TG_INTERP_NEAREST || mode == TG_INTERP_LINEAR);
-  for (int i = 0; ok && i < ndim; i++) ok = size[i] >= 1 && size[i] <= INT32_MAX;
+  /* int32 positions, and (2 i + 1) * in in interp_axis stays in int64 */
+  for (int i = 0; ok && i < ndim; i++) ok = size[i] >= 1 && size[i] <= INT32_MAX && TSHAPE(x)[TNDIM(x) - ndim + i] <= INT32_MAX;
   if (!ok) {
     tg_set_error(TG_ERR_ARG, "tg_interpolate: bad sizes (%d of them, mode %d) for the trailing axes of shape %s", ndim,
                  (int)mode, shape_str(a, sizeof a, TNDIM(x), TSHAPE(x)));

@@ -23,21 +23,21 @@ static bool check_shape(const char *op, int ndim, const int64_t *shape) {
 
 tg_tensor *tg_reshape(tg_tensor *t, int ndim, const int64_t *shape) {
   if (!t || !check_shape("tg_reshape", ndim, shape)) return NULL;
-  int64_t s[TG_MAX_DIMS], known = 1;
+  int64_t s[TG_MAX_DIMS] = {0}, known = 1;
   int infer = -1;
   for (int i = 0; i < ndim; i++) {
-    s[i] = shape[i];
+    s[i] = shape[i] == -1 && infer < 0 ? 1 : shape[i];
     if (shape[i] == -1 && infer < 0) infer = i;
     else if (shape[i] < 0) {
       char b[SHAPE_BUF];
       tg_set_error(TG_ERR_ARG, "tg_reshape: bad size %lld in shape %s", (long long)shape[i], shape_str(b, sizeof b, ndim, shape));
       return NULL;
-    } else known *= shape[i];
+    }
   }
-  int64_t n = uop_numel(t->u);
-  if (infer >= 0) s[infer] = known ? n / known : 0;
-  int64_t m = 1;
-  for (int i = 0; i < ndim; i++) m *= s[i];
+  if (!shape_check("tg_reshape", ndim, s)) return NULL;
+  shape_numel(ndim, s, &known);
+  int64_t n = uop_numel(t->u), m = known;
+  if (infer >= 0) m = (s[infer] = known ? n / known : 0) * known;
   if (m != n) {
     char a[SHAPE_BUF], b[SHAPE_BUF];
     tg_set_error(TG_ERR_ARG, "tg_reshape: cannot reshape a tensor of shape %s (%lld elements) to %s (%lld elements)",
@@ -82,6 +82,7 @@ tg_tensor *tg_expand(tg_tensor *t, int ndim, const int64_t *shape) {
     s[i] = shape[i] == -1 ? ones[i] : shape[i];
     if (s[i] < 0 || (ones[i] != s[i] && ones[i] != 1)) goto bad;
   }
+  if (!shape_check("tg_expand", ndim, s)) return NULL;
   return tensor_new(mk_expand(mk_reshape(t->u, ndim, ones), ndim, s));
 bad:
   tg_set_error(TG_ERR_ARG, "tg_expand: cannot expand shape %s to %s", shape_str(a, sizeof a, xn, TSHAPE(t)),
@@ -107,9 +108,9 @@ tg_tensor *tg_pad_axes(tg_tensor *t, int ndim, const int64_t *pairs, double valu
                    (long long)pb, (long long)pa, (long long)n, i, shape_str(a, sizeof a, TNDIM(t), TSHAPE(t)));
       return NULL;
     }
-    int64_t kept = n - cb - ca, grow_b = pb > 0 ? pb : 0, grow_a = pa > 0 ? pa : 0;
-    if (grow_b > INT64_MAX / 2 - kept || grow_a > INT64_MAX / 2 - kept - grow_b) {
-      tg_set_error(TG_ERR_ARG, "tg_pad: padding (%lld, %lld) of axis %d overflows the size", (long long)pb, (long long)pa, i);
+    int64_t kept = n - cb - ca, grow_b = pb > 0 ? pb : 0, grow_a = pa > 0 ? pa : 0, size;
+    if (!size_add(kept, grow_b, &size) || !size_add(size, grow_a, &size)) {
+      tg_set_error(TG_ERR_ARG, "tg_pad: padding (%lld, %lld) of axis %d makes a size past 2^60", (long long)pb, (long long)pa, i);
       return NULL;
     }
     crop[2 * i] = cb;
@@ -190,7 +191,10 @@ tg_tensor *tg_transpose(tg_tensor *t, int dim0, int dim1) {
 
 tg_tensor *tg_flatten(tg_tensor *t, int start_dim, int end_dim) {
   if (!t) return NULL;
-  if (TNDIM(t) == 0) return tg_reshape(t, 1, (int64_t[]){1});
+  if (TNDIM(t) == 0) {
+    if (norm_axis_scalar("tg_flatten", start_dim, 0) < 0 || norm_axis_scalar("tg_flatten", end_dim, 0) < 0) return NULL;
+    return tg_reshape(t, 1, (int64_t[]){1});
+  }
   int a = norm_axis("tg_flatten", start_dim, TNDIM(t)), b = norm_axis("tg_flatten", end_dim, TNDIM(t));
   if (a < 0 || b < 0) return NULL;
   if (b < a) {
@@ -212,8 +216,8 @@ tg_tensor *tg_squeeze(tg_tensor *t, int axis) {
   int64_t s[TG_MAX_DIMS];
   int n = 0, a = -1;
   if (axis != TG_ALL) {
-    if (TNDIM(t) == 0) return tensor_new(t->u);
-    a = norm_axis("tg_squeeze", axis, TNDIM(t));
+    a = norm_axis_scalar("tg_squeeze", axis, TNDIM(t));
+    if (a >= 0 && TNDIM(t) == 0) return tensor_new(t->u);
     if (a < 0) return NULL;
   }
   for (int i = 0; i < TNDIM(t); i++)
@@ -254,8 +258,11 @@ static uop *slice_axis(uop *x, int ax, tg_slice sl) {
     start = start < -1 ? -1 : start > len - 1 ? len - 1 : start;
     stop = stop < -1 ? -1 : stop > len - 1 ? len - 1 : stop;
   }
-  int64_t count = step > 0 ? (stop - start + step - 1) / step : (start - stop + (-step) - 1) / (-step);
-  if (count < 0) count = 0;
+  /* the count without overflow for any step (INT64_MIN included): |step| as unsigned, differences <= len + 1 */
+  uint64_t ustep = step > 0 ? (uint64_t)step : -(uint64_t)step;
+  int64_t diff = step > 0 ? stop - start : start - stop;
+  int64_t count = diff <= 0 ? 0 : (int64_t)((uint64_t)(diff - 1) / ustep) + 1;
+  if (count <= 1) step = step > 0 ? 1 : -1;  /* one element: the step does not matter, and |step| <= len now */
   int nd = x->ndim;
   if (step < 0) {
     bool f[TG_MAX_DIMS] = {0};
@@ -308,6 +315,11 @@ tg_tensor *tg_slice_axes(tg_tensor *t, int n, const tg_slice *slices) {
       tg_set_error(TG_ERR_ARG, "tg_slice_axes: step 0 on axis %d", i);
       return NULL;
     }
+    if (!slices[i].all && slices[i].step != 1 && slices[i].step != -1 && TNDIM(t) == TG_MAX_DIMS) {
+      tg_set_error(TG_ERR_ARG, "tg_slice_axes: a step other than 1 or -1 (axis %d) takes a spare dimension: at most %d "
+                   "dimensions", i, TG_MAX_DIMS - 1);
+      return NULL;
+    }
     x = slice_axis(x, i, slices[i]);
   }
   return tensor_new(x);
@@ -334,7 +346,10 @@ tg_tensor *tg_cat(int n, tg_tensor *const *ts, int axis) {
                    shape_str(b, sizeof b, TNDIM(ts[i]), TSHAPE(ts[i])), ax);
       return NULL;
     }
-    total += TSHAPE(ts[i])[ax];
+    if (!size_add(total, TSHAPE(ts[i])[ax], &total)) {
+      tg_set_error(TG_ERR_ARG, "tg_cat: the sizes along axis %d add up to more than 2^60", ax);
+      return NULL;
+    }
     dt = dtype_promote(dt, TDT(ts[i]));
   }
   uop *acc = NULL;
@@ -387,7 +402,12 @@ tg_status tg_split(tg_tensor *t, int n, const int64_t *sizes, int axis, tg_tenso
   int ax = norm_axis("tg_split", axis, TNDIM(t));
   if (ax < 0) return TG_ERR_ARG;
   int64_t total = 0;
-  for (int i = 0; i < n; i++) total += sizes[i] < 0 ? -1000000000 : sizes[i];
+  for (int i = 0; i < n; i++)
+    if (!size_add(total, sizes[i], &total) || total > TSHAPE(t)[ax]) {
+      tg_set_error(TG_ERR_ARG, "tg_split: size %lld (piece %d) is negative or past the end of axis %d (%lld)",
+                   (long long)sizes[i], i, ax, (long long)TSHAPE(t)[ax]);
+      return TG_ERR_ARG;
+    }
   if (total != TSHAPE(t)[ax]) {
     tg_set_error(TG_ERR_ARG, "tg_split: sizes add up to %lld, axis %d has %lld", (long long)total, ax, (long long)TSHAPE(t)[ax]);
     return TG_ERR_ARG;
@@ -426,8 +446,17 @@ tg_tensor *tg_repeat(tg_tensor *t, int ndim, const int64_t *repeats) {
     s1[2 * i + 1] = base[i];
     s2[2 * i] = repeats[i];
     s2[2 * i + 1] = base[i];
-    fin[i] = repeats[i] * base[i];
+    fin[i] = 0;  /* any count of an empty axis is empty */
+    if (base[i] && !size_mul(repeats[i], base[i], &fin[i])) {
+      tg_set_error(TG_ERR_ARG, "tg_repeat: %lld repeats of size %lld make more than 2^60 elements",
+                   (long long)repeats[i], (long long)base[i]);
+      return NULL;
+    }
   }
+  int64_t n;
+  if (!shape_check("tg_repeat", ndim, fin)) return NULL;
+  shape_numel(ndim, fin, &n);
+  if (n == 0) return tensor_new(mk_const(TDT(t), 0, ndim, fin));  /* no elements: the (repeat, size) view may not fit */
   uop *x = mk_reshape(t->u, 2 * ndim, s1);
   x = mk_expand(x, 2 * ndim, s2);
   return tensor_new(mk_reshape(x, ndim, fin));

@@ -97,20 +97,11 @@ static uop *uniform_bits(int64_t n) {
 }
 
 static bool check(const char *op, tg_dtype dt, int ndim, const int64_t *shape, int64_t *n) {
-  if ((unsigned)dt >= TG_DTYPE_COUNT || ndim < 0 || ndim > TG_MAX_DIMS || (ndim && !shape)) {
-    tg_set_error(TG_ERR_ARG, "%s: bad dtype or shape", op);
+  if ((unsigned)dt >= TG_DTYPE_COUNT) {
+    tg_set_error(TG_ERR_ARG, "%s: bad dtype %d", op, (int)dt);
     return false;
   }
-  *n = 1;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 0) {
-      char b[256];
-      tg_set_error(TG_ERR_ARG, "%s: negative size in shape %s", op, shape_str(b, sizeof b, ndim, shape));
-      return false;
-    }
-    *n *= shape[i];
-  }
-  return true;
+  return shape_check(op, ndim, shape) && shape_numel(ndim, shape, n);
 }
 
 static uop *scale_shift(uop *x, double mul, double add_) {

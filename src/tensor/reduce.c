@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/tensor.h"
 
@@ -26,7 +27,7 @@ static bool axes_flags(const char *op, const uop *x, int naxes, const int *axes,
     return false;
   }
   for (int i = 0; i < naxes && axes; i++) {
-    int a = norm_axis(op, axes[i], x->ndim);
+    int a = norm_axis_scalar(op, axes[i], x->ndim);
     if (a < 0) return false;
     flags[a] = true;
   }
@@ -139,7 +140,7 @@ static tg_tensor *arg_extreme(const char *name, tg_tensor *t, int axis, bool kee
     axis = 0;
     keepdim = false;
   }
-  int a = norm_axis(name, axis, x->ndim);
+  int a = norm_axis_scalar(name, axis, x->ndim);
   if (a < 0) return NULL;
   bool f[TG_MAX_DIMS] = {0};
   f[a] = true;
@@ -178,7 +179,7 @@ typedef struct smx { uop *x, *shifted, *sumexp; bool f[TG_MAX_DIMS]; } smx;
 /* x - max(x) and sum(exp(x - max(x))) over one axis, with dims kept */
 static bool softmax_parts(const char *op, tg_tensor *t, int axis, smx *p) {
   p->x = mk_cast(t->u, float_of(TDT(t)));
-  int a = norm_axis(op, axis, p->x->ndim);
+  int a = norm_axis_scalar(op, axis, p->x->ndim);
   if (a < 0) return false;
   for (int i = 0; i < TG_MAX_DIMS; i++) p->f[i] = i == a;
   uop *m = max_r(p->x, p->f);
@@ -267,7 +268,7 @@ tg_tensor *tg_matmul(tg_tensor *ta, tg_tensor *tb) {
   uop *pa = a3, *pb = b3;
   if (!b3) return NULL;
   if (!broadcast_pair("tg_matmul", &pa, &pb)) {
-    if (tg_error_status() == TG_ERR_NOMEM) return NULL;
+    if (!strstr(tg_error(), "cannot broadcast")) return NULL;  /* its own message: too large, out of memory */
     tg_set_error(TG_ERR_ARG, "tg_matmul: batch dimensions of shapes %s and %s do not broadcast",
                  shape_str(sa, sizeof sa, ta->u->ndim, ta->u->shape), shape_str(sb, sizeof sb, tb->u->ndim, tb->u->shape));
     return NULL;

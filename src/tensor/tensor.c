@@ -60,6 +60,14 @@ static tg_tensor *tensor_alloc(uop *u, bool scoped) {
   t->refcnt = 1;
   t->u = u;
   t->owner = &owner_token;
+  lib_lock();
+  bool rooted = live || uop_gc_add_roots(mark_live, NULL);
+  lib_unlock();
+  if (!rooted) {
+    free(t);
+    tg_set_error(TG_ERR_NOMEM, "out of memory registering the live tensors with the collector");
+    return NULL;
+  }
   if (scoped && nscopes) {
     if (!scope_push(&scopes[nscopes - 1], t)) {
       free(t);
@@ -69,10 +77,7 @@ static tg_tensor *tensor_alloc(uop *u, bool scoped) {
     t->scope = nscopes;
   }
   lib_lock();
-  if (!live) {
-    uop_gc_add_roots(mark_live, NULL);
-    uop_set_buf_release(release_storage);
-  }
+  if (!live) uop_set_buf_release(release_storage);
   t->next = live;
   if (live) live->prev = t;
   live = t;
@@ -200,11 +205,19 @@ const int64_t *tg_shape_ptr(const tg_tensor *t) { return t ? t->u->shape : NULL;
 int64_t tg_numel(const tg_tensor *t) { return t ? uop_numel(t->u) : -1; }
 tg_dtype tg_dtype_of(const tg_tensor *t) { return t ? (tg_dtype)t->u->dtype : TG_DTYPE_COUNT; }
 
-int norm_axis(const char *op, int axis, int ndim) {
+static int axis_in(const char *op, int axis, int ndim, bool scalar_ok) {
+  if (ndim == 0 && scalar_ok && (axis == 0 || axis == -1)) return 0;
   int a = axis < 0 ? axis + ndim : axis;
-  if (a < 0 || a >= (ndim ? ndim : 1)) {
-    tg_set_error(TG_ERR_ARG, "%s: axis %d out of range for a tensor of %d dimensions", op, axis, ndim);
+  if (a < 0 || a >= ndim) {
+    if (ndim == 0)
+      tg_set_error(TG_ERR_ARG, "%s: axis %d given for a 0-d tensor, which has no axes", op, axis);
+    else
+      tg_set_error(TG_ERR_ARG, "%s: axis %d out of range for a tensor of %d dimensions (-%d..%d)", op, axis, ndim,
+                   ndim, ndim - 1);
     return -1;
   }
   return a;
 }
+
+int norm_axis(const char *op, int axis, int ndim) { return axis_in(op, axis, ndim, false); }
+int norm_axis_scalar(const char *op, int axis, int ndim) { return axis_in(op, axis, ndim, true); }

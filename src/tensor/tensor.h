@@ -78,8 +78,12 @@ void rng_draw_words(uint64_t base, uint32_t out[4]);  /* a draw buffer's content
  * CUSTOM_GRAD CG_CONV_INPUT node's (conv.c) */
 uop *conv_input_grad(uop *gy, uop *x, uop *w, const int64_t *aux);
 
-/* normalizes a possibly negative axis; -1 with an error naming op if out of range */
+/* normalizes a possibly negative axis against ndim; -1 with an error naming op if out of range. A 0-d
+ * tensor has no axes: every axis is refused */
 int norm_axis(const char *op, int axis, int ndim);
+/* the same, but as tinygrad's reductions (and cumsum, squeeze, flatten, softmax) a 0-d tensor takes axis 0
+ * or -1, returned as 0: the op then works on the one element (a caller must not read shape[0]) */
+int norm_axis_scalar(const char *op, int axis, int ndim);
 /* broadcasts a and b to one shape and promotes them to one dtype; false with an error naming op */
 bool broadcast_pair(const char *op, uop **a, uop **b);
 tg_dtype sum_acc_dtype(tg_dtype dt);

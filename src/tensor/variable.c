@@ -107,7 +107,7 @@ static int check_window(const char *op, tg_tensor *t, int axis, tg_variable *v) 
 tg_tensor *tg_shrink_at(tg_tensor *t, int axis, tg_variable *start, int64_t len) {
   int a = check_window("tg_shrink_at", t, axis, start);
   if (a < 0) return NULL;
-  if (len < 0 || start->max + len > TSHAPE(t)[a]) {
+  if (len < 0 || len > TSHAPE(t)[a] - start->max) {  /* max <= INT32_MAX: no overflow */
     char b[256];
     tg_set_error(TG_ERR_ARG, "tg_shrink_at: a window of %lld from %s (up to %lld) does not fit axis %d of %s",
                  (long long)len, start->name, (long long)start->max, a, shape_str(b, sizeof b, TNDIM(t), TSHAPE(t)));

@@ -93,6 +93,8 @@ uop *uop_new_shaped(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg a
                     const int64_t *aux, int ndim, const int64_t *shape) {
   for (int i = 0; i < nsrc; i++)
     if (!src[i]) return NULL;
+  /* see shape.c: no shape overflows (checked for every node, found or new: an equal node has this shape) */
+  if (ndim && !shape_check(uop_op_name(op), ndim, shape)) return NULL;
   uint64_t h = node_hash(op, dt, nsrc, src, arg, naux, aux);
   lib_lock();
   uop *u = NULL;
@@ -213,15 +215,26 @@ static size_t bytes_since_gc;
 #define GC_BYTES_PER_NODE 2048
 
 typedef struct root_entry { uop_root_fn fn; void *ctx; } root_entry;
-static root_entry roots[32];
-static int nroots;
+static root_entry *roots;
+static int nroots, roots_cap;
 
-void uop_gc_add_roots(uop_root_fn fn, void *ctx) {
+bool uop_gc_add_roots(uop_root_fn fn, void *ctx) {
   lib_lock();
-  bool have = false;
-  for (int i = 0; i < nroots && !have; i++) have = roots[i].fn == fn && roots[i].ctx == ctx;
-  if (!have && nroots < 32) roots[nroots++] = (root_entry){fn, ctx};
+  bool ok = true;
+  int i = 0;
+  while (i < nroots && !(roots[i].fn == fn && roots[i].ctx == ctx)) i++;
+  if (i == nroots && nroots == roots_cap) {  /* one per live JIT capture, so no fixed bound */
+    int nc = roots_cap ? roots_cap * 2 : 16;
+    root_entry *nr = mem_realloc(roots, (size_t)nc * sizeof *nr);
+    if (nr) {
+      roots = nr;
+      roots_cap = nc;
+    }
+    ok = nr != NULL;
+  }
+  if (ok && i == nroots) roots[nroots++] = (root_entry){fn, ctx};
   lib_unlock();
+  return ok;
 }
 
 void uop_gc_remove_roots(uop_root_fn fn, void *ctx) {
@@ -295,6 +308,7 @@ size_t uop_gc(void) {
       uop *u = *pp;
       if (u->mark || lost_marks) { /* out of memory while marking: free nothing this time */
         u->mark = 0;
+        uop_storage(u);  /* a value a write made stale lets go of its buffer now */
         pp = &u->next;
       } else {
         *pp = u->next;

@@ -130,7 +130,8 @@ uint16_t float_to_bf16(float f);
 
 /* ---- memory ---------------------------------------------------------------------------------------- */
 typedef void (*uop_root_fn)(void *ctx);
-void uop_gc_add_roots(uop_root_fn fn, void *ctx);   /* fn calls uop_mark on what it keeps alive */
+/* fn calls uop_mark on what it keeps alive; false when out of memory (then nothing is kept) */
+bool uop_gc_add_roots(uop_root_fn fn, void *ctx);
 void uop_gc_remove_roots(uop_root_fn fn, void *ctx);
 void uop_mark(uop *u);
 void uop_set_buf_release(void (*release)(void *buf));
@@ -243,6 +244,20 @@ void mem_fail_at(int64_t k);
 int64_t mem_count(void);   /* allocations since mem_fail_at (counted only while armed) */
 bool mem_failed(void);     /* whether the armed allocation has failed */
 void mem_on_fail(void (*fn)(int64_t k));  /* fn runs in the allocation that fails (a test's backtrace); NULL: none */
+
+/* ---- size arithmetic (shape.c) ----------------------------------------------------------------------- */
+/* Every shape of the graph has sizes >= 0 whose product (zeros left out, so every stride fits too) is at most
+ * UOP_MAX_NUMEL: counts, strides, byte counts and kernel index arithmetic then stay in int64. */
+#define UOP_MAX_NUMEL ((int64_t)1 << 60)
+/* a + b and a * b of sizes in [0, UOP_MAX_NUMEL] into *out; false (nothing written) for a negative operand or
+ * a result past UOP_MAX_NUMEL */
+bool size_add(int64_t a, int64_t b, int64_t *out);
+bool size_mul(int64_t a, int64_t b, int64_t *out);
+/* the element count of a shape into *numel (NULL: not wanted); false for a bad rank, a negative size or a
+ * product past UOP_MAX_NUMEL */
+bool shape_numel(int ndim, const int64_t *shape, int64_t *numel);
+/* shape_numel as a check: false with an error naming op and the shape */
+bool shape_check(const char *op, int ndim, const int64_t *shape);
 
 /* ---- helpers shared by the layers ------------------------------------------------------------------ */
 void tg_set_error(tg_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
