@@ -66,6 +66,9 @@ TEST(test_shapes_overflowing_element_counts_are_refused) {
   REFUSED(tg_full(TG_INT8, SH(INT64_MAX, 2), 1), "2^60");
   REFUSED(tg_zeros(TG_FLOAT32, SH(0, INT64_MAX, 4)), "2^60");  /* strides would overflow though numel is 0 */
   REFUSED(tg_rand(TG_FLOAT32, SH(big, big)), "2^60");
+  /* 2^59 elements are allowed, so a draw must not make a (2^59, 4) view of its counters (the driver found it) */
+  tg_tensor *r = tg_rand(TG_FLOAT32, SH((int64_t)1 << 20, (int64_t)1 << 36, 4, 2));
+  CHECK(r && tg_numel(r) == (int64_t)1 << 59, "tg_rand of 2^59 elements: %s", tg_error());
   tg_tensor *x = tg_ones(TG_FLOAT32, SH(2, 3));
   CHECK_T(x);
   REFUSED(tg_reshape(x, SH(INT64_MAX, 2, 0)), "2^60");

@@ -140,3 +140,27 @@ TEST(test_symbolic_random_expressions_keep_their_value) {
   }
   CHECK(checked > 10000, "too few samples checked: %d", checked);
 }
+
+/* found by the random-API driver: the comparison and div/mod rules assumed integers that never wrap, which
+ * index arithmetic is but uint8 data is not. (x + 255) < 0 in uint8 became x < 1 (true for x = 0), and
+ * (x + 250) // 2 would become x // 2 + 125. */
+TEST(test_symbolic_wrapping_data_arithmetic_is_not_folded) {
+  tg_scope_begin();
+  uint8_t d[4] = {3, 0, 7, 10};
+  tg_tensor *x = tg_from_data(TG_UINT8, 1, (int64_t[]){4}, d, sizeof d);
+  CHECK_T(x);
+  tg_tensor *lt = tg_lt(tg_add_scalar(x, -1), tg_scalar(TG_UINT8, 0));  /* x - 1 wraps to 255 for x = 0 */
+  tg_tensor *dv = tg_idiv(tg_add_scalar(x, 250), tg_scalar(TG_UINT8, 2));
+  tg_tensor *i8 = tg_lt(tg_add_scalar(tg_cast(x, TG_INT8), 125), tg_scalar(TG_INT8, -100));  /* 7 + 125 wraps */
+  uint8_t got_lt[4], got_dv[4], got_i8[4];
+  CHECK(tg_to_host(lt, got_lt, 4) == TG_OK && tg_to_host(dv, got_dv, 4) == TG_OK && tg_to_host(i8, got_i8, 4) == TG_OK,
+        "%s", tg_error());
+  for (int i = 0; i < 4; i++) {
+    int8_t s = (int8_t)(uint8_t)(d[i] + 125);
+    CHECK(got_lt[i] == 0, "uint8 %d - 1 < 0 gave %d", d[i], got_lt[i]);
+    CHECK(got_dv[i] == (uint8_t)(d[i] + 250) / 2, "uint8 (%d + 250) // 2 gave %d, want %d", d[i], got_dv[i],
+          (uint8_t)(d[i] + 250) / 2);
+    CHECK(got_i8[i] == (s < -100), "int8 %d + 125 < -100 gave %d, want %d", d[i], got_i8[i], s < -100);
+  }
+  tg_scope_end();
+}

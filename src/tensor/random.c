@@ -65,8 +65,8 @@ void rng_draw_words(uint64_t base, uint32_t out[4]) {
   out[3] = (uint32_t)(s >> 32);
 }
 
-/* the draw's counter and key as a 4-word buffer, broadcast to (n, 4): constants would make every call's
- * kernel new code to compile, and a JIT replay rewrites the buffer to draw fresh numbers */
+/* the draw's counter and key as a 4-word buffer: constants would make every call's kernel new code to
+ * compile, and a JIT replay rewrites the buffer to draw fresh numbers */
 static uop *draw_buffer(uint64_t base, int64_t n) {
   uint32_t v[4];
   rng_draw_words(base, v);
@@ -75,12 +75,12 @@ static uop *draw_buffer(uint64_t base, int64_t n) {
   uop *u = t->u;
   tg_free(t);  /* the node keeps its buffer */
   if (observer && u) observer(observer_ctx, u->buf, base, (uint64_t)n);
-  return u ? mk_expand(mk_reshape(u, 2, (int64_t[]){1, 4}), 2, (int64_t[]){n, 4}) : NULL;
+  return u;
 }
 
-/* word w of every row of a (n, 4) draw buffer, shape (n,) */
+/* word w of the draw buffer broadcast to shape (n,) (not a (n, 4) view: n may be up to 2^60) */
 static uop *word(uop *draw, int w, int64_t n) {
-  return mk_reshape(mk_shrink(draw, (int64_t[]){0, n, w, w + 1}), 1, &n);
+  return mk_expand(mk_shrink(draw, (int64_t[]){w, w + 1}), 1, &n);
 }
 
 /* n uniform floats in [0, 1) as float32, shape (n,) */

@@ -140,6 +140,34 @@ int64_t uop_vmax(uop *u) {
   return u->vmax;
 }
 
+/* Whether the integer sum or product u may have wrapped around its dtype on the way: its exact range, or that
+ * of a sum or product it is made of, passes the dtype's. Sums and products are right modulo 2^bits, so the
+ * rules that only regroup them hold either way, but comparisons and div/mod reason about true integers: for a
+ * uint8 x, (x + 255) < 1 is x == 0 wrapped, not x < -254. Index arithmetic has known small ranges and never
+ * wraps; data arithmetic in narrow or 64-bit types may. */
+static bool may_wrap(uop *u) {
+  if (u->op != OP_ADD && u->op != OP_MUL && u->op != OP_NEG) return false;
+  uop *a = u->src[0], *b = u->nsrc > 1 ? u->src[1] : NULL;
+  int64_t lo, hi, dlo, dhi;
+  dtype_range((tg_dtype)u->dtype, &dlo, &dhi);
+  if (u->op == OP_ADD) {
+    lo = sat_add(uop_vmin(a), uop_vmin(b));
+    hi = sat_add(uop_vmax(a), uop_vmax(b));
+  } else if (u->op == OP_MUL) {
+    int64_t p1 = sat_mul(uop_vmin(a), uop_vmin(b)), p2 = sat_mul(uop_vmin(a), uop_vmax(b));
+    int64_t p3 = sat_mul(uop_vmax(a), uop_vmin(b)), p4 = sat_mul(uop_vmax(a), uop_vmax(b));
+    lo = min4(p1, p2, p3, p4);
+    hi = max4(p1, p2, p3, p4);
+  } else {
+    if (uop_vmin(a) == INT64_MIN) return true;
+    lo = -uop_vmax(a);
+    hi = -uop_vmin(a);
+  }
+  /* a saturated bound is an int64 overflow */
+  if (lo < dlo || hi > dhi || lo == INT64_MIN || hi == INT64_MAX) return true;
+  return may_wrap(a) || (b && may_wrap(b));
+}
+
 /* ---- constant folding ----------------------------------------------------------------------------------- */
 
 static int64_t wrap_int(tg_dtype dt, int64_t v) {
@@ -367,7 +395,7 @@ static int64_t gcd(int64_t a, int64_t b) {
 /* x // c and x % c for x >= 0, c > 0: take the multiples of c out of the sum */
 static uop *divmod_fold(uop *u, bool is_mod) {
   uop *x = u->src[0], *cu = u->src[1];
-  if (!is_intish(u) || !uop_is_const(cu) || cu->arg.i <= 0 || uop_vmin(x) < 0) return NULL;
+  if (!is_intish(u) || !uop_is_const(cu) || cu->arg.i <= 0 || uop_vmin(x) < 0 || may_wrap(x)) return NULL;
   int64_t c = cu->arg.i;
   tg_dtype dt = (tg_dtype)u->dtype;
   if (c == 1) return is_mod ? uop_const_int(dt, 0) : x;
@@ -446,10 +474,14 @@ static uop *rule_mod(void *ctx, uop *u, uop **cap) { return divmod_fold(u, true)
 /* (x + c) < d -> x < d - c, and c*x < d for c > 0 -> x < ceil(d/c) (integers) */
 static uop *rule_cmplt_const(void *ctx, uop *u, uop **cap) {
   uop *x = cap[0], *d = cap[1];
-  if (!is_intish(x)) return NULL;
+  if (!is_intish(x) || may_wrap(x)) return NULL;
   tg_dtype dt = (tg_dtype)x->dtype;
-  if (x->op == OP_ADD && uop_is_const(x->src[1]))
-    return uop_binary(OP_CMPLT, x->src[0], uop_const_int(dt, d->arg.i - x->src[1]->arg.i));
+  if (x->op == OP_ADD && uop_is_const(x->src[1])) {
+    int64_t dc, dlo, dhi;  /* d - c must be a value of the dtype too */
+    dtype_range(dt, &dlo, &dhi);
+    if (__builtin_sub_overflow(d->arg.i, x->src[1]->arg.i, &dc) || dc < dlo || dc > dhi) return NULL;
+    return uop_binary(OP_CMPLT, x->src[0], uop_const_int(dt, dc));
+  }
   if (x->op == OP_MUL && uop_is_const(x->src[1]) && x->src[1]->arg.i > 0) {
     int64_t c = x->src[1]->arg.i;
     return uop_binary(OP_CMPLT, x->src[0], uop_const_int(dt, -floordiv(-d->arg.i, c)));
