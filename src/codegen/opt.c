@@ -50,7 +50,7 @@ bool uop_uses(uop *u, uop *r) {
 int64_t max_range_id(uop *ast) {
   int n;
   uop **order = uop_toposort(ast, &n);
-  if (!order) return 63;
+  if (!order) return -2;
   int64_t m = -1;
   for (int i = 0; i < n; i++)
     if (order[i]->op == OP_RANGE && order[i]->arg.i > m) m = order[i]->arg.i;
@@ -95,6 +95,7 @@ static uop *rebuild(rebuild_ctx *c, uop *u) {
 
 uop *split_range(uop *ast, uop *r, int64_t k, int inner_type, uop **outer, uop **inner) {
   int64_t n = r->src[0]->arg.i, id = max_range_id(ast) + 1;
+  if (id == -1) return NULL;  /* out of memory */
   if (id >= 64) {
     tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
     return NULL;
@@ -239,6 +240,7 @@ static uop *pad_range(uop *ast, uop *r, int64_t m) {
 
 static uop *swap_ranges(uop *ast, uop *a, uop *b) {
   int64_t tmp_id = max_range_id(ast) + 1;
+  if (tmp_id == -1) return NULL;  /* out of memory */
   if (tmp_id >= 64) {
     tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
     return NULL;
@@ -306,6 +308,7 @@ static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
       uop *tr = pl->inner[j]; pl->inner[j] = pl->inner[j - 1]; pl->inner[j - 1] = tr;
     }
   int64_t id = max_range_id(ast) + 1;
+  if (id == -1) return NULL;  /* out of memory */
   if (id + pl->ninner > 64) {
     tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
     return NULL;

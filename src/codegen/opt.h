@@ -72,7 +72,7 @@ uop *kernel_simplify(uop *ast);
 /* whether u uses the RANGE r */
 bool uop_uses(uop *u, uop *r);
 bool uop_uses_memo(uop *u, uop *r, uop_map *memo);  /* the same with a memo kept by the caller for one r */
-/* the largest range id in ast, -1 if none */
+/* the largest range id in ast, -1 if none; -2 when memory ran out (TG_ERR_NOMEM is set) */
 int64_t max_range_id(uop *ast);
 
 /* the loops every REDUCE of the kernel uses, all bits when there is none; an output loop not among them is
