@@ -1137,6 +1137,49 @@ static void op_one_hot(slot *x) {
   end_call();
 }
 
+static void op_cumsum(slot *x) {
+  int nd = x->ndim, axis = draw_axis(nd);
+  int a = model_axis(axis, nd, true);
+  int64_t n = model_numel(nd, x->shape);
+  bool ok = a >= 0 && (nd == 0 || n == 0 || nd + 2 <= TG_MAX_DIMS);  /* its windows take two more axes */
+  tg_dtype dt = ref_is_float(x->dt) ? x->dt : ref_sum_dtype(x->dt);
+  describe("tg_cumsum(%s ndim %d, axis %d)", tg_dtype_name(x->dt), nd, axis);
+  begin_call();
+  tg_tensor *t = tg_cumsum(x->t, axis);
+  if (!ok) expect_error(!t);
+  else {
+    ref_arr *r = NULL;
+    if (x->r && small_float_values(x->r, 100)) {
+      r = ref_new(dt, nd, x->shape);
+      int64_t outer = 1, len = nd ? x->shape[a] : 1, inner = 1;
+      for (int i = 0; i < a && nd; i++) outer *= x->shape[i];
+      for (int i = a + 1; i < nd; i++) inner *= x->shape[i];
+      for (int64_t p = 0; p < outer && r->numel; p++)
+        for (int64_t q = 0; q < inner; q++) {
+          double acc = 0;
+          for (int64_t k = 0; k < len; k++) {
+            int64_t at = (p * len + k) * inner + q;
+            acc += x->r->data[at];
+            r->data[at] = ref_round(dt, acc);
+          }
+        }
+    }
+    expect_tensor(t, nd, x->shape, dt, true, r);
+  }
+  end_call();
+}
+
+/* tg_shape with any axis: the size, or -1 with a message */
+static void op_shape_query(slot *x) {
+  int axis = draw_axis(x->ndim), a = model_axis(axis, x->ndim, false);
+  describe("tg_shape(ndim %d, %d)", x->ndim, axis);
+  begin_call();
+  int64_t got = tg_shape(x->t, axis);
+  if (a < 0) expect_error(got == -1);
+  else if (got != x->shape[a]) FAIL("tg_shape gave %lld, want %lld", (long long)got, (long long)x->shape[a]);
+  end_call();
+}
+
 /* ---- reading values --------------------------------------------------------------------------------------- */
 
 static void op_check(void) {
@@ -1223,8 +1266,8 @@ static void one_call(void) {
   if (k < 83) { op_softmax(x); return; }
   if (k < 86) { op_matmul(x); return; }
   if (k < 88) { op_index_select(x); return; }
-  if (k < 89) { op_one_hot(x); return; }
-  if (k < 90) { op_realize_many(); return; }
+  if (k < 89) { chance(50) ? op_one_hot(x) : op_cumsum(x); return; }
+  if (k < 90) { chance(50) ? op_realize_many() : op_shape_query(x); return; }
   op_check();
 }
 
