@@ -170,6 +170,16 @@ TEST(test_shapes_empty_results_run_no_kernels) {
   CHECK(tg_get_stats().kernels_run == before.kernels_run, "an empty result ran %llu kernels",
         (unsigned long long)(tg_get_stats().kernels_run - before.kernels_run));
   CHECK(tg_to_host(y, NULL, 0) == TG_OK && tg_shape(y, 0) == (int64_t)1 << 40 && tg_numel(y) == 0, "%s", tg_error());
+  /* a reduce over nothing is its identity, as tinygrad's: the (2^40, 1) max inside the softmax is never stored */
+  tg_tensor *z = tg_zeros(TG_FLOAT32, SH((int64_t)1 << 40, 0));
+  double mx = tg_item(tg_max(tg_log_softmax(z, 1), 0, NULL, false));
+  double mn = tg_item(tg_min(z, 0, NULL, false)), sm = tg_item(tg_sum(z, 0, NULL, false));
+  CHECK(isinf(mx) && mx < 0 && isinf(mn) && mn > 0 && sm == 0, "max %g, min %g, sum %g of nothing: %s", mx, mn, sm,
+        tg_error());
+  int32_t im[3] = {0};
+  tg_tensor *imin = tg_min(tg_zeros(TG_INT32, SH(0, 3)), AX(0), false);
+  CHECK(imin && tg_to_host(imin, im, sizeof im) == TG_OK && im[0] == INT32_MAX && im[2] == INT32_MAX,
+        "int32 min over an empty axis: %d (%s)", im[0], tg_error());
   tg_tensor *e = tg_empty(TG_FLOAT32, SH(3, 0));
   tg_tensor *s = tg_add_scalar(e, 1);
   CHECK(s && tg_realize(s) == TG_OK && tg_numel(s) == 0, "an empty sum: %s", tg_error());

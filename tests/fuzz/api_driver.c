@@ -77,7 +77,8 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
   if (failed > 40) return;
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "FAIL seed %llu call %ld (%s): ", (unsigned long long)seed, call_no, desc);
+  fprintf(stderr, "FAIL seed %llu call %ld (%s%s%s): ", (unsigned long long)seed, call_no, desc,
+          cur_hist[0] ? " on " : "", cur_hist);
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, " [%s:%d]\n", file, line);
   va_end(ap);
@@ -1189,6 +1190,7 @@ static void op_check(void) {
     if (c->t && c->r && c->work <= MAX_WORK) x = c;
   }
   if (!x) return;
+  cur_hist[0] = 0;
   describe("read back: %s", x->hist);
   begin_call();
   nchecked++;
@@ -1202,14 +1204,14 @@ static void op_check(void) {
     else {
       double w = x->r->data[0];
       bool half = x->half;
-      bool close = (isnan(w) && isnan(v)) || v == w || fabs(v - w) <= (half ? 1e-3 : 1e-5) + (half ? 4e-3 : 1e-3) * fabs(w);
+      bool close = (isnan(w) && isnan(v)) || v == w || fabs(v - w) <= (half ? 1e-2 : 1e-5) + (half ? 1e-2 : 1e-3) * fabs(w);
       if (!close) FAIL("tg_item %.9g, want %.9g", v, w);
     }
   } else {
-    /* half floats: the library rounds sums and products to float16 between steps (as tinygrad does), the
-     * reference once, so a few ulps (2^-11 relative each) apart */
+    /* half floats: the library rounds to float16 between steps (as tinygrad does), the reference once: a few
+     * ulps (2^-11 relative each) per step, which cancellation in a later sum makes large next to the result */
     bool half = x->half;
-    ref_check_tol(desc, x->t, x->r, true, half ? 1e-3 : 1e-5, half ? 4e-3 : 1e-3, __FILE__, __LINE__);
+    ref_check_tol(desc, x->t, x->r, true, half ? 1e-2 : 1e-5, half ? 1e-2 : 1e-3, __FILE__, __LINE__);
   }
   end_call();
 }
@@ -1220,6 +1222,7 @@ static void op_realize_many(void) {
   int n = 0;
   for (int i = 0; i < NSLOT; i++)
     if (pool[i].t && pool[i].work <= MAX_WORK && chance(50)) ts[n++] = pool[i].t;
+  cur_hist[0] = 0;
   describe("tg_realize_many(%d tensors)", n);
   for (int i = 0, k = 0; i < NSLOT; i++)  /* which ones, and how they were made */
     if (k < n && pool[i].t == ts[k]) {
