@@ -141,9 +141,15 @@ tg_tensor *tg_cumsum(tg_tensor *x, int axis) {
     tg_set_error(TG_ERR_ARG, "tg_cumsum: a tensor of %d dimensions needs more than %d for its windows", TNDIM(x), TG_MAX_DIMS);
     return NULL;
   }
-  tmps s = TMPS("tg_cumsum");
   int nd = TNDIM(x);
-  int64_t n = TSHAPE(x)[ax];
+  int64_t n = TSHAPE(x)[ax], w;
+  /* its windows: n (at most 2 * CUMSUM_SPLIT) sums of up to as many elements per element, twice that padded */
+  if (!size_mul(tg_numel(x), 2 * (n < 2 * CUMSUM_SPLIT ? n : 2 * CUMSUM_SPLIT), &w)) {
+    tg_set_error(TG_ERR_ARG, "tg_cumsum: a running sum over an axis of %lld in %lld elements takes windows of more than "
+                 "2^60 elements", (long long)n, (long long)tg_numel(x));
+    return NULL;
+  }
+  tmps s = TMPS("tg_cumsum");
   tg_tensor *t = tmp(&s, tg_transpose(x, ax, -1)), *y;
   if (n <= 2 * CUMSUM_SPLIT) {
     y = cumsum_last(&s, t);
