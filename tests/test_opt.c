@@ -519,3 +519,31 @@ TEST(test_opt_int64_index_matmul_is_vector_code_and_correct) {
   free(hy);
   tg_scope_end();
 }
+
+/* found by the random-API driver: a row kernel (a reduce over the row, then the row's outputs) whose values
+ * have no vector form (float16) keeps its lanes scalar, and copying the stores per lane before unrolling the
+ * row's reduce left each lane its own extreme: argmin over float16 tanh of 24 values picked a lane's minimum */
+TEST(test_opt_scalar_lanes_of_a_row_kernel_reduce_the_whole_row) {
+  tg_scope_begin();
+  enum { N = 24 };
+  const float v[N] = {3, 2, 3, 1.5, 1.5, -3, -1.5, 3.5, 3.5, -3.5, -1, -2, -1, 3, 4, 3.5, -3.5, -2.5, 1.5, -3.5, -1.5, 3.5, -2, -1};
+  tg_tensor *x = tg_cast(tg_from_data(TG_FLOAT32, 3, (int64_t[]){3, 4, 2}, v, sizeof v), TG_FLOAT16);
+  CHECK_T(x);
+  CHECK(tg_realize(x) == TG_OK, "%s", tg_error());
+  for (int k = 0; k < 2; k++) {  /* tanh of the values and of their negation: both extremes */
+    tg_tensor *y = tg_cast(tg_tanh(k ? tg_neg(x) : x), TG_FLOAT32);
+    float t[N];
+    CHECK(tg_to_host(tg_contiguous(y), t, sizeof t) == TG_OK, "%s", tg_error());
+    int mi = 0, ma = 0;
+    for (int i = 1; i < N; i++) {
+      if (t[i] < t[mi]) mi = i;
+      if (t[i] > t[ma]) ma = i;
+    }
+    int32_t gmin = -1, gmax = -1;
+    CHECK(tg_to_host(tg_argmin(y, TG_ALL, false), &gmin, 4) == TG_OK && tg_to_host(tg_argmax(y, TG_ALL, true), &gmax, 4) == TG_OK,
+          "%s", tg_error());
+    CHECK(gmin == mi, "case %d: argmin %d (value %g), want %d (%g)", k, gmin, gmin >= 0 && gmin < N ? t[gmin] : NAN, mi, t[mi]);
+    CHECK(gmax == ma, "case %d: argmax %d (value %g), want %d (%g)", k, gmax, gmax >= 0 && gmax < N ? t[gmax] : NAN, ma, t[ma]);
+  }
+  tg_scope_end();
+}

@@ -2,6 +2,7 @@
  * tinygrad lets a reduction take axis 0 or -1 of it), and no shape computation overflows: a shape whose element
  * count passes 2^60 is refused with a message, and slicing takes any step, INT64_MIN included. */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "test.h"
 
@@ -171,8 +172,37 @@ TEST(test_shapes_empty_results_run_no_kernels) {
   CHECK(tg_get_stats().kernels_run == before.kernels_run, "an empty result ran %llu kernels",
         (unsigned long long)(tg_get_stats().kernels_run - before.kernels_run));
   CHECK(tg_to_host(y, NULL, 0) == TG_OK && tg_shape(y, 0) == (int64_t)1 << 40 && tg_numel(y) == 0, "%s", tg_error());
+  /* a reduce over nothing is its identity, as tinygrad's: the (2^40, 1) max inside the softmax is never stored */
+  tg_tensor *z = tg_zeros(TG_FLOAT32, SH((int64_t)1 << 40, 0));
+  double mx = tg_item(tg_max(tg_log_softmax(z, 1), 0, NULL, false));
+  double mn = tg_item(tg_min(z, 0, NULL, false)), sm = tg_item(tg_sum(z, 0, NULL, false));
+  CHECK(isinf(mx) && mx < 0 && isinf(mn) && mn > 0 && sm == 0, "max %g, min %g, sum %g of nothing: %s", mx, mn, sm,
+        tg_error());
+  int32_t im[3] = {0};
+  tg_tensor *imin = tg_min(tg_zeros(TG_INT32, SH(0, 3)), AX(0), false);
+  CHECK(imin && tg_to_host(imin, im, sizeof im) == TG_OK && im[0] == INT32_MAX && im[2] == INT32_MAX,
+        "int32 min over an empty axis: %d (%s)", im[0], tg_error());
   tg_tensor *e = tg_empty(TG_FLOAT32, SH(3, 0));
   tg_tensor *s = tg_add_scalar(e, 1);
   CHECK(s && tg_realize(s) == TG_OK && tg_numel(s) == 0, "an empty sum: %s", tg_error());
+  tg_scope_end();
+}
+
+/* found by the random-API driver: a cumsum over 2^41 elements was refused (its chunk totals' running sum was
+ * quadratic: 2^33 windows of 2^33); the totals are now split the same way, so any length builds */
+TEST(test_shapes_long_cumsum) {
+  tg_scope_begin();
+  tg_tensor *huge = tg_cumsum(tg_ones(TG_FLOAT32, SH((int64_t)1 << 41)), 0);
+  CHECK(huge && tg_shape(huge, 0) == (int64_t)1 << 41, "cumsum over 2^41: %s", tg_error());
+  /* 2^60 elements: the windows would not fit, and the message says so in tg_cumsum's words */
+  REFUSED(tg_cumsum(tg_full(TG_INT32, SH((int64_t)1 << 31, (int64_t)1 << 27, 4, 1), 1), 1), "tg_cumsum: a running sum");
+  enum { N = 300000 };  /* 1172 chunks of 256: the totals are split again */
+  tg_tensor *y = tg_cumsum(tg_ones(TG_INT32, SH(2, N)), -1);
+  int32_t *got = malloc(2 * N * sizeof *got);
+  CHECK(got && y && tg_to_host(y, got, 2 * N * sizeof *got) == TG_OK, "%s", tg_error());
+  int bad = 0;
+  for (int i = 0; got && i < 2 * N; i++)
+    if (got[i] != i % N + 1 && bad++ < 3) CHECK(false, "cumsum[%d] = %d, want %d", i, got[i], i % N + 1);
+  free(got);
   tg_scope_end();
 }

@@ -164,3 +164,16 @@ TEST(test_symbolic_wrapping_data_arithmetic_is_not_folded) {
   }
   tg_scope_end();
 }
+
+/* found by the random-API driver: a sum of integer constants kept the true sum in a narrow dtype's node, and a
+ * cast then read it: uint8 200 + 200 cast to int32 gave 400, not 144 */
+TEST(test_symbolic_integer_constants_wrap_to_their_dtype) {
+  tg_scope_begin();
+  tg_tensor *a = tg_scalar(TG_UINT8, 200), *b = tg_scalar(TG_INT8, 100);
+  double s8 = tg_item(tg_cast(tg_add(a, a), TG_INT32)), i8 = tg_item(tg_cast(tg_add(b, b), TG_INT32));
+  double sum = tg_item(tg_sum(tg_add(tg_full(TG_UINT8, 1, (int64_t[]){3}, 255), tg_scalar(TG_UINT8, 2)), 0, NULL, false));
+  CHECK(s8 == 144, "uint8 200 + 200 as int32: %g, want 144", s8);
+  CHECK(i8 == -56, "int8 100 + 100 as int32: %g, want -56", i8);
+  CHECK(sum == 3, "sum of three uint8 (255 + 2): %g, want 3", sum);
+  tg_scope_end();
+}

@@ -108,13 +108,14 @@ static uop *upcast(uop *sink, uop *u) {
   return r;
 }
 
-static uop *expand_range(uop *ast, uop *r) {
-  if (r->aux[0] == AX_UPCAST) return upcast(ast, r);
+static uop *unroll_range(uop *ast, uop *r) {
   unroll_ctx c = {.q = r};
   uop *out = unroll(&c, ast);
   umap_free(&c.memo);
   return c.fail ? NULL : out;
 }
+
+static uop *expand_range(uop *ast, uop *r) { return r->aux[0] == AX_UPCAST ? upcast(ast, r) : unroll_range(ast, r); }
 
 /* ---- the vector lane -------------------------------------------------------------------------------------- */
 
@@ -295,7 +296,12 @@ uop *expand_kernel(uop *ast, int vec_bytes, uop **lane_out) {
   umap_free(&mc.memo);
   if (!out) return NULL;
   if (!vec_supported(out, lane)) {
-    ast = expand_range(ast, lane);
+    /* scalar lanes after all. The lane may be an UPCAST loop of stores and, merged into it, an UNROLL loop of
+     * REDUCEs (a row kernel: a max over the row, then the row's outputs): those REDUCEs are unrolled into one
+     * accumulator per lane combined after the loop, and only then are the stores copied per lane (copying
+     * first would leave each copy the max of its own lane, not of the row: argmin of float16 tanh was wrong) */
+    ast = unroll_range(ast, lane);
+    if (ast && uop_uses(ast, lane)) ast = upcast(ast, lane);
     return ast ? kernel_simplify(ast) : NULL;
   }
   *lane_out = lane;

@@ -1,5 +1,6 @@
 /* graph.c — builders of tensor-graph nodes. Each derives the node's shape from its source and arguments;
  * the public ops (movement.c, elementwise.c, ...) check user input before calling them. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,16 @@ uop *mk_flip(uop *x, const bool *axes) {
 uop *mk_reduce(uop *x, uop_op op, const bool *axes) {
   if (!x) return NULL;
   int64_t aux[TG_MAX_DIMS], shape[TG_MAX_DIMS];
+  if (uop_numel(x) == 0) {  /* as tinygrad: over nothing, the identity; x's graph (maybe huge) is not needed */
+    bool any = false;
+    for (int i = 0; i < x->ndim; i++) {
+      shape[i] = axes[i] ? 1 : x->shape[i];
+      any |= axes[i];
+    }
+    tg_dtype dt = (tg_dtype)x->dtype;
+    double id = op == OP_ADD ? 0 : op == OP_MUL ? 1 : dtype_is_float(dt) ? -INFINITY : dt == TG_BOOL ? 0 : dtype_min(dt);
+    if (any) return mk_const(dt, id, x->ndim, shape);
+  }
   int reduced = 0, kept = 0;
   for (int i = 0; i < x->ndim; i++)
     if (x->shape[i] != 1) {  /* a kept axis of size 0 is kept too: (2, 0, 5) over 0 and 2 is (0,) */

@@ -141,15 +141,22 @@ tg_tensor *tg_cumsum(tg_tensor *x, int axis) {
     tg_set_error(TG_ERR_ARG, "tg_cumsum: a tensor of %d dimensions needs more than %d for its windows", TNDIM(x), TG_MAX_DIMS);
     return NULL;
   }
-  tmps s = TMPS("tg_cumsum");
   int nd = TNDIM(x);
-  int64_t n = TSHAPE(x)[ax];
+  int64_t n = TSHAPE(x)[ax], w;
+  /* its windows: n (at most 2 * CUMSUM_SPLIT) sums of up to as many elements per element, twice that padded */
+  if (!size_mul(tg_numel(x), 2 * (n < 2 * CUMSUM_SPLIT ? n : 2 * CUMSUM_SPLIT), &w)) {
+    tg_set_error(TG_ERR_ARG, "tg_cumsum: a running sum over an axis of %lld in %lld elements takes windows of more than "
+                 "2^60 elements", (long long)n, (long long)tg_numel(x));
+    return NULL;
+  }
+  tmps s = TMPS("tg_cumsum");
   tg_tensor *t = tmp(&s, tg_transpose(x, ax, -1)), *y;
   if (n <= 2 * CUMSUM_SPLIT) {
     y = cumsum_last(&s, t);
   } else {
     /* tinygrad's two stages: running sums inside chunks of 256, plus the running sum of the chunk totals
-     * shifted by one chunk; n^2 work becomes n * 256 */
+     * shifted by one chunk; n^2 work becomes n * 256. The chunk totals' running sum is split the same way when
+     * there are more than 512 of them (tinygrad's is quadratic there: 2^32 chunks would need 2^64 windows) */
     int64_t nc = ceildiv(n, CUMSUM_SPLIT), p[2 * TG_MAX_DIMS] = {0}, sh[TG_MAX_DIMS], b[2 * TG_MAX_DIMS];
     p[2 * (nd - 1)] = nc * CUMSUM_SPLIT - n;
     t = pad_const(&s, t, p, 0);
@@ -163,7 +170,7 @@ tg_tensor *tg_cumsum(tg_tensor *x, int axis) {
     int64_t q[2 * TG_MAX_DIMS] = {0};
     q[2 * (nd - 1)] = 1;
     q[2 * (nd - 1) + 1] = -1;
-    tg_tensor *base = pad_const(&s, cumsum_last(&s, last), q, 0);
+    tg_tensor *base = pad_const(&s, tmp(&s, tg_cumsum(last, -1)), q, 0);
     y = tmp(&s, tg_add(chunks, tmp(&s, tg_unsqueeze(base, -1))));
     sh[nd - 1] = nc * CUMSUM_SPLIT;
     y = tmp(&s, tg_reshape(y, nd, sh));

@@ -155,10 +155,21 @@ uop *uop_const(tg_dtype dt, double v) {
   return uop_new(OP_CONST, dt, 0, NULL, a, 0, NULL);
 }
 
+/* an integer constant holds its dtype's value: v wraps as the type does (a sum of uint8 constants 200 + 200 is
+ * 144, and a cast of it must read 144, not 400) */
 uop *uop_const_int(tg_dtype dt, int64_t v) {
   if (dtype_is_float(dt)) return uop_const(dt, (double)v);
   uop_arg a = {.i = v};
-  if (dt == TG_BOOL) a.i = v != 0;
+  switch (dt) {
+    case TG_BOOL: a.i = v != 0; break;
+    case TG_INT8: a.i = (int8_t)(uint8_t)v; break;
+    case TG_INT16: a.i = (int16_t)(uint16_t)v; break;
+    case TG_INT32: a.i = (int32_t)(uint32_t)v; break;
+    case TG_UINT8: a.i = (uint8_t)v; break;
+    case TG_UINT16: a.i = (uint16_t)v; break;
+    case TG_UINT32: a.i = (uint32_t)v; break;
+    default: break;
+  }
   return uop_new(OP_CONST, dt, 0, NULL, a, 0, NULL);
 }
 
