@@ -287,7 +287,7 @@ out:
 static double direct_launch(const direct *d) {
   const tg_device *dev = device_default();
   double t0 = bench_now_s();
-  if (dev->launch(d->p, (void **)d->bufs, d->nbufs, d->nthreads) != TG_OK) return NAN;
+  if (dev->launch(d->p, (void **)d->bufs, d->nbufs, d->nthreads, NULL) != TG_OK) return NAN;
   return bench_now_s() - t0;
 }
 

@@ -100,7 +100,7 @@ static bool run_with_opts(tg_tensor *y, const opt *opts, int nopts, opt_target t
   for (int j = 1; j < k->nbufs && j < 16; j++)
     if (!(bufs[j] = leaf_ptr(k->bufs[j]))) goto out;
   memset(out, 0, nbytes);
-  ok = dev->launch(prog, bufs, k->nbufs, info.threaded ? info.nthreads : 1) == TG_OK;
+  ok = dev->launch(prog, bufs, k->nbufs, info.threaded ? info.nthreads : 1, NULL) == TG_OK;
 out:
   if (!ok && tg_error()[0]) snprintf(desc + strlen(desc), ndesc - strlen(desc), ": %s", tg_error());
   program_release(prog);

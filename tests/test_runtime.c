@@ -37,7 +37,7 @@ static void check_add_kernel(const tg_program *p, int64_t n, int nthreads) {
       want[i] = pa[i] + pb[i];
     }
     void *bufs[4] = {c->ptr, a->ptr, b->ptr, &n};
-    tg_status st = d->launch(p, bufs, 4, nthreads);
+    tg_status st = d->launch(p, bufs, 4, nthreads, NULL);
     CHECK(st == TG_OK, "launch: %s", tg_error());
     CHECK_CLOSE("add", pc, want, n);
   }

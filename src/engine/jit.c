@@ -439,7 +439,7 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   for (int k = 0; k < j->cap.n && st == TG_OK; k++) {
     const jit_launch *l = &j->cap.launches[k];
     double k0 = timed ? engine_now_ms() : 0;
-    st = dev->launch(l->prog, j->ptrs[k], l->nbufs, l->nthreads);
+    st = dev->launch(l->prog, j->ptrs[k], l->nbufs, l->nthreads, NULL);
     if (timed && st == TG_OK) {
       double ms = engine_now_ms() - k0;
       total_ms += ms;

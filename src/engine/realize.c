@@ -448,7 +448,7 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
     ready_kernel *r = &ready[pos];
     double k0 = dbg >= 2 ? engine_now_ms() : 0;
     int nthreads = r->c.info.threaded ? r->c.info.nthreads : 1;
-    st = dev->launch(r->c.prog, r->bufs, sk->nbufs, nthreads);
+    st = dev->launch(r->c.prog, r->bufs, sk->nbufs, nthreads, NULL);
     if (st != TG_OK) goto out;
     /* counted now: if a later launch failed, values built from the old contents would be refused, not
      * computed from the new ones */

@@ -25,7 +25,7 @@ static double s_run(void *ctx, void *prog, int nthreads) {
   search_ctx *s = ctx;
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
-  if (s->dev->launch(prog, s->ptrs, s->nbufs, nthreads > 1 ? nthreads : 1) != TG_OK) return -1;
+  if (s->dev->launch(prog, s->ptrs, s->nbufs, nthreads > 1 ? nthreads : 1, NULL) != TG_OK) return -1;
   clock_gettime(CLOCK_MONOTONIC, &b);
   return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
 }

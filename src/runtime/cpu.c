@@ -313,14 +313,20 @@ static void launch_task(void *ctx, int64_t core_id, int64_t ncores) {
   l->fn(l->bufs, core_id, ncores);
 }
 
-static tg_status cpu_launch(const tg_program *p, void **bufs, int nbufs, int nthreads) {
+static tg_status cpu_launch(const tg_program *p, void **bufs, int nbufs, int nthreads, double *ms) {
   if (!p || !p->fn || p->dev != &cpu_dev || nbufs < 0 || (nbufs > 0 && !bufs)) {
     tg_set_error(TG_ERR_ARG, "CPU launch: %s", !p || !p->fn ? "no program" : p->dev != &cpu_dev ? "not a CPU program"
                                                                                                : "bad buffer list");
     return TG_ERR_ARG;
   }
   launch_ctx l = {.fn = (kernel_fn)p->fn, .bufs = bufs};
+  struct timespec t0, t1;
+  if (ms) clock_gettime(CLOCK_MONOTONIC, &t0);
   pool_run(launch_task, &l, nthreads > 0 ? nthreads : pool_size());
+  if (ms) {
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  }
   return TG_OK;
 }
 
@@ -331,6 +337,7 @@ static int cpu_num_threads(const tg_device *d) {
 
 static const tg_device cpu_dev = {
     .name = "CPU",
+    .kind = DEVICE_CPU,
     .alloc = cpu_alloc,
     .buffer_free = cpu_buffer_free,
     .copyin = cpu_copyin,
@@ -343,9 +350,6 @@ static const tg_device cpu_dev = {
 
 const tg_device *device_cpu(void) { return &cpu_dev; }
 
-/* DEV=CPU (or CPU:0) or unset: the CPU. Any other DEV, tinygrad's CL and CUDA included until they are built,
- * is an error (env.c says which): NULL with TG_ERR_ARG, never a silent fallback to the CPU. */
-const tg_device *device_default(void) { return env_check(ENV_BIT(ENV_DEV)) == TG_OK ? &cpu_dev : NULL; }
 
 runtime_counters runtime_get_counters(void) {
   runtime_counters c = {0};

@@ -3,7 +3,12 @@
  * A device is a struct of function pointers. The engine asks a device for buffers and programs and never
  * looks inside them. The CPU device (cpu.c) compiles C with the system compiler into a shared object,
  * caches it on disk by a hash of source + compiler + flags + CPU (compile_cache.c), loads it with dlopen
- * and runs it on a persistent thread pool (threadpool.c). OpenCL, CUDA and null devices fit the same slots.
+ * and runs it on a persistent thread pool (threadpool.c). The OpenCL device (opencl.c) and the CUDA device
+ * (cuda.c) load their drivers at run time (dlopen), so the library builds and runs where they are absent; a
+ * device whose driver is missing is an error naming what to install, never silently the CPU.
+ *
+ * On a GPU device a buffer's ptr is the driver's handle (a cl_mem, a CUdeviceptr), never host memory: the
+ * engine reads and writes contents only through copyin/copyout/copy.
  */
 #ifndef TG_DEVICE_H
 #define TG_DEVICE_H
@@ -33,7 +38,9 @@ typedef struct tg_buffer {
 
 /* A compiled kernel. A CPU kernel has the signature
  *   void name(void **bufs, int64_t core_id, int64_t ncores)
- * and splits its outermost THREAD loop by core_id. */
+ * and splits its outermost THREAD loop by core_id. A GPU kernel takes one pointer argument per buffer, in
+ * order, and runs over global[] work items in groups of local[] (OpenCL's NDRange: global counts work items,
+ * a multiple of local; CUDA's grid is global/local blocks of local threads). */
 typedef struct tg_program {
   int refcnt;
   const tg_device *dev;
@@ -42,10 +49,17 @@ typedef struct tg_program {
   void *handle;    /* dlopen handle or device module */
   bool from_disk;  /* loaded from the disk cache rather than compiled now */
   double compile_ms;
+  size_t global[3], local[3];  /* GPU devices: the launch shape, set by the engine after compile */
 } tg_program;
 
+typedef enum device_kind { DEVICE_CPU, DEVICE_CL, DEVICE_CUDA } device_kind;
+
 struct tg_device {
-  const char *name;  /* "CPU" */
+  const char *name;  /* "CPU", "CL", "CL:1", "CUDA", "CUDA:1" */
+  device_kind kind;  /* which renderer dialect its kernels are written in */
+  char arch[64];     /* what its compiled code depends on besides the source ("sm_90", the OpenCL device and
+                      * driver version): part of every kernel cache key */
+  void *ctx;         /* the device's own state */
   tg_buffer *(*alloc)(const tg_device *d, size_t nbytes);  /* zero-filled not promised */
   void (*buffer_free)(tg_buffer *b);
   tg_status (*copyin)(tg_buffer *dst, const void *src, size_t nbytes);
@@ -53,13 +67,30 @@ struct tg_device {
   /* source text -> program; NULL with tg_error set on failure */
   tg_program *(*compile)(const tg_device *d, const char *name, const char *src);
   void (*program_free)(tg_program *p);
-  /* runs p over bufs on nthreads threads (0: all), waits for it */
-  tg_status (*launch)(const tg_program *p, void **bufs, int nbufs, int nthreads);
+  /* runs p over bufs on nthreads threads (0: all; the CPU's) or its global/local shape (GPUs). A GPU device
+   * may return before the kernel ends (launches are queued in order); *ms, when not NULL, gets the kernel's
+   * own time from the device's events, waiting for it */
+  tg_status (*launch)(const tg_program *p, void **bufs, int nbufs, int nthreads, double *ms);
   int (*num_threads)(const tg_device *d);
+  /* waits until every queued launch and copy has ended; NULL: always synchronous (the CPU) */
+  tg_status (*synchronize)(const tg_device *d);
+  /* nbytes from src at soff into dst at doff, both buffers of this device; NULL: through the host */
+  tg_status (*copy)(tg_buffer *dst, size_t doff, const tg_buffer *src, size_t soff, size_t nbytes);
+  /* gives back the device memory held by the freed-buffer cache (an allocation that failed is retried after) */
+  void (*flush_cache)(const tg_device *d);
 };
 
-const tg_device *device_default(void);   /* DEV=CPU (the only one for now) */
+/* the device named by tinygrad's name: "CPU", "CL", "CL:n", "CUDA", "CUDA:n" (case-insensitive), opened on
+ * first use; NULL with tg_error set (TG_ERR_ARG for an unknown name, TG_ERR_DEVICE naming what to install when
+ * the driver or the device is missing) */
+const tg_device *device_get(const char *name);
+const tg_device *device_default(void);   /* DEV's device (the CPU when DEV is unset); NULL with tg_error set */
 const tg_device *device_cpu(void);
+/* the OpenCL (opencl.c) and CUDA (cuda.c) devices number idx, opened on first use; NULL with tg_error set */
+const tg_device *device_cl(int idx);
+const tg_device *device_cuda(int idx);
+/* whether the device runs GPU kernels (global/local shapes, a C-style dialect other than the CPU's) */
+static inline bool device_is_gpu(const tg_device *d) { return d && d->kind != DEVICE_CPU; }
 
 tg_buffer *buffer_new(const tg_device *d, size_t nbytes);   /* refcnt 1 */
 tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes);

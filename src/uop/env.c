@@ -80,9 +80,9 @@ static void parse_bool(env_state *s, env_var var, const char *name, const char *
   bad(s, var, "%s=%.64s: not a boolean; accepted: 0 or 1 (%s)", name, v, meaning);
 }
 
-/* DEV: the devices this build has, and tinygrad's names of devices it does not have yet */
+/* DEV: tinygrad's device names; whether the device is there is device_get's business (runtime/device.c) */
 static void parse_dev(env_state *s) {
-  static const char accepted[] = "CPU or CPU:0";
+  static const char accepted[] = "CPU, CL, CL:n, CUDA or CUDA:n (n a device number)";
   const char *v = env_str("DEV");
   if (!v) return;
   size_t n = strcspn(v, ":");
@@ -90,20 +90,27 @@ static void parse_dev(env_state *s) {
   bool long_name = n >= sizeof name;
   for (size_t i = 0; i < n && !long_name; i++) name[i] = (char)toupper((unsigned char)v[i]);
   name[long_name ? 0 : n] = 0;
-  static const char *const not_built[] = {"CL", "CUDA", "NV", "AMD", "METAL", "LLVM", "NULL", "DISK", "GPU", NULL};
-  if (!strcmp(name, "CPU")) {
+  static const char *const not_built[] = {"NV", "AMD", "METAL", "LLVM", "NULL", "DISK", "GPU", "QCOM", "WEBGPU", NULL};
+  if (!strcmp(name, "CPU") || !strcmp(name, "CL") || !strcmp(name, "CUDA")) {
     const char *idx = v + n;
-    if (!*idx || !strcmp(idx, ":0")) return;
-    bad(s, ENV_DEV, "DEV=%.64s: the CPU is device 0 only; accepted: %s", v, accepted);
+    size_t nd = *idx ? strspn(idx + 1, "0123456789") : 0;
+    if (*idx && (nd == 0 || nd > 4 || idx[1 + nd])) {
+      bad(s, ENV_DEV, "DEV=%.64s: a device number is ':' and 1 to 4 digits; accepted: %s", v, accepted);
+      return;
+    }
+    if (!strcmp(name, "CPU") && *idx && atoi(idx + 1) != 0) {
+      bad(s, ENV_DEV, "DEV=%.64s: the CPU is device 0 only; accepted: %s", v, accepted);
+      return;
+    }
+    snprintf(s->v.dev, sizeof s->v.dev, "%s%s", name, idx);
     return;
   }
   for (int i = 0; not_built[i]; i++)
     if (!strcmp(name, not_built[i])) {
-      bad(s, ENV_DEV, "DEV=%.64s: the %s device is not built into tgc yet; accepted: %s", v, name, accepted);
+      bad(s, ENV_DEV, "DEV=%.64s: the %s device is not built into tgc; accepted: %s", v, name, accepted);
       return;
     }
-  bad(s, ENV_DEV, "DEV=%.64s: unknown device; accepted: %s (tinygrad's CL and CUDA are not built yet)", v,
-      accepted);
+  bad(s, ENV_DEV, "DEV=%.64s: unknown device; accepted: %s", v, accepted);
 }
 
 static void parse_beam_limit(env_state *s) {

@@ -22,7 +22,7 @@ typedef enum {
   ENV_BEAM,         /* BEAM=0..ENV_BEAM_MAX */
   ENV_NOOPT,        /* NOOPT=0|1 */
   ENV_JIT,          /* JIT=0|1 */
-  ENV_DEV,          /* DEV=CPU|CPU:0 */
+  ENV_DEV,          /* DEV=CPU|CPU:0|CL|CL:n|CUDA|CUDA:n */
   ENV_THREADS,      /* TG_THREADS=1..ENV_THREADS_MAX */
   ENV_BEAM_LIMIT,   /* TG_BEAM_LIMIT=seconds > 0 */
   ENV_NO_NATIVE,    /* TG_NO_NATIVE=0|1 */
@@ -53,6 +53,7 @@ typedef struct env_values {
    * cc_argv[0] the program, NULL-terminated; "cc" when TG_CC is not set */
   const char *cc_argv[ENV_CC_MAX_WORDS + 1];
   const char *cc_text;  /* TG_CC as given, or NULL when not set */
+  char dev[16];         /* DEV upper-cased ("CUDA:1"), "" when not set */
 } env_values;
 
 /* the parsed values (read from the environment on the first call) */
