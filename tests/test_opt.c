@@ -78,7 +78,7 @@ static bool run_with_opts(tg_tensor *y, const opt *opts, int nopts, opt_target t
   }
   sched_kernel *k = &s.kernels[0];
   kernel_state ks;
-  if (!ks_init(&ks, decompose_dtypes(k->ast), tgt)) goto out;
+  if (!ks_init(&ks, decompose_dtypes(k->ast, true), tgt)) goto out;
   if (nopts < 0) hand_coded_optimizations(&ks);  /* the heuristic's plan */
   for (int i = 0; i < nopts; i++) {
     char why[160];
@@ -401,7 +401,7 @@ TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
     /* the same kernel again: the actions come from the disk, nothing is compiled */
     uint64_t before = runtime_get_counters().compiles;
     kernel_info info;
-    uop *k = engine_beam(device_default(), decompose_dtypes(ast), 2, &info);
+    uop *k = engine_beam(device_default(), decompose_dtypes(ast, true), 2, &info);
     CHECK(k && runtime_get_counters().compiles == before, "a second search compiled %llu kernels",
           (unsigned long long)(runtime_get_counters().compiles - before));
     schedule_free(&s);
@@ -433,7 +433,7 @@ TEST(test_opt_beam_stops_at_its_time_limit_within_a_round) {
   schedule s;
   if (!matmul64_schedule(&s)) { tg_scope_end(); return; }
   kernel_state ks, h;
-  CHECK(ks_init(&ks, decompose_dtypes(s.kernels[0].ast), (opt_target){.nthreads = 2, .vec_bytes = 64}), "ks_init");
+  CHECK(ks_init(&ks, decompose_dtypes(s.kernels[0].ast, true), (opt_target){.nthreads = 2, .vec_bytes = 64}), "ks_init");
   h = ks;
   hand_coded_optimizations(&h);
   beam_device d = {.compile = slow_compile, .run = slow_run, .release = slow_release, .key = "slow", .cache_dir = NULL};
@@ -466,7 +466,7 @@ TEST(test_opt_beam_keeps_the_heuristics_half_vectors) {
   int found = 0;
   for (int k = 0; k < s.nkernels; k++) {
     kernel_state ks, h;
-    if (!ks_init(&ks, decompose_dtypes(s.kernels[k].ast), (opt_target){.nthreads = 2, .vec_bytes = 64})) continue;
+    if (!ks_init(&ks, decompose_dtypes(s.kernels[k].ast, true), (opt_target){.nthreads = 2, .vec_bytes = 64})) continue;
     h = ks;
     hand_coded_optimizations(&h);
     if (h.tg.vec_bytes != 32) continue;  /* the kernels of this graph that take half vectors */

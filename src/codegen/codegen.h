@@ -24,8 +24,9 @@ typedef struct kernel_info {
   char opts[160];     /* the actions applied, for DEBUG */
 } kernel_info;
 
-/* the AST with dtypes the target lacks computed in ones it has (bfloat16 in float32) */
-uop *decompose_dtypes(uop *ast);
+/* the AST with dtypes the target lacks computed in ones it has: bfloat16 in float32, and float16 too when
+ * half_alu is false (GPU dialects) */
+uop *decompose_dtypes(uop *ast, bool half_alu);
 
 /* the AST with its loop structure chosen and UPCAST/UNROLL loops expanded (opt.h): the heuristic's actions,
  * or BEAM's, or none with NOOPT=1 (then only the outermost loop is split across nthreads threads) */

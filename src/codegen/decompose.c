@@ -1,21 +1,28 @@
-/* decompose.c — rewrites a kernel into what a C compiler can do, and does cheaply: bfloat16 has no arithmetic
+/* decompose.c — rewrites a kernel into what its target can do, and does cheaply: bfloat16 has no arithmetic
  * in C (gcc 12 rejects __bf16 math, NOTES), so every ALU op on bfloat16 computes in float32 between casts (the
- * renderer then only needs the two conversions); a division by a value that does not change in the loops the
+ * renderer then only needs the two conversions), and so does float16 on a target without half arithmetic
+ * (GPU dialects: PoCL has none, CUDA's needs a header); a division by a value that does not change in the loops the
  * division runs in is a multiplication by its reciprocal, computed once outside them. */
 #include "codegen/codegen.h"
 
-static bool is_bf16(const uop *u) { return u->dtype == TG_BFLOAT16; }
+typedef struct decompose_ctx { loop_sets ls; bool half_alu; } decompose_ctx;
+
+/* a dtype stored in 16 bits and computed in float32 */
+static bool is_storage16(const decompose_ctx *d, const uop *u) {
+  return u->dtype == TG_BFLOAT16 || (u->dtype == TG_FLOAT16 && !d->half_alu);
+}
 
 static uop *rule_bf16_alu(void *ctx, uop *u, uop **cap) {
+  decompose_ctx *d = ctx;
   if (!uop_is_alu((uop_op)u->op) || u->op == OP_CAST || u->op == OP_BITCAST) return NULL;
-  bool any = is_bf16(u);
-  for (int i = 0; i < u->nsrc; i++) any |= is_bf16(u->src[i]);
+  bool any = is_storage16(d, u);
+  for (int i = 0; i < u->nsrc; i++) any |= is_storage16(d, u->src[i]);
   if (!any) return NULL;
   uop *s[3];
-  for (int i = 0; i < u->nsrc; i++) s[i] = is_bf16(u->src[i]) ? uop_cast(u->src[i], TG_FLOAT32) : u->src[i];
-  tg_dtype dt = is_bf16(u) ? TG_FLOAT32 : (tg_dtype)u->dtype;
+  for (int i = 0; i < u->nsrc; i++) s[i] = is_storage16(d, u->src[i]) ? uop_cast(u->src[i], TG_FLOAT32) : u->src[i];
+  tg_dtype dt = is_storage16(d, u) ? TG_FLOAT32 : (tg_dtype)u->dtype;
   uop *r = uop_alu((uop_op)u->op, dt, u->nsrc, s);
-  return is_bf16(u) ? uop_cast(r, TG_BFLOAT16) : r;
+  return is_storage16(d, u) ? uop_cast(r, (tg_dtype)u->dtype) : r;
 }
 
 /* x / y -> x * (1 / y) when y depends on fewer loops than x: the reciprocal is hoisted out of the loops only
@@ -25,7 +32,7 @@ static uop *rule_bf16_alu(void *ctx, uop *u, uop **cap) {
  * is within 1 ulp of the division, as tinygrad's, whose every division is a multiplication by a reciprocal. */
 static uop *rule_invariant_div(void *ctx, uop *u, uop **cap) {
   if (u->op != OP_FDIV || (u->dtype != TG_FLOAT32 && u->dtype != TG_FLOAT64)) return NULL;
-  loop_sets *ls = ctx;
+  loop_sets *ls = &((decompose_ctx *)ctx)->ls;
   uint64_t x = loops_free(ls, u->src[0]), y = loops_free(ls, u->src[1]);
   if (ls->fail || (x | y) == y) return NULL;  /* y already runs in every loop x does */
   uop *r = uop_alu(OP_RECIP, (tg_dtype)u->dtype, 1, &u->src[1]);
@@ -40,10 +47,10 @@ static const rule decompose_rules[] = {
 
 static matcher *dm;
 
-uop *decompose_dtypes(uop *ast) {
+uop *decompose_dtypes(uop *ast, bool half_alu) {
   if (!dm && !(dm = matcher_new(decompose_rules))) return NULL;
-  loop_sets ls = {0};
-  uop *r = graph_rewrite(ast, dm, &ls, false);
-  loop_sets_free(&ls);
+  decompose_ctx d = {.half_alu = half_alu};
+  uop *r = graph_rewrite(ast, dm, &d, false);
+  loop_sets_free(&d.ls);
   return r;
 }

@@ -84,6 +84,10 @@ bool lin_coef(uop *e, uop *r, int64_t *coef);
 
 /* the target of generated C on this host (vector width from the CPU; TG_VEC_BYTES overrides) */
 opt_target codegen_host_target(int nthreads);
+/* the target of a GPU kernel (render_gpu) */
+opt_target codegen_gpu_target(void);
+/* codegen_optimize for any target */
+uop *codegen_optimize_for(uop *ast, opt_target tg, kernel_info *info);
 /* names the kernel, records its actions in info and expands it: the AST to linearize */
 uop *codegen_finish(kernel_state *ks, kernel_info *info);
 

@@ -79,11 +79,18 @@ uop *codegen_finish(kernel_state *ks, kernel_info *info) {
   return ast;
 }
 
+/* a GPU: no thread pool and no machine vectors (its parallelism is the global index space, gpu.c) */
+opt_target codegen_gpu_target(void) { return (opt_target){.nthreads = 1, .vec_bytes = 0, .has_local = true}; }
+
 uop *codegen_optimize(uop *ast, int nthreads, kernel_info *info) {
+  return codegen_optimize_for(ast, codegen_host_target(nthreads), info);
+}
+
+uop *codegen_optimize_for(uop *ast, opt_target tg, kernel_info *info) {
   if (!ast) return NULL;
   memset(info, 0, sizeof *info);
   kernel_state ks;
-  if (!ks_init(&ks, ast, codegen_host_target(nthreads))) return NULL;
+  if (!ks_init(&ks, ast, tg)) return NULL;
   if (env_get()->noopt) noopt_threads(&ks);
   else hand_coded_optimizations(&ks);
   return codegen_finish(&ks, info);

@@ -12,6 +12,12 @@ tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes);
 struct tg_buffer;
 struct tg_buffer *tensor_storage(tg_tensor *t);
 
+/* fn(ast) is called for every kernel the engine compiles (not for kernels found in its cache), before it is
+ * optimized for the device; NULL: none. For checks of other renderers over every kernel a program makes
+ * (tests/render_check.c renders each as CUDA C and compiles it with NVRTC). */
+struct uop;
+void engine_set_kernel_observer(void (*fn)(struct uop *ast));
+
 /* true while a JIT step is being captured (host-side changes inside it would not be replayed) */
 bool engine_capturing(void);
 

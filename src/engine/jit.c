@@ -306,7 +306,7 @@ static uop *copy_value(const tg_device *dev, tg_tensor *t, tg_buffer *b) {
   uop *u = t->u;
   tg_buffer *nb = buffer_new(dev, b->nbytes);
   void *tmp = nb ? mem_alloc(b->nbytes) : NULL;
-  tg_status st = !nb || !tmp ? TG_ERR_NOMEM : dev->copyout(tmp, b, b->nbytes);
+  tg_status st = !nb || !tmp ? TG_ERR_NOMEM : b->dev->copyout(tmp, b, b->nbytes);
   if (st == TG_OK) st = dev->copyin(nb, tmp, b->nbytes);
   free(tmp);
   uop *bn = st == TG_OK ? mk_buffer((tg_dtype)u->dtype, uop_numel(u), nb) : NULL;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "codegen/codegen.h"
+#include "codegen/opt.h"
 #include "engine/engine.h"
 #include "engine/jit.h"
 #include "engine/search.h"
@@ -27,7 +28,8 @@ typedef struct compiled {
   int nparams;
 } compiled;
 
-static uop_map kcache;         /* kernel AST -> compiled */
+static uop_map kcache;         /* kernel AST -> compiled, for kcache_dev */
+static const tg_device *kcache_dev;
 static tg_stats stats;
 static _Thread_local uint64_t last_kernels TG_TLS_FAST;  /* of this thread's last realize */
 
@@ -60,9 +62,28 @@ void engine_print_kernel(const char *dev, int k, const char *name, int nbufs, do
           name, nbufs, bytes / 1e9, ms * 1e3, total_ms, ms > 0 ? flops / (ms * 1e6) : 0, ms > 0 ? bytes / (ms * 1e6) : 0);
 }
 
+/* the kernel's source in the device's language; GPU kernels set *shape */
+static char *render_for(const tg_device *dev, const linear_program *lp, const kernel_info *info, launch_shape *shape) {
+  if (!device_is_gpu(dev)) return render_c(info->name, lp, info);
+  return render_gpu(dev->kind == DEVICE_CL ? LANG_OPENCL : LANG_CUDA, info->name, lp, info, shape);
+}
+
+static void (*kernel_observer)(uop *ast);
+
+void engine_set_kernel_observer(void (*fn)(uop *ast)) {
+  lib_lock();
+  kernel_observer = fn;
+  lib_unlock();
+}
+
 static compiled *get_kernel(const tg_device *dev, uop *ast) {
+  if (dev != kcache_dev) {  /* DEV changed (tests reload the environment): kernels of another device */
+    kcache_clear();
+    kcache_dev = dev;
+  }
   compiled *c = umap_get(&kcache, ast);
   if (c) return c;
+  if (kernel_observer) kernel_observer(ast);
   int dbg = tg_debug_level();
   /* the passes below take an allocation that fails for "no change" here and there (a heuristic without its
    * analysis, a name cut short): a kernel made while memory ran out is refused, never cached */
@@ -75,9 +96,13 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   linear_program lp = {0};
   char *src = NULL;
   const env_values *env = env_get();  /* checked by the realize that got here */
-  int width = env->noopt ? 0 : env->beam;
-  uop *opt = width > 0 ? engine_beam(dev, decompose_dtypes(ast), width, &c->info)
-                       : codegen_optimize(decompose_dtypes(ast), dev->num_threads(dev), &c->info);
+  bool gpu = device_is_gpu(dev);
+  /* BEAM times candidates on the CPU only for now: a GPU kernel takes the heuristic's actions */
+  int width = env->noopt || gpu ? 0 : env->beam;
+  uop *dec = decompose_dtypes(ast, !gpu);
+  uop *opt = width > 0 ? engine_beam(dev, dec, width, &c->info)
+           : gpu       ? codegen_optimize_for(dec, codegen_gpu_target(), &c->info)
+                       : codegen_optimize(dec, dev->num_threads(dev), &c->info);
   if (!opt) goto fail;
   if (dbg >= 2 && c->info.opts[0]) fprintf(stderr, "opts %s: %s\n", c->info.name, c->info.opts);
   if (dbg >= 3) {
@@ -87,7 +112,9 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   }
   if (!linearize(opt, &lp, &c->info)) goto fail;
   c->nparams = lp.nparams;
-  src = render_c(c->info.name, &lp, &c->info);
+  launch_shape shape;
+  memset(&shape, 0, sizeof shape);
+  src = render_for(dev, &lp, &c->info, &shape);
   linear_program_free(&lp);
   if (!src) goto fail;
   if (dbg >= 4) fprintf(stderr, "%s\n", src);
@@ -96,6 +123,10 @@ static compiled *get_kernel(const tg_device *dev, uop *ast) {
   if (!c->prog) {
     if (mem_failures() != failed0) tg_set_error(TG_ERR_NOMEM, "engine: out of memory making kernel %s", c->info.name);
     goto fail;
+  }
+  if (gpu) {  /* the shape is the source's: a program shared by equal sources has the same one */
+    memcpy(c->prog->global, shape.global, sizeof shape.global);
+    memcpy(c->prog->local, shape.local, sizeof shape.local);
   }
   if (kcache.n >= KCACHE_MAX) kcache_clear();
   if (!uop_gc_add_roots(mark_kcache, NULL) || !umap_put(&kcache, ast, c)) {
@@ -424,6 +455,12 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
         if (st == TG_ERR_INTERNAL) tg_set_error(st, "engine: kernel %s reads a node with no storage", c->info.name);
         goto out;
       }
+      if (b->dev != dev) {  /* tinygrad refuses an op across devices too */
+        st = TG_ERR_ARG;
+        tg_set_error(st, "engine: kernel %s on %s reads a tensor on %s; move it with tg_to first", c->info.name,
+                     dev->name, b->dev->name);
+        goto out;
+      }
       r->bufs[j] = b->ptr;
       r->tbufs[j] = b;
     }
@@ -448,7 +485,8 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
     ready_kernel *r = &ready[pos];
     double k0 = dbg >= 2 ? engine_now_ms() : 0;
     int nthreads = r->c.info.threaded ? r->c.info.nthreads : 1;
-    st = dev->launch(r->c.prog, r->bufs, sk->nbufs, nthreads, NULL);
+    double dev_ms = -1;  /* a GPU's own time for the kernel (DEBUG=2 waits for it) */
+    st = dev->launch(r->c.prog, r->bufs, sk->nbufs, nthreads, dbg >= 2 && device_is_gpu(dev) ? &dev_ms : NULL);
     if (st != TG_OK) goto out;
     /* counted now: if a later launch failed, values built from the old contents would be refused, not
      * computed from the new ones */
@@ -457,7 +495,7 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
     if (cap) jit_record(cap, r->c.prog, r->tbufs, sk->nbufs, nthreads, r->c.info.flops, r->c.info.bytes);
     stats.kernels_run++;
     if (dbg >= 2) {
-      double ms = engine_now_ms() - k0;
+      double ms = dev_ms >= 0 ? dev_ms : engine_now_ms() - k0;
       total_ms += ms;
       engine_print_kernel(dev->name, k, r->c.info.name, sk->nbufs, r->c.info.flops, r->c.info.bytes, ms, total_ms);
     }
@@ -543,7 +581,7 @@ static tg_status to_host(tg_tensor *t, void *dst, size_t nbytes) {
   const tg_device *dev = device_default();
   tg_buffer *b = dev ? storage(dev, t->u) : NULL;
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
-  return dev->copyout(dst, b, nbytes);
+  return b->dev->copyout(dst, b, nbytes);  /* the buffer's own device: a data set stays on the host */
 }
 
 tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes) {
@@ -632,7 +670,7 @@ static tg_status write_storage(tg_tensor *t, const void *src, size_t nbytes) {
   tg_buffer *b = dev ? storage(dev, t->u) : NULL;
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
   uop_cache_invalidate();
-  return dev->copyin(b, src, nbytes);
+  return b->dev->copyin(b, src, nbytes);
 }
 
 tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes) {

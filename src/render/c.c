@@ -12,46 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "render/render.h"
-
-typedef struct out { char *s; size_t n, cap; bool oom; } out;
-
-static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out *o, const char *fmt, ...) {
-  if (o->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(o->s ? o->s + o->n : NULL, o->s ? o->cap - o->n : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) { o->oom = true; return; }
-    if (o->s && o->n + (size_t)k < o->cap) { o->n += (size_t)k; return; }
-    size_t nc = (o->cap + (size_t)k + 64) * 2;
-    char *ns = mem_realloc(o->s, nc);
-    if (!ns) { o->oom = true; return; }
-    o->s = ns;
-    o->cap = nc;
-  }
-}
-
-typedef struct rctx {
-  uop_map names;  /* node -> its expression text (owned) */
-  const linear_program *p;
-  out *o;
-  int depth;
-  bool oom;
-} rctx;
+#include "render/cstyle.h"
 
 /* half: _Float16 where the compiler has it; clang 14 on x86 has it only with AVX512-FP16, and __fp16 there
  * (a storage type: arithmetic in float, as gcc's _Float16 does without AVX512-FP16). bfloat16 is stored as
- * its upper 16 bits; float to bfloat16 rounds to nearest even, keeping nan a nan. */
+ * its upper 16 bits (cstyle.c's helpers). */
 #define HALF_BF16_HELPERS                                                                                    \
   "#if defined(__clang__) && !defined(__FLT16_MAX__)\ntypedef __fp16 tg_half;\n#else\ntypedef _Float16 tg_half;\n#endif\n" \
-  "static inline float tg_bf2f(unsigned short b) { union { unsigned int u; float f; } x; "               \
-  "x.u = (unsigned int)b << 16; return x.f; }\n"                                                        \
-  "static inline unsigned short tg_f2bf(float f) { union { unsigned int u; float f; } x; x.f = f; "      \
-  "if ((x.u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x.u >> 16) | 64u); "                  \
-  "return (unsigned short)((x.u + 0x7fffu + ((x.u >> 16) & 1u)) >> 16); }\n"
+  "#define TG_INLINE static inline\n"                                                                     \
+  "#define TG_F2U(f) (((union { float f; unsigned int u; }){.f = (f)}).u)\n"                              \
+  "#define TG_U2F(b) (((union { unsigned int u; float f; }){.u = (b)}).f)\n"
 
 /* gcc 12 at -O2 -march=native (also -mavx2) miscompiles some loops of many accumulators with masked loads
  * once it if-converts and vectorizes them: a reduce over a padded loop (PADTO) with 96 scalar accumulators
@@ -59,115 +29,6 @@ typedef struct rctx {
  * clang, and without loop if-conversion). Generated kernels do not need gcc's vectorizer for masked loops:
  * their vectors are explicit */
 #define GCC_WORKAROUND "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC optimize(\"no-tree-loop-if-convert\")\n#endif\n"
-
-static const char *ctype(tg_dtype dt) { return dtype_c_name(dt); }
-
-static void set_name(rctx *c, uop *u, char *s) {
-  if (!s || !umap_put(&c->names, u, s)) { free(s); c->oom = true; }
-}
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-  va_list ap;
-  va_start(ap, f);
-  char *s = NULL;
-  if (vasprintf(&s, f, ap) < 0) s = NULL;
-  va_end(ap);
-  return s;
-}
-
-static char *const_text(uop *u) {
-  tg_dtype dt = (tg_dtype)u->dtype;
-  if (dt == TG_BFLOAT16) return fmt("((unsigned short)0x%04x)", float_to_bf16((float)u->arg.f));
-  if (dtype_is_float(dt)) {
-    double v = u->arg.f;
-    const char *suf = dt == TG_FLOAT64 ? "" : "f";
-    char *s;
-    if (isnan(v)) s = fmt("__builtin_nan%s(\"\")", suf);
-    else if (isinf(v)) s = fmt("%s__builtin_inf%s()", v < 0 ? "-" : "", suf);
-    else s = fmt("%.17g%s", v, suf);
-    if (s && strspn(s + (s[0] == '-'), "0123456789") == strlen(s + (s[0] == '-')) - strlen(suf)) {
-      /* "3f" is not C: make it "3.0f" */
-      char *t = fmt("%.1f%s", v, suf);
-      free(s);
-      s = t;
-    }
-    if (s && (dt == TG_FLOAT16)) { char *t = fmt("((tg_half)%s)", s); free(s); s = t; }
-    return s;
-  }
-  switch (dt) {
-    case TG_BOOL: return fmt("%d", u->arg.i != 0);
-    case TG_INT64: return u->arg.i == INT64_MIN ? fmt("(-9223372036854775807LL-1)") : fmt("%" PRId64 "LL", u->arg.i);
-    case TG_UINT64: return fmt("%" PRIu64 "ULL", (uint64_t)u->arg.i);
-    case TG_UINT32: return fmt("%" PRIu64 "u", (uint64_t)(uint32_t)u->arg.i);
-    case TG_INT32: return u->arg.i == INT32_MIN ? fmt("(-2147483647-1)") : fmt("%" PRId64, u->arg.i);
-    default: return fmt("((%s)%" PRId64 ")", ctype(dt), u->arg.i);
-  }
-}
-
-static const char *name_of(rctx *c, uop *u) {
-  char *s = umap_get(&c->names, u);
-  if (s) return s;
-  if (u->op == OP_CONST) {
-    set_name(c, u, const_text(u));
-    s = umap_get(&c->names, u);
-  }
-  return s ? s : "/*?*/0";
-}
-
-static void indent(rctx *c) { put(c->o, "%*s", 2 * c->depth + 2, ""); }
-
-/* a libm builtin for the dtype: float16 computes in float */
-static char *math1(const char *fn, tg_dtype dt, const char *a) {
-  if (dt == TG_FLOAT64) return fmt("__builtin_%s(%s)", fn, a);
-  if (dt == TG_FLOAT32) return fmt("__builtin_%sf(%s)", fn, a);
-  return fmt("((%s)__builtin_%sf((float)%s))", ctype(dt), fn, a);
-}
-
-/* the scalar C expression of an ALU node over the source texts s */
-static char *alu_text(uop *u, const char *const *s) {
-  tg_dtype dt = (tg_dtype)u->dtype;
-  const char *a = u->nsrc > 0 ? s[0] : "", *b = u->nsrc > 1 ? s[1] : "";
-  bool fl = dtype_is_float(dt);
-  switch (u->op) {
-    case OP_NEG: return dt == TG_BOOL ? fmt("(!%s)", a) : fmt("(-%s)", a);
-    case OP_ADD: return fmt("(%s+%s)", a, b);
-    case OP_MUL: return fmt("(%s*%s)", a, b);
-    case OP_FDIV: return fmt("(%s/%s)", a, b);
-    case OP_IDIV:
-    case OP_MOD: {
-      const char *op = u->op == OP_IDIV ? "/" : "%";
-      if (uop_is_const(u->src[1]) && u->src[1]->arg.i != 0) return fmt("(%s%s%s)", a, op, b);
-      /* division by zero gives 0 instead of a trap: lanes outside a pad's mask compute it too */
-      return fmt("(%s==0?(%s)0:(%s%s%s))", b, ctype(dt), a, op, b);
-    }
-    case OP_MAX: return fmt("(%s>%s?%s:%s)", a, b, a, b);
-    case OP_CMPLT: return fmt("(%s<%s)", a, b);
-    case OP_CMPNE: return fmt("(%s!=%s)", a, b);
-    case OP_CMPEQ: return fmt("(%s==%s)", a, b);
-    case OP_AND: return fmt("(%s&%s)", a, b);
-    case OP_OR: return fmt("(%s|%s)", a, b);
-    case OP_XOR: return fmt("(%s^%s)", a, b);
-    case OP_SHL: return fmt("(%s<<%s)", a, b);
-    case OP_SHR: return fmt("(%s>>%s)", a, b);
-    case OP_WHERE: return fmt("(%s?%s:%s)", a, b, s[2]);
-    case OP_RECIP: return fl ? fmt("((%s)1/%s)", ctype(dt), a) : fmt("(1/%s)", a);
-    case OP_SQRT: return math1("sqrt", dt, a);
-    case OP_EXP2: return math1("exp2", dt, a);
-    case OP_LOG2: return math1("log2", dt, a);
-    case OP_SIN: return math1("sin", dt, a);
-    case OP_TRUNC: return math1("trunc", dt, a);
-    case OP_POW: return fl ? math1("pow", dt, a) : NULL;
-    case OP_CAST:
-      if (dt == TG_BFLOAT16) return fmt("tg_f2bf((float)%s)", a);
-      if (u->src[0]->dtype == TG_BFLOAT16) return dt == TG_BOOL ? fmt("(tg_bf2f(%s)!=0)", a) : fmt("((%s)tg_bf2f(%s))", ctype(dt), a);
-      if (dt == TG_BOOL) return fmt("(%s!=0)", a);
-      return fmt("((%s)%s)", ctype(dt), a);
-    case OP_BITCAST:
-      return fmt("((union{%s a; %s b;}){.a=%s}).b", ctype((tg_dtype)u->src[0]->dtype), ctype(dt), a);
-    default: return NULL;
-  }
-}
 
 /* ---- vectors ---------------------------------------------------------------------------------------------
  * Values that depend on the lane (linear_program.lane) are GCC/clang vector types of p->lanes elements:
@@ -352,15 +213,14 @@ static void render_vec_alu(rctx *c, uop *u, int pos) {
   } else {
     char *s[3] = {NULL, NULL, NULL};
     for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = lane_of(c, u->src[i]);
-    e = alu_text(u, (const char *const *)s);
+    e = alu_text(c, u, (const char *const *)s);
     put(c->o, "tg_%s_v %s;\n", vkind(dt), nm);
     per_lane_loop(c);
     if (dt == TG_BOOL) put(c->o, "%s[l_] = -(int)(%s);\n", nm, e ? e : "0");
     else put(c->o, "%s[l_] = %s;\n", nm, e ? e : "0");
     for (int i = 0; i < 3; i++) free(s[i]);
     if (!e) {
-      c->oom = true;
-      tg_set_error(TG_ERR_INTERNAL, "render c: no C for %s of %s", uop_op_name((uop_op)u->op), tg_dtype_name(dt));
+      render_fail(c, "no expression for this op", u);
     }
   }
   free(e);
@@ -430,147 +290,105 @@ static void render_vec_store(rctx *c, uop *u) {
   free(m);
 }
 
-/* the value of a REDUCE: its accumulator, or the lanes of a vector accumulator reduced when it reduces the lane */
-static void render_reduce(rctx *c, uop *u, int pos) {
-  uop *acc = umap_get(&c->p->accs, u);
-  if (!acc) {
-    c->oom = true;
-    tg_set_error(TG_ERR_INTERNAL, "render c: a REDUCE without an accumulator");
-    return;
+/* C's vector forms (cstyle.h's vec_op): the lane RANGE, vector accumulators, loads, stores and ALU ops, and
+ * the transposing block copy of a PACK */
+static bool c_vec_op(rctx *c, uop *u, int pos) {
+  if (u->op == OP_STORE && u->arg.i == STORE_TBLOCK) {
+    indent(c);
+    put(c->o, "tg_tblock(%s+%s, %s, %s+%s, %s);\n", name_of(c, u->src[0]), name_of(c, u->src[1]), name_of(c, u->src[5]),
+        name_of(c, u->src[2]), name_of(c, u->src[3]), name_of(c, u->src[4]));
+    set_name(c, u->src[6], fmt("%s", name_of(c, u->src[0])));  /* the panel's loads read the fill */
+    return true;
   }
-  const char *an = name_of(c, acc);
-  if (is_vec(c, u) || acc->aux[0] == 0) {
-    set_name(c, u, fmt("%s", an));
-    return;
+  if (!c->p->lane) return false;
+  tg_dtype dt = (tg_dtype)u->dtype;
+  if (u->op == OP_RANGE && u == c->p->lane) {
+    char *nm = fmt("ridx%" PRId64, u->arg.i);
+    set_name(c, u, nm);
+    indent(c);
+    put(c->o, "tg_%s_v %s = {", vkind(dt), nm ? nm : "");
+    for (int l = 0; l < c->p->lanes; l++) put(c->o, "%s%d", l ? "," : "", l);
+    put(c->o, "};\n");
+    return true;
   }
-  char *nm = fmt("red%d", pos);
-  tg_dtype dt = (tg_dtype)u->dtype;
-  indent(c);
-  put(c->o, "%s %s = %s[0];\n", ctype(dt), nm, an);
-  indent(c);
-  put(c->o, "for (int l_ = 1; l_ < %d; l_++) ", c->p->lanes);
-  if (u->arg.i == OP_MAX) put(c->o, "%s = %s > %s[l_] ? %s : %s[l_];\n", nm, nm, an, nm, an);
-  else put(c->o, "%s = %s %s %s[l_];\n", nm, nm, u->arg.i == OP_MUL ? "*" : "+", an);
-  set_name(c, u, nm);
-}
-
-static void render_op(rctx *c, uop *u, int pos) {
-  tg_dtype dt = (tg_dtype)u->dtype;
-  bool vec = is_vec(c, u);
+  if (!is_vec(c, u)) return false;
   switch (u->op) {
-    case OP_RANGE: {
-      const char *bound = name_of(c, u->src[0]);
-      char *nm = fmt("ridx%" PRId64, u->arg.i);
-      set_name(c, u, nm);
-      indent(c);
-      if (u == c->p->lane) {
-        put(c->o, "tg_%s_v %s = {", vkind(dt), nm);
-        for (int l = 0; l < c->p->lanes; l++) put(c->o, "%s%d", l ? "," : "", l);
-        put(c->o, "};\n");
-        return;
-      }
-      if (u->aux[0] == AX_THREAD) {
-        put(c->o, "%s %s_end = (%s)(%s*(core_id+1)/ncores);\n", ctype(dt), nm, ctype(dt), bound);
-        indent(c);
-        put(c->o, "for (%s %s = (%s)(%s*core_id/ncores); %s < %s_end; %s++) {\n", ctype(dt), nm, ctype(dt), bound, nm, nm, nm);
-      } else {
-        put(c->o, "for (%s %s = 0; %s < %s; %s++) {\n", ctype(dt), nm, nm, bound, nm);
-      }
-      c->depth++;
-      return;
-    }
-    case OP_ENDRANGE:
-      c->depth--;
-      indent(c);
-      put(c->o, "}\n");
-      return;
     case OP_DEFINE_ACC: {
       char *nm = fmt("acc%" PRId64, u->arg.i);
       set_name(c, u, nm);
       indent(c);
-      if (vec) put(c->o, "tg_%s_v %s = tg_bc_%s(%s);\n", vkind(dt), nm, vkind(dt), name_of(c, u->src[0]));
-      else put(c->o, "%s %s = %s;\n", ctype(dt), nm, name_of(c, u->src[0]));
-      return;
+      put(c->o, "tg_%s_v %s = tg_bc_%s(%s);\n", vkind(dt), nm ? nm : "", vkind(dt), name_of(c, u->src[0]));
+      return true;
     }
-    case OP_ASSIGN:
-      indent(c);
-      put(c->o, "%s = %s;\n", name_of(c, u->src[0]), name_of(c, u->src[1]));
-      return;
-    case OP_REDUCE:
-      render_reduce(c, u, pos);
-      return;
-    case OP_STORE:
-      if (u->arg.i == STORE_TBLOCK) {
-        indent(c);
-        put(c->o, "tg_tblock(%s+%s, %s, %s+%s, %s);\n", name_of(c, u->src[0]), name_of(c, u->src[1]), name_of(c, u->src[5]),
-            name_of(c, u->src[2]), name_of(c, u->src[3]), name_of(c, u->src[4]));
-        set_name(c, u->src[6], fmt("%s", name_of(c, u->src[0])));  /* the panel's loads read the fill */
-        return;
-      }
-      if (vec) { render_vec_store(c, u); return; }
-      indent(c);
-      if (u->nsrc == 4) put(c->o, "if (%s) ", name_of(c, u->src[3]));
-      put(c->o, "%s[%s] = %s;\n", name_of(c, u->src[0]), name_of(c, u->src[1]), name_of(c, u->src[2]));
-      if (u->src[0]->op == OP_DEFINE_LOCAL) set_name(c, u, fmt("%s", name_of(c, u->src[0])));  /* loads read it */
-      return;
-    case OP_DEFINE_LOCAL: {
-      /* one buffer per core in the kernel's static storage (pages touched only by the cores that use them),
-       * not on the stack: the caller's thread, which runs core 0, may have a small stack. Beyond 64 cores
-       * (TG_THREADS) the stack it is */
-      char *nm = fmt("local%" PRId64, u->arg.i);
-      indent(c);
-      put(c->o, "static %s %s_all[64][%" PRId64 "] __attribute__((aligned(64)));\n", ctype(dt), nm, u->aux[0]);
-      indent(c);
-      put(c->o, "%s *%s = core_id < 64 ? %s_all[core_id] : (%s *)(((unsigned long)__builtin_alloca(%" PRId64
-                " * sizeof(%s) + 64) + 63) & ~63UL);\n", ctype(dt), nm, nm, ctype(dt), u->aux[0], ctype(dt));
-      set_name(c, u, nm);
-      return;
-    }
-    case OP_SINK:
-      return;
-    case OP_LOAD: {
-      if (vec) { render_vec_load(c, u, pos); return; }
-      char *nm = fmt("val%d", pos);
-      set_name(c, u, nm);
-      indent(c);
-      if (u->nsrc == 3)
-        put(c->o, "%s %s = %s ? %s[%s] : (%s)0;\n", ctype(dt), nm, name_of(c, u->src[2]), name_of(c, u->src[0]),
-            name_of(c, u->src[1]), ctype(dt));
-      else
-        put(c->o, "%s %s = %s[%s];\n", ctype(dt), nm, name_of(c, u->src[0]), name_of(c, u->src[1]));
-      return;
-    }
-    default: break;
+    case OP_STORE: render_vec_store(c, u); return true;
+    case OP_LOAD: render_vec_load(c, u, pos); return true;
+    case OP_RANGE: case OP_ENDRANGE: case OP_ASSIGN: case OP_REDUCE: case OP_SINK: case OP_DEFINE_LOCAL: return false;
+    default: render_vec_alu(c, u, pos); return true;
   }
-  if (vec) { render_vec_alu(c, u, pos); return; }
-  const char *s[3] = {NULL, NULL, NULL};
-  for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = name_of(c, u->src[i]);
-  char *e = alu_text(u, s);
-  if (!e) {
-    c->oom = true;
-    tg_set_error(TG_ERR_INTERNAL, "render c: no C for %s of %s", uop_op_name((uop_op)u->op), tg_dtype_name(dt));
-    return;
-  }
-  char *nm = fmt("alu%d", pos);
+}
+
+/* an output loop split across the pool by core_id (THREAD), or a plain loop */
+static void c_open_range(rctx *c, uop *u, const char *nm, const char *bound) {
+  const char *t = ctype(c, (tg_dtype)u->dtype);
   indent(c);
-  put(c->o, "%s %s = %s;\n", ctype(dt), nm, e);
-  free(e);
+  if (u->aux[0] == AX_THREAD) {
+    put(c->o, "%s %s_end = (%s)(%s*(core_id+1)/ncores);\n", t, nm, t, bound);
+    indent(c);
+    put(c->o, "for (%s %s = (%s)(%s*core_id/ncores); %s < %s_end; %s++) {\n", t, nm, t, bound, nm, nm, nm);
+  } else {
+    put(c->o, "for (%s %s = 0; %s < %s; %s++) {\n", t, nm, nm, bound, nm);
+  }
+  c->depth++;
+}
+
+/* a PACK's buffer: one per core in the kernel's static storage (pages touched only by the cores that use
+ * them), not on the stack: the caller's thread, which runs core 0, may have a small stack. Beyond 64 cores
+ * (TG_THREADS) the stack it is */
+static void c_define_local(rctx *c, uop *u) {
+  const char *t = ctype(c, (tg_dtype)u->dtype);
+  char *nm = fmt("local%" PRId64, u->arg.i);
+  if (!nm) { c->oom = true; return; }
+  indent(c);
+  put(c->o, "static %s %s_all[64][%" PRId64 "] __attribute__((aligned(64)));\n", t, nm, u->aux[0]);
+  indent(c);
+  put(c->o, "%s *%s = core_id < 64 ? %s_all[core_id] : (%s *)(((unsigned long)__builtin_alloca(%" PRId64
+            " * sizeof(%s) + 64) + 63) & ~63UL);\n", t, nm, nm, t, u->aux[0], t);
   set_name(c, u, nm);
 }
 
+static const char *c_type(tg_dtype dt) { return dtype_c_name(dt); }
+
+static char *c_bitcast(tg_dtype from, tg_dtype to, const char *a) {
+  return fmt("((union{%s a; %s b;}){.a=%s}).b", dtype_c_name(from), dtype_c_name(to), a);
+}
+
+static const dialect c_dialect = {
+    .lang = "C",
+    .type = c_type,
+    .param_type = c_type,
+    .i64_suffix = "LL",
+    .u64_suffix = "ULL",
+    .nan32 = "__builtin_nanf(\"\")",
+    .inf32 = "__builtin_inff()",
+    .nan64 = "__builtin_nan(\"\")",
+    .inf64 = "__builtin_inf()",
+    /* gcc builtins, which resolve to libm symbols of the host process at dlopen (kernels are linked -nostdlib) */
+    .math32 = "__builtin_%sf(%s)",
+    .math64 = "__builtin_%s(%s)",
+    .half_native = true,
+    .bitcast = c_bitcast,
+    .open_range = c_open_range,
+    .define_local = c_define_local,
+    .vec_op = c_vec_op,
+};
+
 char *render_c(const char *name, const linear_program *p, const kernel_info *info) {
   out o = {0};
-  rctx c = {.o = &o, .p = p};
-  /* parameters: dtype of each slot from its PARAM node */
-  uop **params = mem_calloc((size_t)p->nparams + 1, sizeof *params);
-  if (!params) return NULL;
-  for (int i = 0; i < p->n; i++)
-    for (int s = 0; s < p->ops[i]->nsrc; s++) {
-      uop *q = p->ops[i]->src[s];
-      if (q->op == OP_PARAM && q->arg.i < p->nparams) params[q->arg.i] = q;
-    }
-  put(&o, "/* %s%s%s */\n%s%s", name, info && info->opts[0] ? ": " : "", info ? info->opts : "", GCC_WORKAROUND,
-      HALF_BF16_HELPERS);
+  rctx c = {.d = &c_dialect, .o = &o, .p = p};
+  uop **params = render_params(&c);
+  if (!params) return render_finish(&c, &o);
+  put(&o, "/* %s%s%s */\n%s%s%s", name, info && info->opts[0] ? ": " : "", info ? info->opts : "", GCC_WORKAROUND,
+      HALF_BF16_HELPERS, cstyle_bf16_helpers);
   bool math = false, masked = false, tblock = false;
   for (int i = 0; i < p->n; i++) {
     uop *u = p->ops[i];
@@ -585,8 +403,7 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
   put(&o, "static void %s_body(", name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
-    put(&o, "%s%s%s* restrict data%d", i ? ", " : "", i ? "const " : "", ctype(dt), i);
-    if (params[i]) set_name(&c, params[i], fmt("data%d", i));
+    put(&o, "%s%s%s* restrict data%d", i ? ", " : "", i ? "const " : "", c_type(dt), i);
   }
   put(&o, "%slong long core_id, long long ncores) {\n", p->nparams ? ", " : "");
   for (int i = 0; i < p->n && !c.oom; i++) render_op(&c, p->ops[i], i);
@@ -594,17 +411,9 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
   put(&o, "void %s(void **bufs, long long core_id, long long ncores) {\n  %s_body(", name, name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
-    put(&o, "%s(%s*)bufs[%d]", i ? ", " : "", ctype(dt), i);
+    put(&o, "%s(%s*)bufs[%d]", i ? ", " : "", c_type(dt), i);
   }
   put(&o, "%score_id, ncores);\n}\n", p->nparams ? ", " : "");
   free(params);
-  for (size_t i = 0; i < c.names.cap; i++)
-    if (c.names.keys[i]) free(c.names.vals[i]);
-  umap_free(&c.names);
-  if (c.oom || o.oom) {
-    free(o.s);
-    if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "render c: out of memory");
-    return NULL;
-  }
-  return o.s;
+  return render_finish(&c, &o);
 }

@@ -79,21 +79,37 @@ tg_tensor *tg_from_data(tg_dtype dt, int ndim, const int64_t *shape, const void 
   return from_buffer(dt, ndim, shape, b);
 }
 
+/* a buffer of dev over the caller's memory: the memory itself on the CPU, a copy of it on a GPU (whose kernels
+ * cannot read host memory; the copy is made now) */
+static tg_buffer *wrap_or_copy(const tg_device *dev, void *data, size_t nbytes) {
+  if (!device_is_gpu(dev)) return buffer_wrap(dev, data, nbytes);
+  tg_buffer *b = buffer_new(dev, nbytes ? nbytes : 1);
+  if (b && nbytes && dev->copyin(b, data, nbytes) != TG_OK) {
+    buffer_release(b);
+    return NULL;
+  }
+  if (b) uop_gc_note_bytes(nbytes);
+  return b;
+}
+
 tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes) {
   if (!check_bytes("tg_from_blob", dt, ndim, shape, data, nbytes)) return NULL;
   const tg_device *dev = device_default();
   if (!dev) return NULL;
-  tg_buffer *b = buffer_wrap(dev, data, nbytes);
+  tg_buffer *b = wrap_or_copy(dev, data, nbytes);
   if (!b) return NULL;
   return from_buffer(dt, ndim, shape, b);
 }
 
-tg_tensor *tensor_wrap_memory(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
-                              void (*on_free)(void *ctx), void *ctx) {
-  const tg_device *dev = NULL;
+static tg_tensor *wrap_memory(const tg_device *dev, tg_dtype dt, int ndim, const int64_t *shape, void *data,
+                              size_t nbytes, void (*on_free)(void *ctx), void *ctx) {
   tg_buffer *b = NULL;
-  if (check_bytes("tensor_wrap_memory", dt, ndim, shape, data, nbytes) && (dev = device_default()))
-    b = buffer_wrap(dev, data, nbytes);
+  if (check_bytes("tensor_wrap_memory", dt, ndim, shape, data, nbytes) && (dev || (dev = device_default())))
+    b = wrap_or_copy(dev, data, nbytes);
+  if (b && device_is_gpu(dev) && on_free) {  /* copied: the memory is not needed any more */
+    on_free(ctx);
+    on_free = NULL;
+  }
   if (!b) {
     if (on_free) on_free(ctx);
     return NULL;
@@ -106,6 +122,16 @@ tg_tensor *tensor_wrap_memory(tg_dtype dt, int ndim, const int64_t *shape, void 
     return NULL;
   }
   return tensor_new_unscoped(mk_reshape(buf, ndim, shape));
+}
+
+tg_tensor *tensor_wrap_memory(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
+                              void (*on_free)(void *ctx), void *ctx) {
+  return wrap_memory(NULL, dt, ndim, shape, data, nbytes, on_free, ctx);
+}
+
+tg_tensor *tensor_wrap_host(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
+                            void (*on_free)(void *ctx), void *ctx) {
+  return wrap_memory(device_cpu(), dt, ndim, shape, data, nbytes, on_free, ctx);
 }
 
 /* start + i*step, computed in the kernel that uses it (nothing is stored) */
