@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/device.h"
 #include "test.h"
 
 #define MAX_TESTS 4096
@@ -30,6 +31,12 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
 }
 
 int test_failures_in_current(void) { return cur_failures; }
+
+const char *test_device_name(void) {
+  const tg_device *d = device_default();
+  if (!d) return "none";
+  return d->kind == DEVICE_CPU ? "CPU" : d->kind == DEVICE_CL ? "CL" : "CUDA";
+}
 
 void test_skip(const char *fmt, ...) {
   va_list ap;

@@ -19,6 +19,19 @@ int test_failures_in_current(void);
 /* marks the current test skipped (its data, tool or device is missing), saying why; the runner counts it
  * as skipped, never as passed */
 void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* the device the suite runs on (DEV): "CPU", "CL", "CUDA", ... */
+const char *test_device_name(void);
+
+/* A test of the CPU device itself (its compiler and disk cache, its thread pool, host pointers into buffers,
+ * the CPU's code generation) is skipped when the suite runs on another device (DEV=CL, DEV=CUDA); every other
+ * test runs on whichever device is selected. */
+#define REQUIRE_CPU()                                                                  \
+  do {                                                                                 \
+    if (strcmp(test_device_name(), "CPU")) {                                           \
+      test_skip("a test of the CPU device; the suite runs on %s", test_device_name()); \
+      return;                                                                          \
+    }                                                                                  \
+  } while (0)
 
 #define TEST(name)                                                                  \
   static void name(void);                                                           \

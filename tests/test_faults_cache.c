@@ -150,6 +150,7 @@ static bool damage_file(const char *path, damage how) {
 }
 
 TEST(test_faults_cache_damaged_entry_is_compiled_again) {
+  REQUIRE_CPU();
   char dir[PATH_MAX];
   if (!fresh_cache(dir, sizeof dir)) return;
   char path[PATH_MAX + 256];
@@ -166,6 +167,7 @@ TEST(test_faults_cache_damaged_entry_is_compiled_again) {
 }
 
 TEST(test_faults_cache_valid_object_of_another_kernel_is_compiled_again) {
+  REQUIRE_CPU();
   char dir[PATH_MAX];
   if (!fresh_cache(dir, sizeof dir)) return;
   char mul_path[PATH_MAX + 256], add_path[PATH_MAX + 256];
@@ -188,6 +190,7 @@ TEST(test_faults_cache_valid_object_of_another_kernel_is_compiled_again) {
 }
 
 TEST(test_faults_cache_unwritable_cache_dir_still_computes) {
+  REQUIRE_CPU();
   char dir[PATH_MAX];
   if (!fresh_cache(dir, sizeof dir)) return;
   /* root ignores permissions: a path below a regular file cannot be a directory for anyone */
@@ -234,6 +237,7 @@ static void set_cc(const char *value) {
 }
 
 TEST(test_faults_cache_failing_or_missing_compiler_is_a_device_error) {
+  REQUIRE_CPU();
   char dir[PATH_MAX];
   if (!fresh_cache(dir, sizeof dir)) return;
   char *orig = saved_cc();
@@ -259,6 +263,7 @@ TEST(test_faults_cache_failing_or_missing_compiler_is_a_device_error) {
 }
 
 TEST(test_faults_cache_tg_cc_with_arguments_compiles) {
+  REQUIRE_CPU();
   char dir[PATH_MAX];
   if (!fresh_cache(dir, sizeof dir)) return;
   char *orig = saved_cc(), cmd[512];

@@ -161,6 +161,7 @@ static const kcase cases[] = {
 /* matmul with B transposed (a linear layer's weight): the heuristic's plan packs B's panel transposed, block by
  * block through vector registers (STORE_TBLOCK), with 16 and 8 lanes; the values equal the unoptimized kernel's */
 TEST(test_opt_transposing_pack_copies_blocks) {
+  REQUIRE_CPU();
   tg_scope_begin();
   tg_tensor *in[2] = {rand_t(2, (int64_t[]){128, 48}), rand_t(2, (int64_t[]){512, 48})};
   tg_tensor *y = k_matmul_bt(in);
@@ -179,6 +180,7 @@ TEST(test_opt_transposing_pack_copies_blocks) {
 }
 
 TEST(test_opt_random_action_lists_match_the_unoptimized_kernel) {
+  REQUIRE_CPU();
   int lists = getenv("TG_TEST_QUICK") ? 6 : 20;
   static const int vecs[] = {0, 8, 16, 64};
   applied_total = vector_kernels = 0;
@@ -230,6 +232,7 @@ static bool refused(kernel_state *ks, opt o, const char *reason_part) {
 }
 
 TEST(test_opt_actions_refused_with_a_reason) {
+  REQUIRE_CPU();
   tg_scope_begin();
   int64_t sa[2] = {24, 40}, sb[2] = {40, 48};
   tg_tensor *a = rand_t(2, sa), *b = rand_t(2, sb), *y = tg_matmul(a, b);
@@ -280,6 +283,7 @@ static char *heuristic_source(tg_tensor *y, int vec_bytes, kernel_info *info) {
 }
 
 TEST(test_opt_heuristic_matmul_is_a_vector_register_tile_with_a_packed_panel) {
+  REQUIRE_CPU();
   tg_scope_begin();
   int64_t sa[2] = {64, 128}, sb[2] = {128, 256};
   tg_tensor *y = tg_matmul(rand_t(2, sa), rand_t(2, sb));
@@ -298,6 +302,7 @@ TEST(test_opt_heuristic_matmul_is_a_vector_register_tile_with_a_packed_panel) {
 }
 
 TEST(test_opt_heuristic_matmul_with_b_transposed_packs_a_transposed_panel) {
+  REQUIRE_CPU();
   tg_scope_begin();
   int64_t sa[2] = {64, 128}, sb[2] = {256, 128};
   int perm[2] = {1, 0};
@@ -325,6 +330,7 @@ TEST(test_opt_heuristic_matmul_with_b_transposed_packs_a_transposed_panel) {
 }
 
 TEST(test_opt_heuristic_elementwise_and_sum_are_vector_code) {
+  REQUIRE_CPU();
   tg_scope_begin();
   int64_t s1[1] = {4096}, s2[2] = {64, 256};
   tg_tensor *a = rand_t(1, s1), *b = rand_t(1, s1), *x = rand_t(2, s2);
@@ -352,6 +358,7 @@ static bool matmul64_schedule(schedule *s) {
 }
 
 TEST(test_opt_noopt_turns_the_heuristic_off) {
+  REQUIRE_CPU();
   tg_scope_begin();
   schedule s;
   if (!matmul64_schedule(&s)) { tg_scope_end(); return; }
@@ -372,6 +379,7 @@ TEST(test_opt_noopt_turns_the_heuristic_off) {
 }
 
 TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
+  REQUIRE_CPU();
   char dir[] = "/tmp/tgc-beam-test-XXXXXX";
   if (!mkdtemp(dir)) { test_fail(__FILE__, __LINE__, "mkdtemp failed"); return; }
   compile_cache_set_dir(dir);
@@ -429,6 +437,7 @@ static double slow_run(void *ctx, void *prog, int nthreads) {
 static void slow_release(void *ctx, void *prog) { (void)ctx, (void)prog; }
 
 TEST(test_opt_beam_stops_at_its_time_limit_within_a_round) {
+  REQUIRE_CPU();
   tg_scope_begin();
   schedule s;
   if (!matmul64_schedule(&s)) { tg_scope_end(); return; }
@@ -455,6 +464,7 @@ TEST(test_opt_beam_stops_at_its_time_limit_within_a_round) {
  * with the full width, so the heuristic's UPCAST of 8 lanes became 8 scalar copies (MNIST's conv2 weight
  * gradient: 1015 ms under BEAM, 108 ms without) */
 TEST(test_opt_beam_keeps_the_heuristics_half_vectors) {
+  REQUIRE_CPU();
   tg_scope_begin();
   int64_t sx[4] = {8, 32, 24, 24}, sw[4] = {32, 32, 5, 5};  /* MNIST's conv2, batch 8 */
   int64_t sy[4] = {8, 32, 20, 20};
@@ -486,6 +496,7 @@ TEST(test_opt_beam_keeps_the_heuristics_half_vectors) {
 
 /* a matmul whose broadcast product has more than 2^31 elements indexes in int64: still vector code */
 TEST(test_opt_int64_index_matmul_is_vector_code_and_correct) {
+  REQUIRE_CPU();
   tg_scope_begin();
   int64_t n = 1296, sa[2] = {1296, 1296};
   tg_tensor *a = rand_t(2, sa), *b = rand_t(2, sa), *y = tg_matmul(a, b);
@@ -524,6 +535,7 @@ TEST(test_opt_int64_index_matmul_is_vector_code_and_correct) {
  * have no vector form (float16) keeps its lanes scalar, and copying the stores per lane before unrolling the
  * row's reduce left each lane its own extreme: argmin over float16 tanh of 24 values picked a lane's minimum */
 TEST(test_opt_scalar_lanes_of_a_row_kernel_reduce_the_whole_row) {
+  REQUIRE_CPU();
   tg_scope_begin();
   enum { N = 24 };
   const float v[N] = {3, 2, 3, 1.5, 1.5, -3, -1.5, 3.5, 3.5, -3.5, -1, -2, -1, 3, 4, 3.5, -3.5, -2.5, 1.5, -3.5, -1.5, 3.5, -2, -1};

@@ -48,6 +48,7 @@ static void check_add_kernel(const tg_program *p, int64_t n, int nthreads) {
 }
 
 TEST(test_runtime_buffers_are_aligned_and_copy) {
+  REQUIRE_CPU();
   const tg_device *d = device_cpu();
   size_t sizes[] = {0, 1, 63, 100, 4096, 70000, (size_t)3 << 20};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -79,6 +80,7 @@ TEST(test_runtime_buffers_are_aligned_and_copy) {
 }
 
 TEST(test_runtime_buffer_cache_reuses_blocks) {
+  REQUIRE_CPU();
   const tg_device *d = device_cpu();
   size_t old = buffer_cache_set_limit((size_t)64 << 20);
   tg_buffer *b = buffer_new(d, 12345);
@@ -109,6 +111,7 @@ static void count_task(void *ctx, int64_t core_id, int64_t ncores) {
 }
 
 TEST(test_runtime_pool_runs_every_core_id_exactly_once) {
+  REQUIRE_CPU();
   int n = pool_size();
   CHECK(n >= 1, "pool_size %d", n);
   int widths[] = {0, 1, 2, 3, 7};
@@ -132,6 +135,7 @@ static void nested_task(void *ctx, int64_t core_id, int64_t ncores) {
 }
 
 TEST(test_runtime_pool_nested_run_and_restart) {
+  REQUIRE_CPU();
   static atomic_llong counts[65];
   for (int i = 0; i < 65; i++) atomic_store(&counts[i], 0);
   pool_run(nested_task, counts, 2);
@@ -143,6 +147,7 @@ TEST(test_runtime_pool_nested_run_and_restart) {
 }
 
 TEST(test_runtime_compile_launch_and_memory_cache) {
+  REQUIRE_CPU();
   const tg_device *d = device_cpu();
   runtime_counters c0 = runtime_get_counters();
   tg_program *p = d->compile(d, "add_f32", add_src);
@@ -211,6 +216,7 @@ static void disk_cache_steps(const char *dir) {
 }
 
 TEST(test_runtime_disk_cache_hit_corrupt_and_unwritable) {
+  REQUIRE_CPU();
   char dir[PATH_MAX];
   if (!test_temp_dir(dir, sizeof dir)) {
     CHECK(false, "mkdtemp failed");
@@ -225,6 +231,7 @@ TEST(test_runtime_disk_cache_hit_corrupt_and_unwritable) {
 }
 
 TEST(test_runtime_compile_error_reports_compiler_message) {
+  REQUIRE_CPU();
   char dir[PATH_MAX];
   if (!test_temp_dir(dir, sizeof dir)) {
     CHECK(false, "mkdtemp failed");
@@ -289,6 +296,7 @@ TEST(test_runtime_device_default_reads_dev) {
 }
 
 TEST(test_runtime_hash_is_deterministic) {
+  REQUIRE_CPU();
   CHECK(hash_bytes("abc", 3, 0) == hash_bytes("abc", 3, 0), "same input, same hash");
   CHECK(hash_bytes("abc", 3, 0) != hash_bytes("abd", 3, 0), "one byte changes the hash");
   CHECK(hash_bytes("abc", 3, 0) != hash_bytes("abc", 3, 1), "the seed changes the hash");

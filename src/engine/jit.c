@@ -200,6 +200,8 @@ static int find_use(buf_use *u, int n, const tg_buffer *b) {
  * outside can see them and no value of theirs survives from one replay to the next. They move into one
  * arena placed by lifetime; parameters, optimizer state, inputs, outputs and random counters keep theirs. */
 static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
+  /* an OpenCL buffer is a handle, not an address: no offsets into an arena (each keeps its own buffer) */
+  if (!dev || dev->kind == DEVICE_CL) return TG_OK;
   jit_capture *c = &j->cap;
   int total = 0;
   for (int k = 0; k < c->n; k++) total += c->launches[k].nbufs;
@@ -433,15 +435,15 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     out[i] = tensor_new(mk_reshape(bn, o->ndim, o->shape));
     if (!out[i]) st = TG_ERR_NOMEM;
   }
-  if (atomic_load_explicit(&poison, memory_order_relaxed) && j->arena) memset(j->arena->ptr, 0xff, j->arena->nbytes);
+  if (atomic_load_explicit(&poison, memory_order_relaxed) && j->arena && !device_is_gpu(dev)) memset(j->arena->ptr, 0xff, j->arena->nbytes);
   bool timed = tg_debug_level() >= 2;  /* a line per kernel, as eager runs print */
   double total_ms = 0;
   for (int k = 0; k < j->cap.n && st == TG_OK; k++) {
     const jit_launch *l = &j->cap.launches[k];
-    double k0 = timed ? engine_now_ms() : 0;
-    st = dev->launch(l->prog, j->ptrs[k], l->nbufs, l->nthreads, NULL);
+    double k0 = timed ? engine_now_ms() : 0, dev_ms = -1;
+    st = dev->launch(l->prog, j->ptrs[k], l->nbufs, l->nthreads, timed && device_is_gpu(dev) ? &dev_ms : NULL);
     if (timed && st == TG_OK) {
-      double ms = engine_now_ms() - k0;
+      double ms = dev_ms >= 0 ? dev_ms : engine_now_ms() - k0;
       total_ms += ms;
       engine_print_kernel(dev->name, k, l->prog->name, l->nbufs, l->flops, l->bytes, ms, total_ms);
     }

@@ -174,12 +174,16 @@ char *render_gpu(render_lang lang, const char *name, const linear_program *p, co
     c.oom = true;
     return render_finish(&c, &o);
   }
-  bool f64 = false;
-  for (int i = 0; i < p->n; i++) f64 |= p->ops[i]->dtype == TG_FLOAT64;
-  for (int i = 0; i < p->nparams; i++) f64 |= params[i] && params[i]->dtype == TG_FLOAT64;
+  bool has[TG_DTYPE_COUNT] = {false};  /* the dtypes in the program: the prelude has only what it uses */
+  for (int i = 0; i < p->n; i++) {
+    has[p->ops[i]->dtype % TG_DTYPE_COUNT] = true;
+    for (int k = 0; k < p->ops[i]->nsrc; k++) has[p->ops[i]->src[k]->dtype % TG_DTYPE_COUNT] = true;
+  }
+  bool f64 = has[TG_FLOAT64];
   put(&o, "/* %s%s%s */\n", name, info && info->opts[0] ? ": " : "", info ? info->opts : "");
   if (cl && f64) put(&o, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
-  put(&o, "%s%s%s", cl ? cl_prelude : cuda_prelude, cstyle_bf16_helpers, cstyle_half_helpers);
+  put(&o, "%s%s%s", cl ? cl_prelude : cuda_prelude, has[TG_BFLOAT16] ? cstyle_bf16_helpers : "",
+      has[TG_FLOAT16] ? cstyle_half_helpers : "");
   if (cl) put(&o, "__kernel void %s(", name);
   else put(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", GPU_LOCAL, name);
   for (int i = 0; i < p->nparams; i++) {
