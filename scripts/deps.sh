@@ -10,6 +10,9 @@ dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
 command -v objcopy >/dev/null 2>&1 || need+=(binutils)
 # scripts/check_install.sh builds a program with the installed tg.pc
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+# the OpenCL device (src/runtime/opencl.c, loaded at run time): the ICD loader and PoCL, an OpenCL driver for the CPU
+dpkg -s ocl-icd-libopencl1 >/dev/null 2>&1 || need+=(ocl-icd-libopencl1)
+dpkg -s pocl-opencl-icd >/dev/null 2>&1 || need+=(pocl-opencl-icd)
 if [ "${TG_WITH_CLANG:-0}" = 1 ] && ! command -v clang >/dev/null 2>&1; then need+=(clang); fi
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""

@@ -150,4 +150,17 @@ uint64_t compile_cache_compiles(void);
 uint64_t compile_cache_rejects(void);
 void host_alloc_counters(uint64_t *allocated, uint64_t *hits, size_t *cached);
 
+/* ---- the OpenCL device (opencl.c) ------------------------------------------------------------------- */
+typedef struct opencl_counters_t {
+  uint64_t compiles;           /* programs built from source */
+  uint64_t disk_hits;          /* programs loaded from a binary in the disk cache */
+  uint64_t disk_rejects;       /* disk cache binaries found damaged (or refused by the driver), built again */
+  uint64_t mem_hits;           /* compile() calls answered by the in-memory program cache */
+  uint64_t buffers_allocated;  /* cl_mem objects created (not taken from the freed-buffer cache) */
+  uint64_t buffer_cache_hits;  /* buffers reused from the freed-buffer cache */
+  size_t bytes_cached;         /* bytes held by the freed-buffer caches of the open devices now */
+} opencl_counters_t;
+opencl_counters_t opencl_counters(void);  /* process-wide, over every OpenCL device */
+void opencl_program_cache_clear(void);    /* drops the in-memory program cache (programs still held stay alive) */
+
 #endif

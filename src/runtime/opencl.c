@@ -1,8 +1,1041 @@
-/* opencl.c — the OpenCL device (placeholder until the runtime lands). */
+/* opencl.c — the OpenCL device: any installed ICD (a GPU vendor's, or PoCL on the CPU), loaded at run time.
+ *
+ * The first device_cl() call dlopens libOpenCL.so.1 (the ICD loader), resolves the OpenCL 1.2 functions this
+ * file uses and lists the devices of every platform: GPUs first, then the rest, each group in platform order;
+ * "CL:n" is number n of that list. Opening one makes a context and one in-order command queue with profiling
+ * on. A missing library or device is remembered: every later call gives the same error without trying again.
+ *
+ * Buffers are cl_mem objects (buffer->ptr). Freed buffers are kept per device by exact byte size (up to
+ * 1 GiB), so a training step that frees and allocates the same sizes again reuses them; an allocation the
+ * driver refuses for lack of memory empties that cache and tries once more.
+ *
+ * compile() builds OpenCL C for the device. Programs are cached in memory by a hash of (device, name, source),
+ * and their binaries on disk (compile_cache_dir(), files cl-<hash>.bin keyed by the source and the device's
+ * name and driver versions), each file starting with a header holding its key and a checksum: a damaged or
+ * foreign file is deleted and the source built again, never handed to the driver. launch() sets one cl_mem
+ * argument per buffer and enqueues the kernel over the program's global/local shape; it returns at once
+ * unless the caller asks for the kernel's time, which is read from the profiling events.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "runtime/device.h"
 #include "uop/uop.h"
 
+/* ---- the OpenCL 1.2 API (Khronos CL/cl.h, version 1.2): the types, constants and functions used here -- */
+
+typedef int32_t cl_int;
+typedef uint32_t cl_uint;
+typedef uint64_t cl_ulong;
+typedef cl_uint cl_bool;
+typedef cl_ulong cl_bitfield;
+typedef cl_bitfield cl_device_type;
+typedef cl_bitfield cl_mem_flags;
+typedef cl_bitfield cl_command_queue_properties;
+typedef cl_uint cl_device_info;
+typedef cl_uint cl_program_info;
+typedef cl_uint cl_program_build_info;
+typedef cl_uint cl_profiling_info;
+typedef intptr_t cl_context_properties;
+typedef struct _cl_platform_id *cl_platform_id;
+typedef struct _cl_device_id *cl_device_id;
+typedef struct _cl_context *cl_context;
+typedef struct _cl_command_queue *cl_command_queue;
+typedef struct _cl_mem *cl_mem;
+typedef struct _cl_program *cl_program;
+typedef struct _cl_kernel *cl_kernel;
+typedef struct _cl_event *cl_event;
+
+#define CL_SUCCESS 0
+#define CL_TRUE 1
+#define CL_DEVICE_TYPE_GPU ((cl_device_type)1 << 2)
+#define CL_DEVICE_TYPE_ALL ((cl_device_type)0xFFFFFFFF)
+#define CL_DEVICE_TYPE 0x1000
+#define CL_DEVICE_NAME 0x102B
+#define CL_DRIVER_VERSION 0x102D
+#define CL_DEVICE_VERSION 0x102F
+#define CL_QUEUE_PROFILING_ENABLE ((cl_command_queue_properties)1 << 1)
+#define CL_MEM_READ_WRITE ((cl_mem_flags)1 << 0)
+#define CL_PROGRAM_BINARY_SIZES 0x1165
+#define CL_PROGRAM_BINARIES 0x1166
+#define CL_PROGRAM_BUILD_LOG 0x1183
+#define CL_PROFILING_COMMAND_START 0x1282
+#define CL_PROFILING_COMMAND_END 0x1283
+
+#define CL_DEVICE_NOT_FOUND (-1)
+#define CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)
+#define CL_OUT_OF_RESOURCES (-5)
+#define CL_OUT_OF_HOST_MEMORY (-6)
+#define CL_MEM_COPY_OVERLAP (-8)
+#define CL_BUILD_PROGRAM_FAILURE (-11)
+#define CL_INVALID_KERNEL_NAME (-46)
+#define CL_INVALID_BUFFER_SIZE (-61)
+
+typedef void (*cl_notify_fn)(const char *, const void *, size_t, void *);
+typedef void (*cl_build_fn)(cl_program, void *);
+
+/* X(name, return type, parameters) for each function resolved with dlsym */
+#define CL_FUNCS(X)                                                                                            \
+  X(clGetPlatformIDs, cl_int, (cl_uint, cl_platform_id *, cl_uint *))                                          \
+  X(clGetDeviceIDs, cl_int, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *))              \
+  X(clGetDeviceInfo, cl_int, (cl_device_id, cl_device_info, size_t, void *, size_t *))                         \
+  X(clCreateContext, cl_context,                                                                               \
+    (const cl_context_properties *, cl_uint, const cl_device_id *, cl_notify_fn, void *, cl_int *))            \
+  X(clReleaseContext, cl_int, (cl_context))                                                                    \
+  X(clCreateCommandQueue, cl_command_queue, (cl_context, cl_device_id, cl_command_queue_properties, cl_int *)) \
+  X(clReleaseCommandQueue, cl_int, (cl_command_queue))                                                         \
+  X(clCreateBuffer, cl_mem, (cl_context, cl_mem_flags, size_t, void *, cl_int *))                              \
+  X(clReleaseMemObject, cl_int, (cl_mem))                                                                      \
+  X(clEnqueueWriteBuffer, cl_int,                                                                              \
+    (cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, cl_uint, const cl_event *, cl_event *))  \
+  X(clEnqueueReadBuffer, cl_int,                                                                               \
+    (cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint, const cl_event *, cl_event *))        \
+  X(clEnqueueCopyBuffer, cl_int,                                                                               \
+    (cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint, const cl_event *, cl_event *))         \
+  X(clCreateProgramWithSource, cl_program, (cl_context, cl_uint, const char **, const size_t *, cl_int *))     \
+  X(clCreateProgramWithBinary, cl_program,                                                                     \
+    (cl_context, cl_uint, const cl_device_id *, const size_t *, const unsigned char **, cl_int *, cl_int *))   \
+  X(clBuildProgram, cl_int, (cl_program, cl_uint, const cl_device_id *, const char *, cl_build_fn, void *))    \
+  X(clGetProgramBuildInfo, cl_int, (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *)) \
+  X(clGetProgramInfo, cl_int, (cl_program, cl_program_info, size_t, void *, size_t *))                         \
+  X(clReleaseProgram, cl_int, (cl_program))                                                                    \
+  X(clCreateKernel, cl_kernel, (cl_program, const char *, cl_int *))                                           \
+  X(clReleaseKernel, cl_int, (cl_kernel))                                                                      \
+  X(clSetKernelArg, cl_int, (cl_kernel, cl_uint, size_t, const void *))                                        \
+  X(clEnqueueNDRangeKernel, cl_int,                                                                            \
+    (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *, cl_uint,            \
+     const cl_event *, cl_event *))                                                                            \
+  X(clWaitForEvents, cl_int, (cl_uint, const cl_event *))                                                      \
+  X(clGetEventProfilingInfo, cl_int, (cl_event, cl_profiling_info, size_t, void *, size_t *))                 \
+  X(clReleaseEvent, cl_int, (cl_event))                                                                        \
+  X(clFinish, cl_int, (cl_command_queue))
+
+#define CL_DECLARE(name, ret, params) ret(*name) params;
+static struct { CL_FUNCS(CL_DECLARE) } cl;
+
+/* the name of an OpenCL error code, for messages */
+static const char *cl_error_name(cl_int e) {
+  switch (e) {
+    case 0: return "CL_SUCCESS";
+    case -1: return "CL_DEVICE_NOT_FOUND";
+    case -2: return "CL_DEVICE_NOT_AVAILABLE";
+    case -3: return "CL_COMPILER_NOT_AVAILABLE";
+    case -4: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case -5: return "CL_OUT_OF_RESOURCES";
+    case -6: return "CL_OUT_OF_HOST_MEMORY";
+    case -7: return "CL_PROFILING_INFO_NOT_AVAILABLE";
+    case -8: return "CL_MEM_COPY_OVERLAP";
+    case -11: return "CL_BUILD_PROGRAM_FAILURE";
+    case -12: return "CL_MAP_FAILURE";
+    case -14: return "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST";
+    case -30: return "CL_INVALID_VALUE";
+    case -31: return "CL_INVALID_DEVICE_TYPE";
+    case -32: return "CL_INVALID_PLATFORM";
+    case -33: return "CL_INVALID_DEVICE";
+    case -34: return "CL_INVALID_CONTEXT";
+    case -35: return "CL_INVALID_QUEUE_PROPERTIES";
+    case -36: return "CL_INVALID_COMMAND_QUEUE";
+    case -37: return "CL_INVALID_HOST_PTR";
+    case -38: return "CL_INVALID_MEM_OBJECT";
+    case -42: return "CL_INVALID_BINARY";
+    case -43: return "CL_INVALID_BUILD_OPTIONS";
+    case -44: return "CL_INVALID_PROGRAM";
+    case -45: return "CL_INVALID_PROGRAM_EXECUTABLE";
+    case -46: return "CL_INVALID_KERNEL_NAME";
+    case -47: return "CL_INVALID_KERNEL_DEFINITION";
+    case -48: return "CL_INVALID_KERNEL";
+    case -49: return "CL_INVALID_ARG_INDEX";
+    case -50: return "CL_INVALID_ARG_VALUE";
+    case -51: return "CL_INVALID_ARG_SIZE";
+    case -52: return "CL_INVALID_KERNEL_ARGS";
+    case -53: return "CL_INVALID_WORK_DIMENSION";
+    case -54: return "CL_INVALID_WORK_GROUP_SIZE";
+    case -55: return "CL_INVALID_WORK_ITEM_SIZE";
+    case -56: return "CL_INVALID_GLOBAL_OFFSET";
+    case -57: return "CL_INVALID_EVENT_WAIT_LIST";
+    case -58: return "CL_INVALID_EVENT";
+    case -59: return "CL_INVALID_OPERATION";
+    case -61: return "CL_INVALID_BUFFER_SIZE";
+    case -63: return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    default: return "an unknown OpenCL error";
+  }
+}
+
+/* ---- devices ------------------------------------------------------------------------------------------- */
+
+#define MAX_DEVICES 64
+#define CACHE_BUCKETS 64
+#define CACHE_LIMIT ((size_t)1 << 30)
+/* the build options: OpenCL C 1.2, no unsafe math (results must match the CPU's within test_ops' tolerances) */
+#define BUILD_OPTIONS "-cl-std=CL1.2"
+#define INSTALL_HINT                                                                                          \
+  "install an OpenCL driver (Debian: ocl-icd-libopencl1 with pocl-opencl-icd for the CPU, or your GPU vendor's " \
+  "ICD)"
+
+/* freed buffers of one byte size, chained through their ctx field */
+typedef struct size_class {
+  size_t size;
+  tg_buffer *head;
+  struct size_class *next;  /* next class in the same bucket */
+} size_class;
+
+typedef struct cl_state {
+  cl_device_id id;
+  cl_context ctx;
+  cl_command_queue queue;
+  pthread_mutex_t launch_lock;  /* clSetKernelArg on a shared cl_kernel + its enqueue */
+  pthread_mutex_t cache_lock;   /* the freed-buffer cache */
+  size_class *classes[CACHE_BUCKETS];
+  size_t cached;
+  uint64_t key_seed;            /* hash of the device's name and driver/device/platform versions, and the options */
+} cl_state;
+
+typedef struct cl_slot {
+  int ready;            /* 0: not tried, 1: open, 2: failed (err holds why); read with acquire */
+  tg_device dev;
+  cl_state st;
+  char name[16];
+  tg_status err_status;
+  char err[512];
+} cl_slot;
+
+static struct {
+  pthread_once_t once;
+  void *lib;
+  tg_status status;  /* of loading and listing: TG_OK or the error every call repeats */
+  char err[640];
+  int ndev;
+  cl_device_id ids[MAX_DEVICES];
+  pthread_mutex_t open_lock;
+  cl_slot slots[MAX_DEVICES];
+} g = {.once = PTHREAD_ONCE_INIT, .open_lock = PTHREAD_MUTEX_INITIALIZER};
+
+static atomic_ullong n_compiles, n_disk_hits, n_disk_rejects, n_mem_hits, n_allocated, n_cache_hits;
+
+/* appends to g.ids the GPUs (gpus) or the other devices of every platform, in platform order */
+static void list_devices(const cl_platform_id *plats, cl_uint nplat, bool gpus) {
+  for (cl_uint p = 0; p < nplat && g.ndev < MAX_DEVICES; p++) {
+    cl_device_id ids[MAX_DEVICES];
+    cl_uint n = 0;
+    if (cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, MAX_DEVICES, ids, &n) != CL_SUCCESS) continue;
+    for (cl_uint i = 0; i < n && i < MAX_DEVICES && g.ndev < MAX_DEVICES; i++) {
+      cl_device_type t = 0;
+      if (cl.clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL) != CL_SUCCESS) continue;
+      if (((t & CL_DEVICE_TYPE_GPU) != 0) == gpus) g.ids[g.ndev++] = ids[i];
+    }
+  }
+}
+
+/* once per process: the library, its functions and the device list; failures go to g.status/g.err */
+static void load_driver(void) {
+  g.lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!g.lib) g.lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
+  if (!g.lib) {
+    g.status = TG_ERR_DEVICE;
+    snprintf(g.err, sizeof g.err, "device CL: libOpenCL.so.1 not found; " INSTALL_HINT);
+    return;
+  }
+  const char *missing = NULL;
+#define CL_LOAD(name, ret, params)                      \
+  cl.name = (ret(*) params)dlsym(g.lib, #name);         \
+  if (!cl.name && !missing) missing = #name;
+  CL_FUNCS(CL_LOAD)
+#undef CL_LOAD
+  if (missing) {
+    g.status = TG_ERR_DEVICE;
+    snprintf(g.err, sizeof g.err, "device CL: libOpenCL.so.1 has no function %s (an OpenCL 1.2 loader is needed); "
+             INSTALL_HINT, missing);
+    return;
+  }
+  cl_platform_id plats[MAX_DEVICES];
+  cl_uint nplat = 0;
+  cl_int e = cl.clGetPlatformIDs(MAX_DEVICES, plats, &nplat);
+  if (e != CL_SUCCESS || nplat == 0) {
+    g.status = TG_ERR_DEVICE;
+    snprintf(g.err, sizeof g.err, "device CL: no OpenCL platform found (clGetPlatformIDs: %s); " INSTALL_HINT,
+             cl_error_name(e));
+    return;
+  }
+  if (nplat > MAX_DEVICES) nplat = MAX_DEVICES;
+  list_devices(plats, nplat, true);
+  list_devices(plats, nplat, false);
+  if (g.ndev == 0) {
+    g.status = TG_ERR_DEVICE;
+    snprintf(g.err, sizeof g.err, "device CL: %u OpenCL platform%s but no device; " INSTALL_HINT, nplat,
+             nplat == 1 ? "" : "s");
+    return;
+  }
+  g.status = TG_OK;
+}
+
+/* a device string property into out ("?" when it cannot be read) */
+static void device_string(cl_device_id id, cl_device_info what, char *out, size_t n) {
+  size_t got = 0;
+  if (cl.clGetDeviceInfo(id, what, n - 1, out, &got) != CL_SUCCESS) got = 0;
+  out[got < n ? got : n - 1] = 0;
+  if (!out[0]) snprintf(out, n, "?");
+}
+
+static tg_buffer *cl_alloc(const tg_device *d, size_t nbytes);
+static void cl_buffer_free(tg_buffer *b);
+static tg_status cl_copyin(tg_buffer *dst, const void *src, size_t nbytes);
+static tg_status cl_copyout(void *dst, const tg_buffer *src, size_t nbytes);
+static tg_status cl_copy(tg_buffer *dst, size_t doff, const tg_buffer *src, size_t soff, size_t nbytes);
+static tg_program *cl_compile(const tg_device *d, const char *name, const char *src);
+static void cl_program_free(tg_program *p);
+static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthreads, double *ms);
+static int cl_num_threads(const tg_device *d);
+static tg_status cl_synchronize(const tg_device *d);
+static void cl_flush_cache(const tg_device *d);
+
+/* with g.open_lock held: makes the context and queue of slot idx; false with s->err set */
+static bool open_slot(int idx, cl_slot *s) {
+  cl_state *st = &s->st;
+  st->id = g.ids[idx];
+  if (idx == 0) snprintf(s->name, sizeof s->name, "CL");
+  else snprintf(s->name, sizeof s->name, "CL:%d", idx);
+  cl_int e = CL_SUCCESS;
+  st->ctx = cl.clCreateContext(NULL, 1, &st->id, NULL, NULL, &e);
+  if (!st->ctx) {
+    s->err_status = TG_ERR_DEVICE;
+    snprintf(s->err, sizeof s->err, "device %s: clCreateContext failed: %s", s->name, cl_error_name(e));
+    return false;
+  }
+  st->queue = cl.clCreateCommandQueue(st->ctx, st->id, CL_QUEUE_PROFILING_ENABLE, &e);
+  if (!st->queue) {
+    cl.clReleaseContext(st->ctx);
+    st->ctx = NULL;
+    s->err_status = TG_ERR_DEVICE;
+    snprintf(s->err, sizeof s->err, "device %s: clCreateCommandQueue failed: %s", s->name, cl_error_name(e));
+    return false;
+  }
+  pthread_mutex_init(&st->launch_lock, NULL);
+  pthread_mutex_init(&st->cache_lock, NULL);
+
+  char dname[256], driver[128], dversion[256];
+  device_string(st->id, CL_DEVICE_NAME, dname, sizeof dname);
+  device_string(st->id, CL_DRIVER_VERSION, driver, sizeof driver);
+  device_string(st->id, CL_DEVICE_VERSION, dversion, sizeof dversion);
+  /* "tgc-cl1": bump when the disk file format changes */
+  uint64_t h = hash_bytes("tgc-cl1", 7, 0);
+  h = hash_bytes(dname, strlen(dname) + 1, h);
+  h = hash_bytes(driver, strlen(driver) + 1, h);
+  h = hash_bytes(dversion, strlen(dversion) + 1, h);
+  st->key_seed = hash_bytes(BUILD_OPTIONS, sizeof BUILD_OPTIONS, h);
+
+  tg_device *d = &s->dev;
+  *d = (tg_device){.name = s->name, .kind = DEVICE_CL, .ctx = st, .alloc = cl_alloc, .buffer_free = cl_buffer_free,
+                   .copyin = cl_copyin, .copyout = cl_copyout, .compile = cl_compile, .program_free = cl_program_free,
+                   .launch = cl_launch, .num_threads = cl_num_threads, .synchronize = cl_synchronize,
+                   .copy = cl_copy, .flush_cache = cl_flush_cache};
+  if (snprintf(d->arch, sizeof d->arch, "%s %s", dname, driver) < 0) d->arch[0] = 0;
+  return true;
+}
+
 const tg_device *device_cl(int idx) {
-  tg_set_error(TG_ERR_DEVICE, "device CL:%d: the OpenCL runtime is not built yet", idx);
+  if (idx >= 0 && idx < MAX_DEVICES && __atomic_load_n(&g.slots[idx].ready, __ATOMIC_ACQUIRE) == 1)
+    return &g.slots[idx].dev;
+  pthread_once(&g.once, load_driver);
+  if (g.status != TG_OK) {
+    tg_set_error(g.status, "%s", g.err);
+    return NULL;
+  }
+  if (idx < 0 || idx >= g.ndev) {
+    if (g.ndev == 1) tg_set_error(TG_ERR_DEVICE, "device CL:%d: there is 1 OpenCL device (CL)", idx);
+    else tg_set_error(TG_ERR_DEVICE, "device CL:%d: there are %d OpenCL devices (CL to CL:%d)", idx, g.ndev, g.ndev - 1);
+    return NULL;
+  }
+  cl_slot *s = &g.slots[idx];
+  pthread_mutex_lock(&g.open_lock);
+  if (s->ready == 0) __atomic_store_n(&s->ready, open_slot(idx, s) ? 1 : 2, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&g.open_lock);
+  if (s->ready == 1) return &s->dev;
+  tg_set_error(s->err_status, "%s", s->err);
   return NULL;
+}
+
+/* ---- buffers ----------------------------------------------------------------------------------------- */
+
+static size_class **bucket_for(cl_state *st, size_t size) {
+  uint64_t h = (uint64_t)size * 0x9E3779B97F4A7C15ull;
+  return &st->classes[h >> 58];
+}
+
+/* a freed buffer of exactly nbytes from the cache, or NULL */
+static tg_buffer *cache_pop(cl_state *st, size_t nbytes) {
+  tg_buffer *b = NULL;
+  pthread_mutex_lock(&st->cache_lock);
+  if (st->cached) {
+    for (size_class *c = *bucket_for(st, nbytes); c; c = c->next) {
+      if (c->size != nbytes || !c->head) continue;
+      b = c->head;
+      c->head = b->ctx;
+      st->cached -= nbytes ? nbytes : 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&st->cache_lock);
+  return b;
+}
+
+/* true if b went into the cache */
+static bool cache_push(cl_state *st, tg_buffer *b) {
+  size_t sz = b->nbytes ? b->nbytes : 1;
+  bool kept = false;
+  pthread_mutex_lock(&st->cache_lock);
+  if (sz <= CACHE_LIMIT && st->cached <= CACHE_LIMIT - sz) {
+    size_class **bk = bucket_for(st, b->nbytes), *c = *bk;
+    while (c && c->size != b->nbytes) c = c->next;
+    if (!c && (c = mem_alloc(sizeof *c)) != NULL) {
+      *c = (size_class){.size = b->nbytes, .next = *bk};
+      *bk = c;
+    }
+    if (c) {
+      b->ctx = c->head;
+      c->head = b;
+      st->cached += sz;
+      kept = true;
+    }
+  }
+  pthread_mutex_unlock(&st->cache_lock);
+  return kept;
+}
+
+static void release_buffer(tg_buffer *b) {
+  cl.clReleaseMemObject((cl_mem)b->ptr);
+  free(b);
+}
+
+static void cl_flush_cache(const tg_device *d) {
+  if (!d || d->kind != DEVICE_CL) return;
+  cl_state *st = d->ctx;
+  pthread_mutex_lock(&st->cache_lock);
+  tg_buffer *all = NULL;
+  for (int i = 0; i < CACHE_BUCKETS; i++) {
+    for (size_class *c = st->classes[i], *next; c; c = next) {
+      next = c->next;
+      for (tg_buffer *b = c->head, *bn; b; b = bn) {
+        bn = b->ctx;
+        b->ctx = all;
+        all = b;
+      }
+      free(c);
+    }
+    st->classes[i] = NULL;
+  }
+  st->cached = 0;
+  pthread_mutex_unlock(&st->cache_lock);
+  for (tg_buffer *b = all, *bn; b; b = bn) {
+    bn = b->ctx;
+    release_buffer(b);
+  }
+}
+
+static bool out_of_memory(cl_int e) {
+  return e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES || e == CL_OUT_OF_HOST_MEMORY;
+}
+
+static tg_buffer *cl_alloc(const tg_device *d, size_t nbytes) {
+  cl_state *st = d->ctx;
+  tg_buffer *b = cache_pop(st, nbytes);
+  if (b) {
+    atomic_fetch_add(&n_cache_hits, 1);
+    *b = (tg_buffer){.refcnt = 1, .dev = d, .nbytes = nbytes, .ptr = b->ptr};
+    return b;
+  }
+  b = mem_alloc(sizeof *b);
+  if (!b) {
+    tg_set_error(TG_ERR_NOMEM, "%s: out of memory allocating a buffer of %zu bytes", d->name, nbytes);
+    return NULL;
+  }
+  size_t sz = nbytes ? nbytes : 1;  /* OpenCL has no empty buffers */
+  cl_int e = CL_SUCCESS;
+  cl_mem m = cl.clCreateBuffer(st->ctx, CL_MEM_READ_WRITE, sz, NULL, &e);
+  if (!m && out_of_memory(e)) {  /* the freed-buffer cache may hold what this needs */
+    cl_flush_cache(d);
+    m = cl.clCreateBuffer(st->ctx, CL_MEM_READ_WRITE, sz, NULL, &e);
+  }
+  if (!m) {
+    free(b);
+    if (out_of_memory(e) || e == CL_INVALID_BUFFER_SIZE)
+      tg_set_error(TG_ERR_NOMEM, "%s: out of device memory allocating a buffer of %zu bytes (clCreateBuffer: %s)",
+                   d->name, nbytes, cl_error_name(e));
+    else
+      tg_set_error(TG_ERR_DEVICE, "%s: clCreateBuffer of %zu bytes failed: %s", d->name, nbytes, cl_error_name(e));
+    return NULL;
+  }
+  atomic_fetch_add(&n_allocated, 1);
+  *b = (tg_buffer){.refcnt = 1, .dev = d, .nbytes = nbytes, .ptr = m};
+  return b;
+}
+
+static void cl_buffer_free(tg_buffer *b) {
+  if (!b) return;
+  if (b->wrapped) {  /* buffer_release handles these; the memory is not a cl_mem of ours */
+    if (b->on_free) b->on_free(b->ctx);
+    free(b);
+    return;
+  }
+  if (!cache_push(b->dev->ctx, b)) release_buffer(b);
+}
+
+/* whether b is a buffer of this runtime (a wrap of host memory is not: its ptr is no cl_mem) */
+static bool is_cl_buffer(const tg_buffer *b) { return b && b->dev && b->dev->kind == DEVICE_CL && !b->wrapped; }
+
+static tg_status cl_copyin(tg_buffer *dst, const void *src, size_t nbytes) {
+  if (!is_cl_buffer(dst) || (!src && nbytes) || nbytes > dst->nbytes) {
+    tg_set_error(TG_ERR_ARG, "CL copyin: %zu bytes into %s of %zu", nbytes,
+                 !dst ? "no buffer" : !is_cl_buffer(dst) ? "a buffer that is not an OpenCL buffer" : "a buffer",
+                 dst ? dst->nbytes : 0);
+    return TG_ERR_ARG;
+  }
+  if (!nbytes) return TG_OK;
+  cl_state *st = dst->dev->ctx;
+  cl_int e = cl.clEnqueueWriteBuffer(st->queue, (cl_mem)dst->ptr, CL_TRUE, 0, nbytes, src, 0, NULL, NULL);
+  if (e != CL_SUCCESS) {
+    tg_set_error(TG_ERR_DEVICE, "%s copyin of %zu bytes: clEnqueueWriteBuffer: %s", dst->dev->name, nbytes,
+                 cl_error_name(e));
+    return TG_ERR_DEVICE;
+  }
+  return TG_OK;
+}
+
+static tg_status cl_copyout(void *dst, const tg_buffer *src, size_t nbytes) {
+  if (!is_cl_buffer(src) || (!dst && nbytes) || nbytes > src->nbytes) {
+    tg_set_error(TG_ERR_ARG, "CL copyout: %zu bytes from %s of %zu", nbytes,
+                 !src ? "no buffer" : !is_cl_buffer(src) ? "a buffer that is not an OpenCL buffer" : "a buffer",
+                 src ? src->nbytes : 0);
+    return TG_ERR_ARG;
+  }
+  if (!nbytes) return TG_OK;
+  cl_state *st = src->dev->ctx;
+  cl_int e = cl.clEnqueueReadBuffer(st->queue, (cl_mem)src->ptr, CL_TRUE, 0, nbytes, dst, 0, NULL, NULL);
+  if (e != CL_SUCCESS) {
+    tg_set_error(TG_ERR_DEVICE, "%s copyout of %zu bytes: clEnqueueReadBuffer: %s", src->dev->name, nbytes,
+                 cl_error_name(e));
+    return TG_ERR_DEVICE;
+  }
+  return TG_OK;
+}
+
+static tg_status cl_copy(tg_buffer *dst, size_t doff, const tg_buffer *src, size_t soff, size_t nbytes) {
+  bool ok = is_cl_buffer(dst) && is_cl_buffer(src) && dst->dev == src->dev;
+  if (!ok || soff > src->nbytes || nbytes > src->nbytes - soff || doff > dst->nbytes || nbytes > dst->nbytes - doff) {
+    tg_set_error(TG_ERR_ARG, "CL copy: %zu bytes from offset %zu of a buffer of %zu to offset %zu of one of %zu%s",
+                 nbytes, soff, src ? src->nbytes : 0, doff, dst ? dst->nbytes : 0,
+                 ok ? "" : " (both must be OpenCL buffers of one device)");
+    return TG_ERR_ARG;
+  }
+  if (!nbytes) return TG_OK;
+  if (dst == src && soff < doff + nbytes && doff < soff + nbytes) {
+    tg_set_error(TG_ERR_ARG, "CL copy: %zu bytes from offset %zu to offset %zu of the same buffer overlap", nbytes,
+                 soff, doff);
+    return TG_ERR_ARG;
+  }
+  cl_state *st = dst->dev->ctx;
+  cl_int e = cl.clEnqueueCopyBuffer(st->queue, (cl_mem)src->ptr, (cl_mem)dst->ptr, soff, doff, nbytes, 0, NULL, NULL);
+  if (e != CL_SUCCESS) {
+    tg_set_error(TG_ERR_DEVICE, "%s copy of %zu bytes: clEnqueueCopyBuffer: %s", dst->dev->name, nbytes,
+                 cl_error_name(e));
+    return TG_ERR_DEVICE;
+  }
+  return TG_OK;
+}
+
+/* ---- the disk cache of program binaries ------------------------------------------------------------------- */
+
+typedef struct bin_header {
+  char magic[8];  /* BIN_MAGIC */
+  uint64_t key;   /* the file's name */
+  uint64_t key2;  /* a second hash of the source and device (another seed) */
+  uint64_t size;  /* bytes of the binary after the header */
+  uint64_t sum;   /* hash of those bytes, seeded with key2 */
+} bin_header;
+_Static_assert(sizeof(bin_header) == 40, "the header is 40 bytes without padding");
+static const char BIN_MAGIC[8] = {'t', 'g', 'c', '-', 'c', 'l', '1', '\n'};
+#define MAX_BIN_BYTES ((size_t)256 << 20)
+
+/* mkdir -p; a failure shows when the file cannot be created */
+static void make_dirs(const char *path) {
+  char p[PATH_MAX];
+  if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) return;
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = 0;
+    mkdir(p, 0755);
+    *s = '/';
+  }
+  mkdir(p, 0755);
+}
+
+static bool write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+static bool read_all(int fd, void *buf, size_t n) {
+  char *p = buf;
+  while (n) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= (size_t)r;
+  }
+  return true;
+}
+
+/* the binary in path for (key, key2) as a built program, or NULL: no file (*bad false), or a file that fails
+ * its check or that the driver refuses (*bad true; the caller deletes it) */
+static cl_program disk_load(cl_state *st, const char *path, uint64_t key, uint64_t key2, bool *bad, const char **why) {
+  *bad = false;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *bad = errno != ENOENT;
+    *why = "cannot be opened";
+    return NULL;
+  }
+  *bad = true;
+  struct stat sb;
+  bin_header h;
+  unsigned char *bin = NULL;
+  cl_program prog = NULL;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) *why = "is not a regular file";
+  else if ((size_t)sb.st_size <= sizeof h || (size_t)sb.st_size > MAX_BIN_BYTES) *why = "has a bad size";
+  else if (!read_all(fd, &h, sizeof h)) *why = "cannot be read";
+  else if (memcmp(h.magic, BIN_MAGIC, sizeof h.magic)) *why = "has no header (not written by tgc)";
+  else if (h.key != key || h.key2 != key2) *why = "was built from another source";
+  else if (h.size != (uint64_t)sb.st_size - sizeof h) *why = "has the wrong size";
+  else if (!(bin = mem_alloc((size_t)h.size))) *why = "cannot be read (out of memory)";
+  else if (!read_all(fd, bin, (size_t)h.size)) *why = "cannot be read";
+  else if (hash_bytes(bin, (size_t)h.size, key2) != h.sum) *why = "fails its checksum";
+  else {
+    size_t len = (size_t)h.size;
+    const unsigned char *bins[1] = {bin};
+    cl_int bstatus = CL_SUCCESS, e = CL_SUCCESS;
+    prog = cl.clCreateProgramWithBinary(st->ctx, 1, &st->id, &len, bins, &bstatus, &e);
+    if (prog && (bstatus != CL_SUCCESS || cl.clBuildProgram(prog, 1, &st->id, BUILD_OPTIONS, NULL, NULL) != CL_SUCCESS)) {
+      cl.clReleaseProgram(prog);
+      prog = NULL;
+    }
+    if (prog) *bad = false;
+    else *why = "was refused by the driver";
+  }
+  free(bin);
+  close(fd);
+  return prog;
+}
+
+/* writes prog's binary to path (a temporary file renamed into place); failures leave no file */
+static void disk_store(cl_program prog, const char *dir, const char *path, uint64_t key, uint64_t key2) {
+  size_t size = 0;
+  if (cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || !size ||
+      size > MAX_BIN_BYTES)
+    return;
+  unsigned char *buf = mem_alloc(sizeof(bin_header) + size);
+  if (!buf) return;
+  unsigned char *bins[1] = {buf + sizeof(bin_header)};
+  if (cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS) {
+    free(buf);
+    return;
+  }
+  bin_header h = {.key = key, .key2 = key2, .size = size, .sum = hash_bytes(bins[0], size, key2)};
+  memcpy(h.magic, BIN_MAGIC, sizeof h.magic);
+  memcpy(buf, &h, sizeof h);
+  make_dirs(dir);
+  char tmp[PATH_MAX];
+  int fd = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) < (int)sizeof tmp ? mkstemp(tmp) : -1;
+  if (fd >= 0) {
+    bool ok = write_all(fd, buf, sizeof h + size);
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  }
+  free(buf);
+}
+
+/* ---- programs -------------------------------------------------------------------------------------------- */
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* builds src from source for st's device; NULL with tg_error set (the build log) and *refused set when the
+ * compiler rejected it */
+static cl_program build_source(const tg_device *d, const char *name, const char *src, bool *refused) {
+  cl_state *st = d->ctx;
+  cl_int e = CL_SUCCESS;
+  size_t len = strlen(src);
+  cl_program prog = cl.clCreateProgramWithSource(st->ctx, 1, &src, &len, &e);
+  if (!prog) {
+    tg_set_error(out_of_memory(e) ? TG_ERR_NOMEM : TG_ERR_DEVICE, "%s: kernel %s: clCreateProgramWithSource: %s",
+                 d->name, name, cl_error_name(e));
+    return NULL;
+  }
+  atomic_fetch_add(&n_compiles, 1);
+  e = cl.clBuildProgram(prog, 1, &st->id, BUILD_OPTIONS, NULL, NULL);
+  if (e == CL_SUCCESS) return prog;
+  char log[900];
+  size_t got = 0;
+  if (cl.clGetProgramBuildInfo(prog, st->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &got) != CL_SUCCESS) {
+    /* a log longer than the buffer is refused whole: read it all, keep the start */
+    size_t need = 0;
+    char *all = NULL;
+    got = 0;
+    if (cl.clGetProgramBuildInfo(prog, st->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &need) == CL_SUCCESS && need &&
+        (all = mem_alloc(need + 1)) != NULL &&
+        cl.clGetProgramBuildInfo(prog, st->id, CL_PROGRAM_BUILD_LOG, need, all, NULL) == CL_SUCCESS) {
+      got = need < sizeof log - 1 ? need : sizeof log - 1;
+      memcpy(log, all, got);
+    }
+    free(all);
+  }
+  log[got < sizeof log ? got : sizeof log - 1] = 0;
+  size_t n = strlen(log);
+  while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = 0;
+  cl.clReleaseProgram(prog);
+  *refused = e == CL_BUILD_PROGRAM_FAILURE;
+  tg_set_error(TG_ERR_DEVICE, "CL: kernel %s failed to compile: %s%s%s", name, cl_error_name(e), n ? "\n" : "", log);
+  return NULL;
+}
+
+/* compiles (or loads from the disk cache) and makes the kernel; a program with one reference, or NULL with
+ * tg_error set and *refused true when the source itself is at fault */
+static tg_program *load_program(const tg_device *d, const char *name, const char *src, bool *refused) {
+  cl_state *st = d->ctx;
+  double t0 = now_ms();
+  *refused = false;
+  size_t len = strlen(src);
+  uint64_t key = hash_bytes(src, len, st->key_seed);
+  uint64_t key2 = hash_bytes(src, len, st->key_seed ^ 0x6b6579326b657932ull);
+  char dir[PATH_MAX], path[PATH_MAX];
+  compile_cache_dir(dir, sizeof dir);
+  bool have_path = dir[0] && snprintf(path, sizeof path, "%s/cl-%016llx.bin", dir, (unsigned long long)key) <
+                                 (int)sizeof path - 16;
+  cl_program prog = NULL;
+  bool from_disk = false;
+  if (have_path) {
+    bool bad;
+    const char *why = "";
+    prog = disk_load(st, path, key, key2, &bad, &why);
+    if (prog) {
+      from_disk = true;
+      atomic_fetch_add(&n_disk_hits, 1);
+    } else if (bad) {
+      atomic_fetch_add(&n_disk_rejects, 1);
+      unlink(path);
+      if (tg_debug_level() >= 1) fprintf(stderr, "CL compile cache: %s %s: building it again\n", path, why);
+    }
+  }
+  if (!prog) {
+    prog = build_source(d, name, src, refused);
+    if (!prog) return NULL;
+    if (have_path) disk_store(prog, dir, path, key, key2);
+  }
+  cl_int e = CL_SUCCESS;
+  cl_kernel k = cl.clCreateKernel(prog, name, &e);
+  if (!k) {
+    cl.clReleaseProgram(prog);
+    *refused = e == CL_INVALID_KERNEL_NAME;
+    tg_set_error(TG_ERR_DEVICE, "CL: kernel %s: clCreateKernel: %s%s", name, cl_error_name(e),
+                 *refused ? " (the source defines no kernel of that name)" : "");
+    return NULL;
+  }
+  tg_program *p = mem_alloc(sizeof *p);
+  char *nm = mem_strdup(name);
+  if (!p || !nm) {
+    free(p);
+    free(nm);
+    cl.clReleaseKernel(k);
+    cl.clReleaseProgram(prog);
+    tg_set_error(TG_ERR_NOMEM, "CL: out of memory loading kernel %s", name);
+    return NULL;
+  }
+  *p = (tg_program){.refcnt = 1, .dev = d, .name = nm, .fn = k, .handle = prog, .from_disk = from_disk,
+                    .compile_ms = now_ms() - t0};
+  if (tg_debug_level() >= 4)
+    fprintf(stderr, "%s: kernel %s %s in %.1f ms\n", d->name, name, from_disk ? "loaded from the disk cache" : "built",
+            p->compile_ms);
+  return p;
+}
+
+static void cl_program_free(tg_program *p) {
+  if (!p) return;
+  if (p->fn) cl.clReleaseKernel((cl_kernel)p->fn);
+  if (p->handle) cl.clReleaseProgram((cl_program)p->handle);
+  free(p->name);
+  free(p);
+}
+
+/* ---- the in-memory program cache: (device, name, source) -> program, the PC_MAX most recently used kept --- */
+
+#define PC_BUCKETS 1024
+#define PC_MAX 2048
+#define FAILED_MAX 16
+
+typedef struct prog_entry {
+  uint64_t h1, h2;
+  tg_program *p;  /* holds one reference */
+  struct prog_entry *hnext, *older, *newer;
+} prog_entry;
+
+/* sources the compiler refused, with the message: the same source fails the same way without a rebuild */
+typedef struct failed_src { uint64_t h1, h2; char msg[1024]; } failed_src;
+
+static struct {
+  pthread_mutex_t lock;
+  prog_entry *buckets[PC_BUCKETS];
+  prog_entry *newest, *oldest;
+  int count;
+  failed_src failed[FAILED_MAX];
+  int nfailed, next_failed;
+} pc = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void lru_unlink(prog_entry *e) {
+  if (e->older) e->older->newer = e->newer;
+  else pc.oldest = e->newer;
+  if (e->newer) e->newer->older = e->older;
+  else pc.newest = e->older;
+  e->older = e->newer = NULL;
+}
+
+static void lru_push(prog_entry *e) {
+  e->older = pc.newest;
+  e->newer = NULL;
+  if (pc.newest) pc.newest->newer = e;
+  else pc.oldest = e;
+  pc.newest = e;
+}
+
+static prog_entry *pc_find(uint64_t h1, uint64_t h2) {
+  for (prog_entry *e = pc.buckets[h1 % PC_BUCKETS]; e; e = e->hnext)
+    if (e->h1 == h1 && e->h2 == h2) return e;
+  return NULL;
+}
+
+static void pc_remove(prog_entry *e) {
+  prog_entry **pp = &pc.buckets[e->h1 % PC_BUCKETS];
+  while (*pp != e) pp = &(*pp)->hnext;
+  *pp = e->hnext;
+  lru_unlink(e);
+  pc.count--;
+}
+
+static void release_entries(prog_entry *e) {
+  for (prog_entry *next; e; e = next) {
+    next = e->hnext;
+    program_release(e->p);
+    free(e);
+  }
+}
+
+void opencl_program_cache_clear(void) {
+  pthread_mutex_lock(&pc.lock);
+  pc.nfailed = pc.next_failed = 0;
+  prog_entry *all = NULL;
+  while (pc.oldest) {
+    prog_entry *e = pc.oldest;
+    pc_remove(e);
+    e->hnext = all;
+    all = e;
+  }
+  pthread_mutex_unlock(&pc.lock);
+  release_entries(all);
+}
+
+static tg_program *cl_compile(const tg_device *d, const char *name, const char *src) {
+  if (!d || d->kind != DEVICE_CL || !name || !*name || !src) {
+    tg_set_error(TG_ERR_ARG, "CL compile: %s", !d || d->kind != DEVICE_CL ? "not an OpenCL device"
+                                               : !src                     ? "NULL source"
+                                                                          : "no kernel name");
+    return NULL;
+  }
+  size_t len = strlen(src), nlen = strlen(name);
+  uint64_t seed = ((cl_state *)d->ctx)->key_seed ^ (uint64_t)(uintptr_t)d;
+  uint64_t h1 = hash_bytes(src, len, hash_bytes(name, nlen, seed));
+  uint64_t h2 = hash_bytes(src, len, hash_bytes(name, nlen, seed + 1));
+
+  pthread_mutex_lock(&pc.lock);
+  prog_entry *e = pc_find(h1, h2);
+  if (e) {
+    lru_unlink(e);
+    lru_push(e);
+    program_retain(e->p);
+    pthread_mutex_unlock(&pc.lock);
+    atomic_fetch_add(&n_mem_hits, 1);
+    return e->p;
+  }
+  for (int i = 0; i < pc.nfailed; i++) {
+    if (pc.failed[i].h1 == h1 && pc.failed[i].h2 == h2) {
+      tg_set_error(TG_ERR_DEVICE, "%s", pc.failed[i].msg);
+      pthread_mutex_unlock(&pc.lock);
+      return NULL;
+    }
+  }
+  pthread_mutex_unlock(&pc.lock);
+
+  /* build without the lock: threads building different kernels do not wait for each other */
+  bool refused;
+  tg_program *p = load_program(d, name, src, &refused);
+  if (!p) {
+    if (refused) {
+      pthread_mutex_lock(&pc.lock);
+      failed_src *slot = &pc.failed[pc.next_failed];
+      *slot = (failed_src){.h1 = h1, .h2 = h2};
+      snprintf(slot->msg, sizeof slot->msg, "%s", tg_error());
+      pc.next_failed = (pc.next_failed + 1) % FAILED_MAX;
+      if (pc.nfailed < FAILED_MAX) pc.nfailed++;
+      pthread_mutex_unlock(&pc.lock);
+    }
+    return NULL;
+  }
+
+  prog_entry *ne = mem_alloc(sizeof *ne);
+  pthread_mutex_lock(&pc.lock);
+  e = pc_find(h1, h2);
+  if (e) {  /* another thread built it meanwhile: use theirs */
+    program_retain(e->p);
+    pthread_mutex_unlock(&pc.lock);
+    free(ne);
+    program_release(p);
+    return e->p;
+  }
+  prog_entry *evicted = NULL;
+  if (ne) {  /* without an entry the program is just not cached */
+    *ne = (prog_entry){.h1 = h1, .h2 = h2, .p = p, .hnext = pc.buckets[h1 % PC_BUCKETS]};
+    pc.buckets[h1 % PC_BUCKETS] = ne;
+    lru_push(ne);
+    pc.count++;
+    program_retain(p);
+    /* drop least recently used programs nobody else holds */
+    for (prog_entry *o = pc.oldest, *next; o && pc.count > PC_MAX; o = next) {
+      next = o->newer;
+      if (__atomic_load_n(&o->p->refcnt, __ATOMIC_ACQUIRE) != 1) continue;
+      pc_remove(o);
+      o->hnext = evicted;
+      evicted = o;
+    }
+  }
+  pthread_mutex_unlock(&pc.lock);
+  release_entries(evicted);
+  return p;
+}
+
+/* ---- launching ----------------------------------------------------------------------------------------- */
+
+static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthreads, double *ms) {
+  (void)nthreads;
+  if (!p || !p->fn || !p->dev || p->dev->kind != DEVICE_CL || nbufs < 0 || (nbufs > 0 && !bufs)) {
+    tg_set_error(TG_ERR_ARG, "CL launch: %s", !p || !p->fn                              ? "no program"
+                                              : !p->dev || p->dev->kind != DEVICE_CL ? "not an OpenCL program"
+                                                                                     : "bad buffer list");
+    return TG_ERR_ARG;
+  }
+  cl_state *st = p->dev->ctx;
+  /* the used dimensions: up to the last nonzero global size (a 0 below it counts as 1); none: one work item */
+  cl_uint dim = 0;
+  for (cl_uint k = 0; k < 3; k++)
+    if (p->global[k]) dim = k + 1;
+  bool has_local = p->local[0] || p->local[1] || p->local[2];
+  size_t global[3] = {1, 1, 1}, local[3] = {1, 1, 1};
+  if (!dim) dim = 1;
+  for (cl_uint k = 0; k < dim; k++) {
+    if (p->global[k]) global[k] = p->global[k];
+    if (p->local[k]) local[k] = p->local[k];
+    if (has_local && global[k] % local[k]) {
+      tg_set_error(TG_ERR_ARG, "CL launch of %s: global size %zu of dimension %u is not a multiple of local size %zu",
+                   p->name, global[k], k, local[k]);
+      return TG_ERR_ARG;
+    }
+  }
+  cl_kernel k = p->fn;
+  cl_event ev = NULL;
+  cl_int e = CL_SUCCESS;
+  int bad_arg = -1;
+  pthread_mutex_lock(&st->launch_lock);
+  for (int i = 0; i < nbufs && e == CL_SUCCESS; i++) {
+    e = cl.clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &bufs[i]);
+    if (e != CL_SUCCESS) bad_arg = i;
+  }
+  if (e == CL_SUCCESS)
+    e = cl.clEnqueueNDRangeKernel(st->queue, k, dim, NULL, global, has_local ? local : NULL, 0, NULL, ms ? &ev : NULL);
+  pthread_mutex_unlock(&st->launch_lock);
+  if (e != CL_SUCCESS) {
+    if (bad_arg >= 0)
+      tg_set_error(TG_ERR_DEVICE, "%s: kernel %s: clSetKernelArg %d of %d: %s", p->dev->name, p->name, bad_arg, nbufs,
+                   cl_error_name(e));
+    else
+      tg_set_error(TG_ERR_DEVICE, "%s: kernel %s: clEnqueueNDRangeKernel (global %zu,%zu,%zu local %zu,%zu,%zu%s): %s",
+                   p->dev->name, p->name, global[0], global[1], global[2], local[0], local[1], local[2],
+                   has_local ? "" : " unset", cl_error_name(e));
+    return TG_ERR_DEVICE;
+  }
+  if (ms) {
+    cl_ulong t0 = 0, t1 = 0;
+    e = cl.clWaitForEvents(1, &ev);
+    if (e == CL_SUCCESS) e = cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    if (e == CL_SUCCESS) e = cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    cl.clReleaseEvent(ev);
+    if (e != CL_SUCCESS) {
+      tg_set_error(TG_ERR_DEVICE, "%s: kernel %s: waiting for it to end: %s", p->dev->name, p->name, cl_error_name(e));
+      return TG_ERR_DEVICE;
+    }
+    *ms = t1 > t0 ? (double)(t1 - t0) / 1e6 : 0.0;
+  }
+  return TG_OK;
+}
+
+static tg_status cl_synchronize(const tg_device *d) {
+  if (!d || d->kind != DEVICE_CL) {
+    tg_set_error(TG_ERR_ARG, "CL synchronize: not an OpenCL device");
+    return TG_ERR_ARG;
+  }
+  cl_int e = cl.clFinish(((cl_state *)d->ctx)->queue);
+  if (e != CL_SUCCESS) {
+    tg_set_error(TG_ERR_DEVICE, "%s: clFinish: %s", d->name, cl_error_name(e));
+    return TG_ERR_DEVICE;
+  }
+  return TG_OK;
+}
+
+/* the GPU's parallelism is in the launch shape, not in host threads */
+static int cl_num_threads(const tg_device *d) {
+  (void)d;
+  return 1;
+}
+
+opencl_counters_t opencl_counters(void) {
+  opencl_counters_t c = {.compiles = atomic_load(&n_compiles),
+                         .disk_hits = atomic_load(&n_disk_hits),
+                         .disk_rejects = atomic_load(&n_disk_rejects),
+                         .mem_hits = atomic_load(&n_mem_hits),
+                         .buffers_allocated = atomic_load(&n_allocated),
+                         .buffer_cache_hits = atomic_load(&n_cache_hits)};
+  for (int i = 0; i < MAX_DEVICES; i++) {
+    cl_slot *s = &g.slots[i];
+    if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1) continue;
+    pthread_mutex_lock(&s->st.cache_lock);
+    c.bytes_cached += s->st.cached;
+    pthread_mutex_unlock(&s->st.cache_lock);
+  }
+  return c;
 }
