@@ -235,7 +235,7 @@ typedef struct direct {
  * step is not as expected */
 static bool direct_prepare(tg_tensor *y, float *out, direct *d) {
   memset(d, 0, sizeof *d);
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   schedule s;
   if (!dev || schedule_create(1, &y->u, &s) != TG_OK) {
     fprintf(stderr, "core: kernel-only: schedule failed: %s\n", tg_error());
@@ -285,7 +285,7 @@ out:
 
 /* seconds for one direct launch; NAN on failure */
 static double direct_launch(const direct *d) {
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   double t0 = bench_now_s();
   if (dev->launch(d->p, (void **)d->bufs, d->nbufs, d->nthreads, NULL) != TG_OK) return NAN;
   return bench_now_s() - t0;

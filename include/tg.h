@@ -141,6 +141,16 @@ tg_tensor *tg_from_data(tg_dtype dt, int ndim, const int64_t *shape, const void 
  * tensor, or any lazy tensor that reads it, lives */
 tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes);
 
+/* ---- devices (tinygrad's names: "CPU", "CL", "CL:1", "CUDA", "CUDA:1"; DEV= picks the default) ---------- */
+/* the device t's value lives on (a realized tensor's buffer), or for a lazy tensor the one its kernels will run on
+ * (the default); static text, NULL with an error when DEV names a device that is not there */
+const char *tg_device(tg_tensor *t);
+/* a tensor with t's value on device: t is realized on its device first, then copied (now, not lazily). Kernels
+ * run on the default device: an op reading a tensor of another device fails at realize with an error naming
+ * both (tinygrad refuses it too); move it first. TG_ERR_ARG for an unknown name, TG_ERR_DEVICE for a device
+ * whose driver is missing (the message says what to install). */
+tg_tensor *tg_to(tg_tensor *t, const char *device);
+
 /* ---- movement (views: index arithmetic, never a copy, except tg_contiguous) ------------------------ */
 tg_tensor *tg_reshape(tg_tensor *t, int ndim, const int64_t *shape);  /* same numel; one size may be -1 */
 tg_tensor *tg_permute(tg_tensor *t, int ndim, const int *order);      /* order: each of t's ndim axes once */

@@ -33,7 +33,7 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
 int test_failures_in_current(void) { return cur_failures; }
 
 const char *test_device_name(void) {
-  const tg_device *d = device_default();
+  const device *d = device_default();
   if (!d) return "none";
   return d->kind == DEVICE_CPU ? "CPU" : d->kind == DEVICE_CL ? "CL" : "CUDA";
 }

@@ -10,8 +10,8 @@
 #include "test.h"
 
 /* device CL, or NULL after marking the test skipped */
-static const tg_device *cl_or_skip(void) {
-  const tg_device *d = device_cl(0);
+static const device *cl_or_skip(void) {
+  const device *d = device_cl(0);
   if (!d) test_skip("no OpenCL device: %s", tg_error());
   return d;
 }
@@ -31,7 +31,7 @@ static const char *twice_src =
     "}\n";
 
 /* a fresh buffer of n floats holding v */
-static tg_buffer *buf_from(const tg_device *d, const float *v, size_t n) {
+static tg_buffer *buf_from(const device *d, const float *v, size_t n) {
   tg_buffer *b = buffer_new(d, n * sizeof(float));
   if (b && d->copyin(b, v, n * sizeof(float)) != TG_OK) {
     buffer_release(b);
@@ -41,7 +41,7 @@ static tg_buffer *buf_from(const tg_device *d, const float *v, size_t n) {
 }
 
 TEST(test_device_cl_opens_with_names_and_arch) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   CHECK(!strcmp(d->name, "CL") && d->kind == DEVICE_CL && device_is_gpu(d), "device fields: %s", d->name);
   CHECK(d->arch[0] && strcmp(d->arch, "?"), "arch is empty");
@@ -62,7 +62,7 @@ TEST(test_device_cl_opens_with_names_and_arch) {
 }
 
 TEST(test_device_cl_copy_round_trip_odd_sizes) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   size_t sizes[] = {0, 1, 3, 63, 1001, 70001, ((size_t)3 << 20) + 5};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -85,7 +85,7 @@ TEST(test_device_cl_copy_round_trip_odd_sizes) {
 }
 
 TEST(test_device_cl_device_copy_with_offsets) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   unsigned char s[100], z[200], got[200], want[200];
   for (int i = 0; i < 100; i++) s[i] = (unsigned char)(i + 1);
@@ -110,7 +110,7 @@ TEST(test_device_cl_device_copy_with_offsets) {
 }
 
 TEST(test_device_cl_add_kernel_with_local_size_and_bounds_check) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   enum { N = 1000, G = 1024 };
   float a[G], b[G], c[G], want[G];
@@ -147,7 +147,7 @@ TEST(test_device_cl_add_kernel_with_local_size_and_bounds_check) {
 }
 
 TEST(test_device_cl_compile_error_gives_the_build_log) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   const char *bad = "__kernel void bad_k(__global float *data0) { data0[0] = undefined_thing_42; }\n";
   tg_error_clear();
@@ -167,7 +167,7 @@ TEST(test_device_cl_compile_error_gives_the_build_log) {
 }
 
 TEST(test_device_cl_freed_buffer_is_reused) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   size_t n = 12345;
   tg_buffer *b = buffer_new(d, n);
@@ -207,7 +207,7 @@ TEST(test_device_cl_freed_buffer_is_reused) {
 }
 
 TEST(test_device_cl_timed_launch_and_synchronize) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   enum { N = 1 << 16 };
   float *x = malloc(N * sizeof(float)), *want = malloc(N * sizeof(float));
@@ -238,7 +238,7 @@ TEST(test_device_cl_timed_launch_and_synchronize) {
 
 /* a two-dimensional launch: out[y*W + x] = x + 1000*y over global (W, H) in groups of (8, 4) */
 TEST(test_device_cl_two_dimensional_launch) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   enum { W = 64, H = 12 };
   const char *src =
@@ -284,7 +284,7 @@ static bool find_cache_file(const char *dir, char *out, size_t cap) {
 }
 
 /* runs add_k's program p and checks it */
-static void check_add(const tg_device *d, tg_program *p) {
+static void check_add(const device *d, tg_program *p) {
   enum { G = 1024 };
   float a[G], b[G], c[G], want[G];
   for (int i = 0; i < G; i++) {
@@ -309,7 +309,7 @@ static void check_add(const tg_device *d, tg_program *p) {
 }
 
 TEST(test_device_cl_program_caches_in_memory_and_on_disk) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   char dir[PATH_MAX], file[PATH_MAX + 256];
   if (!test_temp_dir(dir, sizeof dir)) {

@@ -93,7 +93,7 @@ static bool run_with_opts(tg_tensor *y, const opt *opts, int nopts, opt_target t
   if (!fin || !linearize(fin, &lp, &info)) goto out;
   if (!(src = render_c(info.name, &lp, &info))) goto out;
   if (strstr(src, "tg_tblock(")) tblock_kernels++;
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   if (!(prog = dev->compile(dev, info.name, src))) goto out;
   void *bufs[16];
   bufs[0] = out;

@@ -24,7 +24,7 @@ static const char *add_src =
 
 /* runs add_src's kernel p over n elements on nthreads and compares with a plain loop */
 static void check_add_kernel(const tg_program *p, int64_t n, int nthreads) {
-  const tg_device *d = device_cpu();
+  const device *d = device_cpu();
   tg_buffer *a = buffer_new(d, (size_t)n * 4), *b = buffer_new(d, (size_t)n * 4), *c = buffer_new(d, (size_t)n * 4);
   float *want = malloc((size_t)n * 4);
   CHECK(a && b && c && want, "allocation failed: %s", tg_error());
@@ -49,7 +49,7 @@ static void check_add_kernel(const tg_program *p, int64_t n, int nthreads) {
 
 TEST(test_runtime_buffers_are_aligned_and_copy) {
   REQUIRE_CPU();
-  const tg_device *d = device_cpu();
+  const device *d = device_cpu();
   size_t sizes[] = {0, 1, 63, 100, 4096, 70000, (size_t)3 << 20};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     tg_buffer *b = buffer_new(d, sizes[k]);
@@ -81,7 +81,7 @@ TEST(test_runtime_buffers_are_aligned_and_copy) {
 
 TEST(test_runtime_buffer_cache_reuses_blocks) {
   REQUIRE_CPU();
-  const tg_device *d = device_cpu();
+  const device *d = device_cpu();
   size_t old = buffer_cache_set_limit((size_t)64 << 20);
   tg_buffer *b = buffer_new(d, 12345);
   CHECK_T(b);
@@ -148,7 +148,7 @@ TEST(test_runtime_pool_nested_run_and_restart) {
 
 TEST(test_runtime_compile_launch_and_memory_cache) {
   REQUIRE_CPU();
-  const tg_device *d = device_cpu();
+  const device *d = device_cpu();
   runtime_counters c0 = runtime_get_counters();
   tg_program *p = d->compile(d, "add_f32", add_src);
   CHECK_T(p);
@@ -171,7 +171,7 @@ TEST(test_runtime_compile_launch_and_memory_cache) {
 
 /* the disk cache steps, in a fresh cache directory dir */
 static void disk_cache_steps(const char *dir) {
-  const tg_device *d = device_cpu();
+  const device *d = device_cpu();
   tg_program *p = d->compile(d, "add_f32", add_src);
   CHECK_T(p);
   CHECK(!p->from_disk, "fresh cache dir: compiled, not loaded");
@@ -238,7 +238,7 @@ TEST(test_runtime_compile_error_reports_compiler_message) {
     return;
   }
   compile_cache_set_dir(dir);
-  const tg_device *d = device_cpu();
+  const device *d = device_cpu();
   tg_error_clear();
   tg_program *p = d->compile(d, "broken", "void broken(void **b, long c, long n) { int x = ; }\n");
   CHECK(!p, "a syntax error compiles to NULL");

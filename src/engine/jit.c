@@ -199,7 +199,7 @@ static int find_use(buf_use *u, int n, const tg_buffer *b) {
 /* Intermediates are the buffers only the capture still holds, first written by a kernel of the step: no one
  * outside can see them and no value of theirs survives from one replay to the next. They move into one
  * arena placed by lifetime; parameters, optimizer state, inputs, outputs and random counters keep theirs. */
-static tg_status plan_memory(tg_jit *j, const tg_device *dev) {
+static tg_status plan_memory(tg_jit *j, const device *dev) {
   /* an OpenCL buffer is a handle, not an address: no offsets into an arena (each keeps its own buffer) */
   if (!dev || dev->kind == DEVICE_CL) return TG_OK;
   jit_capture *c = &j->cap;
@@ -304,7 +304,7 @@ static tg_status prepare_launches(tg_jit *j) {
 }
 
 /* a new view node over a copy of t's value (t realized, on buffer b) in a buffer of its own */
-static uop *copy_value(const tg_device *dev, tg_tensor *t, tg_buffer *b) {
+static uop *copy_value(const device *dev, tg_tensor *t, tg_buffer *b) {
   uop *u = t->u;
   tg_buffer *nb = buffer_new(dev, b->nbytes);
   void *tmp = nb ? mem_alloc(b->nbytes) : NULL;
@@ -326,7 +326,7 @@ static uop *copy_value(const tg_device *dev, tg_tensor *t, tg_buffer *b) {
  * a copy (the caller's tensor keeps its value); the same tensor passed twice gets a private tensor on a copy
  * for the second place (*extra, freed by the caller). */
 static tg_status own_inputs(tg_jit *j, tg_tensor *const *in, tg_tensor **cin, tg_tensor **extra) {
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   if (!dev) return tg_error_status() ? tg_error_status() : TG_ERR_DEVICE;
   uop_cache_invalidate();  /* values realized before the step would let the capture skip their kernels */
   uop_gc();                /* dead nodes and dropped values let go of their buffers: a count is its holders */
@@ -403,7 +403,7 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
 }
 
 static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   if (!dev) return tg_error_status();
   tg_status st = TG_OK;
   /* random draws take their next counters, as the same step run eagerly would */

@@ -29,7 +29,7 @@ typedef struct compiled {
 } compiled;
 
 static uop_map kcache;         /* kernel AST -> compiled, for kcache_dev */
-static const tg_device *kcache_dev;
+static const device *kcache_dev;
 static tg_stats stats;
 static _Thread_local uint64_t last_kernels TG_TLS_FAST;  /* of this thread's last realize */
 
@@ -63,7 +63,7 @@ void engine_print_kernel(const char *dev, int k, const char *name, int nbufs, do
 }
 
 /* the kernel's source in the device's language; GPU kernels set *shape */
-static char *render_for(const tg_device *dev, const linear_program *lp, const kernel_info *info, launch_shape *shape) {
+static char *render_for(const device *dev, const linear_program *lp, const kernel_info *info, launch_shape *shape) {
   if (!device_is_gpu(dev)) return render_c(info->name, lp, info);
   return render_gpu(dev->kind == DEVICE_CL ? LANG_OPENCL : LANG_CUDA, info->name, lp, info, shape);
 }
@@ -76,7 +76,7 @@ void engine_set_kernel_observer(void (*fn)(uop *ast)) {
   lib_unlock();
 }
 
-static compiled *get_kernel(const tg_device *dev, uop *ast) {
+static compiled *get_kernel(const device *dev, uop *ast) {
   if (dev != kcache_dev) {  /* DEV changed (tests reload the environment): kernels of another device */
     kcache_clear();
     kcache_dev = dev;
@@ -142,7 +142,7 @@ fail:
 }
 
 /* the storage a node has outside this schedule (allocating a BUFFER made by tg_empty), or NULL */
-static tg_buffer *storage(const tg_device *dev, uop *u) {
+static tg_buffer *storage(const device *dev, uop *u) {
   if (uop_storage(u)) return u->buf;
   if (u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER) u = u->src[0];
   if (u->op != OP_BUFFER) return NULL;
@@ -157,7 +157,7 @@ static tg_buffer *storage(const tg_device *dev, uop *u) {
 
 /* Whether kernel k may store its value into target (an assigned tensor's old buffer): it reads that buffer
  * only at the element it writes. */
-static bool reads_only_own_element(const sched_kernel *k, const tg_device *dev, const tg_buffer *target,
+static bool reads_only_own_element(const sched_kernel *k, const device *dev, const tg_buffer *target,
                                    const uop_map *made) {
   uop *store = k->ast->src[0];
   if (k->ast->nsrc != 1 || store->op != OP_STORE) return false;
@@ -179,7 +179,7 @@ static bool reads_only_own_element(const sched_kernel *k, const tg_device *dev, 
 
 /* kernel order with write-after-read edges: a kernel that overwrites a buffer in place runs after every
  * other kernel that reads the old contents. false when no order exists (then nothing runs in place). */
-static bool order_kernels(const schedule *s, const tg_device *dev, tg_buffer *const *inplace, const uop_map *made,
+static bool order_kernels(const schedule *s, const device *dev, tg_buffer *const *inplace, const uop_map *made,
                           int *order) {
   int n = s->nkernels;
   bool *done = mem_calloc((size_t)n + 1, sizeof *done);
@@ -231,7 +231,7 @@ static int by_buffer(const void *x, const void *y) {
  * assigned into it too. Equal graphs are one node, so two tensors made alike (zeros of one shape) share one
  * buffer after a realize; writing it in place would change both. One walk over the live tensors, each
  * looked up among the targets sorted by buffer. NULL when out of memory. */
-static bool *shared_targets(const tg_device *dev, tg_tensor *const *ts, int n) {
+static bool *shared_targets(const device *dev, tg_tensor *const *ts, int n) {
   bool *shared = mem_calloc((size_t)n + 1, sizeof *shared);
   holder *h = mem_alloc(((size_t)n + 1) * sizeof *h);
   if (!shared || !h) {
@@ -261,7 +261,7 @@ static bool *shared_targets(const tg_device *dev, tg_tensor *const *ts, int n) {
 /* which kernels write into an assigned tensor's old buffer (*inplace) and the order to run them in
  * (*korder). An assigned tensor's kernel writes into its old buffer when that is safe; a window write must.
  * false when a window write has no order that runs it in place (schedule again without windows). */
-static bool plan_in_place(const schedule *s, const tg_device *dev, tg_tensor *const *ts, int n, const uop_map *made,
+static bool plan_in_place(const schedule *s, const device *dev, tg_tensor *const *ts, int n, const uop_map *made,
                           tg_buffer ***inplace_out, int **korder_out, tg_status *st) {
   uint64_t failed0 = mem_failures();
   tg_buffer **inplace = *inplace_out = mem_calloc((size_t)s->nkernels + 1, sizeof *inplace);
@@ -337,7 +337,7 @@ typedef struct ready_kernel { compiled c; void **bufs; tg_buffer **tbufs; } read
 
 /* An empty value has nothing to compute: its tensors read an empty buffer and no kernel runs. Its graph may
  * still be large (a softmax over an empty last axis of (2^40, 0) would store a (2^40, 1) max first). */
-static tg_status pin_empty(const tg_device *dev, tg_tensor *t) {
+static tg_status pin_empty(const device *dev, tg_tensor *t) {
   uop *o = t->u;
   if (uop_numel(o) != 0 || o->op == OP_BUFFER || (o->op == OP_RESHAPE && o->src[0]->op == OP_BUFFER)) return TG_OK;
   tg_buffer *b = buffer_new(dev, 1);
@@ -372,7 +372,7 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   if (est != TG_OK) return est;
   uop_gc_maybe();
   last_kernels = 0;
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   if (!dev) return tg_error_status();
   for (int i = 0; i < n; i++) {
     tg_status est = pin_empty(dev, ts[i]);
@@ -578,7 +578,7 @@ static tg_status to_host(tg_tensor *t, void *dst, size_t nbytes) {
   tg_status st = tg_realize(t);
   if (st != TG_OK) return st;
   if (!want) return TG_OK;
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   tg_buffer *b = dev ? storage(dev, t->u) : NULL;
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
   return b->dev->copyout(dst, b, nbytes);  /* the buffer's own device: a data set stays on the host */
@@ -635,7 +635,7 @@ tg_stats tg_get_stats(void) {
 uint64_t tg_kernel_count_last(void) { return last_kernels; }
 
 int tg_num_threads(void) {
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   return dev ? dev->num_threads(dev) : 1;
 }
 
@@ -650,7 +650,7 @@ tg_status tg_collect(void) {
 }
 
 tg_buffer *tensor_storage(tg_tensor *t) {
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   lib_lock();
   tg_buffer *b = t && dev ? storage(dev, t->u) : NULL;
   lib_unlock();
@@ -666,7 +666,7 @@ static tg_status write_storage(tg_tensor *t, const void *src, size_t nbytes) {
   }
   tg_status st = tg_realize(t);
   if (st != TG_OK) return st;
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   tg_buffer *b = dev ? storage(dev, t->u) : NULL;
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
   uop_cache_invalidate();

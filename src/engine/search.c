@@ -10,7 +10,7 @@
 #include "uop/env.h"
 
 typedef struct search_ctx {
-  const tg_device *dev;
+  const device *dev;
   tg_buffer *bufs[64];
   void *ptrs[64];
   int nbufs;
@@ -45,7 +45,7 @@ static void fill_random(void *p, size_t nbytes, tg_dtype dt, uint64_t *x) {
     for (size_t i = 0; i < nbytes / 8; i++) ((double *)p)[i] = (double)(i % 1021) / 1021.0;
 }
 
-uop *engine_beam(const tg_device *dev, uop *ast, int width, kernel_info *info) {
+uop *engine_beam(const device *dev, uop *ast, int width, kernel_info *info) {
   search_ctx s = {.dev = dev};
   int n;
   uop **order = uop_toposort(ast, &n);

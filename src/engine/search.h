@@ -6,6 +6,6 @@
 #include "runtime/device.h"
 
 /* the kernel with the actions a beam of width candidates found fastest on dev (cached on disk) */
-uop *engine_beam(const tg_device *dev, uop *ast, int width, kernel_info *info);
+uop *engine_beam(const device *dev, uop *ast, int width, kernel_info *info);
 
 #endif

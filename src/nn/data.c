@@ -571,22 +571,36 @@ tg_status tg_digits_load(const char *path, tg_dataset *all) {
 
 /* ---- batches and shuffling ---------------------------------------------------------------------------------- */
 
-/* the host bytes of t, realized and contiguous (the CPU device: buffers are host memory) */
-static const uint8_t *host_data(tg_tensor *t, const char *op) {
+/* the host bytes of t, realized and contiguous: its buffer itself on the CPU (the loaders' data sets stay
+ * there), else a copy the caller frees (*copy set) */
+static const uint8_t *host_data(tg_tensor *t, const char *op, uint8_t **copy) {
+  *copy = NULL;
   if (tg_realize(t) != TG_OK) return NULL;
   uop *u = t->u;
   if (u->op == OP_RESHAPE) u = u->src[0];
   tg_buffer *b = u->op == OP_BUFFER ? u->buf : NULL;
   if (!b || (!b->ptr && b->nbytes)) {
-    tg_set_error(TG_ERR_INTERNAL, "%s: a realized tensor has no host buffer", op);
+    tg_set_error(TG_ERR_INTERNAL, "%s: a realized tensor has no buffer", op);
     return NULL;
   }
-  return b->ptr;
+  if (!device_is_gpu(b->dev)) return b->ptr;
+  size_t n = (size_t)tg_numel(t) * tg_dtype_size(tg_dtype_of(t));
+  if (!(*copy = mem_alloc(n ? n : 1))) {
+    tg_set_error(TG_ERR_NOMEM, "%s: out of memory copying a data set of %zu bytes from %s", op, n, b->dev->name);
+    return NULL;
+  }
+  if (tg_to_host(t, *copy, n) != TG_OK) {
+    free(*copy);
+    *copy = NULL;
+    return NULL;
+  }
+  return *copy;
 }
 
 /* rows sel of t (N, ...) as a new tensor */
 static tg_tensor *gather_rows(tg_tensor *t, int64_t n, const int64_t *perm, int64_t start, int64_t count, const char *op) {
-  const uint8_t *src = host_data(t, op);
+  uint8_t *copy;
+  const uint8_t *src = host_data(t, op, &copy);
   if (!src) return NULL;
   int nd = tg_ndim(t);
   int64_t shape[TG_MAX_DIMS];
@@ -598,6 +612,7 @@ static tg_tensor *gather_rows(tg_tensor *t, int64_t n, const int64_t *perm, int6
   uint8_t *dst = mem_alloc(nbytes ? nbytes : 1);
   if (!dst) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory for a batch of %zu bytes", op, nbytes);
+    free(copy);
     return NULL;
   }
   for (int64_t i = 0; i < count; i++) {
@@ -606,10 +621,12 @@ static tg_tensor *gather_rows(tg_tensor *t, int64_t n, const int64_t *perm, int6
       tg_set_error(TG_ERR_ARG, "%s: perm[%lld] = %lld is not a row of a dataset of %lld", op, (long long)(start + i),
                    (long long)r, (long long)n);
       free(dst);
+      free(copy);
       return NULL;
     }
     memcpy(dst + (size_t)i * row, src + (size_t)r * row, row);
   }
+  free(copy);
   tg_tensor *out = tg_from_data(tg_dtype_of(t), nd, shape, dst, nbytes);
   free(dst);
   return out;

@@ -49,7 +49,7 @@ static int64_t live_buffers;  /* made and not yet freed: tests check that failur
 
 int64_t buffer_live_count(void) { return __atomic_load_n(&live_buffers, __ATOMIC_RELAXED); }
 
-tg_buffer *buffer_new(const tg_device *d, size_t nbytes) {
+tg_buffer *buffer_new(const device *d, size_t nbytes) {
   if (!d) {
     tg_set_error(TG_ERR_ARG, "buffer_new: no device");
     return NULL;
@@ -59,7 +59,7 @@ tg_buffer *buffer_new(const tg_device *d, size_t nbytes) {
   return b;
 }
 
-tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes) {
+tg_buffer *buffer_wrap(const device *d, void *ptr, size_t nbytes) {
   if (!d || (!ptr && nbytes)) {
     tg_set_error(TG_ERR_ARG, "buffer_wrap: %s", d ? "NULL pointer for a non-empty buffer" : "no device");
     return NULL;

@@ -26,9 +26,9 @@ typedef void (*kernel_fn)(void **bufs, int64_t core_id, int64_t ncores);
 
 /* ---- buffers --------------------------------------------------------------------------------------------- */
 
-static const tg_device cpu_dev;
+static const device cpu_dev;
 
-static tg_buffer *cpu_alloc(const tg_device *d, size_t nbytes) {
+static tg_buffer *cpu_alloc(const device *d, size_t nbytes) {
   tg_buffer *b = mem_alloc(sizeof *b);
   if (!b) {
     tg_set_error(TG_ERR_NOMEM, "CPU: out of memory allocating a buffer of %zu bytes", nbytes);
@@ -192,7 +192,7 @@ static void cpu_program_free(tg_program *p) {
 
 /* compiles (or finds) src and loads it; a program with one reference, or NULL with tg_error set and *refused
  * true when the source itself is at fault (the compiler's error, no such function in it) */
-static tg_program *load_program(const tg_device *d, const char *name, const char *src, bool *refused) {
+static tg_program *load_program(const device *d, const char *name, const char *src, bool *refused) {
   double t0 = now_ms();
   bool from_disk, is_temp;
   *refused = false;
@@ -235,7 +235,7 @@ static tg_program *load_program(const tg_device *d, const char *name, const char
   return p;
 }
 
-static tg_program *cpu_compile(const tg_device *d, const char *name, const char *src) {
+static tg_program *cpu_compile(const device *d, const char *name, const char *src) {
   if (!name || !*name || !src) {
     tg_set_error(TG_ERR_ARG, "CPU compile: %s", !src ? "NULL source" : "no kernel name");
     return NULL;
@@ -330,12 +330,12 @@ static tg_status cpu_launch(const tg_program *p, void **bufs, int nbufs, int nth
   return TG_OK;
 }
 
-static int cpu_num_threads(const tg_device *d) {
+static int cpu_num_threads(const device *d) {
   (void)d;
   return pool_size();
 }
 
-static const tg_device cpu_dev = {
+static const device cpu_dev = {
     .name = "CPU",
     .kind = DEVICE_CPU,
     .alloc = cpu_alloc,
@@ -348,7 +348,7 @@ static const tg_device cpu_dev = {
     .num_threads = cpu_num_threads,
 };
 
-const tg_device *device_cpu(void) { return &cpu_dev; }
+const device *device_cpu(void) { return &cpu_dev; }
 
 
 runtime_counters runtime_get_counters(void) {

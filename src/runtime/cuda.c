@@ -2,7 +2,7 @@
 #include "runtime/device.h"
 #include "uop/uop.h"
 
-const tg_device *device_cuda(int idx) {
+const device *device_cuda(int idx) {
   tg_set_error(TG_ERR_DEVICE, "device CUDA:%d: the CUDA runtime is not built yet", idx);
   return NULL;
 }

@@ -34,7 +34,7 @@ static bool parse_name(const char *name, device_kind *kind, int *idx) {
   return true;
 }
 
-const tg_device *device_get(const char *name) {
+const device *device_get(const char *name) {
   device_kind kind;
   int idx;
   if (!name || !parse_name(name, &kind, &idx)) {
@@ -54,7 +54,7 @@ const tg_device *device_get(const char *name) {
 
 /* DEV=CPU (or unset): the CPU; DEV=CL, CUDA:1, ...: that device, or NULL with the reason (a bad DEV is
  * TG_ERR_ARG from env.c; a missing driver TG_ERR_DEVICE from the device) */
-const tg_device *device_default(void) {
+const device *device_default(void) {
   if (env_check(ENV_BIT(ENV_DEV)) != TG_OK) return NULL;
   const char *dev = env_get()->dev;
   return dev[0] ? device_get(dev) : device_cpu();

@@ -19,12 +19,12 @@
 
 #include "tg.h"
 
-typedef struct tg_device tg_device;
+typedef struct device device;
 
 /* A buffer: device memory, reference counted. */
 typedef struct tg_buffer {
   int refcnt;
-  const tg_device *dev;
+  const device *dev;
   size_t nbytes;
   void *ptr;        /* host pointer on the CPU device */
   bool wrapped;     /* memory the user gave us (tg_from_blob): never freed by us */
@@ -43,7 +43,7 @@ typedef struct tg_buffer {
  * a multiple of local; CUDA's grid is global/local blocks of local threads). */
 typedef struct tg_program {
   int refcnt;
-  const tg_device *dev;
+  const device *dev;
   char *name;
   void *fn;        /* entry point */
   void *handle;    /* dlopen handle or device module */
@@ -54,46 +54,46 @@ typedef struct tg_program {
 
 typedef enum device_kind { DEVICE_CPU, DEVICE_CL, DEVICE_CUDA } device_kind;
 
-struct tg_device {
+struct device {
   const char *name;  /* "CPU", "CL", "CL:1", "CUDA", "CUDA:1" */
   device_kind kind;  /* which renderer dialect its kernels are written in */
   char arch[64];     /* what its compiled code depends on besides the source ("sm_90", the OpenCL device and
                       * driver version): part of every kernel cache key */
   void *ctx;         /* the device's own state */
-  tg_buffer *(*alloc)(const tg_device *d, size_t nbytes);  /* zero-filled not promised */
+  tg_buffer *(*alloc)(const device *d, size_t nbytes);  /* zero-filled not promised */
   void (*buffer_free)(tg_buffer *b);
   tg_status (*copyin)(tg_buffer *dst, const void *src, size_t nbytes);
   tg_status (*copyout)(void *dst, const tg_buffer *src, size_t nbytes);
   /* source text -> program; NULL with tg_error set on failure */
-  tg_program *(*compile)(const tg_device *d, const char *name, const char *src);
+  tg_program *(*compile)(const device *d, const char *name, const char *src);
   void (*program_free)(tg_program *p);
   /* runs p over bufs on nthreads threads (0: all; the CPU's) or its global/local shape (GPUs). A GPU device
    * may return before the kernel ends (launches are queued in order); *ms, when not NULL, gets the kernel's
    * own time from the device's events, waiting for it */
   tg_status (*launch)(const tg_program *p, void **bufs, int nbufs, int nthreads, double *ms);
-  int (*num_threads)(const tg_device *d);
+  int (*num_threads)(const device *d);
   /* waits until every queued launch and copy has ended; NULL: always synchronous (the CPU) */
-  tg_status (*synchronize)(const tg_device *d);
+  tg_status (*synchronize)(const device *d);
   /* nbytes from src at soff into dst at doff, both buffers of this device; NULL: through the host */
   tg_status (*copy)(tg_buffer *dst, size_t doff, const tg_buffer *src, size_t soff, size_t nbytes);
   /* gives back the device memory held by the freed-buffer cache (an allocation that failed is retried after) */
-  void (*flush_cache)(const tg_device *d);
+  void (*flush_cache)(const device *d);
 };
 
 /* the device named by tinygrad's name: "CPU", "CL", "CL:n", "CUDA", "CUDA:n" (case-insensitive), opened on
  * first use; NULL with tg_error set (TG_ERR_ARG for an unknown name, TG_ERR_DEVICE naming what to install when
  * the driver or the device is missing) */
-const tg_device *device_get(const char *name);
-const tg_device *device_default(void);   /* DEV's device (the CPU when DEV is unset); NULL with tg_error set */
-const tg_device *device_cpu(void);
+const device *device_get(const char *name);
+const device *device_default(void);   /* DEV's device (the CPU when DEV is unset); NULL with tg_error set */
+const device *device_cpu(void);
 /* the OpenCL (opencl.c) and CUDA (cuda.c) devices number idx, opened on first use; NULL with tg_error set */
-const tg_device *device_cl(int idx);
-const tg_device *device_cuda(int idx);
+const device *device_cl(int idx);
+const device *device_cuda(int idx);
 /* whether the device runs GPU kernels (global/local shapes, a C-style dialect other than the CPU's) */
-static inline bool device_is_gpu(const tg_device *d) { return d && d->kind != DEVICE_CPU; }
+static inline bool device_is_gpu(const device *d) { return d && d->kind != DEVICE_CPU; }
 
-tg_buffer *buffer_new(const tg_device *d, size_t nbytes);   /* refcnt 1 */
-tg_buffer *buffer_wrap(const tg_device *d, void *ptr, size_t nbytes);
+tg_buffer *buffer_new(const device *d, size_t nbytes);   /* refcnt 1 */
+tg_buffer *buffer_wrap(const device *d, void *ptr, size_t nbytes);
 void buffer_retain(tg_buffer *b);
 void buffer_release(tg_buffer *b);
 int64_t buffer_live_count(void);  /* buffers made by buffer_new/buffer_wrap and not yet freed */

@@ -203,7 +203,7 @@ typedef struct cl_state {
 
 typedef struct cl_slot {
   int ready;            /* 0: not tried, 1: open, 2: failed (err holds why); read with acquire */
-  tg_device dev;
+  device dev;
   cl_state st;
   char name[16];
   tg_status err_status;
@@ -287,17 +287,17 @@ static void device_string(cl_device_id id, cl_device_info what, char *out, size_
   if (!out[0]) snprintf(out, n, "?");
 }
 
-static tg_buffer *cl_alloc(const tg_device *d, size_t nbytes);
+static tg_buffer *cl_alloc(const device *d, size_t nbytes);
 static void cl_buffer_free(tg_buffer *b);
 static tg_status cl_copyin(tg_buffer *dst, const void *src, size_t nbytes);
 static tg_status cl_copyout(void *dst, const tg_buffer *src, size_t nbytes);
 static tg_status cl_copy(tg_buffer *dst, size_t doff, const tg_buffer *src, size_t soff, size_t nbytes);
-static tg_program *cl_compile(const tg_device *d, const char *name, const char *src);
+static tg_program *cl_compile(const device *d, const char *name, const char *src);
 static void cl_program_free(tg_program *p);
 static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthreads, double *ms);
-static int cl_num_threads(const tg_device *d);
-static tg_status cl_synchronize(const tg_device *d);
-static void cl_flush_cache(const tg_device *d);
+static int cl_num_threads(const device *d);
+static tg_status cl_synchronize(const device *d);
+static void cl_flush_cache(const device *d);
 
 /* with g.open_lock held: makes the context and queue of slot idx; false with s->err set */
 static bool open_slot(int idx, cl_slot *s) {
@@ -334,8 +334,8 @@ static bool open_slot(int idx, cl_slot *s) {
   h = hash_bytes(dversion, strlen(dversion) + 1, h);
   st->key_seed = hash_bytes(BUILD_OPTIONS, sizeof BUILD_OPTIONS, h);
 
-  tg_device *d = &s->dev;
-  *d = (tg_device){.name = s->name, .kind = DEVICE_CL, .ctx = st, .alloc = cl_alloc, .buffer_free = cl_buffer_free,
+  device *d = &s->dev;
+  *d = (device){.name = s->name, .kind = DEVICE_CL, .ctx = st, .alloc = cl_alloc, .buffer_free = cl_buffer_free,
                    .copyin = cl_copyin, .copyout = cl_copyout, .compile = cl_compile, .program_free = cl_program_free,
                    .launch = cl_launch, .num_threads = cl_num_threads, .synchronize = cl_synchronize,
                    .copy = cl_copy, .flush_cache = cl_flush_cache};
@@ -343,7 +343,7 @@ static bool open_slot(int idx, cl_slot *s) {
   return true;
 }
 
-const tg_device *device_cl(int idx) {
+const device *device_cl(int idx) {
   if (idx >= 0 && idx < MAX_DEVICES && __atomic_load_n(&g.slots[idx].ready, __ATOMIC_ACQUIRE) == 1)
     return &g.slots[idx].dev;
   pthread_once(&g.once, load_driver);
@@ -417,7 +417,7 @@ static void release_buffer(tg_buffer *b) {
   free(b);
 }
 
-static void cl_flush_cache(const tg_device *d) {
+static void cl_flush_cache(const device *d) {
   if (!d || d->kind != DEVICE_CL) return;
   cl_state *st = d->ctx;
   pthread_mutex_lock(&st->cache_lock);
@@ -446,7 +446,7 @@ static bool out_of_memory(cl_int e) {
   return e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES || e == CL_OUT_OF_HOST_MEMORY;
 }
 
-static tg_buffer *cl_alloc(const tg_device *d, size_t nbytes) {
+static tg_buffer *cl_alloc(const device *d, size_t nbytes) {
   cl_state *st = d->ctx;
   tg_buffer *b = cache_pop(st, nbytes);
   if (b) {
@@ -681,7 +681,7 @@ static double now_ms(void) {
 
 /* builds src from source for st's device; NULL with tg_error set (the build log) and *refused set when the
  * compiler rejected it */
-static cl_program build_source(const tg_device *d, const char *name, const char *src, bool *refused) {
+static cl_program build_source(const device *d, const char *name, const char *src, bool *refused) {
   cl_state *st = d->ctx;
   cl_int e = CL_SUCCESS;
   size_t len = strlen(src);
@@ -720,7 +720,7 @@ static cl_program build_source(const tg_device *d, const char *name, const char 
 
 /* compiles (or loads from the disk cache) and makes the kernel; a program with one reference, or NULL with
  * tg_error set and *refused true when the source itself is at fault */
-static tg_program *load_program(const tg_device *d, const char *name, const char *src, bool *refused) {
+static tg_program *load_program(const device *d, const char *name, const char *src, bool *refused) {
   cl_state *st = d->ctx;
   double t0 = now_ms();
   *refused = false;
@@ -862,7 +862,7 @@ void opencl_program_cache_clear(void) {
   release_entries(all);
 }
 
-static tg_program *cl_compile(const tg_device *d, const char *name, const char *src) {
+static tg_program *cl_compile(const device *d, const char *name, const char *src) {
   if (!d || d->kind != DEVICE_CL || !name || !*name || !src) {
     tg_set_error(TG_ERR_ARG, "CL compile: %s", !d || d->kind != DEVICE_CL ? "not an OpenCL device"
                                                : !src                     ? "NULL source"
@@ -1004,7 +1004,7 @@ static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthr
   return TG_OK;
 }
 
-static tg_status cl_synchronize(const tg_device *d) {
+static tg_status cl_synchronize(const device *d) {
   if (!d || d->kind != DEVICE_CL) {
     tg_set_error(TG_ERR_ARG, "CL synchronize: not an OpenCL device");
     return TG_ERR_ARG;
@@ -1018,7 +1018,7 @@ static tg_status cl_synchronize(const tg_device *d) {
 }
 
 /* the GPU's parallelism is in the launch shape, not in host threads */
-static int cl_num_threads(const tg_device *d) {
+static int cl_num_threads(const device *d) {
   (void)d;
   return 1;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "runtime/device.h"
+#include "engine/engine.h"
 #include "tensor/tensor.h"
 
 static bool check_new(const char *op, tg_dtype dt, int ndim, const int64_t *shape) {
@@ -67,7 +68,7 @@ static bool check_bytes(const char *op, tg_dtype dt, int ndim, const int64_t *sh
 
 tg_tensor *tg_from_data(tg_dtype dt, int ndim, const int64_t *shape, const void *data, size_t nbytes) {
   if (!check_bytes("tg_from_data", dt, ndim, shape, data, nbytes)) return NULL;
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   if (!dev) return NULL;
   tg_buffer *b = buffer_new(dev, nbytes);
   if (!b) return NULL;
@@ -81,7 +82,7 @@ tg_tensor *tg_from_data(tg_dtype dt, int ndim, const int64_t *shape, const void 
 
 /* a buffer of dev over the caller's memory: the memory itself on the CPU, a copy of it on a GPU (whose kernels
  * cannot read host memory; the copy is made now) */
-static tg_buffer *wrap_or_copy(const tg_device *dev, void *data, size_t nbytes) {
+static tg_buffer *wrap_or_copy(const device *dev, void *data, size_t nbytes) {
   if (!device_is_gpu(dev)) return buffer_wrap(dev, data, nbytes);
   tg_buffer *b = buffer_new(dev, nbytes ? nbytes : 1);
   if (b && nbytes && dev->copyin(b, data, nbytes) != TG_OK) {
@@ -94,14 +95,14 @@ static tg_buffer *wrap_or_copy(const tg_device *dev, void *data, size_t nbytes) 
 
 tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes) {
   if (!check_bytes("tg_from_blob", dt, ndim, shape, data, nbytes)) return NULL;
-  const tg_device *dev = device_default();
+  const device *dev = device_default();
   if (!dev) return NULL;
   tg_buffer *b = wrap_or_copy(dev, data, nbytes);
   if (!b) return NULL;
   return from_buffer(dt, ndim, shape, b);
 }
 
-static tg_tensor *wrap_memory(const tg_device *dev, tg_dtype dt, int ndim, const int64_t *shape, void *data,
+static tg_tensor *wrap_memory(const device *dev, tg_dtype dt, int ndim, const int64_t *shape, void *data,
                               size_t nbytes, void (*on_free)(void *ctx), void *ctx) {
   tg_buffer *b = NULL;
   if (check_bytes("tensor_wrap_memory", dt, ndim, shape, data, nbytes) && (dev || (dev = device_default())))
@@ -178,4 +179,67 @@ tg_tensor *tg_eye(tg_dtype dt, int64_t n, int64_t m) {
   x = mk_reshape(x, 2, (int64_t[]){k, k});
   x = mk_shrink(x, (int64_t[]){0, n, 0, m});
   return tensor_new(x);
+}
+
+/* ---- devices ------------------------------------------------------------------------------------------------ */
+
+/* the buffer t reads when t is a view of a whole realized buffer in order (nothing to compute), else NULL */
+static tg_buffer *plain_storage(tg_tensor *t) {
+  uop *u = t->u;
+  if (u->op == OP_RESHAPE) u = u->src[0];
+  return u->op == OP_BUFFER && u->buf && u->aux[0] == uop_numel(t->u) ? tensor_storage(t) : NULL;
+}
+
+const char *tg_device(tg_tensor *t) {
+  if (!t) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "device: tensor is NULL");
+    return NULL;
+  }
+  tg_buffer *b = plain_storage(t);
+  if (b) return b->dev->name;
+  const device *d = device_default();  /* a lazy value is computed on the default device */
+  return d ? d->name : NULL;
+}
+
+tg_tensor *tg_to(tg_tensor *t, const char *name) {
+  if (!t) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_to: tensor is NULL");
+    return NULL;
+  }
+  const device *dst = device_get(name);
+  if (!dst) return NULL;
+  tg_tensor *c = NULL;
+  tg_buffer *sb = plain_storage(t);
+  if (!sb) {  /* computed (on the default device) into a buffer of its own first */
+    c = tg_contiguous(t);
+    if (!c || tg_realize(c) != TG_OK || !(sb = plain_storage(c))) {
+      if (!tg_error_status()) tg_set_error(TG_ERR_INTERNAL, "tg_to: no storage for the realized tensor");
+      tg_free(c);
+      return NULL;
+    }
+  }
+  size_t n = (size_t)uop_numel(t->u) * tg_dtype_size(TDT(t));
+  tg_buffer *db = buffer_new(dst, n ? n : 1);
+  tg_status st = db ? TG_OK : (tg_error_status() ? tg_error_status() : TG_ERR_NOMEM);
+  if (st == TG_OK && n) {
+    if (sb->dev == dst && dst->copy) st = dst->copy(db, 0, sb, 0, n);
+    else if (!device_is_gpu(sb->dev)) st = dst->copyin(db, sb->ptr, n);   /* host memory straight in */
+    else if (!device_is_gpu(dst)) st = sb->dev->copyout(db->ptr, sb, n);  /* or straight out */
+    else {  /* GPU to another GPU through the host */
+      void *tmp = mem_alloc(n);
+      st = tmp ? sb->dev->copyout(tmp, sb, n) : TG_ERR_NOMEM;
+      if (st == TG_OK) st = dst->copyin(db, tmp, n);
+      if (!tmp) tg_set_error(st, "tg_to: out of memory staging %zu bytes from %s to %s", n, sb->dev->name, dst->name);
+      free(tmp);
+    }
+  }
+  tg_tensor *r = NULL;
+  if (st == TG_OK) {
+    uop_gc_note_bytes(n);
+    r = from_buffer(TDT(t), TNDIM(t), TSHAPE(t), db);  /* takes db */
+  } else {
+    buffer_release(db);
+  }
+  tg_free(c);
+  return r;
 }

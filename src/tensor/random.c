@@ -105,6 +105,7 @@ static bool check(const char *op, tg_dtype dt, int ndim, const int64_t *shape, i
 }
 
 static uop *scale_shift(uop *x, double mul, double add_) {
+  if (!x) return NULL;
   if (mul != 1) x = mk_alu(OP_MUL, (tg_dtype)x->dtype, 2, (uop *[]){x, mk_const((tg_dtype)x->dtype, mul, x->ndim, x->shape)});
   if (add_ != 0) x = mk_alu(OP_ADD, (tg_dtype)x->dtype, 2, (uop *[]){x, mk_const((tg_dtype)x->dtype, add_, x->ndim, x->shape)});
   return x;
