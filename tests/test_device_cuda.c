@@ -73,7 +73,8 @@ TEST(test_cuda_nvrtc_syntax_error_gives_its_log) {
   tg_status st = nvrtc_compile("broken", bad_src, "sm_90", true, &img, &n);
   CHECK(st == TG_ERR_DEVICE, "status %d: %s", st, tg_error());
   CHECK(img == NULL && n == 0, "an image was returned");
-  const char *e = tg_error();
+  char e[1024];
+  snprintf(e, sizeof e, "%s", tg_error());
   CHECK(strstr(e, "CUDA: kernel broken failed to compile for sm_90:") != NULL, "message: %s", e);
   CHECK(strstr(e, "error") && strstr(e, "expected an expression"), "NVRTC's log is not in the message: %s", e);
   CHECK(strstr(e, "(2)") != NULL, "the log does not name line 2: %s", e);
