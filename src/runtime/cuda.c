@@ -783,8 +783,12 @@ static tg_program *load_program(cuda_dev *cd, const char *name, const char *src,
                    "it cannot load (CUDA_ERROR_UNSUPPORTED_PTX_VERSION): update the NVIDIA driver", cd->name, name,
                    drv.version / 1000, drv.version % 1000 / 10, nvrtc_version() / 1000, nvrtc_version() % 1000 / 10,
                    target);
-    else
-      cu_fail(cd, r, is_ptx ? "cuModuleLoadData (PTX)" : "cuModuleLoadData (cubin)", name);
+    else {
+      char call[96];
+      snprintf(call, sizeof call, "cuModuleLoadData (%s for %s; driver CUDA %d.%d, NVRTC %d.%d)", is_ptx ? "PTX" : "cubin",
+               target, drv.version / 1000, drv.version % 1000 / 10, nvrtc_version() / 1000, nvrtc_version() % 1000 / 10);
+      cu_fail(cd, r, call, name);
+    }
     return NULL;
   }
   CUfunction fn = NULL;
