@@ -114,7 +114,8 @@ typedef struct cuda_dev {
   int sm;             /* compute capability as 90 for 9.0 */
   int nsm, max_threads, max_block[3], max_grid[3];
   size_t total_mem;
-  pthread_mutex_t lock;  /* the freed-buffer cache and the staging buffers */
+  pthread_mutex_t lock;        /* the freed-buffer cache */
+  pthread_mutex_t stage_lock;  /* the staging buffers: held through a whole copy */
   struct free_block *cache[CACHE_BUCKETS];
   size_t cached_bytes, cache_limit;
   void *stage[2];     /* pinned; NULL until the first copy (or when pinned memory was refused) */
@@ -393,7 +394,7 @@ static void cuda_buffer_free(tg_buffer *b) {
 
 /* ---- copies -------------------------------------------------------------------------------------------------- */
 
-/* with cd->lock held: the staging buffers and their events, made on first use; false when pinned memory is
+/* with cd->stage_lock held: the staging buffers and their events, made on first use; false when pinned memory is
  * refused (then copies go synchronously from the caller's memory) */
 static bool stage_ready(cuda_dev *cd) {
   if (cd->stage[0]) return true;
@@ -413,7 +414,7 @@ static bool stage_ready(cuda_dev *cd) {
   return false;
 }
 
-/* with cd->lock held: waits until staging buffer k is free */
+/* with cd->stage_lock held: waits until staging buffer k is free */
 static tg_status stage_wait(cuda_dev *cd, int k, const char *op) {
   if (!cd->stage_busy[k]) return TG_OK;
   CUresult r = cu.EventSynchronize(cd->stage_ev[k]);
@@ -432,9 +433,9 @@ static tg_status cuda_copyin(tg_buffer *dst, const void *src, size_t nbytes) {
   tg_status st = use(cd);
   if (st != TG_OK) return st;
   CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst->ptr;
-  pthread_mutex_lock(&cd->lock);
+  pthread_mutex_lock(&cd->stage_lock);
   if (!stage_ready(cd)) {
-    pthread_mutex_unlock(&cd->lock);
+    pthread_mutex_unlock(&cd->stage_lock);
     CUresult r = cu.StreamSynchronize(cd->stream);  /* the synchronous copy is not ordered on our stream */
     if (r == CUDA_SUCCESS) r = cu.MemcpyHtoD(d, src, nbytes);
     return r == CUDA_SUCCESS ? TG_OK : cu_fail(cd, r, "copyin: cuMemcpyHtoD", NULL);
@@ -450,7 +451,7 @@ static tg_status cuda_copyin(tg_buffer *dst, const void *src, size_t nbytes) {
     if (r != CUDA_SUCCESS) st = cu_fail(cd, r, "copyin: cuMemcpyHtoDAsync", NULL);
     else cd->stage_busy[k] = true;
   }
-  pthread_mutex_unlock(&cd->lock);
+  pthread_mutex_unlock(&cd->stage_lock);
   return st;
 }
 
@@ -465,9 +466,9 @@ static tg_status cuda_copyout(void *dst, const tg_buffer *src, size_t nbytes) {
   tg_status st = use(cd);
   if (st != TG_OK) return st;
   CUdeviceptr s = (CUdeviceptr)(uintptr_t)src->ptr;
-  pthread_mutex_lock(&cd->lock);
+  pthread_mutex_lock(&cd->stage_lock);
   if (!stage_ready(cd)) {
-    pthread_mutex_unlock(&cd->lock);
+    pthread_mutex_unlock(&cd->stage_lock);
     CUresult r = cu.StreamSynchronize(cd->stream);
     if (r == CUDA_SUCCESS) r = cu.MemcpyDtoH(dst, s, nbytes);
     return r == CUDA_SUCCESS ? TG_OK : cu_fail(cd, r, "copyout: cuMemcpyDtoH (or a kernel queued before it)", NULL);
@@ -498,7 +499,7 @@ static tg_status cuda_copyout(void *dst, const tg_buffer *src, size_t nbytes) {
     kd ^= 1;
     inflight--;
   }
-  pthread_mutex_unlock(&cd->lock);
+  pthread_mutex_unlock(&cd->stage_lock);
   return st;
 }
 
@@ -1002,6 +1003,7 @@ static cuda_dev *dev_open(int idx) {
     return NULL;
   }
   pthread_mutex_init(&cd->lock, NULL);
+  pthread_mutex_init(&cd->stage_lock, NULL);
   cd->sm = major * 10 + minor;
   /* freed buffers kept for reuse: up to a quarter of the GPU's memory (an allocation that fails empties it) */
   cd->cache_limit = cd->total_mem / 4;
