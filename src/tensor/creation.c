@@ -190,9 +190,9 @@ static tg_buffer *plain_storage(tg_tensor *t) {
   return u->op == OP_BUFFER && u->buf && u->aux[0] == uop_numel(t->u) ? tensor_storage(t) : NULL;
 }
 
-const char *device(tg_tensor *t) {
+const char *tg_device(tg_tensor *t) {
   if (!t) {
-    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "device: tensor is NULL");
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_device: tensor is NULL");
     return NULL;
   }
   tg_buffer *b = plain_storage(t);
