@@ -94,8 +94,13 @@ static int cmp_name(const void *a, const void *b) {
   return strcmp(((const test_entry *)a)->name, ((const test_entry *)b)->name);
 }
 
+/* render_check.c: TG_RENDER_CHECK=CUDA compiles every kernel of the run as CUDA C too */
+bool render_check_begin(void);
+int render_check_end(void);
+
 int main(int argc, char **argv) {
   qsort(tests, (size_t)ntests, sizeof tests[0], cmp_name);
+  if (!render_check_begin()) return 2;
   int passed = 0, failed = 0, skipped = 0;
   for (int i = 0; i < ntests; i++) {
     if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
@@ -112,8 +117,9 @@ int main(int argc, char **argv) {
     else passed++;
     fprintf(stderr, "%s %s (%.0f ms)\n", cur_failures ? "FAIL" : cur_skipped ? "skip" : "ok  ", tests[i].name, ms);
   }
+  int render_failures = render_check_end();
   tg_collect();
   if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   else printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return failed || render_failures ? 1 : 0;
 }

@@ -258,7 +258,9 @@ TEST(test_fault_allocations_of_a_cold_training_step) {
   fprintf(stderr, "  cold step (caches emptied: schedule, codegen, load): %lld allocations (one in %lld) failed one at a "
           "time: %lld errors (TG_ERR_NOMEM), %lld absorbed with the right result, %lld broken\n", (long long)s.sites,
           (long long)stride, (long long)s.errors, (long long)s.absorbed, (long long)s.bad);
-  CHECK(s.sites > 4000 / stride, "only %lld allocations tried", (long long)s.sites);
+  /* a GPU device makes fewer host allocations per kernel (no shared object to load) */
+  CHECK(s.sites > (strcmp(test_device_name(), "CPU") ? 2000 : 4000) / stride, "only %lld allocations tried",
+        (long long)s.sites);
 }
 
 /* a scope opened at depth 0 needs no allocation: one that could not open gave its tensors to no one (leaked) */
@@ -325,7 +327,7 @@ TEST(test_fault_failed_realize_changes_no_buffer) {
     mem_fail_at(0);
     tg_scope_end();
     float got[4];
-    memcpy(got, b->ptr, sizeof got);
+    CHECK(b->dev->copyout(got, b, sizeof got) == TG_OK, "reading the buffer back: %s", tg_error());
     tg_free(w);
     tg_free(x);
     if (!fired) {
