@@ -176,7 +176,7 @@ static void *aligned_bytes(size_t n) {
 }
 
 static tg_tensor *wrap(tg_dtype dt, int ndim, const int64_t *shape, void *mem, size_t nbytes) {
-  return tensor_wrap_host(dt, ndim, shape, mem, nbytes, free, mem);
+  return tensor_wrap_memory(dt, ndim, shape, mem, nbytes, free, mem);
 }
 
 /* ---- IDX files -------------------------------------------------------------------------------------------- */

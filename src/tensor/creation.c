@@ -102,10 +102,11 @@ tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data,
   return from_buffer(dt, ndim, shape, b);
 }
 
-static tg_tensor *wrap_memory(const device *dev, tg_dtype dt, int ndim, const int64_t *shape, void *data,
-                              size_t nbytes, void (*on_free)(void *ctx), void *ctx) {
+tg_tensor *tensor_wrap_memory(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
+                              void (*on_free)(void *ctx), void *ctx) {
+  const device *dev = NULL;
   tg_buffer *b = NULL;
-  if (check_bytes("tensor_wrap_memory", dt, ndim, shape, data, nbytes) && (dev || (dev = device_default())))
+  if (check_bytes("tensor_wrap_memory", dt, ndim, shape, data, nbytes) && (dev = device_default()))
     b = wrap_or_copy(dev, data, nbytes);
   if (b && device_is_gpu(dev) && on_free) {  /* copied: the memory is not needed any more */
     on_free(ctx);
@@ -125,15 +126,7 @@ static tg_tensor *wrap_memory(const device *dev, tg_dtype dt, int ndim, const in
   return tensor_new_unscoped(mk_reshape(buf, ndim, shape));
 }
 
-tg_tensor *tensor_wrap_memory(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
-                              void (*on_free)(void *ctx), void *ctx) {
-  return wrap_memory(NULL, dt, ndim, shape, data, nbytes, on_free, ctx);
-}
 
-tg_tensor *tensor_wrap_host(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
-                            void (*on_free)(void *ctx), void *ctx) {
-  return wrap_memory(device_cpu(), dt, ndim, shape, data, nbytes, on_free, ctx);
-}
 
 /* start + i*step, computed in the kernel that uses it (nothing is stored) */
 tg_tensor *tg_arange(tg_dtype dt, double start, double stop, double step) {

@@ -40,9 +40,6 @@ tg_tensor *tensor_own(tg_tensor *lazy);
  * reference to the memory always passes in) */
 tg_tensor *tensor_wrap_memory(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
                               void (*on_free)(void *ctx), void *ctx);
-/* the same on the CPU whatever DEV says (a data set the library reads on the host: tg_dataset_batch) */
-tg_tensor *tensor_wrap_host(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes,
-                            void (*on_free)(void *ctx), void *ctx);
 /* every live tensor, of every thread, for the engine (with the library lock held) */
 tg_tensor *tensor_live_first(void);
 /* whether the calling thread made t (another thread's tensors on a node may be in use there now) */
