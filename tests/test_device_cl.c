@@ -3,6 +3,7 @@
  * device names and errors. Each test is skipped, saying why, where no OpenCL device can be opened. */
 #include <dirent.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -371,4 +372,62 @@ TEST(test_device_cl_program_caches_in_memory_and_on_disk) {
   opencl_program_cache_clear();
   compile_cache_set_dir(NULL);
   test_remove_dir(dir);
+}
+
+/* four threads open the device, build (one kernel of their own) and launch it and a shared kernel on their own
+ * buffers at once (clSetKernelArg on the shared cl_kernel must not mix their arguments): every result right */
+typedef struct cl_thread_arg { int id; tg_program *shared; bool ok; char err[256]; } cl_thread_arg;
+
+static void *cl_thread_main(void *argp) {
+  cl_thread_arg *a = argp;
+  enum { N = 4096 };
+  const tg_device *d = device_cl(0);
+  char src[256], name[32];
+  snprintf(name, sizeof name, "own_k%d", a->id);
+  snprintf(src, sizeof src, "__kernel void %s(__global float *data0) { int i = get_global_id(0); data0[i] += %d.0f; }\n",
+           name, a->id + 1);
+  float *x = malloc(N * sizeof(float)), *want = malloc(N * sizeof(float));
+  tg_program *own = d ? d->compile(d, name, src) : NULL;
+  tg_buffer *b = NULL;
+  a->ok = false;
+  if (own && x && want) {
+    for (int i = 0; i < N; i++) x[i] = want[i] = (float)(i % 64);
+    b = buf_from(d, x, N);
+  }
+  if (b) {
+    own->global[0] = N;
+    void *bufs[1] = {b->ptr};
+    bool ok = true;
+    for (int r = 0; r < 3 && ok; r++) {
+      ok = d->launch(a->shared, bufs, 1, 0, NULL) == TG_OK && d->launch(own, bufs, 1, 0, NULL) == TG_OK;
+      for (int i = 0; i < N; i++) want[i] = want[i] * 2.0f + 1.0f + (float)(a->id + 1);
+    }
+    ok = ok && d->synchronize(d) == TG_OK && d->copyout(x, b, N * sizeof(float)) == TG_OK;
+    for (int i = 0; ok && i < N; i++) ok = x[i] == want[i];
+    a->ok = ok;
+  }
+  if (!a->ok) snprintf(a->err, sizeof a->err, "%s", tg_error());
+  program_release(own);
+  buffer_release(b);
+  free(x);
+  free(want);
+  return NULL;
+}
+
+TEST(test_device_cl_threads_compile_and_launch_at_once) {
+  const tg_device *d = cl_or_skip();
+  if (!d) return;
+  tg_program *shared = d->compile(d, "twice_k", twice_src);
+  CHECK(shared, "compile: %s", tg_error());
+  if (!shared) return;
+  shared->global[0] = 4096;
+  pthread_t th[4];
+  cl_thread_arg args[4];
+  for (int i = 0; i < 4; i++) {
+    args[i] = (cl_thread_arg){.id = i, .shared = shared};
+    pthread_create(&th[i], NULL, cl_thread_main, &args[i]);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 4; i++) CHECK(args[i].ok, "thread %d: %s", i, args[i].err);
+  program_release(shared);
 }
