@@ -381,7 +381,7 @@ typedef struct cl_thread_arg { int id; tg_program *shared; bool ok; char err[256
 static void *cl_thread_main(void *argp) {
   cl_thread_arg *a = argp;
   enum { N = 4096 };
-  const tg_device *d = device_cl(0);
+  const device *d = device_cl(0);
   char src[256], name[32];
   snprintf(name, sizeof name, "own_k%d", a->id);
   snprintf(src, sizeof src, "__kernel void %s(__global float *data0) { int i = get_global_id(0); data0[i] += %d.0f; }\n",
@@ -415,7 +415,7 @@ static void *cl_thread_main(void *argp) {
 }
 
 TEST(test_device_cl_threads_compile_and_launch_at_once) {
-  const tg_device *d = cl_or_skip();
+  const device *d = cl_or_skip();
   if (!d) return;
   tg_program *shared = d->compile(d, "twice_k", twice_src);
   CHECK(shared, "compile: %s", tg_error());
