@@ -98,12 +98,25 @@ static int cmp_name(const void *a, const void *b) {
 bool render_check_begin(void);
 int render_check_end(void);
 
+/* run_tests [--shard I/N] [FILTER]: the tests whose names contain FILTER; with --shard, only every Nth of them
+ * from the Ith (0-based), so N processes run the suite side by side (DEV=CL in CI: PoCL compiles each kernel
+ * for about half a second on one core) */
 int main(int argc, char **argv) {
   qsort(tests, (size_t)ntests, sizeof tests[0], cmp_name);
+  int shard = 0, nshards = 1;
+  if (argc > 2 && !strcmp(argv[1], "--shard")) {
+    if (sscanf(argv[2], "%d/%d", &shard, &nshards) != 2 || nshards < 1 || shard < 0 || shard >= nshards) {
+      fprintf(stderr, "run_tests: --shard I/N with 0 <= I < N, got '%s'\n", argv[2]);
+      return 2;
+    }
+    argc -= 2;
+    argv += 2;
+  }
   if (!render_check_begin()) return 2;
   int passed = 0, failed = 0, skipped = 0;
-  for (int i = 0; i < ntests; i++) {
+  for (int i = 0, match = 0; i < ntests; i++) {
     if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
+    if (match++ % nshards != shard) continue;
     cur_failures = 0;
     cur_skipped = false;
     tg_error_clear();
