@@ -138,7 +138,8 @@ tg_tensor *tg_ones_like(const tg_tensor *t);                       /* t's shape 
 /* copies nbytes == numel * dtype size from data */
 tg_tensor *tg_from_data(tg_dtype dt, int ndim, const int64_t *shape, const void *data, size_t nbytes);
 /* wraps data without a copy: it must stay valid (aligned to the element size; 64 bytes for speed) while the
- * tensor, or any lazy tensor that reads it, lives */
+ * tensor, or any lazy tensor that reads it, lives. On a GPU device (DEV=CL, CUDA), whose kernels cannot read host
+ * memory, the data is copied now instead: later writes to it are not seen */
 tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes);
 
 /* ---- devices (tinygrad's names: "CPU", "CL", "CL:1", "CUDA", "CUDA:1"; DEV= picks the default) ---------- */

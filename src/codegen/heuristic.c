@@ -402,9 +402,36 @@ static bool heuristic_both(kernel_state *ks) {
   return vec;
 }
 
+/* GPU: a reduce whose outputs are too few to fill the device (a full sum, the rows of a softmax or a layernorm)
+ * spreads each output's reduction over a group of work items (GROUP: neighbouring items read neighbouring
+ * elements). Returns whether it applied. */
+#define GPU_GROUP_MAX_OUTPUTS (1 << 18)  /* an H200 holds 132 x 2048 resident threads */
+#define GPU_GROUP_MIN_REDUCE 256
+
+static bool gpu_group(kernel_state *ks) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  if (!nred) return false;
+  double outputs = 1;
+  for (int i = 0; i < n; i++)
+    if (i < nout || ax[i].type == AX_UPCAST) outputs *= (double)ax[i].size;
+  /* the largest reduce axis */
+  int best = -1;
+  for (int i = 0; i < nred; i++)
+    if (ax[nout + i].type == AX_REDUCE && (best < 0 || ax[nout + i].size > ax[nout + best].size)) best = i;
+  if (best < 0 || outputs > GPU_GROUP_MAX_OUTPUTS || ax[nout + best].size < GPU_GROUP_MIN_REDUCE) return false;
+  static const int64_t sizes[] = {256, 128, 64, 32, 16};
+  for (int k = 0; k < 5; k++) {
+    char why[160];
+    if (ax[nout + best].size % sizes[k] == 0 && apply_opt(ks, (opt){OPT_GROUP, best, sizes[k]}, why)) return true;
+  }
+  return false;
+}
+
 /* when no loop fills a whole machine vector, half vectors (a row of 8 pixels with AVX-512: the 8x8 and 10x10
  * convolutions of MNIST) rather than scalar code */
 void hand_coded_optimizations(kernel_state *ks) {
+  if (ks->tg.has_local && gpu_group(ks)) return;
   kernel_state save = *ks;
   if (heuristic_both(ks) || ks->tg.vec_bytes < 64) return;
   kernel_state full = *ks;

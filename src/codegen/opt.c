@@ -367,6 +367,50 @@ static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, bool up
   return pack_apply(ks->ast, &best, upcast_last);
 }
 
+/* ---- groups (GPU) ------------------------------------------------------------------------------------- */
+
+/* A REDUCE over a GROUP range r (size k: each of k work items of a group holds one value of r, its local index)
+ * becomes two: each item's partial over the REDUCE's other ranges, stored in local memory at r, then the group's
+ * result, every item reading the k partials over a new loop (the renderer puts barriers around the store). */
+uop *lower_groups(uop *ast) {
+  for (;;) {
+    int n;
+    uop **order = uop_toposort(ast, &n);
+    if (!order) return NULL;
+    uop *red = NULL, *g = NULL;
+    int nlocal = 0;
+    for (int i = 0; i < n; i++) {
+      nlocal += order[i]->op == OP_DEFINE_LOCAL;
+      if (red || order[i]->op != OP_REDUCE) continue;
+      for (int k = 1; k < order[i]->nsrc; k++)
+        if (order[i]->src[k]->aux[0] == AX_GROUP) { red = order[i]; g = order[i]->src[k]; }
+    }
+    free(order);
+    if (!red) return ast;
+    int64_t id = max_range_id(ast) + 1;
+    if (id < 0) return NULL;
+    if (id >= 64) {
+      tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
+      return NULL;
+    }
+    tg_dtype dt = (tg_dtype)red->dtype;
+    uop *rs[TG_MAX_DIMS + 64];
+    int nr = 0;
+    rs[nr++] = red->src[0];
+    for (int k = 1; k < red->nsrc && nr < (int)(sizeof rs / sizeof *rs); k++)
+      if (red->src[k] != g) rs[nr++] = red->src[k];
+    uop *part = nr == 1 ? rs[0] : uop_new(OP_REDUCE, dt, nr, rs, red->arg, red->naux, red->aux);
+    int64_t k = g->src[0]->arg.i;
+    uop *local = uop_new(OP_DEFINE_LOCAL, dt, 0, NULL, (uop_arg){.i = nlocal}, 1, &k);
+    uop *fill = part && local ? uop_new(OP_STORE, dt, 3, (uop *[]){local, g, part}, (uop_arg){0}, 0, NULL) : NULL;
+    uop *j = mk_range((tg_dtype)g->dtype, k, id, AX_REDUCE);
+    uop *ld = fill && j ? uop_new(OP_LOAD, dt, 2, (uop *[]){fill, j}, (uop_arg){0}, 0, NULL) : NULL;
+    uop *total = ld ? uop_new(OP_REDUCE, dt, 2, (uop *[]){ld, j}, red->arg, red->naux, red->aux) : NULL;
+    ast = total ? uop_substitute(ast, red, total) : NULL;
+    if (!ast) return NULL;
+  }
+}
+
 /* ---- the axes ------------------------------------------------------------------------------------------ */
 
 bool ks_init(kernel_state *ks, uop *ast, opt_target tg) {
@@ -464,9 +508,8 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
       REFUSE("%s: PACK must be the last action", opt_name(o.op));
   if ((o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP) && !ks->tg.has_local)
     REFUSE("%s: the CPU has no workgroups or local memory (a GPU action)", opt_name(o.op));
-  if (o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP)
-    REFUSE("%s: no renderer emits workgroups yet (they come with the OpenCL and CUDA devices)", opt_name(o.op));
-  bool on_reduce = o.op == OPT_UNROLL;
+  if (o.op == OPT_LOCAL) REFUSE("LOCAL: not built yet (output work items are grouped by the renderer)");
+  bool on_reduce = o.op == OPT_UNROLL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP;
   int lim = on_reduce ? nred : o.op == OPT_PADTO ? nout + nred : nout;
   if (o.axis < 0 || o.axis >= lim)
     REFUSE("%s: axis %d out of range (the kernel has %d %s axes)", opt_name(o.op), o.axis, lim,
@@ -487,6 +530,26 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
       if (o.op == OPT_UPCAST && a.type == AX_THREAD && size / k < ks->nthreads)
         REFUSE("UPCAST: leaves %lld iterations for %d threads", (long long)(size / k), ks->nthreads);
       ast = split_range(ks->ast, a.r, k, o.op == OPT_UPCAST ? AX_UPCAST : AX_UNROLL, NULL, NULL);
+      break;
+    }
+    case OPT_GROUP:
+    case OPT_GROUPTOP: {
+      /* the reduce's iterations spread over k work items of a group, which combine their partial results through
+       * local memory (lower_groups): GROUP gives neighbouring items neighbouring iterations (coalesced loads),
+       * GROUPTOP each item a contiguous run */
+      for (int i = 0; i < n; i++)
+        if (ax[i].type == AX_GROUP) REFUSE("%s: the kernel already has a GROUP axis", opt_name(o.op));
+      if (a.type != AX_REDUCE) REFUSE("%s: reduce axis %d is unrolled already", opt_name(o.op), o.axis);
+      if (k < 2 || k > 1024) REFUSE("%s: %lld work items per group (2..1024)", opt_name(o.op), (long long)k);
+      if (size % k) REFUSE("%s: axis %d of size %lld is not a multiple of %lld", opt_name(o.op), o.axis, (long long)size,
+                           (long long)k);
+      uop *outer, *inner;
+      if (o.op == OPT_GROUP) {
+        ast = split_range(ks->ast, a.r, k, AX_GROUP, NULL, NULL);
+      } else if ((ast = split_range(ks->ast, a.r, size / k, AX_REDUCE, &outer, &inner)) != NULL) {
+        uop *g = mk_range((tg_dtype)outer->dtype, k, outer->arg.i, AX_GROUP);
+        ast = g ? uop_substitute(ast, outer, g) : NULL;
+      }
       break;
     }
     case OPT_THREAD: {

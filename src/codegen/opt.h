@@ -91,6 +91,9 @@ uop *codegen_optimize_for(uop *ast, opt_target tg, kernel_info *info);
 /* names the kernel, records its actions in info and expands it: the AST to linearize */
 uop *codegen_finish(kernel_state *ks, kernel_info *info);
 
+/* GPU: every REDUCE over a GROUP range as a partial per work item, combined through local memory (opt.c) */
+uop *lower_groups(uop *ast);
+
 /* the heuristic (heuristic.c): actions for a kernel without search */
 void hand_coded_optimizations(kernel_state *ks);
 

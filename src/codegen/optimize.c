@@ -74,6 +74,7 @@ uop *codegen_finish(kernel_state *ks, kernel_info *info) {
   info->nthreads = ks->nthreads > 1 ? ks->nthreads : 1;
   uop *lane = NULL;
   uop *ast = expand_kernel(ks->ast, ks->tg.vec_bytes, &lane);
+  if (ast && ks->tg.has_local) ast = lower_groups(ast);
   info->lane = lane;
   info->lanes = lane ? (int)lane->src[0]->arg.i : 1;
   return ast;

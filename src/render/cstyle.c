@@ -247,11 +247,18 @@ void render_op(rctx *c, uop *u, int pos) {
       return;
     case OP_STORE:
       if (u->arg.i == STORE_TBLOCK) { render_fail(c, "a transposing block copy outside C's vectors", u); return; }
+    {
+      /* a group's local memory: every item has read the last values before any writes, and has written before
+       * any reads */
+      bool fence = u->src[0]->op == OP_DEFINE_LOCAL && c->d->barrier;
+      if (fence) { indent(c); put(c->o, "%s\n", c->d->barrier); }
       indent(c);
       if (u->nsrc == 4) put(c->o, "if (%s) ", name_of(c, u->src[3]));
       put(c->o, "%s[%s] = %s;\n", name_of(c, u->src[0]), name_of(c, u->src[1]), name_of(c, u->src[2]));
+      if (fence) { indent(c); put(c->o, "%s\n", c->d->barrier); }
       if (u->src[0]->op == OP_DEFINE_LOCAL) set_name(c, u, fmt("%s", name_of(c, u->src[0])));  /* loads read it */
       return;
+    }
     case OP_DEFINE_LOCAL:
       if (c->d->define_local) c->d->define_local(c, u);
       else render_fail(c, "no local buffers in this language", u);

@@ -21,25 +21,42 @@
 typedef struct gpu_state {
   uop_map stride;   /* RANGE -> (void *)(stride + 1) for a global one */
   int64_t total;    /* work items */
+  int64_t group;    /* work items per group sharing local memory (the GROUP range's size), 0: none */
   bool cl;
 } gpu_state;
 
 static bool output_axis(const uop *u) {
-  return u->aux[0] == AX_GLOBAL || u->aux[0] == AX_THREAD || u->aux[0] == AX_LOCAL;
+  return u->aux[0] == AX_GLOBAL || u->aux[0] == AX_THREAD || u->aux[0] == AX_LOCAL || u->aux[0] == AX_GROUP;
 }
 
-/* finds the global loops: the leading run of RANGEs of constant bound, opened before any other loop */
+/* finds the global loops: the RANGEs of output axes with a constant bound opened outside every other loop (the
+ * linearizer opens them first, after values it hoisted before them, which every work item computes). A GROUP
+ * range is the innermost (stride 1), so the items of one work group are the k values of it for the same
+ * outputs. */
 static bool find_globals(rctx *c, gpu_state *g) {
   const linear_program *p = c->p;
   uop *gl[64];
-  int n = 0;
+  int n = 0, depth = 0;
   for (int i = 0; i < p->n && n < 64; i++) {
-    uop *u = p->ops[i];
-    if (u->op == OP_ENDRANGE) break;
-    if (u->op != OP_RANGE) continue;
-    if (!output_axis(u) || !uop_is_const(u->src[0])) break;
-    gl[n++] = u;
+    uop *u = p->ops[i], *r = u->op == OP_ENDRANGE ? u->src[0] : u;
+    if (u->op != OP_RANGE && u->op != OP_ENDRANGE) continue;
+    bool known = false;  /* a global's block may close and open again around hoisted values */
+    for (int k = 0; k < n && !known; k++) known = gl[k] == r;
+    if (known) continue;
+    if (u->op == OP_ENDRANGE) depth--;
+    else if (depth == 0 && output_axis(u) && uop_is_const(u->src[0])) gl[n++] = u;
+    else depth++;
   }
+  for (int i = 0; i < n; i++)
+    if (gl[i]->aux[0] == AX_GROUP) {
+      uop *t = gl[i];
+      memmove(gl + i, gl + i + 1, (size_t)(n - 1 - i) * sizeof *gl);
+      gl[n - 1] = t;
+      g->group = t->src[0]->arg.i;
+      break;
+    }
+  for (int i = 0; i < p->n; i++)  /* a group range that is not a global index is a codegen error */
+    if (p->ops[i]->op == OP_RANGE && p->ops[i]->aux[0] == AX_GROUP && !g->group) return false;
   g->total = 1;
   for (int i = n - 1; i >= 0; i--) {
     int64_t size = gl[i]->src[0]->arg.i;
@@ -67,6 +84,9 @@ static void gpu_open_range(rctx *c, uop *u, const char *nm, const char *bound) {
   }
   c->depth++;
 }
+
+/* local memory is declared at the top of the kernel (OpenCL allows it nowhere else): here it only gets its name */
+static void gpu_define_local(rctx *c, uop *u) { set_name(c, u, fmt("local%" PRId64, u->arg.i)); }
 
 static const char *cl_type(tg_dtype dt) {
   switch (dt) {
@@ -126,6 +146,8 @@ static const dialect cl_dialect = {
     .half_native = false,
     .bitcast = cl_bitcast,
     .open_range = gpu_open_range,
+    .barrier = "barrier(CLK_LOCAL_MEM_FENCE);",
+    .define_local = gpu_define_local,
 };
 
 static const dialect cuda_dialect = {
@@ -143,6 +165,8 @@ static const dialect cuda_dialect = {
     .half_native = false,
     .bitcast = cuda_bitcast,
     .open_range = gpu_open_range,
+    .barrier = "__syncthreads();",
+    .define_local = gpu_define_local,
 };
 
 static const char cl_prelude[] =
@@ -171,9 +195,11 @@ char *render_gpu(render_lang lang, const char *name, const linear_program *p, co
   if (!params || !find_globals(&c, &g)) {
     free(params);
     umap_free(&g.stride);
+    if (params) render_fail(&c, "a GROUP range that is not part of the global index space", NULL);
     c.oom = true;
     return render_finish(&c, &o);
   }
+  int64_t local = g.group ? g.group : g.total < GPU_LOCAL ? g.total : GPU_LOCAL;
   bool has[TG_DTYPE_COUNT] = {false};  /* the dtypes in the program: the prelude has only what it uses */
   for (int i = 0; i < p->n; i++) {
     has[p->ops[i]->dtype % TG_DTYPE_COUNT] = true;
@@ -185,18 +211,22 @@ char *render_gpu(render_lang lang, const char *name, const linear_program *p, co
   put(&o, "%s%s%s", cl ? cl_prelude : cuda_prelude, has[TG_BFLOAT16] ? cstyle_bf16_helpers : "",
       has[TG_FLOAT16] ? cstyle_half_helpers : "");
   if (cl) put(&o, "__kernel void %s(", name);
-  else put(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", GPU_LOCAL, name);
+  else put(&o, "extern \"C\" __global__ void __launch_bounds__(%" PRId64 ") %s(", local, name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
     put(&o, "%s%s%s%s* data%d", i ? ", " : "", cl ? "__global " : "", i ? "const " : "", c.d->param_type(dt), i);
   }
   put(&o, ") {\n");
   put(&o, cl ? "  long gid = (long)get_global_id(0);\n" : "  long long gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");
-  put(&o, "  if (gid >= %" PRId64 ") return;\n", g.total);
+  for (int i = 0; i < p->n; i++)
+    if (p->ops[i]->op == OP_DEFINE_LOCAL)
+      put(&o, "  %s %s local%" PRId64 "[%" PRId64 "];\n", cl ? "__local" : "__shared__", c.d->type((tg_dtype)p->ops[i]->dtype),
+          p->ops[i]->arg.i, p->ops[i]->aux[0]);
+  /* the global size is rounded up to whole groups; a group's items all reach its barriers (no early return) */
+  if (!g.group) put(&o, "  if (gid >= %" PRId64 ") return;\n", g.total);
   for (int i = 0; i < p->n && !c.oom; i++) render_op(&c, p->ops[i], i);
   put(&o, "}\n");
   free(params);
-  int64_t local = g.total < GPU_LOCAL ? g.total : GPU_LOCAL;
   *shape = (launch_shape){.global = {(size_t)((g.total + local - 1) / local * local), 1, 1}, .local = {(size_t)local, 1, 1}};
   umap_free(&g.stride);
   return render_finish(&c, &o);

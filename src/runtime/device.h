@@ -50,6 +50,7 @@ typedef struct tg_program {
   bool from_disk;  /* loaded from the disk cache rather than compiled now */
   double compile_ms;
   size_t global[3], local[3];  /* GPU devices: the launch shape, set by the engine after compile */
+  int nargs;       /* OpenCL only: buffer arguments the kernel declares (a buffer no op reads is none); -1 unknown */
 } tg_program;
 
 typedef enum device_kind { DEVICE_CPU, DEVICE_CL, DEVICE_CUDA } device_kind;

@@ -111,6 +111,7 @@ typedef void (*cl_build_fn)(cl_program, void *);
   X(clReleaseProgram, cl_int, (cl_program))                                                                    \
   X(clCreateKernel, cl_kernel, (cl_program, const char *, cl_int *))                                           \
   X(clReleaseKernel, cl_int, (cl_kernel))                                                                      \
+  X(clGetKernelInfo, cl_int, (cl_kernel, cl_uint, size_t, void *, size_t *))                                   \
   X(clSetKernelArg, cl_int, (cl_kernel, cl_uint, size_t, const void *))                                        \
   X(clEnqueueNDRangeKernel, cl_int,                                                                            \
     (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *, cl_uint,            \
@@ -770,8 +771,11 @@ static tg_program *load_program(const device *d, const char *name, const char *s
     tg_set_error(TG_ERR_NOMEM, "CL: out of memory loading kernel %s", name);
     return NULL;
   }
+  cl_uint nargs = 0;
+  const cl_uint CL_KERNEL_NUM_ARGS_ = 0x1191;  /* OpenCL 1.0 */
+  bool known = cl.clGetKernelInfo(k, CL_KERNEL_NUM_ARGS_, sizeof nargs, &nargs, NULL) == CL_SUCCESS;
   *p = (tg_program){.refcnt = 1, .dev = d, .name = nm, .fn = k, .handle = prog, .from_disk = from_disk,
-                    .compile_ms = now_ms() - t0};
+                    .compile_ms = now_ms() - t0, .nargs = known ? (int)nargs : -1};
   if (tg_debug_level() >= 4)
     fprintf(stderr, "%s: kernel %s %s in %.1f ms\n", d->name, name, from_disk ? "loaded from the disk cache" : "built",
             p->compile_ms);
@@ -971,6 +975,8 @@ static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthr
   cl_event ev = NULL;
   cl_int e = CL_SUCCESS;
   int bad_arg = -1;
+  /* the engine passes every buffer of the kernel; one no op reads (an empty piece of a cat) is no argument */
+  if (p->nargs >= 0 && nbufs > p->nargs) nbufs = p->nargs;
   pthread_mutex_lock(&st->launch_lock);
   for (int i = 0; i < nbufs && e == CL_SUCCESS; i++) {
     e = cl.clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &bufs[i]);
