@@ -36,7 +36,9 @@
  * repetitions; median and fastest are reported. Inputs are realized on the device before timing. A timed
  * repetition is: build the graph in a scope, tg_realize, then wait for the device (its synchronize: GPU
  * launches are queued and return at once); so graph building, scheduling and launching count, as in PyTorch's
- * eager calls, which are timed with torch.cuda.synchronize() the same way. Ratios are tgc / PyTorch for rates
+ * eager calls, which are timed with torch.cuda.synchronize() the same way. A workload whose first timed
+ * repetition is slow gets fewer repetitions (at least 2; about 8 s each, 2 s with --small), so a slow kernel
+ * cannot take bench/gpu.sh's whole budget. Ratios are tgc / PyTorch for rates
  * and PyTorch / tgc for times: > 1 means tgc is faster.
  *
  * Exit status: 0 when every tgc check passed, 1 when one failed (the table says which), 2 for a bad flag.
@@ -69,7 +71,7 @@ static bool wanted(const char *workload) {
 /* ---- results ------------------------------------------------------------------------------------------------ */
 
 #define MAX_RESULTS 64
-typedef struct result { char workload[48], impl[16], unit[16]; double value, best; } result;
+typedef struct result { char workload[48], impl[16], unit[16], device[16]; double value, best; } result;
 static result results[MAX_RESULTS];
 static int nresults;
 static char notes[24][320];
@@ -81,6 +83,7 @@ static void add_result(const char *workload, const char *impl, const char *unit,
   snprintf(r->workload, sizeof r->workload, "%s", workload);
   snprintf(r->impl, sizeof r->impl, "%s", impl);
   snprintf(r->unit, sizeof r->unit, "%s", unit);
+  snprintf(r->device, sizeof r->device, "%s", dev_name);
   r->value = value, r->best = best;
 }
 
@@ -149,6 +152,10 @@ static tg_tensor *device_random(tg_dtype dt, int ndim, const int64_t *shape, boo
 /* one repetition: builds and realizes (inside the scope the timer opens); check: compare with the host */
 typedef bool (*step_fn)(void *ctx, bool check);
 
+/* seconds the timed repetitions of one workload may take, about: a slow kernel gets fewer repetitions (at
+ * least 2), so the whole run stays within bench/gpu.sh's budget */
+#define REPS_BUDGET_S (small_mode ? 2.0 : 8.0)
+
 /* the first call (compiles, allocates, checks), then reps timed calls, each ended by a device synchronize;
  * median and fastest seconds; false when a call fails */
 static bool time_steps(step_fn fn, void *ctx, int reps, double *med, double *best) {
@@ -163,6 +170,7 @@ static bool time_steps(step_fn fn, void *ctx, int reps, double *med, double *bes
     uop_gc();
     if (!ok) return false;
     if (i >= 0) ts[i] = t;
+    if (i == 0 && reps > 2 && t * reps > REPS_BUDGET_S) reps = t * 2 > REPS_BUDGET_S ? 2 : (int)(REPS_BUDGET_S / t);
   }
   *med = median(ts, reps);
   *best = INFINITY;
@@ -620,7 +628,9 @@ static void run_peer(void) {
       add_note("%s: %s", impl, txt);
     } else if (json_str(line, "workload", wl, sizeof wl) && json_str(line, "impl", impl, sizeof impl) &&
                json_str(line, "unit", unit, sizeof unit)) {
+      char where[16];
       add_result(wl, impl, unit, json_num(line, "value"), json_num(line, "best"));
+      if (json_str(line, "device", where, sizeof where)) snprintf(results[nresults - 1].device, sizeof where, "%s", where);
     }
   }
   int rc = pclose(f);
@@ -635,7 +645,8 @@ static void fmt_num(char *b, size_t n, const result *r, bool best) {
   else if (!isfinite(v)) snprintf(b, n, "fail");
   else if (v >= 1000) snprintf(b, n, "%.0f", v);
   else if (v >= 10) snprintf(b, n, "%.1f", v);
-  else snprintf(b, n, "%.3f", v);
+  else if (v >= 0.01) snprintf(b, n, "%.3f", v);
+  else snprintf(b, n, "%.2e", v);
 }
 
 /* how many times faster tgc is (rates: tgc / peer; times: peer / tgc) */
@@ -687,7 +698,7 @@ static void print_json(void) {
     if (isfinite(r->best)) snprintf(b, sizeof b, "%.6g", r->best);
     else snprintf(b, sizeof b, "null");
     printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"value\": %s, \"best\": %s, \"unit\": \"%s\", \"device\": \"%s\"}\n",
-           r->workload, r->impl, v, b, r->unit, !strcmp(r->impl, "tgc") ? dev_name : "peer");
+           r->workload, r->impl, v, b, r->unit, r->device);
   }
 }
 
