@@ -741,6 +741,8 @@ int main(int argc, char **argv) {
        "same GPU (bench/gpu_peers.py). Ratios: times faster than PyTorch (> 1: tgc faster).\n",
        dev_name, d->arch[0] ? " (" : "", d->arch, d->arch[0] ? ")" : "");
   if (small_mode) note("--small: sizes shrunk for a functional check; the figures are not the benchmark's\n");
+  else if (!device_is_gpu(d))
+    note("note: the default device is the CPU (DEV=CUDA or DEV=CL picks a GPU): the full sizes take long here\n");
 
   int64_t mm16 = small_mode ? 256 : 8192, mm32 = small_mode ? 128 : 4096, ew = small_mode ? (int64_t)1 << 20 : (int64_t)1 << 28;
   int64_t rows = small_mode ? 512 : 16384, batch = small_mode ? 32 : 512;
