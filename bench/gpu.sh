@@ -37,14 +37,14 @@ if [ $rc -ne 0 ]; then
   status=1
 fi
 
-echo "== ./build/bench/gpu"
+echo "== DEV=${DEV:-CUDA} ./build/bench/gpu"
 if [ ! -x build/bench/gpu ]; then
   echo "build/bench/gpu is not built (no bench/gpu.c): skipped" | tee "$out/bench.txt"
 elif [ "$(left)" -lt 10 ]; then
   echo "no time left for the benchmark: skipped" | tee "$out/bench.txt"
   status=1
 else
-  timeout "$(left)" ./build/bench/gpu >"$out/bench.txt" 2>&1
+  DEV="${DEV:-CUDA}" timeout "$(left)" ./build/bench/gpu >"$out/bench.txt" 2>&1  # on the GPU, not the CPU default
   rc=$?
   cat "$out/bench.txt"
   [ $rc -eq 0 ] || { echo "gpu.sh: the benchmark failed (exit $rc)" >&2; status=1; }
