@@ -76,6 +76,62 @@ void engine_set_kernel_observer(void (*fn)(uop *ast)) {
   lib_unlock();
 }
 
+/* the kernel optimized for dev and rendered in its language (info, *shape for GPUs); NULL with tg_error set */
+static char *kernel_source(const device *dev, uop *ast, kernel_info *info, int *nparams, launch_shape *shape) {
+  int dbg = tg_debug_level();
+  const env_values *env = env_get();  /* checked by the realize that got here */
+  bool gpu = device_is_gpu(dev);
+  /* BEAM times candidates on the CPU only for now: a GPU kernel takes the heuristic's actions */
+  int width = env->noopt || gpu ? 0 : env->beam;
+  uop *dec = decompose_dtypes(ast, !gpu);
+  uop *opt = width > 0 ? engine_beam(dev, dec, width, info)
+           : gpu       ? codegen_optimize_for(dec, codegen_gpu_target(), info)
+                       : codegen_optimize(dec, dev->num_threads(dev), info);
+  if (!opt) return NULL;
+  if (dbg >= 2 && info->opts[0]) fprintf(stderr, "opts %s: %s\n", info->name, info->opts);
+  if (dbg >= 3) {
+    char *s = uop_to_string(opt);
+    if (s) fprintf(stderr, "kernel %s:\n%s", info->name, s);
+    free(s);
+  }
+  linear_program lp = {0};
+  if (!linearize(opt, &lp, info)) return NULL;
+  *nparams = lp.nparams;
+  memset(shape, 0, sizeof *shape);
+  char *src = render_for(dev, &lp, info, shape);
+  linear_program_free(&lp);
+  return src;
+}
+
+/* A driver with a large cost per build (dev->prebuild) gets the new kernels of a schedule at once, before
+ * get_kernel compiles them one by one (they are rendered twice: a few ms each against PoCL's ~0.5 s a build) */
+static void prebuild_kernels(const device *dev, const schedule *s) {
+  if (!dev->prebuild || s->nkernels < 2) return;
+  char **srcs = mem_calloc((size_t)s->nkernels, sizeof *srcs);
+  char (*names)[96] = mem_alloc((size_t)s->nkernels * sizeof *names);
+  const char **np = mem_alloc((size_t)s->nkernels * sizeof *np);
+  int n = 0;
+  for (int k = 0; srcs && names && np && k < s->nkernels; k++) {
+    uop *ast = s->kernels[k].ast;
+    bool seen = umap_get(&kcache, ast) != NULL;
+    for (int j = 0; j < k && !seen; j++) seen = s->kernels[j].ast == ast;
+    if (seen) continue;
+    kernel_info info;
+    memset(&info, 0, sizeof info);
+    int nparams;
+    launch_shape shape;
+    if (!(srcs[n] = kernel_source(dev, ast, &info, &nparams, &shape))) continue;
+    memcpy(names[n], info.name, sizeof info.name);
+    np[n] = names[n];
+    n++;
+  }
+  if (n >= 2) dev->prebuild(dev, n, np, (const char *const *)srcs);
+  for (int i = 0; srcs && i < n; i++) free(srcs[i]);
+  free(srcs);
+  free(names);
+  free(np);
+}
+
 static compiled *get_kernel(const device *dev, uop *ast) {
   if (dev != kcache_dev) {  /* DEV changed (tests reload the environment): kernels of another device */
     kcache_clear();
@@ -93,29 +149,9 @@ static compiled *get_kernel(const device *dev, uop *ast) {
     tg_set_error(TG_ERR_NOMEM, "engine: out of memory");
     return NULL;
   }
-  linear_program lp = {0};
-  char *src = NULL;
-  const env_values *env = env_get();  /* checked by the realize that got here */
   bool gpu = device_is_gpu(dev);
-  /* BEAM times candidates on the CPU only for now: a GPU kernel takes the heuristic's actions */
-  int width = env->noopt || gpu ? 0 : env->beam;
-  uop *dec = decompose_dtypes(ast, !gpu);
-  uop *opt = width > 0 ? engine_beam(dev, dec, width, &c->info)
-           : gpu       ? codegen_optimize_for(dec, codegen_gpu_target(), &c->info)
-                       : codegen_optimize(dec, dev->num_threads(dev), &c->info);
-  if (!opt) goto fail;
-  if (dbg >= 2 && c->info.opts[0]) fprintf(stderr, "opts %s: %s\n", c->info.name, c->info.opts);
-  if (dbg >= 3) {
-    char *s = uop_to_string(opt);
-    if (s) fprintf(stderr, "kernel %s:\n%s", c->info.name, s);
-    free(s);
-  }
-  if (!linearize(opt, &lp, &c->info)) goto fail;
-  c->nparams = lp.nparams;
   launch_shape shape;
-  memset(&shape, 0, sizeof shape);
-  src = render_for(dev, &lp, &c->info, &shape);
-  linear_program_free(&lp);
+  char *src = kernel_source(dev, ast, &c->info, &c->nparams, &shape);
   if (!src) goto fail;
   if (dbg >= 4) fprintf(stderr, "%s\n", src);
   c->prog = mem_failures() == failed0 ? dev->compile(dev, c->info.name, src) : NULL;
@@ -437,6 +473,11 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   views = mem_calloc((size_t)n + 1, sizeof *views);
   bns = mem_calloc((size_t)n + 1, sizeof *bns);
   if (!ready || !views || !bns) { st = TG_ERR_NOMEM; goto out; }
+  if (dev != kcache_dev) {  /* as get_kernel does: the cache holds one device's kernels */
+    kcache_clear();
+    kcache_dev = dev;
+  }
+  prebuild_kernels(dev, &s);
   for (int pos = 0; pos < s.nkernels; pos++) {
     sched_kernel *sk = &s.kernels[korder[pos]];
     compiled *c = get_kernel(dev, sk->ast);

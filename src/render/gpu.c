@@ -208,8 +208,10 @@ char *render_gpu(render_lang lang, const char *name, const linear_program *p, co
   bool f64 = has[TG_FLOAT64];
   put(&o, "/* %s%s%s */\n", name, info && info->opts[0] ? ": " : "", info ? info->opts : "");
   if (cl && f64) put(&o, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
-  put(&o, "%s%s%s", cl ? cl_prelude : cuda_prelude, has[TG_BFLOAT16] ? cstyle_bf16_helpers : "",
-      has[TG_FLOAT16] ? cstyle_half_helpers : "");
+  /* each part once when several kernels are built as one program (OpenCL's prebuild) */
+  put(&o, "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n%s#endif\n", cl ? cl_prelude : cuda_prelude);
+  if (has[TG_BFLOAT16]) put(&o, "#ifndef TG_BF16\n#define TG_BF16\n%s#endif\n", cstyle_bf16_helpers);
+  if (has[TG_FLOAT16]) put(&o, "#ifndef TG_HALF\n#define TG_HALF\n%s#endif\n", cstyle_half_helpers);
   if (cl) put(&o, "__kernel void %s(", name);
   else put(&o, "extern \"C\" __global__ void __launch_bounds__(%" PRId64 ") %s(", local, name);
   for (int i = 0; i < p->nparams; i++) {

@@ -79,6 +79,10 @@ struct device {
   tg_status (*copy)(tg_buffer *dst, size_t doff, const tg_buffer *src, size_t soff, size_t nbytes);
   /* gives back the device memory held by the freed-buffer cache (an allocation that failed is retried after) */
   void (*flush_cache)(const device *d);
+  /* a hint before compile() is called for each of n kernels: a driver with a large fixed cost per build (PoCL
+   * parses all of opencl-c.h each time) builds them as one program. Errors are not reported here (compile()
+   * reports each kernel's own); NULL: none */
+  void (*prebuild)(const device *d, int n, const char *const *names, const char *const *srcs);
 };
 
 /* the device named by tinygrad's name: "CPU", "CL", "CL:n", "CUDA", "CUDA:n" (case-insensitive), opened on

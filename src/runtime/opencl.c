@@ -109,6 +109,7 @@ typedef void (*cl_build_fn)(cl_program, void *);
   X(clGetProgramBuildInfo, cl_int, (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *)) \
   X(clGetProgramInfo, cl_int, (cl_program, cl_program_info, size_t, void *, size_t *))                         \
   X(clReleaseProgram, cl_int, (cl_program))                                                                    \
+  X(clRetainProgram, cl_int, (cl_program))                                                                     \
   X(clCreateKernel, cl_kernel, (cl_program, const char *, cl_int *))                                           \
   X(clReleaseKernel, cl_int, (cl_kernel))                                                                      \
   X(clGetKernelInfo, cl_int, (cl_kernel, cl_uint, size_t, void *, size_t *))                                   \
@@ -299,6 +300,7 @@ static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthr
 static int cl_num_threads(const device *d);
 static tg_status cl_synchronize(const device *d);
 static void cl_flush_cache(const device *d);
+static void cl_prebuild(const device *d, int n, const char *const *names, const char *const *srcs);
 
 /* with g.open_lock held: makes the context and queue of slot idx; false with s->err set */
 static bool open_slot(int idx, cl_slot *s) {
@@ -339,7 +341,7 @@ static bool open_slot(int idx, cl_slot *s) {
   *d = (device){.name = s->name, .kind = DEVICE_CL, .ctx = st, .alloc = cl_alloc, .buffer_free = cl_buffer_free,
                    .copyin = cl_copyin, .copyout = cl_copyout, .compile = cl_compile, .program_free = cl_program_free,
                    .launch = cl_launch, .num_threads = cl_num_threads, .synchronize = cl_synchronize,
-                   .copy = cl_copy, .flush_cache = cl_flush_cache};
+                   .copy = cl_copy, .flush_cache = cl_flush_cache, .prebuild = cl_prebuild};
   if (snprintf(d->arch, sizeof d->arch, "%s %s", dname, driver) < 0) d->arch[0] = 0;
   return true;
 }
@@ -719,6 +721,122 @@ static cl_program build_source(const device *d, const char *name, const char *sr
   return NULL;
 }
 
+/* ---- programs built ahead (prebuild) ---------------------------------------------------------------------
+ * PoCL's clBuildProgram costs ~0.3-0.6 s whatever the source (its clang parses all of opencl-c.h), so the new
+ * kernels of a schedule are built as one program; each waits here, under its own source's keys, for the
+ * compile() that makes its kernel (and goes to the disk cache too, for later processes). */
+#define STAGE_MAX 256
+static struct {
+  pthread_mutex_t lock;
+  struct { const device *d; uint64_t key, key2; cl_program prog; char kname[128]; } e[STAGE_MAX];
+  int n;
+} stage = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* the staged program for (d, key, key2), which the caller now holds, and its kernel's name there; or NULL */
+static cl_program stage_take(const device *d, uint64_t key, uint64_t key2, char kname[128]) {
+  cl_program prog = NULL;
+  pthread_mutex_lock(&stage.lock);
+  for (int i = 0; i < stage.n && !prog; i++)
+    if (stage.e[i].d == d && stage.e[i].key == key && stage.e[i].key2 == key2) {
+      prog = stage.e[i].prog;
+      memcpy(kname, stage.e[i].kname, 128);
+      stage.e[i] = stage.e[--stage.n];
+    }
+  pthread_mutex_unlock(&stage.lock);
+  return prog;
+}
+
+static void stage_clear(void) {
+  pthread_mutex_lock(&stage.lock);
+  for (int i = 0; i < stage.n; i++) cl.clReleaseProgram(stage.e[i].prog);
+  stage.n = 0;
+  pthread_mutex_unlock(&stage.lock);
+}
+
+/* the disk-cache keys of src on d, and the file's path (false: no cache directory) */
+static bool source_keys(const device *d, const char *src, uint64_t *key, uint64_t *key2, char *dir, char *path) {
+  cl_state *st = d->ctx;
+  size_t len = strlen(src);
+  *key = hash_bytes(src, len, st->key_seed);
+  *key2 = hash_bytes(src, len, st->key_seed ^ 0x6b6579326b657932ull);
+  compile_cache_dir(dir, PATH_MAX);
+  return dir[0] && snprintf(path, PATH_MAX, "%s/cl-%016llx.bin", dir, (unsigned long long)*key) < PATH_MAX - 16;
+}
+
+static bool in_memory_cache(const device *d, const char *name, const char *src);
+
+/* src with its kernel named `to` instead of `name` (a copy the caller frees), or NULL */
+static char *rename_kernel(const char *src, const char *name, const char *to) {
+  char decl[160];
+  snprintf(decl, sizeof decl, "__kernel void %s(", name);
+  const char *at = strstr(src, decl);
+  if (!at) return NULL;
+  size_t pre = (size_t)(at - src), nl = strlen(name), tl = strlen(to), len = strlen(src);
+  char *r = mem_alloc(len - nl + tl + 1);
+  if (!r) return NULL;
+  const size_t kw = strlen("__kernel void ");
+  memcpy(r, src, pre + kw);
+  memcpy(r + pre + kw, to, tl);
+  memcpy(r + pre + kw + tl, at + kw + nl, len - pre - kw - nl + 1);
+  return r;
+}
+
+static void cl_prebuild(const device *d, int n, const char *const *names, const char *const *srcs) {
+  if (!d || d->kind != DEVICE_CL || n < 2) return;
+  int *pick = mem_alloc((size_t)n * sizeof *pick);
+  uint64_t *keys = mem_alloc((size_t)n * 2 * sizeof *keys);
+  char **renamed = mem_calloc((size_t)n, sizeof *renamed);   /* a source whose kernel took another name */
+  char (*kname)[128] = mem_alloc((size_t)n * sizeof *kname);  /* the kernel's name in the combined program */
+  char dir[PATH_MAX], path[PATH_MAX];
+  size_t total = 1;
+  int m = 0;
+  for (int i = 0; pick && keys && renamed && kname && i < n; i++) {
+    bool have_path = source_keys(d, srcs[i], &keys[2 * i], &keys[2 * i + 1], dir, path);
+    if (in_memory_cache(d, names[i], srcs[i]) || (have_path && access(path, R_OK) == 0)) continue;
+    /* kernels of one name (the same shape: E_1000) share a program under names of their own */
+    bool dup = false;
+    for (int j = 0; j < m && !dup; j++) dup = !strcmp(names[pick[j]], names[i]);
+    snprintf(kname[i], sizeof kname[i], dup ? "%s_p%d" : "%s", names[i], i);
+    if (dup && !(renamed[i] = rename_kernel(srcs[i], names[i], kname[i]))) continue;
+    pick[m++] = i;
+    total += strlen(renamed[i] ? renamed[i] : srcs[i]) + 1;
+  }
+  char *all = m >= 2 ? mem_alloc(total) : NULL;
+  if (all) {
+    size_t at = 0;
+    for (int j = 0; j < m; j++) {
+      const char *src = renamed[pick[j]] ? renamed[pick[j]] : srcs[pick[j]];
+      size_t len = strlen(src);
+      memcpy(all + at, src, len);
+      all[at + len] = '\n';
+      at += len + 1;
+    }
+    all[at] = 0;
+    bool refused;
+    cl_program prog = build_source(d, "(a schedule's kernels)", all, &refused);
+    if (!prog) tg_error_clear();  /* each kernel's own compile() reports its error */
+    for (int j = 0; prog && j < m; j++) {
+      int i = pick[j];
+      /* to disk under its own name only: a later process asks the file for that name */
+      if (!renamed[i] && source_keys(d, srcs[i], &keys[2 * i], &keys[2 * i + 1], dir, path))
+        disk_store(prog, dir, path, keys[2 * i], keys[2 * i + 1]);
+      pthread_mutex_lock(&stage.lock);
+      if (stage.n < STAGE_MAX && cl.clRetainProgram(prog) == CL_SUCCESS) {
+        stage.e[stage.n] = (__typeof__(stage.e[0])){.d = d, .key = keys[2 * i], .key2 = keys[2 * i + 1], .prog = prog};
+        memcpy(stage.e[stage.n++].kname, kname[i], sizeof kname[i]);
+      }
+      pthread_mutex_unlock(&stage.lock);
+    }
+    if (prog) cl.clReleaseProgram(prog);
+  }
+  for (int i = 0; renamed && i < n; i++) free(renamed[i]);
+  free(renamed);
+  free(kname);
+  free(all);
+  free(pick);
+  free(keys);
+}
+
 /* compiles (or loads from the disk cache) and makes the kernel; a program with one reference, or NULL with
  * tg_error set and *refused true when the source itself is at fault */
 static tg_program *load_program(const device *d, const char *name, const char *src, bool *refused) {
@@ -732,9 +850,11 @@ static tg_program *load_program(const device *d, const char *name, const char *s
   compile_cache_dir(dir, sizeof dir);
   bool have_path = dir[0] && snprintf(path, sizeof path, "%s/cl-%016llx.bin", dir, (unsigned long long)key) <
                                  (int)sizeof path - 16;
-  cl_program prog = NULL;
+  char kname[128];
+  cl_program prog = stage_take(d, key, key2, kname);
+  if (!prog) snprintf(kname, sizeof kname, "%s", name);
   bool from_disk = false;
-  if (have_path) {
+  if (!prog && have_path) {
     bool bad;
     const char *why = "";
     prog = disk_load(st, path, key, key2, &bad, &why);
@@ -753,7 +873,7 @@ static tg_program *load_program(const device *d, const char *name, const char *s
     if (have_path) disk_store(prog, dir, path, key, key2);
   }
   cl_int e = CL_SUCCESS;
-  cl_kernel k = cl.clCreateKernel(prog, name, &e);
+  cl_kernel k = cl.clCreateKernel(prog, kname, &e);
   if (!k) {
     cl.clReleaseProgram(prog);
     *refused = e == CL_INVALID_KERNEL_NAME;
@@ -853,6 +973,7 @@ static void release_entries(prog_entry *e) {
 }
 
 void opencl_program_cache_clear(void) {
+  stage_clear();
   pthread_mutex_lock(&pc.lock);
   pc.nfailed = pc.next_failed = 0;
   prog_entry *all = NULL;
@@ -864,6 +985,18 @@ void opencl_program_cache_clear(void) {
   }
   pthread_mutex_unlock(&pc.lock);
   release_entries(all);
+}
+
+/* whether compile() would find (name, src) in the in-memory cache */
+static bool in_memory_cache(const device *d, const char *name, const char *src) {
+  size_t len = strlen(src), nlen = strlen(name);
+  uint64_t seed = ((cl_state *)d->ctx)->key_seed ^ (uint64_t)(uintptr_t)d;
+  uint64_t h1 = hash_bytes(src, len, hash_bytes(name, nlen, seed));
+  uint64_t h2 = hash_bytes(src, len, hash_bytes(name, nlen, seed + 1));
+  pthread_mutex_lock(&pc.lock);
+  bool found = pc_find(h1, h2) != NULL;
+  pthread_mutex_unlock(&pc.lock);
+  return found;
 }
 
 static tg_program *cl_compile(const device *d, const char *name, const char *src) {
