@@ -56,12 +56,21 @@ static bool find_globals(rctx *c, gpu_state *g) {
       break;
     }
   for (int i = 0; i < p->n; i++)  /* a group range that is not a global index is a codegen error */
-    if (p->ops[i]->op == OP_RANGE && p->ops[i]->aux[0] == AX_GROUP && !g->group) return false;
+    if (p->ops[i]->op == OP_RANGE && p->ops[i]->aux[0] == AX_GROUP && !g->group) {
+      render_fail(c, "a GROUP range that is not part of the global index space", p->ops[i]);
+      return false;
+    }
   g->total = 1;
   for (int i = n - 1; i >= 0; i--) {
     int64_t size = gl[i]->src[0]->arg.i;
-    if (!umap_put(&g->stride, gl[i], (void *)(intptr_t)(g->total + 1))) return false;
-    if (size > 0 && g->total > INT64_MAX / size) return false;
+    if (!umap_put(&g->stride, gl[i], (void *)(intptr_t)(g->total + 1))) {
+      c->oom = true;  /* render_finish reports it */
+      return false;
+    }
+    if (size > 0 && g->total > INT64_MAX / size) {
+      render_fail(c, "more than 2^63 work items", NULL);
+      return false;
+    }
     g->total *= size;
   }
   return true;
@@ -195,7 +204,6 @@ char *render_gpu(render_lang lang, const char *name, const linear_program *p, co
   if (!params || !find_globals(&c, &g)) {
     free(params);
     umap_free(&g.stride);
-    if (params) render_fail(&c, "a GROUP range that is not part of the global index space", NULL);
     c.oom = true;
     return render_finish(&c, &o);
   }
