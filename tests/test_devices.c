@@ -5,6 +5,7 @@
 
 #include "render/cstyle.h"
 #include "runtime/device.h"
+#include "uop/env.h"
 #include "test.h"
 
 /* a second device to move tensors to: the OpenCL one when the suite runs on the CPU and PoCL is there, else the
@@ -127,4 +128,46 @@ TEST(test_devices_gpu_half_and_bfloat16_conversions_round_like_the_host) {
     CHECK(tg_f2bf(f) == float_to_bf16(f), "f2bf(%a) = %04x, host %04x", f, tg_f2bf(f), float_to_bf16(f));
     if (test_failures_in_current() > 5) break;
   }
+}
+
+/* BEAM on whichever device the suite runs (on a GPU: candidates rendered in its language, timed by its events) */
+TEST(test_devices_beam_finds_a_correct_kernel_on_the_suite_device) {
+  const char *names[3] = {"BEAM", "TG_BEAM_LIMIT", "TG_CACHE"};
+  char *old[3];
+  for (int i = 0; i < 3; i++) old[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+  char dir[] = "/tmp/tgc-beam-dev-XXXXXX";
+  CHECK(mkdtemp(dir), "mkdtemp");
+  setenv("BEAM", "2", 1);
+  setenv("TG_BEAM_LIMIT", "3", 1);
+  setenv("TG_CACHE", dir, 1);
+  env_reload();
+  compile_cache_set_dir(NULL);
+  enum { N = 24, K = 40, M = 20 };
+  float a[N * K], b[K * M], got[N * M];
+  for (int i = 0; i < N * K; i++) a[i] = (float)((i * 7) % 13) - 6;
+  for (int i = 0; i < K * M; i++) b[i] = (float)((i * 5) % 11) * 0.5f - 2;
+  tg_tensor *ta = tg_from_data(TG_FLOAT32, 2, (int64_t[]){N, K}, a, sizeof a);
+  tg_tensor *tb = tg_from_data(TG_FLOAT32, 2, (int64_t[]){K, M}, b, sizeof b);
+  tg_tensor *c = tg_matmul(ta, tb);
+  CHECK(c && tg_to_host(c, got, sizeof got) == TG_OK, "%s", tg_error());
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < M; j++) {
+      double s = 0;
+      for (int k = 0; k < K; k++) s += (double)a[i * K + k] * b[k * M + j];
+      CHECK(fabs(got[i * M + j] - s) <= 1e-4 * (1 + fabs(s)), "BEAM matmul [%d][%d] = %g, want %g", i, j, got[i * M + j], s);
+      if (test_failures_in_current()) break;
+    }
+  tg_free(c);
+  tg_free(ta);
+  tg_free(tb);
+  for (int i = 0; i < 3; i++) {
+    if (old[i]) setenv(names[i], old[i], 1);
+    else unsetenv(names[i]);
+    free(old[i]);
+  }
+  env_reload();
+  compile_cache_set_dir(NULL);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0, "removing %s", dir);
 }

@@ -426,7 +426,14 @@ TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
 /* a device whose every run takes 20 ms: the search must stop at its time limit within a round, with the
  * heuristic's own actions (timed first) as the result when nothing else was timed */
 static atomic_int slow_runs;
-static void *slow_compile(void *ctx, const char *name, const char *src) { (void)ctx, (void)name, (void)src; return (void *)1; }
+static void *slow_compile(void *ctx, const char *name, const char *src, const launch_shape *shape) {
+  (void)ctx, (void)name, (void)src, (void)shape;
+  return (void *)1;
+}
+static char *slow_render(void *ctx, const linear_program *lp, const kernel_info *info, launch_shape *shape) {
+  (void)ctx, (void)shape;
+  return render_c(info->name, lp, info);
+}
 static double slow_run(void *ctx, void *prog, int nthreads) {
   (void)ctx, (void)prog, (void)nthreads;
   atomic_fetch_add(&slow_runs, 1);
@@ -445,7 +452,7 @@ TEST(test_opt_beam_stops_at_its_time_limit_within_a_round) {
   CHECK(ks_init(&ks, decompose_dtypes(s.kernels[0].ast, true), (opt_target){.nthreads = 2, .vec_bytes = 64}), "ks_init");
   h = ks;
   hand_coded_optimizations(&h);
-  beam_device d = {.compile = slow_compile, .run = slow_run, .release = slow_release, .key = "slow", .cache_dir = NULL};
+  beam_device d = {.render = slow_render, .compile = slow_compile, .run = slow_run, .release = slow_release, .key = "slow", .cache_dir = NULL};
   atomic_store(&slow_runs, 0);
   bool found = beam_search(&ks, 2, &d, 0.05);
   /* the first candidate's three runs take 60 ms, past the 50 ms limit: nothing else runs. Before, every seed
@@ -481,7 +488,7 @@ TEST(test_opt_beam_keeps_the_heuristics_half_vectors) {
     hand_coded_optimizations(&h);
     if (h.tg.vec_bytes != 32) continue;  /* the kernels of this graph that take half vectors */
     found++;
-    beam_device d = {.compile = slow_compile, .run = slow_run, .release = slow_release, .key = "slow", .cache_dir = NULL};
+    beam_device d = {.render = slow_render, .compile = slow_compile, .run = slow_run, .release = slow_release, .key = "slow", .cache_dir = NULL};
     bool ok = beam_search(&ks, 2, &d, 0.05);
     kernel_info info;
     uop *fin = ok ? codegen_finish(&ks, &info) : NULL;

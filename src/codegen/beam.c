@@ -37,6 +37,7 @@ typedef struct cand {
   kernel_state ks;
   uop *final;       /* the expanded AST: candidates with the same one are the same kernel */
   char *src;
+  launch_shape shape;
   char name[96];
   void *prog;
   double t;
@@ -62,7 +63,8 @@ static bool cache_load(const beam_device *d, kernel_state *ks, int width) {
   int n = 0, op, axis, vec = 0;
   long long arg;
   /* the vector width the actions were found with first: the heuristic may have chosen half vectors */
-  bool ok = fscanf(f, "%d %d", &vec, &n) == 2 && vec >= 4 && (vec & (vec - 1)) == 0 && vec <= ks->tg.vec_bytes &&
+  bool ok = fscanf(f, "%d %d", &vec, &n) == 2 && (vec == ks->tg.vec_bytes || (vec >= 4 && (vec & (vec - 1)) == 0)) &&
+            vec <= ks->tg.vec_bytes &&
             n >= 0 && n <= KS_MAX_OPTS;
   t.tg.vec_bytes = vec;
   for (int i = 0; ok && i < n; i++) {
@@ -93,7 +95,7 @@ static void cache_store(const beam_device *d, const kernel_state *orig, const ke
 /* ---- candidates ---------------------------------------------------------------------------------------- */
 
 /* renders c (on this thread); false when codegen fails or the kernel is a duplicate */
-static bool cand_render(cand *c, cand *all, int nall) {
+static bool cand_render(cand *c, cand *all, int nall, const beam_device *d) {
   kernel_info info;
   memset(&info, 0, sizeof info);
   kernel_state k = c->ks;
@@ -104,7 +106,8 @@ static bool cand_render(cand *c, cand *all, int nall) {
   linear_program lp = {0};
   if (!linearize(c->final, &lp, &info)) return false;
   snprintf(c->name, sizeof c->name, "%s", info.name);
-  c->src = render_c(info.name, &lp, &info);
+  memset(&c->shape, 0, sizeof c->shape);
+  c->src = d->render(d->ctx, &lp, &info, &c->shape);
   linear_program_free(&lp);
   return c->src != NULL;
 }
@@ -113,7 +116,7 @@ typedef struct compile_job { cand *c; int n; atomic_int next; const beam_device 
 
 static void *compile_worker(void *arg) {
   compile_job *j = arg;
-  for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) j->c[i].prog = j->d->compile(j->d->ctx, j->c[i].name, j->c[i].src);
+  for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) j->c[i].prog = j->d->compile(j->d->ctx, j->c[i].name, j->c[i].src, &j->c[i].shape);
   return NULL;
 }
 
@@ -237,7 +240,7 @@ bool beam_search(kernel_state *ks, int width, const beam_device *d, double limit
         cands[nr] = cands[i];
         cands[nr].src = NULL;
         cands[nr].prog = NULL;
-        if (cand_render(&cands[nr], cands, nr)) nr++;
+        if (cand_render(&cands[nr], cands, nr, d)) nr++;
         else free(cands[nr].src);
       }
       compile_all(cands + start, nr - start, d);

@@ -81,8 +81,7 @@ static char *kernel_source(const device *dev, uop *ast, kernel_info *info, int *
   int dbg = tg_debug_level();
   const env_values *env = env_get();  /* checked by the realize that got here */
   bool gpu = device_is_gpu(dev);
-  /* BEAM times candidates on the CPU only for now: a GPU kernel takes the heuristic's actions */
-  int width = env->noopt || gpu ? 0 : env->beam;
+  int width = env->noopt ? 0 : env->beam;
   uop *dec = decompose_dtypes(ast, !gpu);
   uop *opt = width > 0 ? engine_beam(dev, dec, width, info)
            : gpu       ? codegen_optimize_for(dec, codegen_gpu_target(), info)

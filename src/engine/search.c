@@ -1,5 +1,6 @@
-/* search.c — BEAM=n on the CPU device: the callbacks codegen's beam search times candidates with (compile on
- * the device, run on random inputs), and the kernel it settles on. */
+/* search.c — BEAM=n on any device: the callbacks codegen's beam search times candidates with (render in the
+ * device's language, compile on the device, run on random inputs: wall time on the CPU, the device's own event
+ * time on a GPU), and the kernel it settles on. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,17 +17,31 @@ typedef struct search_ctx {
   int nbufs;
 } search_ctx;
 
-static void *s_compile(void *ctx, const char *name, const char *src) {
+static char *s_render(void *ctx, const linear_program *lp, const kernel_info *info, launch_shape *shape) {
   search_ctx *s = ctx;
-  return s->dev->compile(s->dev, name, src);
+  if (!device_is_gpu(s->dev)) return render_c(info->name, lp, info);
+  return render_gpu(s->dev->kind == DEVICE_CL ? LANG_OPENCL : LANG_CUDA, info->name, lp, info, shape);
+}
+
+static void *s_compile(void *ctx, const char *name, const char *src, const launch_shape *shape) {
+  search_ctx *s = ctx;
+  tg_program *p = s->dev->compile(s->dev, name, src);
+  if (p && device_is_gpu(s->dev)) {  /* equal sources have equal shapes: a cached program's is the same */
+    memcpy(p->global, shape->global, sizeof p->global);
+    memcpy(p->local, shape->local, sizeof p->local);
+  }
+  return p;
 }
 
 static double s_run(void *ctx, void *prog, int nthreads) {
   search_ctx *s = ctx;
   struct timespec a, b;
+  double ms = -1;
+  bool gpu = device_is_gpu(s->dev);
   clock_gettime(CLOCK_MONOTONIC, &a);
-  if (s->dev->launch(prog, s->ptrs, s->nbufs, nthreads > 1 ? nthreads : 1, NULL) != TG_OK) return -1;
+  if (s->dev->launch(prog, s->ptrs, s->nbufs, nthreads > 1 ? nthreads : 1, gpu ? &ms : NULL) != TG_OK) return -1;
   clock_gettime(CLOCK_MONOTONIC, &b);
+  if (gpu) return ms >= 0 ? ms * 1e-3 : -1;
   return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
 }
 
@@ -61,18 +76,30 @@ uop *engine_beam(const device *dev, uop *ast, int width, kernel_info *info) {
     size_t nb = (size_t)u->aux[0] * tg_dtype_size((tg_dtype)u->dtype);
     if (!(s.bufs[slot] = dev->alloc(dev, nb ? nb : 1))) { ok = false; break; }
     s.ptrs[slot] = s.bufs[slot]->ptr;
-    fill_random(s.ptrs[slot], nb, (tg_dtype)u->dtype, &x);
+    if (!device_is_gpu(dev)) {
+      fill_random(s.ptrs[slot], nb, (tg_dtype)u->dtype, &x);
+    } else {  /* filled on the host, copied in */
+      void *tmp = mem_alloc(nb ? nb : 1);
+      if (tmp) fill_random(tmp, nb, (tg_dtype)u->dtype, &x);
+      ok = tmp && dev->copyin(s.bufs[slot], tmp, nb) == TG_OK;
+      free(tmp);
+      if (!ok) break;
+    }
     if (slot + 1 > s.nbufs) s.nbufs = slot + 1;
   }
   free(order);
   for (int i = 0; i < s.nbufs; i++) ok &= s.bufs[i] != NULL;
   kernel_state ks;
   uop *res = NULL;
-  if (ok && ks_init(&ks, ast, codegen_host_target(dev->num_threads(dev)))) {
-    char dir[4096], key[128];
+  opt_target tg = device_is_gpu(dev) ? codegen_gpu_target() : codegen_host_target(dev->num_threads(dev));
+  if (ok && ks_init(&ks, ast, tg)) {
+    char dir[4096], key[160];
     compile_cache_dir(dir, sizeof dir);
-    snprintf(key, sizeof key, "%s/vec%d/threads%d", dev->name, ks.tg.vec_bytes, ks.tg.nthreads);
-    beam_device bd = {.ctx = &s, .compile = s_compile, .run = s_run, .release = s_release, .key = key, .cache_dir = dir};
+    /* a GPU's results are its architecture's */
+    snprintf(key, sizeof key, "%s/vec%d/threads%d%s%.60s", dev->name, ks.tg.vec_bytes, ks.tg.nthreads,
+             device_is_gpu(dev) ? "/" : "", device_is_gpu(dev) ? dev->arch : "");
+    beam_device bd = {.ctx = &s, .render = s_render, .compile = s_compile, .run = s_run, .release = s_release,
+                      .key = key, .cache_dir = dir};
     if (!beam_search(&ks, width, &bd, env_get()->beam_limit)) hand_coded_optimizations(&ks);
     res = codegen_finish(&ks, info);
   }
