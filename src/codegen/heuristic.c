@@ -420,6 +420,11 @@ static bool gpu_group(kernel_state *ks) {
   for (int i = 0; i < nred; i++)
     if (ax[nout + i].type == AX_REDUCE && (best < 0 || ax[nout + i].size > ax[nout + best].size)) best = i;
   if (best < 0 || outputs > GPU_GROUP_MAX_OUTPUTS || ax[nout + best].size < GPU_GROUP_MIN_REDUCE) return false;
+  /* not a row kernel (softmax: its output loop is inside the row's work item, after the reduces): every item of
+   * the group would run that loop whole. Splitting it over the group too is not built yet */
+  uint64_t red = reduce_loops(ks->ast);
+  for (int i = 0; i < nout; i++)
+    if (ax[i].r->arg.i >= 64 || !(red >> ax[i].r->arg.i & 1)) return false;
   static const int64_t sizes[] = {256, 128, 64, 32, 16};
   for (int k = 0; k < 5; k++) {
     char why[160];
