@@ -239,8 +239,21 @@ static void list_devices(const cl_platform_id *plats, cl_uint nplat, bool gpus) 
   }
 }
 
+/* A child of fork() has none of the driver's threads (PoCL's would never answer it): after a fork every call on an
+ * OpenCL device fails at once instead of hanging */
+static atomic_bool forked;
+static void on_fork_child(void) { atomic_store(&forked, true); }
+
+static bool usable(const char *what) {
+  if (!atomic_load_explicit(&forked, memory_order_relaxed)) return true;
+  tg_set_error(TG_ERR_DEVICE, "CL %s: this process was forked after the OpenCL device was opened, and a child cannot "
+               "use the parent's driver (open the device after fork, or use DEV=CPU in the child)", what);
+  return false;
+}
+
 /* once per process: the library, its functions and the device list; failures go to g.status/g.err */
 static void load_driver(void) {
+  pthread_atfork(NULL, NULL, on_fork_child);
   g.lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!g.lib) g.lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
   if (!g.lib) {
@@ -450,6 +463,7 @@ static bool out_of_memory(cl_int e) {
 }
 
 static tg_buffer *cl_alloc(const device *d, size_t nbytes) {
+  if (!usable("alloc")) return NULL;
   cl_state *st = d->ctx;
   tg_buffer *b = cache_pop(st, nbytes);
   if (b) {
@@ -497,6 +511,7 @@ static void cl_buffer_free(tg_buffer *b) {
 static bool is_cl_buffer(const tg_buffer *b) { return b && b->dev && b->dev->kind == DEVICE_CL && !b->wrapped; }
 
 static tg_status cl_copyin(tg_buffer *dst, const void *src, size_t nbytes) {
+  if (!usable("copyin")) return TG_ERR_DEVICE;
   if (!is_cl_buffer(dst) || (!src && nbytes) || nbytes > dst->nbytes) {
     tg_set_error(TG_ERR_ARG, "CL copyin: %zu bytes into %s of %zu", nbytes,
                  !dst ? "no buffer" : !is_cl_buffer(dst) ? "a buffer that is not an OpenCL buffer" : "a buffer",
@@ -515,6 +530,7 @@ static tg_status cl_copyin(tg_buffer *dst, const void *src, size_t nbytes) {
 }
 
 static tg_status cl_copyout(void *dst, const tg_buffer *src, size_t nbytes) {
+  if (!usable("copyout")) return TG_ERR_DEVICE;
   if (!is_cl_buffer(src) || (!dst && nbytes) || nbytes > src->nbytes) {
     tg_set_error(TG_ERR_ARG, "CL copyout: %zu bytes from %s of %zu", nbytes,
                  !src ? "no buffer" : !is_cl_buffer(src) ? "a buffer that is not an OpenCL buffer" : "a buffer",
@@ -533,6 +549,7 @@ static tg_status cl_copyout(void *dst, const tg_buffer *src, size_t nbytes) {
 }
 
 static tg_status cl_copy(tg_buffer *dst, size_t doff, const tg_buffer *src, size_t soff, size_t nbytes) {
+  if (!usable("copy")) return TG_ERR_DEVICE;
   bool ok = is_cl_buffer(dst) && is_cl_buffer(src) && dst->dev == src->dev;
   if (!ok || soff > src->nbytes || nbytes > src->nbytes - soff || doff > dst->nbytes || nbytes > dst->nbytes - doff) {
     tg_set_error(TG_ERR_ARG, "CL copy: %zu bytes from offset %zu of a buffer of %zu to offset %zu of one of %zu%s",
@@ -1000,6 +1017,7 @@ static bool in_memory_cache(const device *d, const char *name, const char *src) 
 }
 
 static tg_program *cl_compile(const device *d, const char *name, const char *src) {
+  if (!usable("compile")) return NULL;
   if (!d || d->kind != DEVICE_CL || !name || !*name || !src) {
     tg_set_error(TG_ERR_ARG, "CL compile: %s", !d || d->kind != DEVICE_CL ? "not an OpenCL device"
                                                : !src                     ? "NULL source"
@@ -1080,6 +1098,7 @@ static tg_program *cl_compile(const device *d, const char *name, const char *src
 /* ---- launching ----------------------------------------------------------------------------------------- */
 
 static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthreads, double *ms) {
+  if (!usable("launch")) return TG_ERR_DEVICE;
   (void)nthreads;
   if (!p || !p->fn || !p->dev || p->dev->kind != DEVICE_CL || nbufs < 0 || (nbufs > 0 && !bufs)) {
     tg_set_error(TG_ERR_ARG, "CL launch: %s", !p || !p->fn                              ? "no program"
@@ -1144,6 +1163,7 @@ static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthr
 }
 
 static tg_status cl_synchronize(const device *d) {
+  if (!usable("synchronize")) return TG_ERR_DEVICE;
   if (!d || d->kind != DEVICE_CL) {
     tg_set_error(TG_ERR_ARG, "CL synchronize: not an OpenCL device");
     return TG_ERR_ARG;
