@@ -29,14 +29,17 @@ static bool output_axis(const uop *u) {
   return u->aux[0] == AX_GLOBAL || u->aux[0] == AX_THREAD || u->aux[0] == AX_LOCAL || u->aux[0] == AX_GROUP;
 }
 
-/* finds the global loops: the RANGEs of output axes with a constant bound opened outside every other loop (the
- * linearizer opens them first, after values it hoisted before them, which every work item computes). A GROUP
+/* finds the global loops: the RANGEs of output axes with a constant bound opened outside every other loop and
+ * before any (the linearizer opens them first, after values it hoisted before them, which every work item
+ * computes; a GROUP range is global wherever it opens). A GROUP
  * range is the innermost (stride 1), so the items of one work group are the k values of it for the same
  * outputs. */
 static bool find_globals(rctx *c, gpu_state *g) {
   const linear_program *p = c->p;
   uop *gl[64];
   int n = 0, depth = 0;
+  bool looped = false;  /* a loop of the work item came before: later output ranges (a row kernel's columns,
+                         * after its reduces) stay loops, or each item would compute the reduces again */
   for (int i = 0; i < p->n && n < 64; i++) {
     uop *u = p->ops[i], *r = u->op == OP_ENDRANGE ? u->src[0] : u;
     if (u->op != OP_RANGE && u->op != OP_ENDRANGE) continue;
@@ -44,8 +47,8 @@ static bool find_globals(rctx *c, gpu_state *g) {
     for (int k = 0; k < n && !known; k++) known = gl[k] == r;
     if (known) continue;
     if (u->op == OP_ENDRANGE) depth--;
-    else if (depth == 0 && output_axis(u) && uop_is_const(u->src[0])) gl[n++] = u;
-    else depth++;
+    else if (depth == 0 && output_axis(u) && uop_is_const(u->src[0]) && (!looped || u->aux[0] == AX_GROUP)) gl[n++] = u;
+    else depth++, looped = true;
   }
   for (int i = 0; i < n; i++)
     if (gl[i]->aux[0] == AX_GROUP) {
