@@ -3,7 +3,10 @@
  * float16/bfloat16 conversions GPU kernels use (cstyle.c's helpers, compiled here as C) round as the host's do. */
 #include <stdlib.h>
 
+#include "codegen/opt.h"
 #include "render/cstyle.h"
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
 #include "runtime/device.h"
 #include "uop/env.h"
 #include "test.h"
@@ -170,4 +173,40 @@ TEST(test_devices_beam_finds_a_correct_kernel_on_the_suite_device) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   CHECK(system(cmd) == 0, "removing %s", dir);
+}
+
+/* GROUP on a GPU target: the reduce is split over a work group, rendered with local memory and barriers, and
+ * launched in groups of its size; the CPU target refuses it */
+TEST(test_devices_group_reduce_renders_local_memory_and_barriers) {
+  static float v[4 * 4096];
+  tg_tensor *x = tg_from_data(TG_FLOAT32, 2, (int64_t[]){4, 4096}, v, sizeof v);
+  tg_tensor *s = tg_sum(x, 1, (int[]){1}, false);
+  CHECK_T(s);
+  schedule sc;
+  CHECK(s && schedule_create(1, &s->u, &sc) == TG_OK, "%s", tg_error());
+  if (test_failures_in_current()) return;
+  CHECK(sc.nkernels == 1, "%d kernels", sc.nkernels);
+  uop *ast = decompose_dtypes(sc.kernels[0].ast, false);
+  kernel_state ks;
+  char why[160];
+  CHECK(ks_init(&ks, ast, codegen_host_target(2)) && !apply_opt(&ks, (opt){OPT_GROUP, 0, 64}, why) && strstr(why, "GPU"),
+        "the CPU refuses GROUP: %s", why);
+  CHECK(ks_init(&ks, ast, codegen_gpu_target()) && apply_opt(&ks, (opt){OPT_GROUP, 0, 64}, why), "GROUP: %s", why);
+  CHECK(!apply_opt(&ks, (opt){OPT_GROUPTOP, 0, 4}, why) && strstr(why, "already"), "a second group: %s", why);
+  kernel_info info;
+  linear_program lp = {0};
+  launch_shape shape;
+  uop *fin = codegen_finish(&ks, &info);
+  char *cl = fin && linearize(fin, &lp, &info) ? render_gpu(LANG_OPENCL, info.name, &lp, &info, &shape) : NULL;
+  CHECK(cl && strstr(cl, "__local float local0[64]") && strstr(cl, "barrier(CLK_LOCAL_MEM_FENCE)"), "%s", cl ? cl : tg_error());
+  CHECK(shape.local[0] == 64 && shape.global[0] == 4 * 64, "launch %zu/%zu, want 256/64\n%s", shape.global[0], shape.local[0], cl ? cl : "");
+  char *cu = cl ? render_gpu(LANG_CUDA, info.name, &lp, &info, &shape) : NULL;
+  CHECK(cu && strstr(cu, "__shared__ float local0[64]") && strstr(cu, "__syncthreads()") &&
+        strstr(cu, "__launch_bounds__(64)"), "%s", cu ? cu : tg_error());
+  free(cl);
+  free(cu);
+  linear_program_free(&lp);
+  schedule_free(&sc);
+  tg_free(s);
+  tg_free(x);
 }
