@@ -113,6 +113,7 @@ static bool same_code(const char *emitted, const char *file_marker) {
 TEST(test_devices_gpu_half_and_bfloat16_conversions_round_like_the_host) {
   CHECK(same_code(cstyle_half_helpers, "TG_INLINE float tg_h2f(unsigned short h) {"), "the half helpers above are not the emitted text");
   CHECK(same_code(cstyle_bf16_helpers, "TG_INLINE float tg_bf2f(unsigned short b) {"), "the bfloat16 helpers above are not the emitted text");
+  CHECK(tg_bf2f(tg_f2bf(1.5f)) == 1.5f && tg_bf2f(0x3f80) == 1.0f, "bfloat16 back and forth");
   /* every half value back and forth */
   for (unsigned h = 0; h < 0x10000; h++) {
     float f = tg_h2f((unsigned short)h), want = half_to_float((uint16_t)h);
