@@ -14,9 +14,11 @@ static int64_t fail_at, count;
 static bool fired;
 static void (*on_fail)(int64_t k);
 
+static _Thread_local int exempt;  /* mem_exempt depth on this thread */
+
 /* true if this allocation is the one to fail */
 static bool fail_now(void) {
-  if (!__atomic_load_n(&fail_at, __ATOMIC_RELAXED)) return false;
+  if (!__atomic_load_n(&fail_at, __ATOMIC_RELAXED) || exempt) return false;
   int64_t k = __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED);
   if (k != __atomic_load_n(&fail_at, __ATOMIC_RELAXED)) return false;
   __atomic_store_n(&fired, true, __ATOMIC_RELAXED);
@@ -38,6 +40,8 @@ static void *check(void *p, size_t n) {
 }
 
 uint64_t mem_failures(void) { return failures; }
+
+void mem_exempt(bool on) { exempt += on ? 1 : -1; }
 
 void *mem_alloc(size_t n) { return check(fail_now() ? NULL : malloc(n), n); }
 void *mem_realloc(void *p, size_t n) { return check(fail_now() ? NULL : realloc(p, n), n); }

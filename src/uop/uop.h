@@ -244,6 +244,9 @@ void mem_fail_at(int64_t k);
 int64_t mem_count(void);   /* allocations since mem_fail_at (counted only while armed) */
 bool mem_failed(void);     /* whether the armed allocation has failed */
 void mem_on_fail(void (*fn)(int64_t k));  /* fn runs in the allocation that fails (a test's backtrace); NULL: none */
+/* true: this thread's allocations neither fail nor count toward mem_fail_at until mem_exempt(false) (nests):
+ * checks that run inside a fault test (tests/render_check.c) leave its allocation sequence as it was */
+void mem_exempt(bool on);
 
 /* ---- size arithmetic (shape.c) ----------------------------------------------------------------------- */
 /* Every shape of the graph has sizes >= 0 whose product (zeros left out, so every stride fits too) is at most
