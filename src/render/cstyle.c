@@ -71,7 +71,9 @@ void render_fail(rctx *c, const char *what, const uop *u) {
 const char *ctype(rctx *c, tg_dtype dt) { return c->d->type(dt); }
 
 void set_name(rctx *c, uop *u, char *s) {
-  if (!s || !umap_put(&c->names, u, s)) { free(s); c->oom = true; }
+  char *old = umap_get(&c->names, u);  /* a loop opened again (around values hoisted between) is named again */
+  if (!s || !umap_put(&c->names, u, s)) { free(s); c->oom = true; return; }
+  if (old != s) free(old);
 }
 
 /* float16 storage bits (dialects without a half type) or bfloat16's from a float expression */
