@@ -210,6 +210,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "achieved tok/s: %.1f (%.3f ms per token over %ld steps; first step %.2f s), %s, %d kernels "
             "per step, %d threads\n", (pos - 1) / (end - start), (end - start) * 1e3 / (double)(pos - 1), pos - 1,
             first, jit && !strcmp(jit, "0") ? "JIT=0 (eager)" : "JIT", tg_llama_kernels(m), tg_num_threads());
+    tg_memory_info mi;
+    if (tg_memory(NULL, &mi) == TG_OK) fprintf(stderr, "peak memory: %.1f MB of tensors and arenas\n", mi.peak / 1e6);
   }
   free(prompt_ids);
   free(logits);

@@ -354,6 +354,9 @@ int main(int argc, char **argv) {
   }
   printf("evaluated %lld test images in %.1f s\n", (long long)test.n, eval_s);
   printf("test accuracy: %.2f%%\n", acc * 100);
+  tg_memory_info mi;
+  if (tg_memory(NULL, &mi) == TG_OK)
+    printf("peak memory: %.1f MB of tensors and arenas (%.1f MB in JIT arenas now)\n", mi.peak / 1e6, mi.arenas / 1e6);
   rc = 0;
 done:
   tg_optim_free(opt);

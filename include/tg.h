@@ -650,6 +650,25 @@ int tg_num_threads(void);            /* threads of the CPU pool */
 /* frees caches and unreferenced IR now (it also happens on its own); returns TG_OK */
 tg_status tg_collect(void);
 
+/* ---- memory: what a device holds, and a limit (torch.cuda.memory_allocated and friends) --------------- */
+/* Counted: every buffer tgc allocates on the device (realized tensors, optimizer state, JIT arenas) until it
+ * is freed. Not counted: memory tgc does not own (tg_from_blob on the CPU, mapped files). A device name NULL is
+ * the default device (DEV). */
+typedef struct tg_memory_info {
+  size_t in_use;   /* bytes of live buffers on the device, JIT arenas included */
+  size_t arenas;   /* of in_use: the arenas of captured JIT steps */
+  size_t cached;   /* freed buffers kept for reuse (not in in_use); tg_memory_empty_cache gives them back */
+  size_t peak;     /* the most in_use since the process started or tg_memory_reset_peak */
+  size_t limit;    /* the device's limit in bytes (0: none) */
+} tg_memory_info;
+tg_status tg_memory(const char *device, tg_memory_info *out);   /* fills *out (zeroed on error) */
+tg_status tg_memory_reset_peak(const char *device);            /* peak = in_use now */
+tg_status tg_memory_empty_cache(const char *device);           /* frees the cached buffers */
+/* most bytes the device may hold (0: no limit; the default is TG_MEMORY_LIMIT, e.g. 512M, for every device).
+ * An allocation that would pass it empties the cache, then fails with TG_ERR_NOMEM naming the request, the
+ * limit and what is in use; the realize that asked runs nothing, and every existing tensor stays usable. */
+tg_status tg_memory_set_limit(const char *device, size_t bytes);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -249,6 +249,7 @@ static tg_status plan_memory(tg_jit *j, const device *dev) {
   size_t arena = memplan_assign(j->plan, j->nplan, 64);
   if (arena == (size_t)-1) st = TG_ERR_NOMEM;
   else if (j->nplan && !(j->arena = buffer_new(dev, arena))) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+  memory_mark_arena(j->arena);
   /* point the prepared launches into the arena and let the old buffers go (each slot held a reference) */
   for (int k = 0, s = 0; k < c->n && st == TG_OK; k++)
     for (int b = 0; b < c->launches[k].nbufs; b++, s++) {

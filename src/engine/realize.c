@@ -542,7 +542,8 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   }
   last_kernels = (uint64_t)s.nkernels;
   if (dbg >= 1 && s.nkernels)
-    fprintf(stderr, "scheduled %d kernel%s in %.2f ms\n", s.nkernels, s.nkernels == 1 ? "" : "s", t_sched);
+    fprintf(stderr, "scheduled %d kernel%s in %.2f ms; %s memory in use %.2f MB\n", s.nkernels,
+            s.nkernels == 1 ? "" : "s", t_sched, dev->name, (double)memory_in_use(dev) / 1e6);
   /* outputs keep their buffers; tensors on them now read the buffer directly. So does an output whose value
    * was cached on its node (an equal graph realized before): the cache is dropped at the next in-place write
    * or JIT capture, and a tensor left on the computed node would then compute it again, inside a capture as a

@@ -54,8 +54,14 @@ tg_buffer *buffer_new(const device *d, size_t nbytes) {
     tg_set_error(TG_ERR_ARG, "buffer_new: no device");
     return NULL;
   }
+  if (!memory_reserve(d, nbytes)) return NULL;
   tg_buffer *b = d->alloc(d, nbytes);
-  if (b) RC_INC(live_buffers);
+  if (!b) {
+    memory_release(d, nbytes, false);
+    return NULL;
+  }
+  b->counted = true;
+  RC_INC(live_buffers);
   return b;
 }
 
@@ -81,6 +87,7 @@ void buffer_retain(tg_buffer *b) {
 void buffer_release(tg_buffer *b) {
   if (!b || RC_DEC(b->refcnt) > 0) return;
   RC_DEC(live_buffers);
+  if (b->counted) memory_release(b->dev, b->nbytes, b->arena);
   if (b->wrapped) {  /* the memory is the user's, or the owner's hook lets go of it */
     if (b->on_free) b->on_free(b->ctx);
     free(b);

@@ -330,6 +330,20 @@ static tg_status cpu_launch(const tg_program *p, void **bufs, int nbufs, int nth
   return TG_OK;
 }
 
+/* the host's block cache serves the CPU device alone */
+static void cpu_flush_cache(const device *d) {
+  (void)d;
+  buffer_cache_flush();
+}
+
+static size_t cpu_cached_bytes(const device *d) {
+  (void)d;
+  uint64_t allocated, hits;
+  size_t cached;
+  host_alloc_counters(&allocated, &hits, &cached);
+  return cached;
+}
+
 static int cpu_num_threads(const device *d) {
   (void)d;
   return pool_size();
@@ -346,6 +360,8 @@ static const device cpu_dev = {
     .program_free = cpu_program_free,
     .launch = cpu_launch,
     .num_threads = cpu_num_threads,
+    .flush_cache = cpu_flush_cache,
+    .cached_bytes = cpu_cached_bytes,
 };
 
 const device *device_cpu(void) { return &cpu_dev; }

@@ -306,6 +306,15 @@ static CUdeviceptr cache_take(cuda_dev *cd, size_t nbytes) {
   return p;
 }
 
+static size_t cuda_cached_bytes(const device *d) {
+  cuda_dev *cd = dev_of(d);
+  if (!cd) return 0;
+  pthread_mutex_lock(&cd->lock);
+  size_t n = cd->cached_bytes;
+  pthread_mutex_unlock(&cd->lock);
+  return n;
+}
+
 static void cuda_flush_cache(const device *d) {
   cuda_dev *cd = dev_of(d);
   if (!cd) return;
@@ -1011,7 +1020,7 @@ static cuda_dev *dev_open(int idx) {
                         .buffer_free = cuda_buffer_free, .copyin = cuda_copyin, .copyout = cuda_copyout,
                         .compile = cuda_compile, .program_free = cuda_program_free, .launch = cuda_launch,
                         .num_threads = cuda_num_threads, .synchronize = cuda_synchronize, .copy = cuda_copy,
-                        .flush_cache = cuda_flush_cache};
+                        .flush_cache = cuda_flush_cache, .cached_bytes = cuda_cached_bytes};
   snprintf(cd->dev.arch, sizeof cd->dev.arch, "sm_%d", cd->sm);
   if (tg_debug_level() >= 2)
     fprintf(stderr, "%s: %s, %s, %d SMs, %zu MiB, driver CUDA %d.%d, NVRTC %d.%d\n", cd->name, cd->gpu, cd->dev.arch,

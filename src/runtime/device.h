@@ -34,6 +34,8 @@ typedef struct tg_buffer {
   /* wrapped only: called once when the buffer is freed, to let go of the memory (a file mapping, say) */
   void (*on_free)(void *ctx);
   void *ctx;
+  bool counted;     /* made by buffer_new: counted in its device's memory in use (memory.c) until freed */
+  bool arena;       /* a JIT arena: counted among the arenas too */
 } tg_buffer;
 
 /* A compiled kernel. A CPU kernel has the signature
@@ -83,6 +85,8 @@ struct device {
    * parses all of opencl-c.h each time) builds them as one program. Errors are not reported here (compile()
    * reports each kernel's own); NULL: none */
   void (*prebuild)(const device *d, int n, const char *const *names, const char *const *srcs);
+  /* bytes held by the freed-buffer cache now (tg_memory's cached); NULL: none kept */
+  size_t (*cached_bytes)(const device *d);
 };
 
 /* the device named by tinygrad's name: "CPU", "CL", "CL:n", "CUDA", "CUDA:n" (case-insensitive), opened on
@@ -104,6 +108,15 @@ void buffer_release(tg_buffer *b);
 int64_t buffer_live_count(void);  /* buffers made by buffer_new/buffer_wrap and not yet freed */
 void program_retain(tg_program *p);
 void program_release(tg_program *p);
+
+/* ---- memory accounting (memory.c) ------------------------------------------------------------------ */
+/* counts nbytes against d before it is allocated; false with TG_ERR_NOMEM (naming the request, the limit and
+ * what is held) when d's limit would be passed even after emptying d's cache */
+bool memory_reserve(const device *d, size_t nbytes);
+void memory_release(const device *d, size_t nbytes, bool arena);  /* a counted buffer freed (or never made) */
+void memory_mark_arena(tg_buffer *b);      /* b is a JIT arena: counted among the arenas as well */
+size_t memory_in_use(const device *d);     /* bytes of d's counted buffers alive now */
+void memory_use_env_limit(const device *d);  /* d's limit is TG_MEMORY_LIMIT's again, as before tg_memory_set_limit */
 
 /* ---- thread pool (threadpool.c) --------------------------------------------------------------------- */
 typedef void (*pool_task)(void *ctx, int64_t core_id, int64_t ncores);

@@ -313,6 +313,7 @@ static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthr
 static int cl_num_threads(const device *d);
 static tg_status cl_synchronize(const device *d);
 static void cl_flush_cache(const device *d);
+static size_t cl_cached_bytes(const device *d);
 static void cl_prebuild(const device *d, int n, const char *const *names, const char *const *srcs);
 
 /* with g.open_lock held: makes the context and queue of slot idx; false with s->err set */
@@ -354,7 +355,8 @@ static bool open_slot(int idx, cl_slot *s) {
   *d = (device){.name = s->name, .kind = DEVICE_CL, .ctx = st, .alloc = cl_alloc, .buffer_free = cl_buffer_free,
                    .copyin = cl_copyin, .copyout = cl_copyout, .compile = cl_compile, .program_free = cl_program_free,
                    .launch = cl_launch, .num_threads = cl_num_threads, .synchronize = cl_synchronize,
-                   .copy = cl_copy, .flush_cache = cl_flush_cache, .prebuild = cl_prebuild};
+                   .copy = cl_copy, .flush_cache = cl_flush_cache, .prebuild = cl_prebuild,
+                   .cached_bytes = cl_cached_bytes};
   if (snprintf(d->arch, sizeof d->arch, "%s %s", dname, driver) < 0) d->arch[0] = 0;
   return true;
 }
@@ -431,6 +433,15 @@ static bool cache_push(cl_state *st, tg_buffer *b) {
 static void release_buffer(tg_buffer *b) {
   cl.clReleaseMemObject((cl_mem)b->ptr);
   free(b);
+}
+
+static size_t cl_cached_bytes(const device *d) {
+  if (!d || d->kind != DEVICE_CL) return 0;
+  cl_state *st = d->ctx;
+  pthread_mutex_lock(&st->cache_lock);
+  size_t n = st->cached;
+  pthread_mutex_unlock(&st->cache_lock);
+  return n;
 }
 
 static void cl_flush_cache(const device *d) {

@@ -130,6 +130,39 @@ static void parse_beam_limit(env_state *s) {
   s->v.beam_limit = x;
 }
 
+/* TG_MEMORY_LIMIT: a byte count, optionally with a binary unit K, M, G or T (and an optional B or iB) */
+static void parse_memory_limit(env_state *s) {
+  static const char accepted[] = "a byte count, with an optional unit K, M, G or T (binary: 512M = 512 MiB)";
+  const char *v = env_str("TG_MEMORY_LIMIT");
+  if (!v) return;
+  const char *p = v;
+  unsigned long long x = 0;
+  bool big = false;
+  for (; isdigit((unsigned char)*p); p++) {
+    if (x > (1ULL << 50)) big = true;
+    else x = x * 10 + (unsigned)(*p - '0');
+  }
+  if (p == v) {
+    bad(s, ENV_MEMORY_LIMIT, "TG_MEMORY_LIMIT=%.64s: not a byte count; accepted: %s", v, accepted);
+    return;
+  }
+  static const char units[] = "KMGT";
+  const char *u = *p ? strchr(units, toupper((unsigned char)*p)) : NULL;
+  int shift = u ? 10 * (int)(u - units + 1) : 0;
+  if (u) p++;
+  if (u && (*p == 'i' || *p == 'I')) p++;
+  if (*p == 'B' || *p == 'b') p++;
+  if (*p) {
+    bad(s, ENV_MEMORY_LIMIT, "TG_MEMORY_LIMIT=%.64s: not a byte count; accepted: %s", v, accepted);
+    return;
+  }
+  if (big || x == 0 || (shift && x > (1ULL << (62 - shift)))) {
+    bad(s, ENV_MEMORY_LIMIT, "TG_MEMORY_LIMIT=%.64s: out of range; accepted: %s, at least 1 byte", v, accepted);
+    return;
+  }
+  s->v.memory_limit = (size_t)(x << shift);
+}
+
 /* TG_CC split into words as a shell would: blanks separate words, '...' and "..." group, a backslash
  * outside single quotes takes the next character as it is */
 static void parse_cc(env_state *s) {
@@ -204,6 +237,7 @@ static void env_parse(env_state *s) {
   else if (vb != -1)
     bad(s, ENV_VEC_BYTES, "TG_VEC_BYTES=%d: not a vector size; accepted: 0, 16, 32 or 64", vb);
   parse_cc(s);
+  parse_memory_limit(s);
 }
 
 const env_values *env_get(void) {

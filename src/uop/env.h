@@ -28,6 +28,7 @@ typedef enum {
   ENV_NO_NATIVE,    /* TG_NO_NATIVE=0|1 */
   ENV_VEC_BYTES,    /* TG_VEC_BYTES=0|16|32|64 (tests) */
   ENV_CC,           /* TG_CC=a command: program and arguments */
+  ENV_MEMORY_LIMIT, /* TG_MEMORY_LIMIT=bytes, with K, M, G or T (binary units) */
   ENV_COUNT
 } env_var;
 
@@ -54,6 +55,7 @@ typedef struct env_values {
   const char *cc_argv[ENV_CC_MAX_WORDS + 1];
   const char *cc_text;  /* TG_CC as given, or NULL when not set */
   char dev[16];         /* DEV upper-cased ("CUDA:1"), "" when not set */
+  size_t memory_limit;  /* bytes each device may hold; 0: no limit */
 } env_values;
 
 /* the parsed values (read from the environment on the first call) */
