@@ -247,17 +247,24 @@ static tg_status plan_memory(tg_jit *j, const device *dev) {
   }
   tg_status st = TG_OK;
   size_t arena = memplan_assign(j->plan, j->nplan, 64);
+  /* the eager run's intermediates go before the arena comes (each slot held a reference), and so does the cache
+   * they went to: the step's peak is the larger of the two, not their sum. A capture whose arena then fails is
+   * reset whole (tg_jit_call), so nothing needs the old buffers after this. */
+  for (int k = 0, s = 0; k < c->n; k++)
+    for (int b = 0; b < c->launches[k].nbufs; b++, s++)
+      if (item_of[slot_use[s]] >= 0) {
+        buffer_release(c->launches[k].bufs[b]);
+        c->launches[k].bufs[b] = NULL;
+      }
+  if (j->nplan && dev->flush_cache) dev->flush_cache(dev);
   if (arena == (size_t)-1) st = TG_ERR_NOMEM;
   else if (j->nplan && !(j->arena = buffer_new(dev, arena))) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   memory_mark_arena(j->arena);
-  /* point the prepared launches into the arena and let the old buffers go (each slot held a reference) */
+  /* point the prepared launches into the arena */
   for (int k = 0, s = 0; k < c->n && st == TG_OK; k++)
     for (int b = 0; b < c->launches[k].nbufs; b++, s++) {
       int it = item_of[slot_use[s]];
-      if (it < 0) continue;
-      j->ptrs[k][b] = (char *)j->arena->ptr + j->plan[it].offset;
-      buffer_release(c->launches[k].bufs[b]);
-      c->launches[k].bufs[b] = NULL;
+      if (it >= 0) j->ptrs[k][b] = (char *)j->arena->ptr + j->plan[it].offset;
     }
   if (st == TG_OK && tg_debug_level() >= 1)
     fprintf(stderr, "jit: captured %d kernels; %d intermediate buffers of %.2f MB planned into one arena of %.2f MB "

@@ -15,6 +15,7 @@
 #include "codegen/opt.h"
 #include "engine/engine.h"
 #include "engine/jit.h"
+#include "engine/memplan.h"
 #include "engine/search.h"
 #include "render/render.h"
 #include "runtime/device.h"
@@ -367,6 +368,58 @@ static tg_status check_not_stale(const schedule *s, const uop_map *made) {
   return TG_OK;
 }
 
+/* A realize's intermediates (kernel outputs that are not its outputs and are written in place nowhere) share one
+ * arena placed by lifetime (memplan.c), as a captured JIT step's do: a chain of kernels holds two or three of them
+ * at once rather than all, and a training step's peak is what is alive together. Each gets a view of the arena
+ * into made; the arena lives while a view does (a JIT capture keeps them, then plans its own). Not on OpenCL,
+ * whose buffers have no addresses to offset. */
+static tg_status plan_intermediates(const device *dev, const schedule *s, int nout, const int *korder,
+                                    tg_buffer *const *inplace, uop_map *made) {
+  if (dev->kind == DEVICE_CL || s->nrealized < 2) return TG_OK;
+  int *pos = mem_alloc((size_t)s->nkernels * sizeof *pos);
+  plan_item *items = mem_alloc((size_t)s->nrealized * sizeof *items);
+  uop **nodes = mem_alloc((size_t)s->nrealized * sizeof *nodes);
+  tg_status st = pos && items && nodes ? TG_OK : TG_ERR_NOMEM;
+  int n = 0;
+  for (int p = 0; st == TG_OK && p < s->nkernels; p++) pos[korder[p]] = p;
+  for (int i = 0; st == TG_OK && i < s->nrealized; i++) {
+    uop *r = s->realized[i];
+    bool keep = umap_get(made, r) == NULL;
+    for (int o = 0; o < nout && keep; o++) keep = s->roots[o] != r;  /* an output keeps a buffer of its own */
+    int writer = -1;
+    for (int k = 0; k < s->nkernels && writer < 0; k++)
+      if (s->kernels[k].output == r) writer = k;
+    if (!keep || writer < 0 || inplace[writer] || s->kernels[writer].window_into) continue;
+    int last = pos[writer];
+    for (int k = 0; k < s->nkernels; k++)
+      for (int j = 1; j < s->kernels[k].nbufs; j++)
+        if (s->kernels[k].bufs[j] == r && pos[k] > last) last = pos[k];
+    size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
+    items[n] = (plan_item){.nbytes = nb ? nb : 1, .first = pos[writer], .last = last};
+    nodes[n++] = r;
+  }
+  size_t size = st == TG_OK && n >= 2 ? memplan_assign(items, n, 64) : 0;
+  if (size == (size_t)-1) st = TG_ERR_NOMEM;
+  tg_buffer *arena = st == TG_OK && size ? buffer_new(dev, size) : NULL;
+  if (size && !arena && st == TG_OK) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+  for (int i = 0; arena && st == TG_OK && i < n; i++) {
+    tg_buffer *v = buffer_view(arena, items[i].offset, items[i].nbytes);
+    if (!v || !umap_put(made, nodes[i], v)) {
+      buffer_release(v);
+      st = TG_ERR_NOMEM;
+    }
+  }
+  if (arena) {
+    stats.buffers_allocated++;
+    uop_gc_note_bytes(size);
+  }
+  buffer_release(arena);  /* the views hold it */
+  free(pos);
+  free(items);
+  free(nodes);
+  return st;
+}
+
 /* a kernel ready to launch: a copy of its cache entry (the program held) and its buffers */
 typedef struct ready_kernel { compiled c; void **bufs; tg_buffer **tbufs; } ready_kernel;
 
@@ -442,8 +495,10 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   if (st != TG_OK) goto out;
   if (s.nkernels) stats.schedules++;
   double t_sched = engine_now_ms() - t0;
+  if ((st = plan_intermediates(dev, &s, n, korder, inplace, &made)) != TG_OK) goto out;
   for (int i = 0; i < s.nrealized; i++) {
     uop *r = s.realized[i];
+    if (umap_get(&made, r)) continue;  /* a view of the intermediates' arena */
     size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
     tg_buffer *b = NULL;
     for (int k = 0; k < s.nkernels && !b; k++)

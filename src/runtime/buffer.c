@@ -80,6 +80,24 @@ tg_buffer *buffer_wrap(const device *d, void *ptr, size_t nbytes) {
   return b;
 }
 
+tg_buffer *buffer_view(tg_buffer *parent, size_t offset, size_t nbytes) {
+  if (!parent || offset > parent->nbytes || nbytes > parent->nbytes - offset || parent->dev->kind == DEVICE_CL) {
+    tg_set_error(TG_ERR_INTERNAL, "buffer_view: [%zu, +%zu) of a buffer of %zu bytes", offset, nbytes,
+                 parent ? parent->nbytes : 0);
+    return NULL;
+  }
+  tg_buffer *b = mem_alloc(sizeof *b);
+  if (!b) {
+    tg_set_error(TG_ERR_NOMEM, "buffer_view: out of memory");
+    return NULL;
+  }
+  *b = (tg_buffer){.refcnt = 1, .dev = parent->dev, .nbytes = nbytes, .ptr = (char *)parent->ptr + offset,
+                   .parent = parent};
+  buffer_retain(parent);
+  RC_INC(live_buffers);
+  return b;
+}
+
 void buffer_retain(tg_buffer *b) {
   if (b) RC_INC(b->refcnt);
 }
@@ -88,7 +106,10 @@ void buffer_release(tg_buffer *b) {
   if (!b || RC_DEC(b->refcnt) > 0) return;
   RC_DEC(live_buffers);
   if (b->counted) memory_release(b->dev, b->nbytes, b->arena);
-  if (b->wrapped) {  /* the memory is the user's, or the owner's hook lets go of it */
+  if (b->parent) {
+    buffer_release(b->parent);
+    free(b);
+  } else if (b->wrapped) {  /* the memory is the user's, or the owner's hook lets go of it */
     if (b->on_free) b->on_free(b->ctx);
     free(b);
   } else {

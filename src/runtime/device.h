@@ -35,6 +35,7 @@ typedef struct tg_buffer {
   void (*on_free)(void *ctx);
   void *ctx;
   bool counted;     /* made by buffer_new: counted in its device's memory in use (memory.c) until freed */
+  struct tg_buffer *parent;  /* a view (buffer_view): bytes of parent, which it holds a reference to */
   bool arena;       /* a JIT arena: counted among the arenas too */
 } tg_buffer;
 
@@ -103,6 +104,9 @@ static inline bool device_is_gpu(const device *d) { return d && d->kind != DEVIC
 
 tg_buffer *buffer_new(const device *d, size_t nbytes);   /* refcnt 1 */
 tg_buffer *buffer_wrap(const device *d, void *ptr, size_t nbytes);
+/* nbytes of parent from offset on, as a buffer of its own that keeps parent alive (an arena's slot); not on
+ * OpenCL, whose buffers are handles without addresses */
+tg_buffer *buffer_view(tg_buffer *parent, size_t offset, size_t nbytes);
 void buffer_retain(tg_buffer *b);
 void buffer_release(tg_buffer *b);
 int64_t buffer_live_count(void);  /* buffers made by buffer_new/buffer_wrap and not yet freed */
