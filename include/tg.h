@@ -322,10 +322,9 @@ tg_tensor *tg_floordiv(tg_tensor *a, tg_tensor *b);
 /* C's fmod: a - trunc(a / b) b, with the sign of a (torch.fmod); integers exact; a finite a over +-inf is a */
 tg_tensor *tg_fmod(tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_bitwise_not(tg_tensor *t);  /* ~x on integers, logical not on bool */
-/* a << b and a >> b (arithmetic for signed) on integer tensors; a shift by a negative amount or by the dtype's
- * width or more gives 0 (a right shift of a negative value: -1) */
+/* a << b on integer tensors; a shift by a negative amount or by the dtype's width or more gives 0 */
 tg_tensor *tg_lshift(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_rshift(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_rshift(tg_tensor *a, tg_tensor *b);  /* a >> b, arithmetic for signed; past the width: 0 or -1 */
 /* scalar forms, v a weak scalar as in tg_add_scalar; the reflected tg_r*_scalar(t, v) are python's v op t */
 tg_tensor *tg_rsub_scalar(tg_tensor *a, double v);       /* v - a */
 tg_tensor *tg_rdiv_scalar(tg_tensor *a, double v);       /* v / a, float */
