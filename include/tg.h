@@ -264,8 +264,8 @@ tg_tensor *tg_atan(tg_tensor *t);        /* arctangent in (-pi/2, pi/2), float *
 tg_tensor *tg_asinh(tg_tensor *t);       /* log(x + sqrt(x^2 + 1)), odd, no overflow; float */
 tg_tensor *tg_acosh(tg_tensor *t);       /* log(x + sqrt(x^2 - 1)), float; NaN below 1 */
 tg_tensor *tg_atanh(tg_tensor *t);       /* log((1 + x) / (1 - x)) / 2, float; +-inf at +-1, NaN beyond */
-/* the error function, float; within 2e-8 of erf and its slope within 1e-6 of 2/sqrt(pi) e^(-x^2) (tinygrad
- * uses a coarser fit: 1.5e-7, slope 1e-4) */
+/* the error function, float: float32-accurate (within 1e-7), its slope within 1e-6 of 2/sqrt(pi) e^(-x^2)
+ * (tinygrad's coarser fit is 1.5e-7 off, its slope 1e-4) */
 tg_tensor *tg_erf(tg_tensor *t);
 /* to the nearest integer, ties to even (2.5 -> 2, -1.5 -> -2); t's dtype: integers are returned unchanged
  * (tinygrad's round makes them float32) */
