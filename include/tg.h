@@ -252,6 +252,106 @@ tg_tensor *tg_pow_scalar(tg_tensor *a, double v);      /* a^v as tg_pow; v 2 and
 tg_tensor *tg_maximum_scalar(tg_tensor *a, double v);  /* max(a, v) */
 tg_tensor *tg_minimum_scalar(tg_tensor *a, double v);  /* min(a, v) */
 
+/* ---- elementwise, more of tinygrad's methods ---- */
+/* Float math as above ("float": integer and bool t give float32). These run in at least float32: float16 and
+ * bfloat16 inputs compute in float32 and round back. */
+tg_tensor *tg_log10(tg_tensor *t);       /* base-10 logarithm, float */
+tg_tensor *tg_sinh(tg_tensor *t);        /* (e^x - e^-x) / 2, float */
+tg_tensor *tg_cosh(tg_tensor *t);        /* (e^x + e^-x) / 2, float */
+tg_tensor *tg_asin(tg_tensor *t);        /* arcsine, float; NaN outside [-1, 1] */
+tg_tensor *tg_acos(tg_tensor *t);        /* pi/2 - asin(x), float; NaN outside [-1, 1] */
+tg_tensor *tg_atan(tg_tensor *t);        /* arctangent in (-pi/2, pi/2), float */
+tg_tensor *tg_asinh(tg_tensor *t);       /* log(x + sqrt(x^2 + 1)), odd, no overflow; float */
+tg_tensor *tg_acosh(tg_tensor *t);       /* log(x + sqrt(x^2 - 1)), float; NaN below 1 */
+tg_tensor *tg_atanh(tg_tensor *t);       /* log((1 + x) / (1 - x)) / 2, float; +-inf at +-1, NaN beyond */
+/* the error function, float: float32-accurate (within 1e-7), its slope within 1e-6 of 2/sqrt(pi) e^(-x^2)
+ * (tinygrad's coarser fit is 1.5e-7 off, its slope 1e-4) */
+tg_tensor *tg_erf(tg_tensor *t);
+/* to the nearest integer, ties to even (2.5 -> 2, -1.5 -> -2); t's dtype: integers are returned unchanged
+ * (tinygrad's round makes them float32) */
+tg_tensor *tg_round(tg_tensor *t);
+tg_tensor *tg_isnan(tg_tensor *t);       /* x != x, bool (false for integers) */
+tg_tensor *tg_isfinite(tg_tensor *t);    /* neither inf nor NaN, bool (true for integers) */
+/* x == +inf (when detect_positive) or x == -inf (when detect_negative), bool; tinygrad's default: both */
+tg_tensor *tg_isinf(tg_tensor *t, bool detect_positive, bool detect_negative);
+/* activations, float, with gradients 0 (not NaN) where they saturate */
+tg_tensor *tg_celu(tg_tensor *t, double alpha);  /* x > 0 ? x : alpha (e^(x/alpha) - 1); alpha != 0 (tinygrad's default 1) */
+/* 1.0507 (x >= 0 ? x : 1.6733 (e^x - 1)), PyTorch's full-precision constants (tinygrad rounds them; 2e-6 apart) */
+tg_tensor *tg_selu(tg_tensor *t);
+tg_tensor *tg_softsign(tg_tensor *t);    /* x / (1 + |x|), float */
+tg_tensor *tg_quick_gelu(tg_tensor *t);  /* x sigmoid(1.702 x), float */
+tg_tensor *tg_logsigmoid(tg_tensor *t);  /* log(sigmoid(x)) = -softplus(-x), no overflow; float */
+tg_tensor *tg_swish(tg_tensor *t);       /* tg_silu (tinygrad's alias) */
+typedef enum tg_gelu_approx { TG_GELU_TANH, TG_GELU_NONE } tg_gelu_approx;
+/* tinygrad's gelu(approximate=): TG_GELU_TANH is tg_gelu; TG_GELU_NONE is x/2 (1 + erf(x / sqrt(2))), float */
+tg_tensor *tg_gelu_mode(tg_tensor *t, tg_gelu_approx approximate);
+tg_tensor *tg_softplus_beta(tg_tensor *t, double beta);  /* log(1 + e^(beta x)) / beta, float; beta != 0 */
+/* tinygrad's clip(min_val, max_val): below min_val -> min_val, then above max_val -> max_val (so max_val
+ * everywhere when min_val > max_val); the bounds are weak scalars (an integer t stays integer for integral
+ * bounds); tinygrad's defaults are -1, 1 */
+tg_tensor *tg_hardtanh(tg_tensor *t, double min_val, double max_val);
+tg_tensor *tg_clip(tg_tensor *t, double lo, double hi);  /* tg_clamp (tinygrad's alias) */
+/* Binary: a and b broadcast and promote as tg_add's. */
+/* |a| with the sign of b (b = -0.0 counts as negative, NaN as positive); the promoted dtype as tinygrad
+ * (PyTorch always gives float); d/da is 0 at a = 0 */
+tg_tensor *tg_copysign(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_logaddexp(tg_tensor *a, tg_tensor *b);  /* log(e^a + e^b) without overflow, float */
+/* tinygrad's isclose, bool: both finite and |a - b| <= atol + rtol |b|, or equal infinities, or both NaN
+ * with equal_nan; tinygrad's defaults rtol 1e-5, atol 1e-8, equal_nan false. Integers compare exactly */
+tg_tensor *tg_isclose(tg_tensor *a, tg_tensor *b, double rtol, double atol, bool equal_nan);
+/* a + (end - a) weight, in the float dtype the three promote to (no uint8 fixed-point path as tinygrad's) */
+tg_tensor *tg_lerp(tg_tensor *a, tg_tensor *end, tg_tensor *weight);
+tg_tensor *tg_lerp_scalar(tg_tensor *a, tg_tensor *end, double weight);  /* tg_lerp with a weak scalar weight */
+tg_tensor *tg_masked_fill(tg_tensor *t, tg_tensor *mask, double value);  /* mask ? value : t; value a weak scalar */
+tg_tensor *tg_masked_fill_tensor(tg_tensor *t, tg_tensor *mask, tg_tensor *value);  /* tg_where(mask, value, t) */
+tg_tensor *tg_where_scalar(tg_tensor *cond, tg_tensor *a, double b);  /* cond ? a : b, b a weak scalar */
+/* cond ? a : b with two scalars: int32 when both are integral, else float32 */
+tg_tensor *tg_where_scalars(tg_tensor *cond, double a, double b);
+/* a copy in its own buffer (tg_contiguous), through which gradients flow; t's gradient, if any, is copied to it
+ * (as tinygrad's clone) */
+tg_tensor *tg_clone(tg_tensor *t);
+tg_tensor *tg_contiguous_backward(tg_tensor *t);  /* t's value (tinygrad's hint for the backward pass: a no-op here) */
+/* Division with a rounding mode, tinygrad's div(rounding_mode=): integers (both operands) stay integer and
+ * exact, anything else divides in float (bool as float32) and rounds. An integer divided by 0 gives 0, and
+ * MIN / -1 gives MIN (no trap). */
+typedef enum tg_rounding_mode { TG_ROUND_NONE, TG_ROUND_TRUNC, TG_ROUND_FLOOR } tg_rounding_mode;
+tg_tensor *tg_div_mode(tg_tensor *a, tg_tensor *b, tg_rounding_mode mode);  /* NONE: tg_div; TRUNC: toward 0; FLOOR: down */
+/* python's a // b: floor(a / b) for floats (of the rounded quotient, as tinygrad: 1.0 // 0.1 is 10, python's
+ * 9), integers with python's sign rules (-7 // 2 == -4) */
+tg_tensor *tg_floordiv(tg_tensor *a, tg_tensor *b);
+/* C's fmod: a - trunc(a / b) b, with the sign of a (torch.fmod); integers exact; a finite a over +-inf is a */
+tg_tensor *tg_fmod(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_bitwise_not(tg_tensor *t);  /* ~x on integers, logical not on bool */
+/* a << b on integer tensors; a shift by a negative amount or by the dtype's width or more gives 0 */
+tg_tensor *tg_lshift(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_rshift(tg_tensor *a, tg_tensor *b);  /* a >> b, arithmetic for signed; past the width: 0 or -1 */
+/* scalar forms, v a weak scalar as in tg_add_scalar; the reflected tg_r*_scalar(t, v) are python's v op t */
+tg_tensor *tg_rsub_scalar(tg_tensor *a, double v);       /* v - a */
+tg_tensor *tg_rdiv_scalar(tg_tensor *a, double v);       /* v / a, float */
+tg_tensor *tg_rpow_scalar(tg_tensor *a, double v);       /* v ** a as tg_pow */
+tg_tensor *tg_mod_scalar(tg_tensor *a, double v);        /* a % v as tg_mod (python's sign rules) */
+tg_tensor *tg_rmod_scalar(tg_tensor *a, double v);       /* v % a as tg_mod */
+tg_tensor *tg_idiv_scalar(tg_tensor *a, double v);       /* tg_idiv(a, v) */
+tg_tensor *tg_floordiv_scalar(tg_tensor *a, double v);   /* a // v as tg_floordiv */
+tg_tensor *tg_rfloordiv_scalar(tg_tensor *a, double v);  /* v // a as tg_floordiv */
+tg_tensor *tg_fmod_scalar(tg_tensor *a, double v);       /* tg_fmod(a, v) */
+tg_tensor *tg_copysign_scalar(tg_tensor *a, double v);   /* tg_copysign(a, v) */
+tg_tensor *tg_logaddexp_scalar(tg_tensor *a, double v);  /* tg_logaddexp(a, v) */
+tg_tensor *tg_lt_scalar(tg_tensor *a, double v);         /* a < v, bool */
+tg_tensor *tg_le_scalar(tg_tensor *a, double v);         /* a <= v, bool */
+tg_tensor *tg_gt_scalar(tg_tensor *a, double v);         /* a > v, bool */
+tg_tensor *tg_ge_scalar(tg_tensor *a, double v);         /* a >= v, bool */
+tg_tensor *tg_eq_scalar(tg_tensor *a, double v);         /* a == v, bool */
+tg_tensor *tg_ne_scalar(tg_tensor *a, double v);         /* a != v, bool */
+/* integer scalars, exact in 64 bits (a bool tensor meets v as int32) */
+tg_tensor *tg_bitwise_and_scalar(tg_tensor *a, int64_t v);  /* a & v */
+tg_tensor *tg_bitwise_or_scalar(tg_tensor *a, int64_t v);   /* a | v */
+tg_tensor *tg_bitwise_xor_scalar(tg_tensor *a, int64_t v);  /* a ^ v */
+tg_tensor *tg_lshift_scalar(tg_tensor *a, int64_t v);       /* a << v */
+tg_tensor *tg_rshift_scalar(tg_tensor *a, int64_t v);       /* a >> v */
+tg_tensor *tg_rlshift_scalar(tg_tensor *a, int64_t v);      /* v << a */
+tg_tensor *tg_rrshift_scalar(tg_tensor *a, int64_t v);      /* v >> a */
+
 /* ---- reductions: axes NULL/naxes 0 reduces everything; negative axes count from the end -------------- */
 /* keepdim keeps each reduced axis with size 1, else it is dropped */
 tg_tensor *tg_sum(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* (u)int8/16: (u)int32; bool: int32 */

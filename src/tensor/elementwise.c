@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "tensor/tensor.h"
+#include "tensor/elementwise.h"
 
 #define LN2 0.69314718055994530942
 #define LOG2E 1.44269504088896340736
@@ -310,7 +310,7 @@ tg_tensor *tg_bitcast(tg_tensor *t, tg_dtype dt) {
 /* ---- scalar right-hand sides ------------------------------------------------------------------------- */
 
 /* the dtype a weak scalar takes next to a tensor of dtype dt, as tinygrad's python scalars do */
-static tg_dtype scalar_dtype(tg_dtype dt, double v) {
+tg_dtype scalar_dtype(tg_dtype dt, double v) {
   bool integral = v == trunc(v) && fabs(v) < 9.2e18;
   if (dtype_is_float(dt)) return dt;
   if (!integral) return TG_FLOAT32;
