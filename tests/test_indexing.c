@@ -205,7 +205,7 @@ TEST(test_diagonal_and_diag_match_reference) {
     ref_arr *want = ref_new(TG_INT32, 2, (int64_t[]){m, m});
     for (int64_t i = 0; i < 4; i++) want->data[(i + (k < 0 ? -k : 0)) * m + i + (k > 0 ? k : 0)] = v->data[i];
     tg_tensor *t = ref_to_tg(v), *r = tg_diag(t, k);
-    char what[32];
+    char what[64];
     snprintf(what, sizeof what, "diag offset %lld", (long long)k);
     CHECK(r && CHECK_REF(what, r, want), "%s: %s", what, tg_error());
     tg_free(r);
