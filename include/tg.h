@@ -184,6 +184,102 @@ tg_status tg_split(tg_tensor *t, int n, const int64_t *sizes, int axis, tg_tenso
 tg_tensor *tg_repeat(tg_tensor *t, int ndim, const int64_t *repeats);
 tg_tensor *tg_contiguous(tg_tensor *t);   /* forces a materialized buffer */
 
+/* ---- indexing and more movement (tinygrad's __getitem__, roll, diagonal, ...) ---- */
+/* rolls axis dims[k] by shifts[k] (element i moves to (i + shift) mod size; an axis given twice rolls by the
+ * sum); ndims 0: the flattened tensor by the one shift (nshifts 1), reshaped back, as tinygrad */
+tg_tensor *tg_roll(tg_tensor *t, int nshifts, const int64_t *shifts, int ndims, const int *dims);
+/* the diagonal `offset` (> 0 above, < 0 below the main one) of axes dim1, dim2 (distinct), as a new last axis
+ * of length min(rows, cols) of the offset square (0 when it misses the matrix); the other axes keep their order */
+tg_tensor *tg_diagonal(tg_tensor *t, int64_t offset, int dim1, int dim2);
+/* 1-d (n): the (n + |offset|) square matrix with t on diagonal `offset` (0 elsewhere); 2-d: tg_diagonal(t,
+ * offset, 0, 1), as PyTorch (tinygrad's diag takes 1-d tensors and offset 0 only) */
+tg_tensor *tg_diag(tg_tensor *t, int64_t offset);
+/* windows of `size` every `step` elements along dim: that axis becomes (size - size_window) / step + 1 windows
+ * and a new last axis of `size`; 0 <= size <= the axis' size, step > 0 */
+tg_tensor *tg_unfold(tg_tensor *t, int dim, int64_t size, int64_t step);
+/* each element `repeats` (>= 0) times in a row along dim; dim TG_ALL: of the flattened tensor */
+tg_tensor *tg_repeat_interleave(tg_tensor *t, int64_t repeats, int dim);
+/* axis dim as nsizes axes of the given sizes (their product its size; one may be -1) */
+tg_tensor *tg_unflatten(tg_tensor *t, int dim, int nsizes, const int64_t *sizes);
+tg_tensor *tg_view(tg_tensor *t, int ndim, const int64_t *shape);    /* tg_reshape (tinygrad's alias) */
+tg_tensor *tg_T(tg_tensor *t);   /* tinygrad's .T: tg_transpose(t, 1, 0) (2 or more dims) */
+/* the leading shape[i] elements of each axis (ndim == t's; -1 keeps an axis, tinygrad's None) */
+tg_tensor *tg_shrink_to(tg_tensor *t, int ndim, const int64_t *shape);
+/* pads each axis at its end to shape[i] (>= its size; -1 keeps it) with value */
+tg_tensor *tg_pad_to(tg_tensor *t, int ndim, const int64_t *shape, double value);
+/* tinygrad's split(int): pieces of `size` along axis (the last one shorter; an empty axis gives one empty
+ * piece) into out (room for cap), their count into *n (may be NULL) */
+tg_status tg_split_size(tg_tensor *t, int64_t size, int axis, int cap, int *n, tg_tensor **out);
+/* tinygrad's chunk: pieces of ceil(size / chunks) along axis, so possibly fewer than chunks (an empty axis:
+ * chunks empty pieces); out has room for chunks, *n (may be NULL) gets the count */
+tg_status tg_chunk(tg_tensor *t, int chunks, int axis, int *n, tg_tensor **out);
+/* n 0-d or 1-d tensors -> n grids of shape (len0, len1, ...), indexing "ij"; xy: "xy" (the first two lengths
+ * swap places); n == 1 gives the tensor as it is (tinygrad) */
+tg_status tg_meshgrid(int n, tg_tensor *const *ts, bool xy, tg_tensor **out);
+/* pad modes (tinygrad's pad(mode=)): constant fills with value; reflect mirrors without repeating the edge
+ * (each pad < the axis' size); replicate repeats the edge element (the axis must not be empty); circular wraps
+ * around (each pad <= the size left after crops). Negative values crop: reflect and replicate crop after
+ * padding, circular and constant before, as tinygrad. value is used by constant only. */
+typedef enum tg_padding_mode { TG_PAD_CONSTANT, TG_PAD_REFLECT, TG_PAD_REPLICATE, TG_PAD_CIRCULAR } tg_padding_mode;
+/* tg_pad's flat form (last axis first) with a mode */
+tg_tensor *tg_pad_mode(tg_tensor *t, int npads, const int64_t *pads, tg_padding_mode mode, double value);
+/* tg_pad_axes' per-axis form with a mode ((0, 0) is tinygrad's None) */
+tg_tensor *tg_pad_axes_mode(tg_tensor *t, int ndim, const int64_t *pairs, tg_padding_mode mode, double value);
+
+/* One entry of an index, as python's t[...]: an int (negative counts from the end; out of range is an error
+ * naming the axis), a slice (tg_slice; TG_END as start or stop means omitted), None (a new axis of 1), one
+ * ellipsis (the axes not indexed), an integer tensor (advanced indexing: values picked along that axis, negative
+ * values wrap once, values still out of range give 0 as tinygrad), or a bool mask (numpy's boolean indexing:
+ * its shape matches the next axes, it stands for the integer tensors of tg_nonzero(mask) and so realizes it;
+ * tinygrad refuses bool index tensors: TG_INDEX_TENSOR refuses them too). */
+typedef enum tg_index_kind {
+  TG_INDEX_INT, TG_INDEX_SLICE, TG_INDEX_NONE, TG_INDEX_ELLIPSIS, TG_INDEX_TENSOR, TG_INDEX_MASK
+} tg_index_kind;
+typedef struct tg_index {
+  tg_index_kind kind;
+  int64_t i;          /* TG_INDEX_INT */
+  tg_slice slice;     /* TG_INDEX_SLICE */
+  tg_tensor *tensor;  /* TG_INDEX_TENSOR (integer), TG_INDEX_MASK (bool); borrowed for the call */
+} tg_index;
+#define TG_IX_INT(v) ((tg_index){.kind = TG_INDEX_INT, .i = (v)})
+#define TG_IX_SLICE(start, stop, step) ((tg_index){.kind = TG_INDEX_SLICE, .slice = {(start), (stop), (step), false}})
+#define TG_IX_ALL ((tg_index){.kind = TG_INDEX_SLICE, .slice = {0, 0, 1, true}})
+#define TG_IX_NONE ((tg_index){.kind = TG_INDEX_NONE})
+#define TG_IX_ELLIPSIS ((tg_index){.kind = TG_INDEX_ELLIPSIS})
+#define TG_IX_TENSOR(t) ((tg_index){.kind = TG_INDEX_TENSOR, .tensor = (t)})
+#define TG_IX_MASK(t) ((tg_index){.kind = TG_INDEX_MASK, .tensor = (t)})
+/* t[idx[0], ..., idx[n-1]] with numpy/tinygrad semantics: ints drop their axis, slices and None keep or add
+ * one; the advanced (tensor) indices broadcast together and their shape replaces their axes where the first
+ * one was, or comes first when they are not adjacent (a slice or None between them), as numpy. Ints are basic
+ * indices as in tinygrad and PyTorch (numpy would count them as advanced). Lazy: tensor indices select with
+ * one-hot masks and a sum, so gradients flow to t (a mask realizes only the mask). */
+tg_tensor *tg_getitem(tg_tensor *t, int n, const tg_index *idx);
+/* tinygrad's __setitem__: t[idx] = value in place, lazily (tg_assign of t with the merged value): value
+ * broadcasts to t[idx]'s shape and has t's dtype; with tensor indices a position given twice takes the last
+ * value. t must be realized and not require a gradient (tinygrad's rules) */
+tg_status tg_setitem(tg_tensor *t, int n, const tg_index *idx, tg_tensor *value);
+tg_status tg_setitem_scalar(tg_tensor *t, int n, const tg_index *idx, double value);  /* value converted to t's dtype */
+/* int32 (count, ndim): the index of every non-zero element (NaN counts) in row-major order; realizes t (runs
+ * kernels, refused inside a tg_jit capture) */
+tg_tensor *tg_nonzero(tg_tensor *t);
+/* 1-d: the elements of x where the bool mask (broadcast to x's shape) is true, in row-major order; realizes
+ * the mask only, the selection stays lazy (gradients flow to x) */
+tg_tensor *tg_masked_select(tg_tensor *x, tg_tensor *mask);
+/* tinygrad's scatter: x with x[.., index[i], ..] = src[i] along dim (for each position of index); index (int)
+ * has x's rank and is no larger than src, nor than x off dim; src has x's dtype; a position written twice
+ * takes the last value along dim. Not differentiable through index */
+tg_tensor *tg_scatter(tg_tensor *x, int dim, tg_tensor *index, tg_tensor *src);
+typedef enum tg_scatter_reduce_op {
+  TG_SCATTER_SUM, TG_SCATTER_PROD, TG_SCATTER_MEAN, TG_SCATTER_AMAX, TG_SCATTER_AMIN
+} tg_scatter_reduce_op;
+/* tinygrad's scatter(dim, index, value) with a scalar src: reduce -1 none, TG_SCATTER_SUM ("add") or
+ * TG_SCATTER_PROD ("multiply") */
+tg_tensor *tg_scatter_scalar(tg_tensor *x, int dim, tg_tensor *index, double value, int reduce);
+/* tinygrad's scatter_reduce: the values of src sent to each position combine with op, with x's own value
+ * when include_self (mean counts it as one more); positions no index reaches keep x's value */
+tg_tensor *tg_scatter_reduce(tg_tensor *x, int dim, tg_tensor *index, tg_tensor *src, tg_scatter_reduce_op op,
+                             bool include_self);
+
 /* ---- elementwise ------------------------------------------------------------------------------------ */
 /* Unary ops keep the shape. "float": the result is t's float dtype, or float32 for integer and bool t. */
 tg_tensor *tg_neg(tg_tensor *t);         /* -x, t's dtype (bool: logical not) */
