@@ -411,7 +411,7 @@ tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp
  * flat index (within each input plane of the pooled axes) of the first maximum of each window (PyTorch: int64) */
 tg_status tg_max_pool2d_with_indices(tg_tensor *x, tg_pool_opts o, tg_tensor **values, tg_tensor **indices);
 /* x (N, C, *S) and its indices from tg_max_pool2d_with_indices -> (N, C, *out) of zeros with x at those indices.
- * out: the last o.ndims of output_size (nsize values), or with nsize 0 (S - 1) * stride - pads + dilation *
+ * out: the last len(S) of output_size (nsize values), or with nsize 0 (S - 1) * stride - pads + dilation *
  * (kernel - 1) + 1 from o (kernel, stride, dilation, padding as tg_max_pool2d's); an index out of range is dropped,
  * one given twice (overlapping windows) adds up as in tinygrad (PyTorch writes it once) */
 tg_tensor *tg_max_unpool2d(tg_tensor *x, tg_tensor *indices, tg_pool_opts o, int nsize, const int64_t *output_size);
