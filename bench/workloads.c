@@ -319,7 +319,7 @@ static tg_status tb_forward(void *p, int nin, tg_tensor *const *in, int nout, tg
   tg_tensor *qkv = tg_nn_linear_forward(&c->qkv, tg_nn_layernorm_forward(&c->ln1, x)), *parts[3] = {0};
   tg_tensor *y = NULL;
   if (qkv && tg_split(qkv, 3, sizes, -1, parts) == TG_OK) {
-    tg_tensor *a = tg_scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), NULL, true);
+    tg_tensor *a = tg_scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), NULL, 0, true, false);
     a = tg_reshape(tg_permute(a, 4, perm), 3, xs);
     tg_tensor *x1 = tg_add(x, tg_nn_linear_forward(&c->out, a));
     tg_tensor *m = tg_nn_linear_forward(&c->fc2, tg_gelu(tg_nn_linear_forward(&c->fc1, tg_nn_layernorm_forward(&c->ln2, x1))));

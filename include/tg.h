@@ -566,9 +566,12 @@ tg_tensor *tg_gather(tg_tensor *x, int axis, tg_tensor *index);
 /* x[index] along axis with an integer index tensor of any shape: the result replaces that axis by index's shape */
 tg_tensor *tg_index_select(tg_tensor *x, int axis, tg_tensor *index);
 tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *index);   /* weight (V, D), index int (...) -> (..., D) */
-/* softmax(q k^T / sqrt(E) + mask) v: q (..., L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev); mask
- * (broadcast to (..., L, S)) bool: true keeps, or float: added; is_causal: key j <= query i (not with a mask) */
-tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *mask, bool is_causal);
+/* dropout(softmax(q k^T / sqrt(E) + mask), dropout_p) v: q (..., L, E), k (..., S, E), v (..., S, Ev) ->
+ * (..., L, Ev); mask (broadcast to (..., L, S)) bool: true keeps, or float: added; is_causal: key j <= query i
+ * (not with a mask); dropout_p as tg_dropout (only in training); enable_gqa: k and v have Hk heads on axis -3
+ * dividing q's, each repeated for q's heads / Hk consecutive query heads (repeat_interleave), as tinygrad */
+tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *mask, double dropout_p,
+                                           bool is_causal, bool enable_gqa);
 /* Losses. The class axis is 1 (0 for a 1-d input), as PyTorch's. A loss is a float 0-d tensor, or with
  * TG_REDUCTION_NONE one value per sample (the labels' shape). */
 typedef enum tg_reduction { TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE } tg_reduction;
@@ -594,10 +597,29 @@ tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets, 
 tg_tensor *tg_cumsum(tg_tensor *x, int axis);
 tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal);   /* x (..., R, C) with 0 below diagonal `diagonal` */
 tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal);   /* x (..., R, C) with 0 above diagonal `diagonal` */
-typedef enum tg_interp_mode { TG_INTERP_NEAREST, TG_INTERP_LINEAR } tg_interp_mode;
-/* resizes the trailing spatial axes (ndim sizes) as PyTorch's interpolate (align_corners false); x's dtype
- * (linear: integers are blended in float32, then converted back) */
-tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp_mode mode);
+/* tinygrad's modes "nearest", "linear" (bilinear/trilinear by the number of sizes), "nearest-exact" */
+typedef enum tg_interp_mode { TG_INTERP_NEAREST, TG_INTERP_LINEAR, TG_INTERP_NEAREST_EXACT } tg_interp_mode;
+/* resizes the trailing axes (ndim sizes, 1 to x's rank) as tinygrad's and PyTorch's interpolate; align_corners
+ * (linear only) maps the corner elements onto each other; x's dtype (linear blends in float32 or wider, then
+ * converts back: integers truncate) */
+tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp_mode mode, bool align_corners);
+/* tinygrad's max_pool2d(return_indices=True): *values as tg_max_pool2d, *indices int32 of the same shape: the
+ * flat index (within each input plane of the pooled axes) of the first maximum of each window (PyTorch: int64) */
+tg_status tg_max_pool2d_with_indices(tg_tensor *x, tg_pool_opts o, tg_tensor **values, tg_tensor **indices);
+/* x (N, C, *S) and its indices from tg_max_pool2d_with_indices -> (N, C, *out) of zeros with x at those indices.
+ * out: the last len(S) of output_size (nsize values), or with nsize 0 (S - 1) * stride - pads + dilation *
+ * (kernel - 1) + 1 from o (kernel, stride, dilation, padding as tg_max_pool2d's); an index out of range is dropped,
+ * one given twice (overlapping windows) adds up as in tinygrad (PyTorch writes it once) */
+tg_tensor *tg_max_unpool2d(tg_tensor *x, tg_tensor *indices, tg_pool_opts o, int nsize, const int64_t *output_size);
+/* x / max(||x||_p along dim, eps) as tinygrad's normalize (PyTorch's F.normalize; defaults p 2, dim 1, eps
+ * 1e-12); p 0 counts the nonzero elements; p +-inf: the largest/smallest |x| (PyTorch's; tinygrad's formula
+ * has no such case). Integers are normalized in float32 */
+tg_tensor *tg_normalize(tg_tensor *x, double p, int dim, double eps);
+/* Einstein summation over n operands: "ij,jk->ik", implicit output ("ij,jk": the letters seen once, sorted,
+ * A-Z before a-z), "..." for leading dims (broadcast right-aligned), a letter repeated in one operand takes
+ * its diagonal, letters absent from the output are summed, spaces are ignored; a size-1 dim broadcasts
+ * against its letter's size. Built from movement ops, one multiply and one sum: lazy and differentiable */
+tg_tensor *tg_einsum(const char *formula, int n, tg_tensor *const *operands);
 
 /* ---- nn: named parameters ---------------------------------------------------------------------------- */
 /* A list of (name, tensor) pairs: what a model exposes to optimizers and to state files. It holds a

@@ -195,12 +195,12 @@ static tg_tensor *f_xent(tg_tensor *x, tg_tensor *y) {
   return tg_sparse_categorical_crossentropy(x, l, (tg_loss_opts){.label_smoothing = 0.1});
 }
 static tg_tensor *f_cumsum(tg_tensor *x, tg_tensor *y) { return tg_cumsum(x, 1); }
-static tg_tensor *f_interp(tg_tensor *x, tg_tensor *y) { return tg_interpolate(x, 2, (int64_t[]){5, 7}, TG_INTERP_LINEAR); }
+static tg_tensor *f_interp(tg_tensor *x, tg_tensor *y) { return tg_interpolate(x, 2, (int64_t[]){5, 7}, TG_INTERP_LINEAR, false); }
 static tg_tensor *f_embedding(tg_tensor *w, tg_tensor *y) {
   int32_t idx[5] = {2, 0, 2, 3, 1};
   return tg_embedding(w, tg_from_data(TG_INT32, 1, (int64_t[]){5}, idx, sizeof idx));
 }
-static tg_tensor *f_sdpa(tg_tensor *q, tg_tensor *k) { return tg_scaled_dot_product_attention(q, k, k, NULL, true); }
+static tg_tensor *f_sdpa(tg_tensor *q, tg_tensor *k) { return tg_scaled_dot_product_attention(q, k, k, NULL, 0, true, false); }
 
 static const gcase cases[] = {
     {"conv2d stride 2 padding 1", f_conv, 4, 4, {2, 3, 5, 5}, {4, 3, 3, 3}, -1, 1},

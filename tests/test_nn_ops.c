@@ -341,7 +341,7 @@ NN_TEST(test_nn_scaled_dot_product_attention_matches_pytorch) {
     char what[64];
     snprintf(what, sizeof what, "attention case %d", i);
     tg_tensor *y = tg_scaled_dot_product_attention(fx_tensor(fx_get(f, "sdpa/%d/q", i)), fx_tensor(fx_get(f, "sdpa/%d/k", i)),
-                                                   fx_tensor(fx_get(f, "sdpa/%d/v", i)), mask, fx_param(p, 1) != 0);
+                                                   fx_tensor(fx_get(f, "sdpa/%d/v", i)), mask, 0, fx_param(p, 1) != 0, false);
     CHECK_FX(what, y, fx_get(f, "sdpa/%d/y", i));
   }
 }
@@ -356,7 +356,7 @@ NN_TEST(test_nn_interpolate_matches_pytorch) {
     char what[64];
     snprintf(what, sizeof what, "interpolate case %d", i);
     tg_tensor *y = tg_interpolate(fx_tensor(fx_get(f, "interp/%d/x", i)), nd, size,
-                                  fx_param(p, 0) != 0 ? TG_INTERP_LINEAR : TG_INTERP_NEAREST);
+                                  fx_param(p, 0) != 0 ? TG_INTERP_LINEAR : TG_INTERP_NEAREST, false);
     CHECK_FX(what, y, fx_get(f, "interp/%d/y", i));
   }
   CHECK(n >= 7, "only %d cases", n);
@@ -472,10 +472,10 @@ NN_TEST(test_nn_ops_errors_name_op_and_propagate_null) {
   EXPECT_ERR(tg_cross_entropy(tg_zeros(TG_FLOAT32, 2, (int64_t[]){3, 5}), tg_zeros(TG_FLOAT32, 2, (int64_t[]){3, 4}), tg_loss_defaults()), "tg_cross_entropy");
   EXPECT_ERR(tg_binary_crossentropy(tg_zeros(TG_FLOAT32, 1, (int64_t[]){3}), tg_zeros(TG_FLOAT32, 1, (int64_t[]){4}), tg_loss_defaults()),
              "tg_binary_crossentropy");
-  EXPECT_ERR(tg_scaled_dot_product_attention(x, w, w, NULL, false), "tg_scaled_dot_product_attention");
+  EXPECT_ERR(tg_scaled_dot_product_attention(x, w, w, NULL, 0, false, false), "tg_scaled_dot_product_attention");
   EXPECT_ERR(tg_cumsum(x, 4), "tg_cumsum");
   EXPECT_ERR(tg_triu(lab, 0), "tg_triu");
-  EXPECT_ERR(tg_interpolate(x, 2, (int64_t[]){0, 3}, TG_INTERP_LINEAR), "tg_interpolate");
+  EXPECT_ERR(tg_interpolate(x, 2, (int64_t[]){0, 3}, TG_INTERP_LINEAR, false), "tg_interpolate");
   /* NULL in, NULL out, and the last error stays */
   tg_error_clear();
   tg_tensor *none = NULL;
@@ -483,11 +483,11 @@ NN_TEST(test_nn_ops_errors_name_op_and_propagate_null) {
             !tg_max_pool2d(none, (tg_pool_opts){.kernel = TG_INTS(2)}) && !tg_avg_pool2d(none, (tg_pool_opts){.kernel = TG_INTS(2)}) &&
             !tg_layernorm(none, 0, NULL, 1e-5) && !tg_rmsnorm(none, 0, NULL, 1e-5) && !tg_batchnorm(x, NULL, NULL, none, none) &&
             !tg_group_norm(none, 1, NULL, NULL, 1e-5) && !tg_one_hot(none, 3) && !tg_gather(x, 0, none) &&
-            !tg_index_select(none, 0, lab) && !tg_embedding(none, lab) && !tg_scaled_dot_product_attention(none, x, x, NULL, false) &&
+            !tg_index_select(none, 0, lab) && !tg_embedding(none, lab) && !tg_scaled_dot_product_attention(none, x, x, NULL, 0, false, false) &&
             !tg_sparse_categorical_crossentropy(none, lab, (tg_loss_opts){0}) && !tg_cross_entropy(x, none, tg_loss_defaults()) &&
             !tg_nll_loss(none, lab, (tg_loss_opts){0}) && !tg_binary_crossentropy(none, x, tg_loss_defaults()) &&
             !tg_binary_crossentropy_logits(x, none, tg_loss_defaults()) && !tg_cumsum(none, 0) && !tg_triu(none, 0) && !tg_tril(none, 0) &&
-            !tg_interpolate(none, 1, (int64_t[]){2}, TG_INTERP_NEAREST),
+            !tg_interpolate(none, 1, (int64_t[]){2}, TG_INTERP_NEAREST, false),
         "an op given NULL returned a tensor");
   CHECK(tg_error()[0] == 0, "an op given NULL set an error: %s", tg_error());
 }
@@ -527,7 +527,7 @@ NN_TEST(test_nn_ops_free_their_intermediates) {
         tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)}), tg_conv_transpose2d(x, wt, NULL, (tg_conv_opts){.stride = TG_INTS(2)}),
         tg_avg_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .padding = TG_INTS(1), .ceil_mode = true, .count_include_pad = true}), tg_group_norm(x, 3, NULL, NULL, 1e-5),
         tg_sparse_categorical_crossentropy(lg, lab, (tg_loss_opts){.label_smoothing = 0.1}), tg_cumsum(x, 3),
-        tg_interpolate(x, 2, (int64_t[]){9, 4}, TG_INTERP_LINEAR), tg_scaled_dot_product_attention(x, x, x, NULL, true),
+        tg_interpolate(x, 2, (int64_t[]){9, 4}, TG_INTERP_LINEAR, false), tg_scaled_dot_product_attention(x, x, x, NULL, 0, true, false),
         tg_conv2d(x, bad_w, NULL, (tg_conv_opts){0}) /* an error */};
     for (size_t k = 0; k < sizeof ys / sizeof ys[0]; k++) {
       CHECK(k == sizeof ys / sizeof ys[0] - 1 ? !ys[k] : ys[k] != NULL, "op %zu: %s", k, tg_error());

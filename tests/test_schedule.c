@@ -206,7 +206,7 @@ TEST(test_schedule_attention_is_four_kernels) {
   enum { L = 24, E = 8 };  /* rows of 16 or more are fused (FUSE_ROW_MIN) */
   tg_scope_begin();
   tg_tensor *q = rand_t(3, (int64_t[]){2, L, E}), *k = rand_t(3, (int64_t[]){2, L, E}), *v = rand_t(3, (int64_t[]){2, L, E});
-  tg_tensor *o = tg_scaled_dot_product_attention(q, k, v, NULL, true);
+  tg_tensor *o = tg_scaled_dot_product_attention(q, k, v, NULL, 0, true, false);
   CHECK_T(o);
   int n = kernels_of(o);
   CHECK(n == 4, "causal attention took %d kernels, want 4", n);

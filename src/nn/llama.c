@@ -254,7 +254,7 @@ static tg_status llama_step(void *ctx, int nin, tg_tensor *const *in, int nout, 
     tg_tensor *qh = tg_reshape(q, 3, (int64_t[]){nkv, rep, head});
     tg_tensor *kh = tg_permute(tg_reshape(kn, 3, (int64_t[]){T, nkv, head}), 3, order);  /* (nkv, T, head) */
     tg_tensor *vh = tg_permute(tg_reshape(vn, 3, (int64_t[]){T, nkv, head}), 3, order);
-    tg_tensor *att = tg_scaled_dot_product_attention(qh, kh, vh, seen, false);            /* (nkv, rep, head) */
+    tg_tensor *att = tg_scaled_dot_product_attention(qh, kh, vh, seen, 0, false, false);            /* (nkv, rep, head) */
     x = tg_add(x, linear(tg_reshape(att, 2, (int64_t[]){1, c->dim}), y->wo));
     h = rmsnorm(x, y->ffn_norm);
     x = tg_add(x, linear(tg_mul(tg_silu(linear(h, y->w1)), linear(h, y->w3)), y->w2));

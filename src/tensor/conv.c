@@ -323,3 +323,110 @@ tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts o) {
   }
   return tmps_end(&s, tmp(&s, tg_div(sum, count)));
 }
+
+/* tinygrad's max_pool2d(return_indices=True): where each window's maximum sits, as a flat index into its
+ * input plane. The windows of x and of a countdown numbering (n .. 1, padded with int32's minimum) line
+ * up; the numbering kept where x equals its window's maximum, maximized, gives the first such position. */
+tg_status tg_max_pool2d_with_indices(tg_tensor *x, tg_pool_opts o, tg_tensor **values, tg_tensor **indices) {
+  const char *op = "tg_max_pool2d_with_indices";
+  if (values) *values = NULL;
+  if (indices) *indices = NULL;
+  if (!values || !indices) {
+    tg_set_error(TG_ERR_ARG, "%s: values and indices must not be NULL", op);
+    return TG_ERR_ARG;
+  }
+  if (!x) return tg_error_status() ? tg_error_status() : TG_ERR_ARG;
+  pool_args a;
+  if (!pool_setup(op, x, o, &a)) return TG_ERR_ARG;
+  int lead = TNDIM(x) - a.nd;
+  int64_t plane = 1;
+  for (int j = 0; j < a.nd; j++) plane *= TSHAPE(x)[lead + j];
+  if (plane > INT32_MAX) {
+    tg_set_error(TG_ERR_ARG, "%s: a plane of %lld elements does not fit the int32 indices", op, (long long)plane);
+    return TG_ERR_ARG;
+  }
+  tmps s = TMPS(op);
+  int axes[TG_CONV_DIMS];
+  for (int j = 0; j < a.nd; j++) axes[j] = -1 - j;
+  tg_tensor *w = pool_of(&s, x, &a, a.pads, dtype_min(TDT(x)));  /* (..., *O, *K) */
+  tg_tensor *val = tg_max(w, a.nd, axes, false);  /* kept: one of the two results */
+  int64_t ksh[TG_MAX_DIMS];
+  for (int i = 0; val && i < TNDIM(w); i++) ksh[i] = i < TNDIM(val) ? TSHAPE(val)[i] : 1;
+  tg_tensor *mx = val ? tmp(&s, tg_reshape(val, TNDIM(w), ksh)) : NULL;
+  tg_tensor *num = tmp(&s, tg_reshape(tmp(&s, tg_arange(TG_INT32, (double)plane, 0, -1)), a.nd, TSHAPE(x) + lead));
+  tg_tensor *nw = pool_of(&s, num, &a, a.pads, dtype_min(TG_INT32));  /* (*O, *K): the spatial axes alone */
+  tg_tensor *hit = tmp(&s, tg_where(tmp(&s, tg_eq(w, mx)), nw, tmp(&s, tg_scalar(TG_INT32, 0))));
+  tg_tensor *first = tmp(&s, tg_max(hit, a.nd, axes, false));
+  tg_tensor *idx = tmp(&s, tg_sub(tmp(&s, tg_scalar(TG_INT32, (double)plane)), first));
+  if (!idx) {
+    tg_free(val);
+    tmps_end(&s, NULL);
+    return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
+  }
+  *values = val;
+  *indices = tmps_end(&s, idx);
+  return TG_OK;
+}
+
+/* tinygrad's max_unpool2d: x (N, C, *S) scattered into zeros of (N, C, *out) at indices (flat per plane),
+ * as a one-hot mask of each index against the output plane, where and a sum (an index out of range adds
+ * nothing) */
+tg_tensor *tg_max_unpool2d(tg_tensor *x, tg_tensor *indices, tg_pool_opts o, int nsize, const int64_t *output_size) {
+  const char *op = "tg_max_unpool2d";
+  if (!x || !indices) return NULL;
+  char b1[SB], b2[SB];
+  int nd = TNDIM(x) - 2;
+  if (nd < 1 || nd > TG_CONV_DIMS || (o.ndims && o.ndims != nd)) {
+    tg_set_error(TG_ERR_ARG, "%s: input %s: need (N, C, *spatial) with 1 to %d spatial dims%s", op,
+                 shape_str(b1, sizeof b1, TNDIM(x), TSHAPE(x)), TG_CONV_DIMS, o.ndims ? " (and o.ndims of that count)" : "");
+    return NULL;
+  }
+  bool same = TNDIM(indices) == TNDIM(x);
+  for (int i = 0; same && i < TNDIM(x); i++) same = TSHAPE(indices)[i] == TSHAPE(x)[i];
+  if (!same || !dtype_is_int(TDT(indices))) {
+    tg_set_error(TG_ERR_ARG, "%s: indices %s %s must be integers of the input's shape %s", op, tg_dtype_name(TDT(indices)),
+                 shape_str(b1, sizeof b1, TNDIM(indices), TSHAPE(indices)), shape_str(b2, sizeof b2, TNDIM(x), TSHAPE(x)));
+    return NULL;
+  }
+  int64_t out[TG_CONV_DIMS], plane = 1;
+  if (nsize) {
+    if (nsize < nd || !output_size) {
+      tg_set_error(TG_ERR_ARG, "%s: output_size has %d values for %d spatial dims", op, nsize, nd);
+      return NULL;
+    }
+    for (int j = 0; j < nd; j++) out[j] = output_size[nsize - nd + j];  /* the last nd, as tinygrad */
+  } else {
+    int64_t k[TG_CONV_DIMS], st[TG_CONV_DIMS], dl[TG_CONV_DIMS], pads[2 * TG_CONV_DIMS];
+    if (!ints_dims(op, "kernel", o.kernel, nd, 2, 1, k) || !ints_dims(op, "stride", o.stride, nd, 0, 1, st) ||
+        !ints_dims(op, "dilation", o.dilation, nd, 1, 1, dl) || !ints_pads(op, o.padding, nd, pads))
+      return NULL;
+    for (int j = 0; j < nd; j++) {
+      if (!o.stride.n) st[j] = k[j];
+      int64_t i = TSHAPE(x)[2 + j], t1, t2;
+      if (!(size_mul(i, st[j], &t1) && size_mul(dl[j], k[j], &t2))) {
+        tg_set_error(TG_ERR_ARG, "%s: kernel %lld, stride %lld or dilation %lld makes a size past 2^60", op, (long long)k[j],
+                     (long long)st[j], (long long)dl[j]);
+        return NULL;
+      }
+      /* the inverse of the pooled size (https://arxiv.org/pdf/1603.07285 relationship 15) */
+      out[j] = (i - 1) * st[j] - (pads[2 * j] + pads[2 * j + 1]) + dl[j] * (k[j] - 1) + 1;
+    }
+  }
+  for (int j = 0; j < nd; j++) {
+    if (out[j] < 0 || !size_mul(plane, out[j], &plane)) {
+      tg_set_error(TG_ERR_ARG, "%s: output size %lld of spatial dim %d for input %s", op, (long long)out[j], j,
+                   shape_str(b1, sizeof b1, TNDIM(x), TSHAPE(x)));
+      return NULL;
+    }
+  }
+  tmps s = TMPS(op);
+  int64_t n = TSHAPE(x)[0], c = TSHAPE(x)[1], sh[2 + TG_CONV_DIMS];
+  tg_tensor *xr = tmp(&s, tg_reshape(x, 4, (int64_t[]){n, c, -1, 1}));              /* (N, C, L, 1) */
+  tg_tensor *ir = tmp(&s, tg_reshape(indices, 3, (int64_t[]){n, c, -1}));          /* (N, C, L) */
+  tg_tensor *m = one_hot_mask(&s, ir, plane);                                      /* (N, C, L, out) */
+  tg_tensor *y = tmp(&s, tg_sum(tmp(&s, tg_where(m, xr, tmp(&s, tg_scalar(TDT(x), 0)))), 1, (int[]){2}, false));
+  sh[0] = n;
+  sh[1] = c;
+  for (int j = 0; j < nd; j++) sh[2 + j] = out[j];
+  return tmps_end(&s, tmp(&s, tg_reshape(y, 2 + nd, sh)));
+}

@@ -1,7 +1,7 @@
 /* index.c — ops that pick elements by integer indices, written as tinygrad writes them: the index is
  * compared with an arange (a one-hot mask), the mask selects with where, and a sum over the indexed axis
  * collapses it. No gather primitive exists; the selection fuses with what comes before and after it.
- * Also cumsum (tinygrad's pad + pool trick: one reduce), triu/tril and interpolate (gathers on each axis). */
+ * Also cumsum (tinygrad's pad + pool trick: one reduce) and triu/tril. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,75 +207,3 @@ static tg_tensor *tri_op(const char *op, tg_tensor *x, int64_t diagonal, bool up
 
 tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal) { return tri_op("tg_triu", x, diagonal, true); }
 tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal) { return tri_op("tg_tril", x, diagonal, false); }
-
-/* ---- interpolate ---------------------------------------------------------------------------------------- */
-
-/* an int32 (n) tensor of host values */
-static tg_tensor *int_vec(tmps *s, const int32_t *v, int64_t n) {
-  return tmp(s, tg_from_data(TG_INT32, 1, &n, v, (size_t)n * sizeof *v));
-}
-
-/* one axis: nearest picks PyTorch's floor(i * (float)in / out); linear blends the two neighbours of
- * (i + 0.5) * in / out - 0.5 (clamped at 0), with tinygrad's exact integer form of that position */
-static tg_tensor *interp_axis(tmps *s, tg_tensor *x, int ax, int64_t out, tg_interp_mode mode) {
-  int64_t in = TSHAPE(x)[ax];
-  int32_t *lo = mem_alloc((size_t)out * sizeof *lo), *hi = mem_alloc((size_t)out * sizeof *hi);
-  float *w = mem_alloc((size_t)out * sizeof *w);
-  tg_tensor *y = NULL;
-  if (!lo || !hi || !w) {
-    tg_set_error(TG_ERR_NOMEM, "%s: out of memory", s->op);
-    goto done;
-  }
-  float scale = (float)in / (float)out;
-  for (int64_t i = 0; i < out; i++) {
-    if (mode == TG_INTERP_NEAREST) {
-      int64_t j = (int64_t)floorf((float)i * scale);
-      lo[i] = (int32_t)(j < in - 1 ? j : in - 1);
-    } else {
-      int64_t num = (2 * i + 1) * in - out, den = 2 * out;
-      if (num < 0) num = 0;
-      if (num > (in - 1) * den) num = (in - 1) * den;
-      lo[i] = (int32_t)(num / den);
-      hi[i] = (int32_t)ceildiv(num, den);
-      w[i] = (float)((double)(num % den) / (double)den);
-    }
-  }
-  y = select_axis(s, x, ax, int_vec(s, lo, out), false);
-  if (mode == TG_INTERP_LINEAR) {
-    tg_tensor *yh = select_axis(s, x, ax, int_vec(s, hi, out), false);
-    int64_t sh[TG_MAX_DIMS];
-    for (int i = 0; i < TNDIM(x) - ax; i++) sh[i] = i ? 1 : out;
-    tg_tensor *wt = tmp(s, tg_reshape(tmp(s, tg_from_data(TG_FLOAT32, 1, &out, w, (size_t)out * sizeof *w)), TNDIM(x) - ax, sh));
-    y = tmp(s, tg_add(y, tmp(s, tg_mul(tmp(s, tg_sub(yh, y)), tmp(s, tg_cast(wt, TDT(x)))))));
-  }
-done:
-  free(lo);
-  free(hi);
-  free(w);
-  return y;
-}
-
-tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp_mode mode) {
-  if (!x) return NULL;
-  char a[SB];
-  bool ok = ndim >= 1 && ndim <= TNDIM(x) && size && (mode == TG_INTERP_NEAREST || mode == TG_INTERP_LINEAR);
-  /* int32 positions, and (2 i + 1) * in in interp_axis stays in int64 */
-  for (int i = 0; ok && i < ndim; i++) ok = size[i] >= 1 && size[i] <= INT32_MAX && TSHAPE(x)[TNDIM(x) - ndim + i] <= INT32_MAX;
-  if (!ok) {
-    tg_set_error(TG_ERR_ARG, "tg_interpolate: bad sizes (%d of them, mode %d) for the trailing axes of shape %s", ndim,
-                 (int)mode, shape_str(a, sizeof a, TNDIM(x), TSHAPE(x)));
-    return NULL;
-  }
-  tmps s = TMPS("tg_interpolate");
-  tg_dtype dt = TDT(x);
-  tg_tensor *y = mode == TG_INTERP_LINEAR && !dtype_is_float(dt) ? tmp(&s, tg_cast(x, TG_FLOAT32)) : x;
-  for (int i = ndim - 1; i >= 0 && y; i--) {
-    int ax = TNDIM(x) - ndim + i;
-    if (TSHAPE(x)[ax] == 0) {
-      tg_set_error(TG_ERR_ARG, "tg_interpolate: cannot resize an empty axis of shape %s", shape_str(a, sizeof a, TNDIM(x), TSHAPE(x)));
-      return tmps_end(&s, NULL);
-    }
-    if (TSHAPE(x)[ax] != size[i]) y = interp_axis(&s, y, ax, size[i], mode);
-  }
-  return tmps_end(&s, tmp(&s, tg_cast(y, dt)));
-}

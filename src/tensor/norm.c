@@ -1,6 +1,7 @@
 /* norm.c — layernorm, rmsnorm, batchnorm (functional, tinygrad's signature) and group norm: a mean and a
  * mean of squares over some axes, broadcast back and combined elementwise, so each is a few reduces with
  * their elementwise epilogue fused in. */
+#include <math.h>
 #include <stdio.h>
 
 #include "tensor/compose.h"
@@ -108,4 +109,29 @@ tg_tensor *tg_group_norm(tg_tensor *x, int64_t groups, tg_tensor *weight, tg_ten
   if (weight) y = tmp(&s, tg_mul(y, per_channel(&s, weight, x)));
   if (bias) y = tmp(&s, tg_add(y, per_channel(&s, bias, x)));
   return tmps_end(&s, y);
+}
+
+/* tinygrad's normalize: x / max(sum(|x|^p, dim) ^ (1 / p), eps); p 0 counts the nonzero elements, p +-inf
+ * (which tinygrad's formula does not cover) takes the largest or smallest |x|, as PyTorch's vector norm */
+tg_tensor *tg_normalize(tg_tensor *x, double p, int dim, double eps) {
+  if (!x) return NULL;
+  if (norm_axis_scalar("tg_normalize", dim, TNDIM(x)) < 0) return NULL;
+  if (isnan(p)) {
+    tg_set_error(TG_ERR_ARG, "tg_normalize: p is NaN");
+    return NULL;
+  }
+  tmps s = TMPS("tg_normalize");
+  if (!dtype_is_float(TDT(x))) x = tmp(&s, tg_cast(x, TG_FLOAT32));
+  tg_tensor *den;
+  if (p == 0) {
+    den = tmp(&s, tg_sum(tmp(&s, tg_ne(x, tmp(&s, tg_scalar(TDT(x), 0)))), 1, &dim, true));
+    den = tmp(&s, tg_cast(den, TDT(x)));
+  } else if (isinf(p)) {
+    tg_tensor *a = tmp(&s, tg_abs(x));
+    den = tmp(&s, p > 0 ? tg_max(a, 1, &dim, true) : tg_min(a, 1, &dim, true));
+  } else {
+    den = tmp(&s, tg_sum(tmp(&s, tg_pow_scalar(tmp(&s, tg_abs(x)), p)), 1, &dim, true));
+    den = tmp(&s, tg_pow_scalar(den, 1.0 / p));
+  }
+  return tmps_end(&s, tmp(&s, tg_div(x, tmp(&s, tg_maximum_scalar(den, eps)))));
 }
