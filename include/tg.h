@@ -281,7 +281,8 @@ tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b);     /* tg_matmul (tinygrad's dot)
  * TG_OK, or set both to NULL. */
 tg_tensor *tg_cumprod(tg_tensor *x, int axis);     /* the running product, x's dtype */
 /* the running max and, int32, the index it was taken from: tinygrad's first index j <= i holding the value
- * (PyTorch takes the last among equal values) */
+ * (PyTorch takes the last among equal values). With NaN in x, values and indices are unspecified (tinygrad's
+ * too; PyTorch propagates the NaN) */
 tg_status tg_cummax(tg_tensor *x, int axis, tg_tensor **values, tg_tensor **indices);
 tg_status tg_cummin(tg_tensor *x, int axis, tg_tensor **values, tg_tensor **indices);  /* as tg_cummax, the min */
 /* log(sum of exp(x[j]) for j <= i), float, without overflow; runs of -inf give -inf (as PyTorch; tinygrad NaN) */
