@@ -449,7 +449,9 @@ tg_tensor *tg_rlshift_scalar(tg_tensor *a, int64_t v);      /* v << a */
 tg_tensor *tg_rrshift_scalar(tg_tensor *a, int64_t v);      /* v >> a */
 
 /* ---- reductions: axes NULL/naxes 0 reduces everything; negative axes count from the end -------------- */
-/* keepdim keeps each reduced axis with size 1, else it is dropped */
+/* keepdim keeps each reduced axis with size 1, else it is dropped. A 0-d tensor takes axis 0 or -1 (every
+ * reduction, softmax and argmax included: the identity). Empty reductions give the op's identity, as tinygrad:
+ * sum 0, prod 1, max the dtype's lowest value (-inf), min its highest */
 tg_tensor *tg_sum(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* (u)int8/16: (u)int32; bool: int32 */
 tg_tensor *tg_prod(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* t's dtype */
 tg_tensor *tg_max(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* t's dtype */
@@ -458,15 +460,53 @@ tg_tensor *tg_mean(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* 
 /* sum((x - mean)^2) / (n - correction), float (NaN when n <= correction); tinygrad's default correction is 1 */
 tg_tensor *tg_var(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction);
 tg_tensor *tg_std(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction);  /* sqrt(tg_var) */
-/* int32: the first index of the largest value along axis; TG_ALL: of the flattened tensor, 0-d */
+/* int32: the first index of the largest value along axis; TG_ALL: of the flattened tensor, 0-d. An empty axis
+ * gives INT32_MIN (tinygrad's arithmetic; PyTorch refuses it) */
 tg_tensor *tg_argmax(tg_tensor *t, int axis, bool keepdim);
 tg_tensor *tg_argmin(tg_tensor *t, int axis, bool keepdim);    /* as tg_argmax, of the smallest value */
 tg_tensor *tg_softmax(tg_tensor *t, int axis);                 /* t's shape, float */
 tg_tensor *tg_log_softmax(tg_tensor *t, int axis);             /* t's shape, float */
-tg_tensor *tg_logsumexp(tg_tensor *t, int axis, bool keepdim); /* float; one axis (not TG_ALL) */
+tg_tensor *tg_logsumexp(tg_tensor *t, int axis, bool keepdim); /* float; one axis or TG_ALL (see tg_logsumexp_axes) */
 /* numpy matmul semantics, 1-d and batched; floats keep their dtype, integers accumulate as tg_sum's */
 tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b);     /* tg_matmul (tinygrad's dot) */
+
+/* ---- scans, sorting and statistics ------------------------------------------------------------------- */
+/* Scans run along one axis and keep the shape; a 0-d tensor takes axis 0 or -1 (its one element), a size-0
+ * axis gives an empty result. Two-output calls fill both outputs (a NULL output pointer: not wanted) and return
+ * TG_OK, or set both to NULL. */
+tg_tensor *tg_cumprod(tg_tensor *x, int axis);     /* the running product, x's dtype */
+/* the running max and, int32, the index it was taken from: tinygrad's first index j <= i holding the value
+ * (PyTorch takes the last among equal values). With NaN in x, values and indices are unspecified (tinygrad's
+ * too; PyTorch propagates the NaN) */
+tg_status tg_cummax(tg_tensor *x, int axis, tg_tensor **values, tg_tensor **indices);
+tg_status tg_cummin(tg_tensor *x, int axis, tg_tensor **values, tg_tensor **indices);  /* as tg_cummax, the min */
+/* log(sum of exp(x[j]) for j <= i), float, without overflow; runs of -inf give -inf (as PyTorch; tinygrad NaN) */
+tg_tensor *tg_logcumsumexp(tg_tensor *x, int axis);
+/* sorted along axis, stable (equal values keep their index order, in both directions); indices int32. NaN
+ * sorts as the largest value (PyTorch; tinygrad leaves it unspecified). The values' gradient flows to the
+ * elements they came from. Work n^2 per row of n (tinygrad's too) */
+tg_status tg_sort(tg_tensor *t, int axis, bool descending, tg_tensor **values, tg_tensor **indices);
+tg_tensor *tg_argsort(tg_tensor *t, int axis, bool descending);   /* tg_sort's indices */
+/* the k largest (or smallest) along axis (0 <= k <= its size; 1 for 0-d), in order, ties in index order as
+ * tg_sort; sorted false gives the same order (PyTorch allows it; tinygrad refuses it). Outputs as tg_sort */
+tg_status tg_topk(tg_tensor *t, int64_t k, int axis, bool largest, bool sorted, tg_tensor **values,
+                  tg_tensor **indices);
+/* tg_var and tg_mean of the same axes as two outputs (PyTorch's var_mean, tinygrad's) */
+tg_status tg_var_mean(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction,
+                      tg_tensor **var, tg_tensor **mean);
+tg_status tg_std_mean(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction,  /* tg_std, tg_mean */
+                      tg_tensor **std, tg_tensor **mean);
+/* log(sum(exp(x))) over several axes (naxes 0: all), float; an all -inf (or empty) reduction is -inf and one
+ * holding +inf is +inf, as PyTorch (tinygrad: NaN) */
+tg_tensor *tg_logsumexp_axes(tg_tensor *t, int naxes, const int *axes, bool keepdim);
+tg_tensor *tg_softmin(tg_tensor *t, int axis);   /* softmax(-x), float */
+tg_tensor *tg_any(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* bool: some x != 0 (empty: false) */
+tg_tensor *tg_all(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* bool: every x != 0 (empty: true) */
+/* tinygrad's sum(dtype=): t converted to dt and summed; the result is dt */
+tg_tensor *tg_sum_dtype(tg_tensor *t, int naxes, const int *axes, bool keepdim, tg_dtype dt);
+/* tinygrad's prod(dtype=): t converted to dt and multiplied; the result is dt */
+tg_tensor *tg_prod_dtype(tg_tensor *t, int naxes, const int *axes, bool keepdim, tg_dtype dt);
 
 /* ---- running and reading (these run kernels) -------------------------------------------------------- */
 tg_status tg_realize(tg_tensor *t);   /* computes t into a buffer, which t reads from then on */

@@ -212,12 +212,9 @@ tg_tensor *tg_log_softmax(tg_tensor *t, int axis) {
   return tensor_new(mk_binary(OP_ADD, p.shifted, neg(mk_expand(log_(p.sumexp), p.x->ndim, p.x->shape))));
 }
 
+/* one axis, or TG_ALL: the several-axes form (stats.c) */
 tg_tensor *tg_logsumexp(tg_tensor *t, int axis, bool keepdim) {
-  if (!t) return NULL;
-  smx p;
-  if (!softmax_parts("tg_logsumexp", t, axis, &p)) return NULL;
-  uop *m = max_r(p.x, p.f);
-  return tensor_new(finish(mk_binary(OP_ADD, m, log_(p.sumexp)), p.f, keepdim));
+  return tg_logsumexp_axes(t, axis == TG_ALL ? 0 : 1, &axis, keepdim);
 }
 
 /* ---- matmul ------------------------------------------------------------------------------------------ */
