@@ -182,7 +182,9 @@ static char *valu_text(rctx *c, uop *u) {
     case OP_CAST:
       if (dt == st) r = fmt("%s", s[0]);
       else if (dt == TG_BOOL) r = fmt(L ? "__builtin_convertvector(%s!=tg_bc_%s(0), tg_int_v)" : "(%s!=tg_bc_%s(0))", s[0], vkind(st));
-      else if (st == TG_BOOL) r = dt == TG_INT32 ? fmt("(-%s)", s[0]) : fmt("__builtin_convertvector(-%s, tg_%s_v)", s[0], vkind(dt));
+      /* a mask lane is -1 or 0: its low bit, not its negation (gcc 12 at -O1 and above folds max(acc, -m) with
+       * acc = INT_MIN into a negated min, which wraps: every int max reduction of a comparison gave INT_MIN) */
+      else if (st == TG_BOOL) r = dt == TG_INT32 ? fmt("(%s&1)", s[0]) : fmt("__builtin_convertvector(%s&1, tg_%s_v)", s[0], vkind(dt));
       else r = fmt("__builtin_convertvector(%s, tg_%s_v)", s[0], vkind(dt));
       break;
     case OP_BITCAST: r = fmt("((tg_%s_v)%s)", vkind(dt), s[0]); break;
