@@ -169,6 +169,9 @@ def run_all(args):
   py = sys.executable
   env = dict(os.environ)
   env.setdefault("TG_THREADS", "1")
+  # tinygrad picks the first device it finds (pocl's CL, say) and exports DEV for children, which tgc reads
+  # too: both run on the CPU here unless DEV is set
+  env.setdefault("DEV", "CPU")
   ids = json.loads(subprocess.check_output([py, __file__, "--collect", "--tinygrad", args.tinygrad], env=env))
   if args.k: ids = [i for i in ids if any(k in i for k in args.k.split(","))]
   tmp = tempfile.mkdtemp(prefix="tgops-")

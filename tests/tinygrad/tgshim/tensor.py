@@ -83,6 +83,8 @@ def status(name, *args):
 def _shape_arg(args):
   """tinygrad's *shape forms: (2, 3), ((2, 3),), ([2, 3],)"""
   if len(args) == 1 and isinstance(args[0], (tuple, list)): args = tuple(args[0])
+  if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in args):
+    raise TGError(f"bad shape {args}")
   shape = tuple(int(s) for s in args)
   if any(s < 0 for s in shape): raise TGError(f"negative dimension in {shape}")
   return shape
@@ -123,10 +125,18 @@ def _promote(a, b):
   return max(a, b, key=order.index)
 
 
+def _scalar_tensor(dt, v):
+  """a 0-d tensor holding v exactly: integers beyond 2^53 do not fit tg_scalar's double, so they are copied"""
+  if _is_int(dt) and isinstance(v, int) and abs(v) > 2**53:
+    arr = np.array(v).astype(_NP[dt])
+    return call("tg_from_data", dt, 0, _i64([]), arr.ctypes.data_as(ctypes.c_void_p), arr.nbytes)
+  return call("tg_scalar", dt, float(v))
+
+
 def _const(v, like=None, dt=None):
   """a python scalar as a 0-d tg tensor of tinygrad's weak dtype next to `like`"""
   if dt is None: dt = _weak_dtype(v, like)
-  return call("tg_scalar", dt, float(v))
+  return _scalar_tensor(dt, v)
 
 
 def _as_tensor(x, like=None):
@@ -251,7 +261,7 @@ class Tensor(metaclass=_Meta):
         v = data.item() if isinstance(data, (np.ndarray, np.generic)) else data
         if tdt is None:
           tdt = tg_dtype(np.asarray(data).dtype) if isinstance(data, (np.ndarray, np.generic)) else _py_dtype(v)
-        t = call("tg_scalar", tdt, float(v))
+        t = _scalar_tensor(tdt, v)
       else:
         if isinstance(data, bytes): arr = np.frombuffer(data, np.uint8)
         elif isinstance(data, np.ndarray): arr = data
@@ -832,7 +842,9 @@ class Tensor(metaclass=_Meta):
       raise Missing("softplus beta=")
     return call("tg_softplus", self._h)
   @maps("tg_gelu")
-  def gelu(self, approximate=None): return call("tg_gelu", self._h)
+  def gelu(self, approximate="tanh"):
+    if approximate != "tanh": raise Missing(f"gelu approximate={approximate}")
+    return call("tg_gelu", self._h)
   @maps("tg_silu")
   def swish(self): return call("tg_silu", self._h)
   MAPS["swish"] = (("tg_silu",), "alias of silu")
@@ -947,7 +959,6 @@ class Tensor(metaclass=_Meta):
   def dropout(self, p=0.5): return call("tg_dropout", self._h, float(p))
   @maps("tg_one_hot")
   def one_hot(self, num_classes=-1):
-    if num_classes == -1: num_classes = int(self.max().item()) + 1
     return call("tg_one_hot", self._h, num_classes)
   @maps("tg_gather")
   def gather(self, dim, index): return call("tg_gather", self._h, dim, index._h)
@@ -973,7 +984,7 @@ class Tensor(metaclass=_Meta):
 
   def _loss_opts(self, reduction="mean", label_smoothing=0.0, ignore_index=None):
     O = L.struct("tg_loss_opts")
-    red = {"mean": 0, "sum": 1, "none": 2}[reduction]
+    red = {"mean": 0, "sum": 1, "none": 2}.get(reduction, 99)   # an unknown name: a bad enum value, for tg to refuse
     return O(red, float(label_smoothing), ignore_index is not None, -1 if ignore_index is None else int(ignore_index))
   @maps("tg_sparse_categorical_crossentropy")
   def sparse_categorical_crossentropy(self, Y, ignore_index=-1, label_smoothing=0.0, reduction="mean"):
