@@ -149,6 +149,16 @@ def _as_tensor(x, like=None):
 def _scalar_ok(v): return isinstance(v, (bool, int, float, np.generic)) and not isinstance(v, Tensor)
 
 
+def _flat_tensors(first, rest):
+  """tinygrad's argfix: Tensor.stack(a, b), Tensor.stack((a, b)), a.stack(b, c)"""
+  if isinstance(first, (list, tuple)):
+    if rest: raise TGError("a sequence of tensors, or tensors, not both")
+    out = list(first)
+  else: out = [first] + list(rest)
+  if not all(isinstance(t, Tensor) for t in out): raise TGError("expected tensors")
+  return out
+
+
 class _Meta(type):
   def __getattr__(cls, name):
     if name.startswith("__"): raise AttributeError(name)
@@ -589,12 +599,12 @@ class Tensor(metaclass=_Meta):
 
   @maps("tg_cat")
   def cat(self, *args, dim=0):
-    ts = [self] + list(args)
+    ts = _flat_tensors(self, args)
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     return call("tg_cat", len(ts), arr, dim)
   @maps("tg_stack")
   def stack(self, *args, dim=0):
-    ts = [self] + list(args)
+    ts = _flat_tensors(self, args)
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     return call("tg_stack", len(ts), arr, dim)
 
@@ -628,7 +638,7 @@ class Tensor(metaclass=_Meta):
     if not isinstance(idx, tuple): idx = (idx,)
     # expand Ellipsis
     nreal = sum(1 for i in idx if i is not None and i is not Ellipsis and not (isinstance(i, Tensor) and i._dt == 0))
-    if sum(1 for i in idx if i is Ellipsis) > 1: raise TGError("getitem: more than one Ellipsis")
+    if sum(1 for i in idx if i is Ellipsis) > 1: raise TGError("an index can only have a single ellipsis")
     if any(isinstance(i, Tensor) and i._dt == 0 for i in idx): raise Missing("getitem boolean tensor index")
     if any(isinstance(i, (list, tuple)) for i in idx): raise Missing("getitem list index")
     full = []
