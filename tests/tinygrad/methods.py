@@ -23,7 +23,7 @@ NA = {
   "const_like": "tinygrad internals (UOp const)", "invalids": "tinygrad internals (invalid UOp)", "ufix": "tinygrad internals",
   "usum": "tinygrad internals", "uprod": "tinygrad internals", "threefry": "tinygrad's RNG primitive (tgc has its own generator)",
   "random_bits": "tinygrad's RNG primitive", "shard": "multi-device", "shard_": "multi-device", "to_": "in-place device move",
-  "from_uop": "tinygrad internals", "from_blob": "tgc has tg_from_blob (raw pointer)", "from_url": "network I/O",
+  "from_uop": "tinygrad internals", "shard_like": "multi-device", "decode_hevc_frame": "video decoding (hardware HEVC)", "from_blob": "tgc has tg_from_blob (raw pointer)", "from_url": "network I/O",
   "image_dot": "IMAGE dtype (Qualcomm GPUs)", "image_conv2d": "IMAGE dtype", "keccak": "hash function on uint8 data",
   "hash": "hash function", "training": "class flag: tg_set_training/tg_training", "no_grad": "class flag",
   "device": "tg_device", "train": "context manager: tg_set_training", "test": "context manager: tg_set_training",
@@ -88,7 +88,8 @@ def main():
   shim_dunder = {n for n in dir(__import__("tgshim.tensor", fromlist=["Tensor"]).Tensor)}
   lacking = [n for n in dunder if n not in shim_dunder]
   print(f"\noperators (dunder methods) tinygrad defines: {len(dunder)}; the shim maps {len(dunder) - len(lacking)}"
-        + (f"; not mapped: {', '.join(lacking)}" if lacking else ""))
+        + (f"; not mapped: {', '.join(lacking)}" if lacking else "")
+        + "\n(Python runs x op= y as x = x op y when the in-place form is missing, as tinygrad's own do: a new tensor)")
 
 
 if __name__ == "__main__":
