@@ -89,7 +89,7 @@ def main():
   lacking = [n for n in dunder if n not in shim_dunder]
   print(f"\noperators (dunder methods) tinygrad defines: {len(dunder)}; the shim maps {len(dunder) - len(lacking)}"
         + (f"; not mapped: {', '.join(lacking)}" if lacking else "")
-        + "\n(Python runs x op= y as x = x op y when the in-place form is missing, as tinygrad's own do: a new tensor)")
+        + "\n(without them Python runs x op= y as x = x op y: a new tensor, where tinygrad assigns in place)")
 
 
 if __name__ == "__main__":
