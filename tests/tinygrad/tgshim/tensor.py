@@ -734,8 +734,8 @@ class Tensor(metaclass=_Meta):
     a, b = (xt, self) if reverse else (self, xt)
     if _is_int(a._dt) and _is_int(b._dt) or (a._dt == 0 and b._dt == 0):
       if rounding_mode == "trunc": return call("tg_idiv", a._h, b._h)
-      if has("tg_floordiv"): return call("tg_floordiv", a._h, b._h)
-      if has("tg_div_rounding"): raise Missing("div rounding_mode=floor")
+      for name in ("tg_floordiv", "tg_floor_divide", "tg_div_floor"):   # whichever name tg.h chose
+        if has(name): return call(name, a._h, b._h)
       raise Missing("div rounding_mode=floor (ints)")
     d = call("tg_div", a._h, b._h)
     return d.trunc() if rounding_mode == "trunc" else d.floor()
