@@ -12,12 +12,14 @@ _scalar / reflected _scalar forms (or a scalar tensor of tinygrad's weak dtype w
 form and the op is commutative or a comparison), tuples become arrays, None axes TG_ALL. It does not
 compose missing ops out of other ops.
 """
-import ctypes, math, sys
+import ctypes, inspect, math, sys
 import numpy as np
 from . import lib as L
 from .lib import Missing, OutOfScope, Signature, TGError, fn, has
 
 from tinygrad.dtype import dtypes, DType, to_dtype  # the real tinygrad's dtype module (pure python)
+import tinygrad.tensor as _real_tensor
+_REAL = _real_tensor.Tensor   # tinygrad's own class (install() swaps it out later): its signatures and defaults
 
 TG_ALL = L.HDR.macros.get("TG_ALL", 0x7fffffff)
 TG_END = (1 << 63) - 1
@@ -198,8 +200,25 @@ def _auto(name, self, *args, **kw):
     return Tensor._scalar_op(self, others[0], tgname + "_scalar")
   cargs, outs, i = [], [], 0
   pos = others
+  # tinygrad's own signature binds the call (its defaults included); C parameters take the values by name
+  # (dim/axis alike), else in tinygrad's order
+  named, defaults = None, {}
+  real = getattr(_REAL, name, None)
+  if real is not None:
+    try:
+      sig = inspect.signature(real)
+      ba = sig.bind(self, *args, **kw)
+      ba.apply_defaults()
+      named = dict(list(ba.arguments.items())[1:])
+      defaults = {k: p.default for k, p in list(sig.parameters.items())[1:]}
+      pos, kw = [], {}
+    except (TypeError, ValueError): named = None
   def take(pname, default=None, required=True):
     nonlocal pos
+    if named is not None:
+      for k in (pname, _ALIASES.get(pname)):
+        if k and k in named: return named.pop(k)
+      if named: return named.pop(next(iter(named)))
     for k in (pname, _ALIASES.get(pname)):
       if k and k in kw: return kw.pop(k)
     if pos: return pos.pop(0)
@@ -240,6 +259,9 @@ def _auto(name, self, *args, **kw):
       raise Signature(f"{tgname}: parameter {ptype} {pname} is not handled by the generic binding")
     i += 1
   if pos or kw: raise Signature(f"{tgname}: the shim could not place arguments {pos} {kw}")
+  for k, v in (named or {}).items():   # tinygrad options tg.h has no parameter for: fine at their defaults
+    if k in defaults and not (v is defaults[k] or (type(v) == type(defaults[k]) and v == defaults[k])):
+      raise Missing(f"{name} {k}=")
   r = fn(tgname)(*cargs)
   if ret.replace(" ", "") == "tg_tensor*": return _chk(tgname, r)
   if r != 0: raise TGError(f"{tgname}: {L.err()}")
