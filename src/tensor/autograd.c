@@ -140,7 +140,8 @@ static uop *g_expand(void *ctx, uop *u, uop **cap) {  /* sum over the broadcast 
   grad_ctx *c = ctx;
   bool f[TG_MAX_DIMS];
   for (int i = 0; i < u->ndim; i++) f[i] = u->src[0]->shape[i] != u->shape[i];
-  c->out[0] = mk_reduce(c->g, OP_ADD, f);
+  tg_dtype dt = (tg_dtype)c->g->dtype, acc = sum_acc_dtype(dt);  /* float16: summed in float32, as tg_sum */
+  c->out[0] = acc == dt ? mk_reduce(c->g, OP_ADD, f) : mk_cast(mk_reduce(mk_cast(c->g, acc), OP_ADD, f), dt);
   return done();
 }
 static uop *g_pad(void *ctx, uop *u, uop **cap) {

@@ -1,0 +1,1066 @@
+"""A tinygrad-like Tensor on top of libtg.so (tg.h), for running tinygrad's test_ops.py against tgc.
+
+Every method maps to tg_* calls named in its @maps(...) entry (methods.py reads that table). A method
+whose tg_* function is not in the loaded library raises Missing("tg_xxx"); a tinygrad keyword or argument
+form tg.h has no way to express raises Missing("<method> <form>"); a method the shim has no entry for
+raises Missing("Tensor.<name>") -- unless the library has tg_<name>, which is then bound generically from
+its tg.h prototype (_auto: elementwise unary/binary/_scalar forms, axis and keepdim arguments, tg_status
+functions with tg_tensor ** outputs).
+
+The shim converts Python forms the way a C user porting tinygrad code would: python scalars become the
+_scalar / reflected _scalar forms (or a scalar tensor of tinygrad's weak dtype where tg.h has no scalar
+form and the op is commutative or a comparison), tuples become arrays, None axes TG_ALL. It does not
+compose missing ops out of other ops.
+"""
+import ctypes, inspect, math, sys
+import numpy as np
+from . import lib as L
+from .lib import Missing, OutOfScope, Signature, TGError, fn, has
+
+from tinygrad.dtype import dtypes, DType, to_dtype  # the real tinygrad's dtype module (pure python)
+import tinygrad.tensor as _real_tensor
+_REAL = _real_tensor.Tensor   # tinygrad's own class (install() swaps it out later): its signatures and defaults
+
+TG_ALL = L.HDR.macros.get("TG_ALL", 0x7fffffff)
+TG_END = (1 << 63) - 1
+
+# ---- dtypes ---------------------------------------------------------------------------------------------
+_TG_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "bfloat16", "float32", "float64"]
+_TO_TG = {getattr(dtypes, n): i for i, n in enumerate(_TG_DTYPES)}
+_FROM_TG = {i: getattr(dtypes, n) for i, n in enumerate(_TG_DTYPES)}
+_NP = {0: np.bool_, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 5: np.uint8, 6: np.uint16, 7: np.uint32,
+       8: np.uint64, 9: np.float16, 10: np.uint16, 11: np.float32, 12: np.float64}
+
+
+def tg_dtype(dt):
+  if dt is None: return None
+  if isinstance(dt, str): dt = to_dtype(dt)
+  if isinstance(dt, DType):
+    for weak, strong in ((getattr(dtypes, "weakint", None), dtypes.int32), (getattr(dtypes, "weakfloat", None), dtypes.float32)):
+      if weak is not None and dt == weak: dt = strong
+    if dt in _TO_TG: return _TO_TG[dt]
+    raise Missing(f"dtype {dt}")
+  try:
+    return _TO_TG[to_dtype(np.dtype(dt).name)]
+  except Exception:
+    raise Missing(f"dtype {dt!r}")
+
+
+def _is_float(tdt): return tdt in (9, 10, 11, 12)
+def _is_int(tdt): return 1 <= tdt <= 8
+
+
+# ---- the mapping table: tinygrad Tensor method -> the tg_* functions it uses ---------------------------
+MAPS = {}      # method name -> (tuple of tg names, note)
+
+
+def maps(*tg_names, name=None, note=""):
+  def deco(f):
+    MAPS[name or f.__name__] = (tg_names, note)
+    return f
+  return deco
+
+
+# ---- helpers ------------------------------------------------------------------------------------------
+def _i64(seq): seq = list(seq); return (ctypes.c_int64 * max(1, len(seq)))(*[int(s) for s in seq])
+def _i32(seq): seq = list(seq); return (ctypes.c_int * max(1, len(seq)))(*[int(s) for s in seq])
+
+
+def _chk(name, h):
+  if not h: raise TGError(f"{name}: {L.err()}")
+  return Tensor._own(h)
+
+
+def call(name, *args):
+  """a tg_* call returning a new tensor"""
+  return _chk(name, fn(name)(*args))
+
+
+def status(name, *args):
+  st = fn(name)(*args)
+  if st != 0: raise TGError(f"{name}: {L.err()}")
+
+
+def _shape_arg(args):
+  """tinygrad's *shape forms: (2, 3), ((2, 3),), ([2, 3],)"""
+  if len(args) == 1 and isinstance(args[0], (tuple, list)): args = tuple(args[0])
+  if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in args):
+    raise TGError(f"bad shape {args}")
+  shape = tuple(int(s) for s in args)
+  if any(s < 0 for s in shape): raise TGError(f"negative dimension in {shape}")
+  return shape
+
+
+def _axes(axis, ndim=None):
+  """(naxes, int array) for an axis argument: None -> every axis (naxes 0), int, tuple"""
+  if axis is None: return 0, _i32([])
+  if isinstance(axis, int): axis = (axis,)
+  axis = tuple(axis)
+  if len(axis) == 0: return -1, None      # an empty tuple: reduce nothing (tinygrad keeps the tensor)
+  return len(axis), _i32(axis)
+
+
+def _py_dtype(v):
+  if isinstance(v, bool): return 0
+  if isinstance(v, int): return 3
+  return 11
+
+
+def _weak_dtype(v, like):
+  """the dtype tinygrad's weak python scalar v takes next to tensor `like` (None: standalone)"""
+  if like is None: return _py_dtype(v)
+  ld = like._dt
+  if _is_float(ld) or (_is_int(ld) and isinstance(v, int)): return ld
+  return _py_dtype(v)
+
+
+def _promote(a, b):
+  """tinygrad's least upper dtype of two tg dtypes, for the few cases the shim needs (scalar forms)"""
+  if a == b: return a
+  order = [0, 5, 1, 6, 2, 7, 3, 8, 4, 9, 10, 11, 12]
+  if _is_float(a) or _is_float(b):
+    fa = a if _is_float(a) else -1
+    fb = b if _is_float(b) else -1
+    if {fa, fb} == {9, 10}: return 11
+    return max(fa, fb)
+  return max(a, b, key=order.index)
+
+
+def _scalar_tensor(dt, v):
+  """a 0-d tensor holding v exactly: integers beyond 2^53 do not fit tg_scalar's double, so they are copied"""
+  if _is_int(dt) and isinstance(v, int) and abs(v) > 2**53:
+    arr = np.array(v).astype(_NP[dt])
+    return call("tg_from_data", dt, 0, _i64([]), arr.ctypes.data_as(ctypes.c_void_p), arr.nbytes)
+  return call("tg_scalar", dt, float(v))
+
+
+def _const(v, like=None, dt=None):
+  """a python scalar as a 0-d tg tensor of tinygrad's weak dtype next to `like`"""
+  if dt is None: dt = _weak_dtype(v, like)
+  return _scalar_tensor(dt, v)
+
+
+def _as_tensor(x, like=None):
+  if isinstance(x, Tensor): return x
+  if isinstance(x, (bool, int, float)): return _const(x, like)
+  if isinstance(x, np.generic): return _const(x.item(), like)
+  return Tensor(x)
+
+
+def _scalar_ok(v): return isinstance(v, (bool, int, float, np.generic)) and not isinstance(v, Tensor)
+
+
+def _flat_tensors(first, rest):
+  """tinygrad's argfix: Tensor.stack(a, b), Tensor.stack((a, b)), a.stack(b, c)"""
+  if isinstance(first, (list, tuple)):
+    if rest: raise TGError("a sequence of tensors, or tensors, not both")
+    out = list(first)
+  else: out = [first] + list(rest)
+  if not all(isinstance(t, Tensor) for t in out): raise TGError("expected tensors")
+  return out
+
+
+class _Meta(type):
+  def __getattr__(cls, name):
+    if name.startswith("__"): raise AttributeError(name)
+    return _unmapped(name, None)
+
+
+def _unmapped(name, inst):
+  if name in OUT_OF_SCOPE: raise OutOfScope(f"Tensor.{name}: {OUT_OF_SCOPE[name]}")
+  if has("tg_" + name):
+    def bound(*args, **kw):
+      if inst is None: return _auto(name, args[0], *args[1:], **kw)
+      return _auto(name, inst, *args, **kw)
+    return bound
+  raise Missing(f"Tensor.{name}")
+
+
+OUT_OF_SCOPE = {
+  "uop": "tinygrad internals (UOp graph)", "lazydata": "tinygrad internals", "schedule": "tinygrad internals",
+  "schedule_with_vars": "tinygrad internals", "kernelize": "tinygrad internals", "shard": "multi-device",
+  "shard_": "multi-device", "to_": "devices", "custom_kernel": "tinygrad internals", "callify": "tinygrad internals",
+  "linear_with_vars": "tinygrad internals", "schedule_linear": "tinygrad internals", "as_param": "tinygrad internals",
+  "image_dot": "IMAGE dtype", "image_conv2d": "IMAGE dtype", "from_uop": "tinygrad internals",
+  "from_blob": "raw pointers", "is_param_": "tinygrad internals",
+}
+
+
+# ---- generic binding of tg_<name> from its prototype ---------------------------------------------------
+_ALIASES = {"dim": "axis", "axis": "dim", "keepdim": "keepdims", "correction": "ddof"}
+
+
+def _auto(name, self, *args, **kw):
+  tgname = "tg_" + name
+  ret, params = L.HDR.protos[tgname]
+  others = list(args)
+  # binary with a python scalar: the _scalar form (reflected forms are for operators)
+  if len(params) == 2 and others and _scalar_ok(others[0]) and has(tgname + "_scalar") and not kw:
+    return Tensor._scalar_op(self, others[0], tgname + "_scalar")
+  cargs, outs, i = [], [], 0
+  pos = others
+  # tinygrad's own signature binds the call (its defaults included); C parameters take the values by name
+  # (dim/axis alike), else in tinygrad's order
+  named, defaults = None, {}
+  real = getattr(_REAL, name, None)
+  if real is not None:
+    try:
+      sig = inspect.signature(real)
+      ba = sig.bind(self, *args, **kw)
+      ba.apply_defaults()
+      named = dict(list(ba.arguments.items())[1:])
+      defaults = {k: p.default for k, p in list(sig.parameters.items())[1:]}
+      pos, kw = [], {}
+    except (TypeError, ValueError): named = None
+  def take(pname, default=None, required=True):
+    nonlocal pos
+    if named is not None:
+      for k in (pname, _ALIASES.get(pname)):
+        if k and k in named: return named.pop(k)
+      if named: return named.pop(next(iter(named)))
+    for k in (pname, _ALIASES.get(pname)):
+      if k and k in kw: return kw.pop(k)
+    if pos: return pos.pop(0)
+    if required: raise Signature(f"{tgname}: the shim has no value for parameter {pname!r} (add a mapping in tgshim)")
+    return default
+  first_tensor = True
+  while i < len(params):
+    pname, ptype = params[i]
+    pt = ptype.replace(" ", "")
+    nxt = params[i + 1] if i + 1 < len(params) else None
+    if pt in ("tg_tensor*", "consttg_tensor*"):
+      if first_tensor: cargs.append(self._h); first_tensor = False
+      else:
+        v = take(pname, None, required=False)
+        cargs.append(None if v is None else _as_tensor(v, self)._h)
+    elif pt == "tg_tensor**":
+      outs.append((ctypes.c_void_p * 1)())
+      cargs.append(outs[-1])
+    elif pt == "int" and nxt and nxt[1].replace(" ", "") == "constint*":
+      v = take(nxt[0], None, required=False)
+      n, arr = _axes(v)
+      if n < 0: n, arr = 0, _i32([])
+      cargs += [n, arr]; i += 1
+    elif pt in ("int", "int64_t") and nxt and nxt[1].replace(" ", "") == "constint64_t*":
+      v = take(nxt[0])
+      v = (v,) if isinstance(v, int) else tuple(v)
+      cargs += [len(v), _i64(v)]; i += 1
+    elif pt in ("int", "int64_t"):
+      v = take(pname)
+      cargs.append(TG_ALL if v is None else int(v))
+    elif pt == "double":
+      cargs.append(float(take(pname)))
+    elif pt == "bool":
+      cargs.append(bool(take(pname, False, required=False)))
+    elif pt == "tg_dtype":
+      cargs.append(tg_dtype(take(pname)))
+    else:
+      raise Signature(f"{tgname}: parameter {ptype} {pname} is not handled by the generic binding")
+    i += 1
+  if pos or kw: raise Signature(f"{tgname}: the shim could not place arguments {pos} {kw}")
+  for k, v in (named or {}).items():   # tinygrad options tg.h has no parameter for: fine at their defaults
+    if k in defaults and not (v is defaults[k] or (type(v) == type(defaults[k]) and v == defaults[k])):
+      raise Missing(f"{name} {k}=")
+  r = fn(tgname)(*cargs)
+  if ret.replace(" ", "") == "tg_tensor*": return _chk(tgname, r)
+  if r != 0: raise TGError(f"{tgname}: {L.err()}")
+  res = tuple(Tensor._own(o[0]) for o in outs)
+  return res[0] if len(res) == 1 else res
+
+
+# ---- the Tensor -----------------------------------------------------------------------------------------
+_PHASE = {"phase": "forward"}
+
+
+class Tensor(metaclass=_Meta):
+  __slots__ = ("_h", "__weakref__")
+  training = False
+  no_grad = False
+  default_type = dtypes.float32
+
+  # -- construction / ownership --
+  def __init__(self, data, device=None, dtype=None, requires_grad=None):
+    self._h = None
+    tdt = tg_dtype(dtype) if dtype is not None else None
+    if isinstance(data, Tensor):
+      h = fn("tg_retain")(data._h)
+      self._h = h
+      if tdt is not None and tdt != data._dt: self._swap(call("tg_cast", h, tdt))
+    else:
+      if data is None: data = 0.0
+      if isinstance(data, (bool, int, float)) or (isinstance(data, np.ndarray) and data.shape == ()) or isinstance(data, np.generic):
+        v = data.item() if isinstance(data, (np.ndarray, np.generic)) else data
+        if tdt is None:
+          tdt = tg_dtype(np.asarray(data).dtype) if isinstance(data, (np.ndarray, np.generic)) else _py_dtype(v)
+        t = _scalar_tensor(tdt, v)
+      else:
+        if isinstance(data, bytes): arr = np.frombuffer(data, np.uint8)
+        elif isinstance(data, np.ndarray): arr = data
+        else:
+          arr = np.array(data)
+          if tdt is None:
+            if arr.dtype == np.bool_: tdt = 0
+            elif np.issubdtype(arr.dtype, np.integer): tdt = 3
+            else: tdt = 11
+        if tdt is None: tdt = tg_dtype(arr.dtype)
+        if tdt == 10:
+          f32 = np.ascontiguousarray(arr, dtype=np.float32)
+          arr = (f32.view(np.uint32) >> 16).astype(np.uint16)
+        else:
+          arr = np.ascontiguousarray(arr.astype(_NP[tdt], copy=False))
+        shape = arr.shape
+        t = call("tg_from_data", tdt, len(shape), _i64(shape), arr.ctypes.data_as(ctypes.c_void_p), arr.nbytes)
+      self._h = fn("tg_retain")(t._h)
+    # tinygrad's backward fills .grad of every float tensor in the graph (requires_grad is not needed):
+    # tgc's tg_backward fills those that require one, so a float tensor made here requires one
+    if requires_grad or (requires_grad is None and _is_float(self._dt)): fn("tg_set_requires_grad")(self._h, True)
+
+  @classmethod
+  def _own(cls, h):
+    t = object.__new__(cls)
+    t._h = h
+    return t
+
+  def _swap(self, other):
+    h = fn("tg_retain")(other._h)
+    fn("tg_free")(self._h)
+    self._h = h
+
+  def __del__(self):
+    h = getattr(self, "_h", None)
+    if h:
+      try: L.LIB.tg_free(ctypes.c_void_p(h))
+      except Exception: pass
+      self._h = None
+
+  # -- properties --
+  @property
+  def _dt(self): return fn("tg_dtype_of")(self._h)
+  @property
+  def shape(self):
+    n = fn("tg_ndim")(self._h)
+    return tuple(fn("tg_shape")(self._h, i) for i in range(n))
+  @property
+  def dtype(self): return _FROM_TG[self._dt]
+  @property
+  def ndim(self): return fn("tg_ndim")(self._h)
+  @property
+  def device(self): return "CPU"
+  def numel(self): return fn("tg_numel")(self._h)
+  def element_size(self): return fn("tg_dtype_size")(self._dt)
+  def nbytes(self): return self.numel() * self.element_size()
+  def size(self, dim=None): return self.shape if dim is None else self.shape[dim]
+  def is_floating_point(self): return _is_float(self._dt)
+  def __len__(self):
+    if not self.shape: raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+  def __hash__(self): return id(self)
+  def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
+  def __repr__(self): return f"<tgshim.Tensor {self.shape} {self.dtype}>"
+  def __iter__(self): return (self[i] for i in range(self.shape[0]))
+
+  @property
+  def requires_grad(self): return bool(fn("tg_requires_grad")(self._h))
+  @requires_grad.setter
+  def requires_grad(self, v): fn("tg_set_requires_grad")(self._h, bool(v))
+  @maps("tg_set_requires_grad")
+  def requires_grad_(self, v=True): fn("tg_set_requires_grad")(self._h, bool(v)); return self
+
+  @property
+  def grad(self):
+    g = fn("tg_grad")(self._h)
+    return Tensor._own(fn("tg_retain")(g)) if g else None
+  @grad.setter
+  def grad(self, v):
+    if v is None: fn("tg_zero_grad")(self._h)
+    else: raise Missing("grad assignment")
+
+  @property
+  def T(self): return self.transpose()
+
+  # -- running and reading --
+  @maps("tg_realize", "tg_realize_many")
+  def realize(self, *lst, **kw):
+    ts = [self] + [t for t in lst if isinstance(t, Tensor)]
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    status("tg_realize_many", len(ts), arr)
+    return self
+
+  @maps("tg_to_host")
+  def numpy(self):
+    shape, tdt = self.shape, self._dt
+    out = np.empty(shape, dtype=_NP[tdt])
+    if out.size:
+      status("tg_to_host", self._h, out.ctypes.data_as(ctypes.c_void_p), out.nbytes)
+    if tdt == 10: out = (out.astype(np.uint32) << 16).view(np.float32)
+    return out
+
+  def data(self): return memoryview(np.ascontiguousarray(self.numpy()))
+  @maps("tg_to_host")
+  def item(self):
+    if self.numel() != 1: raise TGError("item() needs one element")
+    return self.numpy().reshape(()).item()
+  @maps("tg_to_host")
+  def tolist(self):
+    return self.numpy().tolist()
+
+  def to(self, device=None):
+    if device is None or str(device).upper().split(":")[0] in ("CPU",): return self
+    raise OutOfScope(f"Tensor.to({device!r}): devices")
+  def clone(self, *a, **kw): return _unmapped("clone", self)(*a, **kw)
+
+  @maps("tg_backward")
+  def backward(self, gradient=None):
+    if gradient is not None: raise Missing("backward gradient=")
+    _PHASE["phase"] = "backward"
+    status("tg_backward", self._h)
+    return self
+
+  @maps("tg_gradient")
+  def gradient(self, *targets, gradient=None, materialize_grads=False):
+    if gradient is not None: raise Missing("gradient gradient=")
+    _PHASE["phase"] = "backward"
+    n = len(targets)
+    arr = (ctypes.c_void_p * n)(*[t._h for t in targets])
+    out = (ctypes.c_void_p * n)()
+    status("tg_gradient", self._h, n, arr, out)
+    return [Tensor._own(out[i]) for i in range(n)]
+
+  @maps("tg_detach")
+  def detach(self): return call("tg_detach", self._h)
+  @maps("tg_contiguous")
+  def contiguous(self, *a, **kw): return call("tg_contiguous", self._h)
+  @maps("tg_assign")
+  def assign(self, x):
+    x = _as_tensor(x, self)
+    if x.shape != self.shape: x = x.expand(self.shape)
+    if x._dt != self._dt: x = x.cast(self.dtype)
+    x = x.contiguous()
+    status("tg_assign", self._h, x._h)
+    return self
+
+  # -- creation (static) --
+  @staticmethod
+  @maps("tg_empty")
+  def empty(*shape, dtype=None, device=None, **kw):
+    s = _shape_arg(shape); return call("tg_empty", tg_dtype(dtype) if dtype else 11, len(s), _i64(s))
+  @staticmethod
+  @maps("tg_zeros")
+  def zeros(*shape, dtype=None, device=None, requires_grad=None, **kw):
+    s = _shape_arg(shape); return Tensor._rg(call("tg_zeros", tg_dtype(dtype) if dtype else 11, len(s), _i64(s)), requires_grad)
+  @staticmethod
+  @maps("tg_ones")
+  def ones(*shape, dtype=None, device=None, requires_grad=None, **kw):
+    s = _shape_arg(shape); return Tensor._rg(call("tg_ones", tg_dtype(dtype) if dtype else 11, len(s), _i64(s)), requires_grad)
+  @staticmethod
+  @maps("tg_full")
+  def full(shape, fill_value, dtype=None, device=None, **kw):
+    s = _shape_arg((shape,))
+    dt = tg_dtype(dtype) if dtype else _py_dtype(fill_value)
+    return call("tg_full", dt, len(s), _i64(s), float(fill_value))
+  @maps("tg_full_like")
+  def full_like(self, fill_value, dtype=None, **kw):
+    if dtype is not None: return Tensor.full(self.shape, fill_value, dtype=dtype)
+    return call("tg_full_like", self._h, float(fill_value))
+  @maps("tg_zeros_like")
+  def zeros_like(self, dtype=None, **kw):
+    if dtype is not None: return Tensor.zeros(self.shape, dtype=dtype)
+    return call("tg_zeros_like", self._h)
+  @maps("tg_ones_like")
+  def ones_like(self, dtype=None, **kw):
+    if dtype is not None: return Tensor.ones(self.shape, dtype=dtype)
+    return call("tg_ones_like", self._h)
+  @maps("tg_empty")
+  def empty_like(self, dtype=None, **kw): return Tensor.empty(self.shape, dtype=dtype or self.dtype)
+
+  @staticmethod
+  def _rg(t, rg):
+    if rg or (rg is None and _is_float(t._dt)): t.requires_grad_(True)
+    return t
+
+  @staticmethod
+  @maps("tg_arange")
+  def arange(start, stop=None, step=1, dtype=None, device=None, **kw):
+    if stop is None: start, stop = 0, start
+    if dtype is None:
+      dt = 3 if all(isinstance(v, int) for v in (start, stop, step)) else 11
+      if dt == 3:
+        n = max(0, math.ceil((stop - start) / step))
+        last = start + (n - 1) * step if n else start
+        if not (-2**31 <= start < 2**31 and -2**31 <= last < 2**31): dt = 4
+    else: dt = tg_dtype(dtype)
+    if _is_int(dt):
+      n = max(0, math.ceil((stop - start) / step))
+      if n:
+        info = np.iinfo(_NP[dt])
+        if not (info.min <= start <= info.max and info.min <= start + (n - 1) * step <= info.max):
+          raise OverflowError(f"arange overflows {_FROM_TG[dt]}")
+    return call("tg_arange", dt, float(start), float(stop), float(step))
+
+  @staticmethod
+  @maps("tg_eye")
+  def eye(n, m=None, dtype=None, device=None, **kw):
+    if n < 0 or (m is not None and m < 0): raise ValueError("eye: negative size")
+    return call("tg_eye", tg_dtype(dtype) if dtype else 11, n, n if m is None else m)
+
+  @staticmethod
+  @maps("tg_manual_seed")
+  def manual_seed(seed=0): fn("tg_manual_seed")(seed)
+
+  @staticmethod
+  @maps("tg_rand")
+  def rand(*shape, dtype=None, **kw):
+    s = _shape_arg(shape); return Tensor._rg(call("tg_rand", tg_dtype(dtype) if dtype else 11, len(s), _i64(s)), None)
+  @staticmethod
+  @maps("tg_randn")
+  def randn(*shape, dtype=None, requires_grad=None, **kw):
+    s = _shape_arg(shape); return Tensor._rg(call("tg_randn", tg_dtype(dtype) if dtype else 11, len(s), _i64(s)), requires_grad)
+  @staticmethod
+  @maps("tg_randint")
+  def randint(*shape, low=0, high=10, dtype=None, **kw):
+    s = _shape_arg(shape); return call("tg_randint", tg_dtype(dtype) if dtype else 3, len(s), _i64(s), low, high)
+  @staticmethod
+  @maps("tg_uniform")
+  def uniform(*shape, low=0.0, high=1.0, dtype=None, **kw):
+    s = _shape_arg(shape); return call("tg_uniform", tg_dtype(dtype) if dtype else 11, len(s), _i64(s), low, high)
+  @staticmethod
+  @maps("tg_normal")
+  def normal(*shape, mean=0.0, std=1.0, dtype=None, **kw):
+    s = _shape_arg(shape); return call("tg_normal", tg_dtype(dtype) if dtype else 11, len(s), _i64(s), mean, std)
+  @staticmethod
+  @maps("tg_kaiming_uniform")
+  def kaiming_uniform(*shape, a=0.01, dtype=None, **kw):
+    s = _shape_arg(shape); return call("tg_kaiming_uniform", tg_dtype(dtype) if dtype else 11, len(s), _i64(s), a)
+  @staticmethod
+  @maps("tg_kaiming_normal")
+  def kaiming_normal(*shape, a=0.01, dtype=None, **kw):
+    s = _shape_arg(shape); return call("tg_kaiming_normal", tg_dtype(dtype) if dtype else 11, len(s), _i64(s), a)
+  @staticmethod
+  @maps("tg_glorot_uniform")
+  def glorot_uniform(*shape, dtype=None, **kw):
+    s = _shape_arg(shape); return call("tg_glorot_uniform", tg_dtype(dtype) if dtype else 11, len(s), _i64(s))
+
+  # -- dtype --
+  @maps("tg_cast")
+  def cast(self, dtype):
+    d = tg_dtype(dtype)
+    return self if d == self._dt else call("tg_cast", self._h, d)
+  @maps("tg_bitcast")
+  def bitcast(self, dtype): return call("tg_bitcast", self._h, tg_dtype(dtype))
+  def float(self): return self.cast(dtypes.float32)
+  def half(self): return self.cast(dtypes.float16)
+  def double(self): return self.cast(dtypes.float64)
+  def bfloat16(self): return self.cast(dtypes.bfloat16)
+  def int(self): return self.cast(dtypes.int32)
+  def long(self): return self.cast(dtypes.int64)
+  def short(self): return self.cast(dtypes.int16)
+  def bool(self): return self.cast(dtypes.bool)
+
+  # -- movement --
+  @maps("tg_reshape")
+  def reshape(self, shape, *args):
+    s = (shape,) + args if not isinstance(shape, (tuple, list)) else tuple(shape)
+    s = tuple(self.shape[i] if v is None else v for i, v in enumerate(s))
+    return call("tg_reshape", self._h, len(s), _i64(s))
+  view = reshape
+  MAPS["view"] = (("tg_reshape",), "alias of reshape")
+
+  @maps("tg_permute")
+  def permute(self, order, *args):
+    o = (order,) + args if not isinstance(order, (tuple, list)) else tuple(order)
+    return call("tg_permute", self._h, len(o), _i32(o))
+
+  @maps("tg_expand")
+  def expand(self, shape, *args):
+    s = (shape,) + args if not isinstance(shape, (tuple, list)) else tuple(shape)
+    return call("tg_expand", self._h, len(s), _i64(s))
+
+  @maps("tg_pad", "tg_pad_axes")
+  def pad(self, padding, mode="constant", value=0.0):
+    if mode != "constant":
+      if has(f"tg_pad_{mode}"):
+        return self._pad_call(f"tg_pad_{mode}", padding, None)
+      raise Missing(f"pad mode={mode}")
+    return self._pad_call(None, padding, value)
+
+  def _pad_call(self, modefn, padding, value):
+    padding = tuple(padding)
+    if all(isinstance(p, int) for p in padding):
+      if modefn: return call(modefn, self._h, len(padding), _i64(padding))
+      return call("tg_pad", self._h, len(padding), _i64(padding), float(value))
+    pairs = []
+    for p in padding: pairs += [0, 0] if p is None else [p[0], p[1]]
+    if len(padding) != self.ndim: raise TGError("pad: padding length must be ndim")
+    if modefn: raise Missing(f"pad per-axis form with a mode")
+    return call("tg_pad_axes", self._h, self.ndim, _i64(pairs), float(value))
+
+  @maps("tg_shrink")
+  def shrink(self, arg):
+    b = []
+    for i, a in enumerate(arg):
+      b += [0, self.shape[i]] if a is None else [a[0], a[1]]
+    return call("tg_shrink", self._h, len(arg), _i64(b))
+
+  @maps("tg_flip")
+  def flip(self, axis, *args):
+    a = (axis,) + args if not isinstance(axis, (tuple, list)) else tuple(axis)
+    return call("tg_flip", self._h, len(a), _i32(a))
+
+  @maps("tg_transpose")
+  def transpose(self, dim0=1, dim1=0): return call("tg_transpose", self._h, dim0, dim1)
+  @maps("tg_flatten")
+  def flatten(self, start_dim=0, end_dim=-1): return call("tg_flatten", self._h, start_dim, end_dim)
+  @maps("tg_squeeze")
+  def squeeze(self, dim=None):
+    if isinstance(dim, (tuple, list)):
+      raise Missing("squeeze dim=tuple")
+    return call("tg_squeeze", self._h, TG_ALL if dim is None else dim)
+  @maps("tg_unsqueeze")
+  def unsqueeze(self, dim): return call("tg_unsqueeze", self._h, dim)
+
+  @maps("tg_cat")
+  def cat(self, *args, dim=0):
+    ts = _flat_tensors(self, args)
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    return call("tg_cat", len(ts), arr, dim)
+  @maps("tg_stack")
+  def stack(self, *args, dim=0):
+    ts = _flat_tensors(self, args)
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    return call("tg_stack", len(ts), arr, dim)
+
+  @maps("tg_split")
+  def split(self, sizes, dim=0):
+    ax = dim + self.ndim if dim < 0 else dim
+    if ax < 0 or ax >= self.ndim: raise TGError("split: bad dim")
+    n = self.shape[ax]
+    if isinstance(sizes, int):
+      if sizes <= 0: raise TGError("split: size must be positive")
+      sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
+    sizes = list(sizes)
+    out = (ctypes.c_void_p * len(sizes))()
+    status("tg_split", self._h, len(sizes), _i64(sizes), dim, out)
+    return tuple(Tensor._own(out[i]) for i in range(len(sizes)))
+
+  @maps("tg_split", note="tg_split with ceil(size / chunks) pieces")
+  def chunk(self, chunks, dim=0):
+    if not has("tg_chunk"):
+      n = self.shape[dim]
+      return self.split(math.ceil(n / chunks) if n else 1, dim)
+    return _auto("chunk", self, chunks, dim)
+
+  @maps("tg_repeat")
+  def repeat(self, repeats, *args):
+    r = (repeats,) + args if not isinstance(repeats, (tuple, list)) else tuple(repeats)
+    return call("tg_repeat", self._h, len(r), _i64(r))
+
+  @maps("tg_slice_axes", "tg_reshape", "tg_index_select", note="ints, slices, None, Ellipsis; one integer tensor index")
+  def __getitem__(self, idx):
+    if not isinstance(idx, tuple): idx = (idx,)
+    # expand Ellipsis
+    nreal = sum(1 for i in idx if i is not None and i is not Ellipsis and not (isinstance(i, Tensor) and i._dt == 0))
+    if sum(1 for i in idx if i is Ellipsis) > 1: raise TGError("an index can only have a single ellipsis")
+    if any(isinstance(i, Tensor) and i._dt == 0 for i in idx): raise Missing("getitem boolean tensor index")
+    if any(isinstance(i, (list, tuple)) for i in idx): raise Missing("getitem list index")
+    full = []
+    for i in idx:
+      if i is Ellipsis: full += [slice(None)] * (self.ndim - nreal)
+      else: full.append(i)
+    if nreal > self.ndim: raise TGError(f"getitem: too many indices for shape {self.shape}")
+    tensors = [k for k, i in enumerate(full) if isinstance(i, Tensor)]
+    if len(tensors) > 1: raise Missing("getitem several tensor indices")
+    # basic part
+    slices, newshape, axis_map, ax = [], [], [], 0
+    for i in full:
+      if i is None: newshape.append(1); axis_map.append(None); continue
+      n = self.shape[ax]
+      if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+        k = int(i)
+        if k < -n or k >= n: raise TGError(f"index {k} is out of bounds for dimension {ax} with size {n}")
+        k = k + n if k < 0 else k
+        slices.append((k, k + 1, 1, False)); axis_map.append("drop")
+      elif isinstance(i, slice):
+        st = 1 if i.step is None else int(i.step)
+        if st == 0: raise TGError("slice step cannot be 0")
+        start = TG_END if i.start is None else int(i.start)
+        stop = TG_END if i.stop is None else int(i.stop)
+        if i.start is None and st > 0: start = 0
+        slices.append((start, stop, st, i.start is None and i.stop is None and st == 1))
+        axis_map.append("keep")
+      elif isinstance(i, Tensor):
+        slices.append((0, 0, 1, True)); axis_map.append("tensor")
+      else:
+        raise Missing(f"getitem index {type(i).__name__}")
+      ax += 1
+    t = self
+    if slices and not all(s[3] for s in slices):
+      S = L.struct("tg_slice")
+      arr = (S * len(slices))(*[S(a, b, c, d) for a, b, c, d in slices])
+      t = call("tg_slice_axes", self._h, len(slices), arr)
+    # reshape: drop int axes, add None axes
+    shp, src, out = t.shape, 0, []
+    tensor_pos = None
+    for m in axis_map:
+      if m is None: out.append(1)
+      elif m == "drop": src += 1
+      else:
+        if m == "tensor": tensor_pos = len(out)
+        out.append(shp[src]); src += 1
+    out += list(shp[src:])
+    if tuple(out) != shp: t = t.reshape(tuple(out))
+    if tensor_pos is not None:
+      index = full[tensors[0]]
+      t = call("tg_index_select", t._h, tensor_pos, index._h)
+    return t
+
+  def __setitem__(self, idx, v): raise Missing("setitem")
+
+  # -- elementwise --
+  def _scalar_op(self, v, name):
+    """a tg_*_scalar call with tinygrad's weak-scalar dtype: a python float makes an int/bool tensor float32,
+    a python int makes a bool tensor int32 (tg's _scalar forms take a double and cannot tell 2 from 2.0)"""
+    if isinstance(v, np.generic): v = v.item()
+    wd = _weak_dtype(v, self)
+    out = _promote(self._dt, wd)
+    x = self if out == self._dt else self.cast(_FROM_TG[out])
+    return call(name, x._h, float(v))
+
+  def _bin(self, x, tgname, reverse=False, scalar=True, rscalar=None, comm=False, flip=None):
+    if isinstance(x, Tensor):
+      a, b = (x, self) if reverse else (self, x)
+      return call(tgname, a._h, b._h)
+    if isinstance(x, (list, tuple, np.ndarray)): x = Tensor(x)
+    if isinstance(x, Tensor): return self._bin(x, tgname, reverse, scalar, rscalar, comm, flip)
+    if not reverse:
+      if scalar and has(tgname + "_scalar"): return self._scalar_op(x, tgname + "_scalar")
+      c = _const(x, self)
+      return call(tgname, self._h, c._h)
+    rname = rscalar or ("tg_r" + tgname[3:] + "_scalar")
+    if has(rname): return self._scalar_op(x, rname)
+    if comm: return self._bin(x, tgname, False, scalar)
+    if flip: return self._bin(x, flip, False, scalar)
+    raise Missing(rname)
+
+  @maps("tg_add", "tg_add_scalar")
+  def add(self, x, reverse=False): return self._bin(x, "tg_add", reverse, comm=True)
+  @maps("tg_sub", "tg_sub_scalar", "tg_rsub_scalar")
+  def sub(self, x, reverse=False): return self._bin(x, "tg_sub", reverse)
+  @maps("tg_mul", "tg_mul_scalar")
+  def mul(self, x, reverse=False): return self._bin(x, "tg_mul", reverse, comm=True)
+  @maps("tg_div", "tg_div_scalar", "tg_rdiv_scalar", "tg_idiv", note="rounding_mode trunc on ints: tg_idiv; floor: tg_floordiv")
+  def div(self, x, reverse=False, rounding_mode=None):
+    if rounding_mode is None: return self._bin(x, "tg_div", reverse)
+    if rounding_mode not in ("trunc", "floor"): raise TGError(f"rounding_mode={rounding_mode!r} is not supported")
+    xt = _as_tensor(x, self)
+    a, b = (xt, self) if reverse else (self, xt)
+    if _is_int(a._dt) and _is_int(b._dt) or (a._dt == 0 and b._dt == 0):
+      if rounding_mode == "trunc": return call("tg_idiv", a._h, b._h)
+      for name in ("tg_floordiv", "tg_floor_divide", "tg_div_floor"):   # whichever name tg.h chose
+        if has(name): return call(name, a._h, b._h)
+      raise Missing("div rounding_mode=floor (ints)")
+    d = call("tg_div", a._h, b._h)
+    return d.trunc() if rounding_mode == "trunc" else d.floor()
+  @maps("tg_idiv")
+  def idiv(self, x, reverse=False): return self._bin(x, "tg_idiv", reverse, rscalar="tg_ridiv_scalar")
+  @maps("tg_mod", "tg_rmod_scalar")
+  def mod(self, x, reverse=False): return self._bin(x, "tg_mod", reverse)
+  @maps("tg_pow", "tg_pow_scalar", "tg_rpow_scalar")
+  def pow(self, x, reverse=False): return self._bin(x, "tg_pow", reverse)
+  @maps("tg_maximum", "tg_maximum_scalar")
+  def maximum(self, x): return self._bin(x, "tg_maximum")
+  @maps("tg_minimum", "tg_minimum_scalar")
+  def minimum(self, x): return self._bin(x, "tg_minimum")
+  @maps("tg_eq")
+  def eq(self, x): return self._bin(x, "tg_eq", scalar=False)
+  @maps("tg_ne")
+  def ne(self, x): return self._bin(x, "tg_ne", scalar=False)
+  @maps("tg_bitwise_and")
+  def bitwise_and(self, x, reverse=False): return self._bin(x, "tg_bitwise_and", reverse, scalar=False, comm=True)
+  @maps("tg_bitwise_or")
+  def bitwise_or(self, x, reverse=False): return self._bin(x, "tg_bitwise_or", reverse, scalar=False, comm=True)
+  @maps("tg_bitwise_xor")
+  def bitwise_xor(self, x, reverse=False): return self._bin(x, "tg_bitwise_xor", reverse, scalar=False, comm=True)
+  @maps("tg_lshift")
+  def lshift(self, x, reverse=False): return self._bin(x, "tg_lshift", reverse)
+  @maps("tg_rshift")
+  def rshift(self, x, reverse=False): return self._bin(x, "tg_rshift", reverse)
+  @maps("tg_bitwise_not")
+  def bitwise_not(self): return call("tg_bitwise_not", self._h)
+
+  def __neg__(self): return self.neg()
+  def __add__(self, x): return self.add(x)
+  def __radd__(self, x): return self.add(x, True)
+  def __sub__(self, x): return self.sub(x)
+  def __rsub__(self, x): return self.sub(x, True)
+  def __mul__(self, x): return self.mul(x)
+  def __rmul__(self, x): return self.mul(x, True)
+  def __truediv__(self, x): return self.div(x)
+  def __rtruediv__(self, x): return self.div(x, True)
+  def __floordiv__(self, x): return self.div(x, rounding_mode="floor")
+  def __rfloordiv__(self, x): return self.div(x, True, rounding_mode="floor")
+  def __mod__(self, x): return self.mod(x)
+  def __rmod__(self, x): return self.mod(x, True)
+  def __pow__(self, x): return self.pow(x)
+  def __rpow__(self, x): return self.pow(x, True)
+  def __and__(self, x): return self.bitwise_and(x)
+  def __rand__(self, x): return self.bitwise_and(x, True)
+  def __or__(self, x): return self.bitwise_or(x)
+  def __ror__(self, x): return self.bitwise_or(x, True)
+  def __xor__(self, x): return self.bitwise_xor(x)
+  def __rxor__(self, x): return self.bitwise_xor(x, True)
+  def __invert__(self): return self.bitwise_not()
+  def __lshift__(self, x): return self.lshift(x)
+  def __rshift__(self, x): return self.rshift(x)
+  def __rlshift__(self, x): return self.lshift(x, True)
+  def __rrshift__(self, x): return self.rshift(x, True)
+  def __lt__(self, x): return self._bin(x, "tg_lt", scalar=False)
+  def __gt__(self, x): return self._bin(x, "tg_gt", scalar=False)
+  def __le__(self, x): return self._bin(x, "tg_le", scalar=False)
+  def __ge__(self, x): return self._bin(x, "tg_ge", scalar=False)
+  def __eq__(self, x): return self.eq(x)
+  def __ne__(self, x): return self.ne(x)
+  def __matmul__(self, x): return self.matmul(x)
+  def __rmatmul__(self, x): return _as_tensor(x).matmul(self)
+  MAPS["__lt__"] = (("tg_lt",), ""); MAPS["__gt__"] = (("tg_gt",), ""); MAPS["__le__"] = (("tg_le",), "")
+  MAPS["__ge__"] = (("tg_ge",), "")
+
+  @maps("tg_where")
+  def where(self, x, y):
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+      x, y = _const(x), _const(y)
+      if x._dt != y._dt:
+        d = _FROM_TG[_promote(x._dt, y._dt)]
+        x, y = x.cast(d), y.cast(d)
+    elif not isinstance(x, Tensor): x = _const(x, y)
+    elif not isinstance(y, Tensor): y = _const(y, x)
+    return call("tg_where", self._h, x._h, y._h)
+
+  @maps("tg_matmul")
+  def matmul(self, x, reverse=False, dtype=None):
+    if dtype is not None: raise Missing("matmul dtype=")
+    a, b = (x, self) if reverse else (self, x)
+    return call("tg_matmul", a._h, b._h)
+  @maps("tg_dot")
+  def dot(self, x, dtype=None):
+    if dtype is not None: raise Missing("dot dtype=")
+    return call("tg_dot", self._h, x._h)
+
+  @maps("tg_clamp")
+  def clamp(self, min_=None, max_=None):
+    if min_ is None and max_ is None: raise TGError("at least one of 'min_' or 'max_' must not be None")
+    if isinstance(min_, Tensor) or isinstance(max_, Tensor): raise Missing("clamp tensor bounds")
+    lo = -math.inf if min_ is None else min_
+    hi = math.inf if max_ is None else max_
+    x = self
+    if _is_float(_promote(self._dt, _weak_dtype(lo if min_ is not None else hi, self))) and not _is_float(self._dt):
+      x = self.cast(dtypes.float32)
+    if not _is_float(x._dt):
+      info = np.iinfo(_NP[x._dt]) if x._dt else None
+      if info is not None:
+        lo, hi = max(lo, info.min), min(hi, info.max)
+    return call("tg_clamp", x._h, float(lo), float(hi))
+  MAPS["clip"] = (("tg_clamp",), "alias of clamp")
+  def clip(self, min_=None, max_=None): return self.clamp(min_, max_)
+
+  @maps("tg_leaky_relu")
+  def leaky_relu(self, neg_slope=0.01): return call("tg_leaky_relu", self._h, float(neg_slope))
+  @maps("tg_elu")
+  def elu(self, alpha=1.0): return call("tg_elu", self._h, float(alpha))
+  @maps("tg_softplus")
+  def softplus(self, beta=1.0):
+    if beta != 1.0:
+      if has("tg_softplus_beta"): return call("tg_softplus_beta", self._h, float(beta))
+      raise Missing("softplus beta=")
+    return call("tg_softplus", self._h)
+  @maps("tg_gelu")
+  def gelu(self, approximate="tanh"):
+    if approximate != "tanh": raise Missing(f"gelu approximate={approximate}")
+    return call("tg_gelu", self._h)
+  @maps("tg_silu")
+  def swish(self): return call("tg_silu", self._h)
+  MAPS["swish"] = (("tg_silu",), "alias of silu")
+
+  # -- reductions --
+  def _red(self, tgname, axis, keepdim, *extra):
+    n, arr = _axes(axis)
+    if n < 0: return self if not extra else call(tgname, self._h, 0, _i32([]), keepdim, *extra)
+    return call(tgname, self._h, n, arr, bool(keepdim), *extra)
+  @maps("tg_sum")
+  def sum(self, axis=None, keepdim=False, dtype=None):
+    r = self._red("tg_sum", axis, keepdim)
+    if dtype is not None:
+      if r.dtype != to_dtype(dtype): raise Missing("sum dtype=")
+    return r
+  @maps("tg_prod")
+  def prod(self, axis=None, keepdim=False, dtype=None):
+    if dtype is not None: raise Missing("prod dtype=")
+    return self._red("tg_prod", axis, keepdim)
+  @maps("tg_max")
+  def max(self, axis=None, keepdim=False): return self._red("tg_max", axis, keepdim)
+  @maps("tg_min")
+  def min(self, axis=None, keepdim=False): return self._red("tg_min", axis, keepdim)
+  @maps("tg_mean")
+  def mean(self, axis=None, keepdim=False): return self._red("tg_mean", axis, keepdim)
+  @maps("tg_var")
+  def var(self, axis=None, keepdim=False, correction=1):
+    n, arr = _axes(axis)
+    if n < 0: n, arr = 0, _i32([])
+    return call("tg_var", self._h, n, arr, bool(keepdim), float(correction))
+  @maps("tg_std")
+  def std(self, axis=None, keepdim=False, correction=1):
+    n, arr = _axes(axis)
+    if n < 0: n, arr = 0, _i32([])
+    return call("tg_std", self._h, n, arr, bool(keepdim), float(correction))
+  @maps("tg_argmax")
+  def argmax(self, axis=None, keepdim=False): return call("tg_argmax", self._h, TG_ALL if axis is None else axis, bool(keepdim))
+  @maps("tg_argmin")
+  def argmin(self, axis=None, keepdim=False): return call("tg_argmin", self._h, TG_ALL if axis is None else axis, bool(keepdim))
+  @maps("tg_softmax")
+  def softmax(self, axis=-1, dtype=None):
+    t = self.cast(dtype) if dtype is not None else self
+    return call("tg_softmax", t._h, axis)
+  @maps("tg_log_softmax")
+  def log_softmax(self, axis=-1, dtype=None):
+    t = self.cast(dtype) if dtype is not None else self
+    return call("tg_log_softmax", t._h, axis)
+  @maps("tg_logsumexp")
+  def logsumexp(self, axis=None, keepdim=False):
+    if axis is None or isinstance(axis, (tuple, list)):
+      if has("tg_logsumexp_axes"): raise Missing("logsumexp axis=None/tuple")
+      raise Missing("logsumexp axis=None/tuple")
+    return call("tg_logsumexp", self._h, axis, bool(keepdim))
+  @maps("tg_cumsum")
+  def cumsum(self, axis=0): return call("tg_cumsum", self._h, axis)
+
+  # -- nn --
+  @staticmethod
+  def _ints(v, name):
+    S = L.struct("tg_ints")
+    if v is None: return S()
+    if isinstance(v, int): v = (v,)
+    v = tuple(v)
+    if len(v) > 6: raise Missing(f"{name} with {len(v)} values")
+    if any(isinstance(x, (tuple, list)) for x in v): raise Missing(f"{name} nested pairs")
+    return S(len(v), (ctypes.c_int64 * 6)(*v))
+
+  @maps("tg_conv2d")
+  def conv2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0, dtype=None):
+    if dtype is not None: raise Missing("conv2d dtype=")
+    if isinstance(padding, str): raise Missing(f"conv2d padding={padding!r}")
+    O = L.struct("tg_conv_opts")
+    o = O(groups, self._ints(stride, "stride"), self._ints(dilation, "dilation"), self._ints(padding, "padding"),
+          self._ints(None, ""))
+    return call("tg_conv2d", self._h, weight._h, bias._h if bias is not None else None, o)
+
+  @maps("tg_conv_transpose2d")
+  def conv_transpose2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0, output_padding=0):
+    O = L.struct("tg_conv_opts")
+    o = O(groups, self._ints(stride, "stride"), self._ints(dilation, "dilation"), self._ints(padding, "padding"),
+          self._ints(output_padding, "output_padding"))
+    return call("tg_conv_transpose2d", self._h, weight._h, bias._h if bias is not None else None, o)
+
+  def _pool(self, kernel_size, stride, dilation, padding, ceil_mode, count_include_pad=True):
+    P = L.struct("tg_pool_opts")
+    k = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size, kernel_size)
+    return P(len(k), self._ints(k, "kernel"), self._ints(stride, "stride"), self._ints(dilation, "dilation"),
+             self._ints(padding, "padding"), bool(ceil_mode), bool(count_include_pad))
+
+  @maps("tg_max_pool2d")
+  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, return_indices=False):
+    if return_indices: raise Missing("max_pool2d return_indices=True")
+    return call("tg_max_pool2d", self._h, self._pool(kernel_size, stride, dilation, padding, ceil_mode))
+  @maps("tg_avg_pool2d")
+  def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, count_include_pad=True):
+    return call("tg_avg_pool2d", self._h, self._pool(kernel_size, stride, dilation, padding, ceil_mode, count_include_pad))
+
+  @maps("tg_layernorm")
+  def layernorm(self, axis=-1, eps=1e-5):
+    n, arr = _axes(axis)
+    return call("tg_layernorm", self._h, max(n, 0), arr, float(eps))
+  @maps("tg_rmsnorm")
+  def rmsnorm(self, axis=-1, eps=1e-6):
+    n, arr = _axes(axis)
+    return call("tg_rmsnorm", self._h, max(n, 0), arr, float(eps))
+  @maps("tg_batchnorm")
+  def batchnorm(self, weight, bias, mean, invstd, axis=1):
+    if axis != 1 and axis != (1,): raise Missing("batchnorm axis!=1")
+    h = lambda t: t._h if t is not None else None
+    return call("tg_batchnorm", self._h, h(weight), h(bias), h(mean), h(invstd))
+  @maps("tg_dropout")
+  def dropout(self, p=0.5): return call("tg_dropout", self._h, float(p))
+  @maps("tg_one_hot")
+  def one_hot(self, num_classes=-1):
+    return call("tg_one_hot", self._h, num_classes)
+  @maps("tg_gather")
+  def gather(self, dim, index): return call("tg_gather", self._h, dim, index._h)
+  @maps("tg_triu")
+  def triu(self, diagonal=0): return call("tg_triu", self._h, diagonal)
+  @maps("tg_tril")
+  def tril(self, diagonal=0): return call("tg_tril", self._h, diagonal)
+  @maps("tg_linear")
+  def linear(self, weight, bias=None, dtype=None):
+    return call("tg_linear", self._h, weight._h, bias._h if bias is not None else None)
+  def sequential(self, ll):
+    x = self
+    for f in ll: x = f(x)
+    return x
+  MAPS["sequential"] = ((), "python: applies a list of callables")
+
+  @maps("tg_scaled_dot_product_attention")
+  def scaled_dot_product_attention(self, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, enable_gqa=False):
+    if dropout_p: raise Missing("scaled_dot_product_attention dropout_p")
+    if enable_gqa: raise Missing("scaled_dot_product_attention enable_gqa")
+    return call("tg_scaled_dot_product_attention", self._h, key._h, value._h,
+                attn_mask._h if attn_mask is not None else None, bool(is_causal))
+
+  def _loss_opts(self, reduction="mean", label_smoothing=0.0, ignore_index=None):
+    O = L.struct("tg_loss_opts")
+    red = {"mean": 0, "sum": 1, "none": 2}.get(reduction, 99)   # an unknown name: a bad enum value, for tg to refuse
+    return O(red, float(label_smoothing), ignore_index is not None, -1 if ignore_index is None else int(ignore_index))
+  @maps("tg_sparse_categorical_crossentropy")
+  def sparse_categorical_crossentropy(self, Y, ignore_index=-1, label_smoothing=0.0, reduction="mean"):
+    return call("tg_sparse_categorical_crossentropy", self._h, Y._h, self._loss_opts(reduction, label_smoothing, ignore_index))
+  @maps("tg_cross_entropy")
+  def cross_entropy(self, Y, reduction="mean", label_smoothing=0.0):
+    return call("tg_cross_entropy", self._h, Y._h, self._loss_opts(reduction, label_smoothing))
+  @maps("tg_nll_loss")
+  def nll_loss(self, Y, weight=None, ignore_index=None, reduction="mean"):
+    if weight is not None: raise Missing("nll_loss weight=")
+    return call("tg_nll_loss", self._h, Y._h, self._loss_opts(reduction, 0.0, ignore_index))
+  @maps("tg_binary_crossentropy")
+  def binary_crossentropy(self, Y, reduction="mean"):
+    return call("tg_binary_crossentropy", self._h, Y._h, self._loss_opts(reduction))
+  @maps("tg_binary_crossentropy_logits")
+  def binary_crossentropy_logits(self, Y, reduction="mean", pos_weight=None):
+    if pos_weight is not None: raise Missing("binary_crossentropy_logits pos_weight=")
+    return call("tg_binary_crossentropy_logits", self._h, Y._h, self._loss_opts(reduction))
+  @maps("tg_interpolate")
+  def interpolate(self, size, mode="linear", align_corners=False):
+    modes = {"nearest": 0, "linear": 1}
+    if mode not in modes or align_corners: raise Missing(f"interpolate mode={mode}" + (" align_corners" if align_corners else ""))
+    return call("tg_interpolate", self._h, len(size), _i64(size), modes[mode])
+
+
+# simple unary methods: tinygrad name -> tg function (same name unless noted)
+_UNARY = ["neg", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "reciprocal", "abs", "sign", "square",
+          "trunc", "floor", "ceil", "relu", "sigmoid", "tanh", "silu", "relu6", "hardswish", "hardsigmoid", "mish",
+          "logical_not"]
+
+
+def _mk_unary(tgname):
+  def f(self): return call(tgname, self._h)
+  return f
+
+
+for _n in _UNARY:
+  setattr(Tensor, _n, _mk_unary("tg_" + _n))
+  MAPS[_n] = (("tg_" + _n,), "")
+
+
+def _instance_getattr(self, name):
+  if name.startswith("__") or name in ("_h",): raise AttributeError(name)
+  return _unmapped(name, self)
+
+
+Tensor.__getattr__ = _instance_getattr
