@@ -293,26 +293,28 @@ tg_tensor *tg_sin(tg_tensor *t);         /* float */
 tg_tensor *tg_cos(tg_tensor *t);         /* float */
 tg_tensor *tg_tan(tg_tensor *t);         /* float */
 tg_tensor *tg_reciprocal(tg_tensor *t);  /* 1 / x, float */
-tg_tensor *tg_abs(tg_tensor *t);         /* t's dtype */
+tg_tensor *tg_abs(tg_tensor *t);         /* t's dtype; gradient 0 at 0 (tinygrad's x * sign(x)) */
 tg_tensor *tg_sign(tg_tensor *t);        /* -1, 0 or 1 (NaN stays NaN), t's dtype */
 tg_tensor *tg_square(tg_tensor *t);      /* x * x, t's dtype */
 tg_tensor *tg_trunc(tg_tensor *t);       /* rounds toward zero, t's dtype (integers unchanged) */
 tg_tensor *tg_floor(tg_tensor *t);       /* t's dtype */
 tg_tensor *tg_ceil(tg_tensor *t);        /* t's dtype */
-tg_tensor *tg_relu(tg_tensor *t);        /* max(x, 0), t's dtype */
-tg_tensor *tg_sigmoid(tg_tensor *t);     /* 1 / (1 + e^-x), float */
+tg_tensor *tg_relu(tg_tensor *t);        /* x > 0 ? x : 0, t's dtype: gradient 0 at 0, NaN gives 0 (tinygrad) */
+tg_tensor *tg_sigmoid(tg_tensor *t);     /* 1 / (1 + e^-x), float; saturated (even inf): gradient 0 */
 tg_tensor *tg_tanh(tg_tensor *t);        /* float */
 tg_tensor *tg_gelu(tg_tensor *t);        /* tanh approximation, as tinygrad; float */
 tg_tensor *tg_silu(tg_tensor *t);        /* x * sigmoid(x), float */
 tg_tensor *tg_softplus(tg_tensor *t);    /* log(1 + e^x) without overflow, float */
 tg_tensor *tg_leaky_relu(tg_tensor *t, double neg_slope);  /* x < 0 ? neg_slope * x : x, float */
 tg_tensor *tg_elu(tg_tensor *t, double alpha);             /* x > 0 ? x : alpha * (e^x - 1), float */
-tg_tensor *tg_relu6(tg_tensor *t);       /* min(max(x, 0), 6), t's dtype */
+tg_tensor *tg_relu6(tg_tensor *t);       /* min(max(x, 0), 6), t's dtype; gradient 0 at 0, 1 at 6, NaN gives 0 */
 tg_tensor *tg_hardswish(tg_tensor *t);   /* x * hardsigmoid(x), float */
 tg_tensor *tg_hardsigmoid(tg_tensor *t); /* relu6(x + 3) / 6, float */
 tg_tensor *tg_mish(tg_tensor *t);        /* x * tanh(softplus(x)), float */
 tg_tensor *tg_logical_not(tg_tensor *t); /* x == 0, bool */
-tg_tensor *tg_clamp(tg_tensor *t, double lo, double hi);   /* min(max(x, lo), hi), t's dtype; lo <= hi */
+/* tinygrad's clamp: x < lo ? lo : x, then that > hi ? hi : it; t's dtype. lo > hi gives hi; a bound of NaN is
+ * not given (tinygrad's None; not both); gradient 1 at a bound; NaN stays NaN */
+tg_tensor *tg_clamp(tg_tensor *t, double lo, double hi);
 
 /* Binary ops broadcast a and b (numpy) and promote them to one dtype (tinygrad's rules), then apply. */
 tg_tensor *tg_add(tg_tensor *a, tg_tensor *b);   /* a + b */
@@ -321,10 +323,14 @@ tg_tensor *tg_mul(tg_tensor *a, tg_tensor *b);   /* a * b (bool: and) */
 tg_tensor *tg_div(tg_tensor *a, tg_tensor *b);   /* true division: integers promote to float */
 tg_tensor *tg_idiv(tg_tensor *a, tg_tensor *b);  /* integer division rounding toward zero */
 tg_tensor *tg_mod(tg_tensor *a, tg_tensor *b);   /* python modulo: result has the sign of b */
-/* a^b as tinygrad: 0^0 = 1, NaN for a negative base with a fractional exponent; integers rounded */
+/* a^b as tinygrad: x^0 = 1, NaN for a negative base with a fractional exponent except -inf ((-inf)^0.3 =
+ * inf); integers rounded. Gradients as tinygrad's: b a^(b-1) (0 where b = 0) and a^b ln a (where a = 0: -inf
+ * for b < 0, else 0) */
 tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b);  /* the larger of a and b */
-tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b);  /* the smaller of a and b */
+/* the larger (smaller) of a and b as tinygrad: a NaN in a gives NaN, a NaN in b gives a (PyTorch: NaN both);
+ * ties split the gradient 0.5/0.5 */
+tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b);  /* see tg_maximum */
 tg_tensor *tg_lt(tg_tensor *a, tg_tensor *b);    /* a < b, bool (compared in the promoted dtype) */
 tg_tensor *tg_le(tg_tensor *a, tg_tensor *b);    /* a <= b, bool */
 tg_tensor *tg_gt(tg_tensor *a, tg_tensor *b);    /* a > b, bool */
@@ -453,11 +459,12 @@ tg_tensor *tg_rrshift_scalar(tg_tensor *a, int64_t v);      /* v >> a */
  * reduction, softmax and argmax included: the identity). Empty reductions give the op's identity, as tinygrad:
  * sum 0, prod 1, max the dtype's lowest value (-inf), min its highest */
 tg_tensor *tg_sum(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* (u)int8/16: (u)int32; bool: int32 */
-tg_tensor *tg_prod(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* t's dtype */
-tg_tensor *tg_max(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* t's dtype */
-tg_tensor *tg_min(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* t's dtype */
+tg_tensor *tg_prod(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* t's dtype; zeros: exact gradient */
+tg_tensor *tg_max(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* t's dtype; ties share the gradient */
+tg_tensor *tg_min(tg_tensor *t, int naxes, const int *axes, bool keepdim);   /* see tg_max */
 tg_tensor *tg_mean(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* float (ints: float32); empty: NaN */
-/* sum((x - mean)^2) / (n - correction), float (NaN when n <= correction); tinygrad's default correction is 1 */
+/* sum((x - mean)^2) / max(n - correction, 0), float (inf, or NaN for 0 / 0, when n <= correction); tinygrad's
+ * default correction is 1 */
 tg_tensor *tg_var(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction);
 tg_tensor *tg_std(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction);  /* sqrt(tg_var) */
 /* int32: the first index of the largest value along axis; TG_ALL: of the flattened tensor, 0-d. An empty axis
@@ -571,7 +578,8 @@ typedef struct tg_conv_opts {
 } tg_conv_opts;
 tg_conv_opts tg_conv_defaults(void);   /* one group, everything else not given (== a zero-initialized struct) */
 /* x (N, Cin, *spatial), w (Cout, Cin/groups, *kernel), bias (Cout) or NULL; 1 to 3 spatial dims. The result
- * is (N, Cout, *out), out = (in + pads - dilation * (kernel - 1) - 1) / stride + 1 (at least 1) */
+ * is (N, Cout, *out), out = (in + pads - dilation * (kernel - 1) - 1) / stride + 1 (at least 1); a negative
+ * padding crops the input, as tinygrad's (pooling too) */
 tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o);
 /* w (Cin, Cout/groups, *kernel) as PyTorch; padding removes rows from the output as PyTorch's */
 tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o);

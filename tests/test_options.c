@@ -68,7 +68,11 @@ TEST(test_options_conv_padding_per_dimension_and_per_side) {
   tg_tensor *x = tg_zeros(TG_FLOAT32, 4, (int64_t[]){1, 1, H, W}), *k = tg_zeros(TG_FLOAT32, 4, (int64_t[]){1, 1, 3, 2});
   CHECK(!tg_conv2d(x, k, NULL, (tg_conv_opts){.padding = TG_INTS(1, 1, 1)}) && strstr(tg_error(), "padding"), "3 paddings");
   CHECK(!tg_conv2d(x, k, NULL, (tg_conv_opts){.stride = TG_INTS(0)}) && strstr(tg_error(), "stride"), "stride 0");
-  CHECK(!tg_conv2d(x, k, NULL, (tg_conv_opts){.padding = TG_INTS(-1)}) && strstr(tg_error(), "padding"), "padding -1");
+  /* a negative padding crops the input, as tinygrad's; cropping past the input is refused */
+  check_conv("padding -1", (tg_conv_opts){.padding = TG_INTS(-1)}, (int64_t[]){-1, -1, -1, -1}, 1);
+  check_conv("padding (left 1, right -1, top 0, bottom -1)", (tg_conv_opts){.padding = TG_INTS(1, -1, 0, -1)},
+             (int64_t[]){0, -1, 1, -1}, 1);
+  CHECK(!tg_conv2d(x, k, NULL, (tg_conv_opts){.padding = TG_INTS(-2)}) && strstr(tg_error(), "no output"), "padding -2: %s", tg_error());
   CHECK(!tg_conv2d(x, k, NULL, (tg_conv_opts){.groups = -2}) && strstr(tg_error(), "groups"), "groups -2");
   CHECK(!tg_conv2d(x, k, NULL, (tg_conv_opts){.output_padding = TG_INTS(1)}), "output_padding on conv2d");
   tg_free(x);

@@ -33,6 +33,8 @@ static uop *g_cast(void *ctx, uop *u, uop **cap) {
 static uop *g_neg(void *ctx, uop *u, uop **cap) { grad_ctx *c = ctx; c->out[0] = neg(c->g); return done(); }
 static uop *g_pass(void *ctx, uop *u, uop **cap) { grad_ctx *c = ctx; c->out[0] = c->g; return done(); }
 static uop *g_none(void *ctx, uop *u, uop **cap) { return done(); }
+/* 0, as tinygrad: floor, ceil, trunc and round give their input a zero gradient rather than none */
+static uop *g_zero(void *ctx, uop *u, uop **cap) { grad_ctx *c = ctx; c->out[0] = mk_const_like(u->src[0], 0); return done(); }
 static uop *g_recip(void *ctx, uop *u, uop **cap) {  /* d(1/x) = -1/x^2 = -ret*ret */
   grad_ctx *c = ctx;
   c->out[0] = mul(neg(c->g), mul(u, u));
@@ -118,8 +120,16 @@ static uop *g_reduce(void *ctx, uop *u, uop **cap) {
     uop *is_max = mk_cast(mk_binary(OP_CMPEQ, x, mk_expand(u, x->ndim, x->shape)), (tg_dtype)x->dtype);
     uop *count = mk_expand(mk_reduce(is_max, OP_ADD, f), x->ndim, x->shape);
     c->out[0] = mul(mk_binary(OP_FDIV, is_max, count), ge);
-  } else if (u->arg.i == OP_MUL) {  /* prod / x */
-    c->out[0] = mk_binary(OP_FDIV, mul(ge, mk_expand(u, x->ndim, x->shape)), x);
+  } else if (u->arg.i == OP_MUL) {  /* the product of the others: prod / x, or where x is the only 0 the prod of the rest */
+    bool f[TG_MAX_DIMS];
+    reduced_axes(u, f);
+    uop *zero = mk_const_like(x, 0), *one = mk_const_like(x, 1);
+    uop *is0 = mk_binary(OP_CMPEQ, x, zero), *safe = mk_where(is0, one, x);
+    uop *n0 = mk_expand(mk_reduce(mk_cast(is0, TG_INT32), OP_ADD, f), x->ndim, x->shape);
+    uop *rest = mk_expand(mk_reduce(safe, OP_MUL, f), x->ndim, x->shape);
+    uop *at0 = mk_where(mk_binary(OP_CMPEQ, n0, mk_const_like(n0, 1)), rest, zero);
+    uop *div = mk_binary(OP_FDIV, mk_expand(u, x->ndim, x->shape), safe);
+    c->out[0] = mul(ge, mk_where(is0, at0, div));
   }
   return done();
 }
@@ -185,8 +195,32 @@ static uop *g_flip(void *ctx, uop *u, uop **cap) {
   return done();
 }
 
+/* a^b (CG_POW) as tinygrad's POW: b a^(b-1) for a (0 where b = 0: x^0 is constant), a^b ln a for b (where
+ * a = 0: -inf for b < 0, else 0). a^(b-1) is pow again, so a second derivative follows the same rules */
+static uop *pow_grads(grad_ctx *c, uop *u) {
+  uop *a = u->src[1], *b = u->src[2], *g = c->g;
+  uop *zero = mk_const_like(a, 0);
+  uop *da = mul(b, pow_node(a, mk_binary(OP_ADD, b, mk_const_like(b, -1))));
+  c->out[1] = mul(g, mk_where(mk_binary(OP_CMPEQ, b, zero), zero, da));
+  uop *lna = mul(mk_unary(OP_LOG2, a), mk_const_like(a, LN2));
+  uop *at0 = mk_where(mk_binary(OP_CMPLT, b, zero), mk_const_like(a, -INFINITY), zero);
+  c->out[2] = mul(g, mk_where(mk_binary(OP_CMPEQ, a, zero), at0, mul(u, lna)));
+  return c->out[1] && c->out[2] ? done() : NULL;
+}
+
 static uop *g_custom(void *ctx, uop *u, uop **cap) {
   grad_ctx *c = ctx;
+  /* the rules that give src[0] (the value, built from the other sources) nothing */
+  if (u->arg.i == CG_POW && u->nsrc == 3) return pow_grads(c, u);
+  if (u->arg.i == CG_RELU && u->nsrc == 2) {
+    uop *x = u->src[1], *zero = mk_const_like(c->g, 0);
+    c->out[1] = mk_where(mk_binary(OP_CMPLT, mk_const_like(x, 0), x), c->g, zero);
+    return c->out[1] ? done() : NULL;
+  }
+  if (u->arg.i == CG_SIGMOID && u->nsrc == 2) {
+    c->out[1] = mul(c->g, mul(u, mk_binary(OP_ADD, mk_const_like(u, 1), neg(u))));
+    return c->out[1] ? done() : NULL;
+  }
   c->out[0] = c->g;  /* src[0] computes the value: its own sources get their gradients through it */
   if (u->arg.i == CG_CONV_INPUT && u->nsrc == 3) {
     c->out[1] = conv_input_grad(c->g, u->src[1], u->src[2], u->aux);
@@ -220,7 +254,8 @@ static const rule gradient_rules[] = {
     {"(FLIP _)", g_flip},
     {"(CONTIGUOUS _)", g_pass},
     {"(CUSTOM_GRAD ...)", g_custom},
-    {"(TRUNC|BITCAST|CMPLT|CMPNE|CMPEQ|IDIV|MOD|AND|OR|XOR|SHL|SHR|DETACH ...)", g_none},
+    {"(TRUNC _)", g_zero},
+    {"(BITCAST|CMPLT|CMPNE|CMPEQ|IDIV|MOD|AND|OR|XOR|SHL|SHR|DETACH ...)", g_none},
     {NULL, NULL},
 };
 

@@ -66,7 +66,6 @@ bool ints_dims(const char *op, const char *what, tg_ints v, int nd, int64_t def,
 }
 
 bool ints_pads(const char *op, tg_ints v, int nd, int64_t *pads) {
-  char b[128];
   if (v.n == 2 * nd) {  /* tinygrad's flat order: the last dim's (before, after) first */
     for (int j = 0; j < nd; j++) {
       pads[2 * j] = v.v[2 * (nd - 1 - j)];
@@ -82,11 +81,6 @@ bool ints_pads(const char *op, tg_ints v, int nd, int64_t *pads) {
     for (int j = 0; j < nd; j++) per[j] = v.n == 0 ? 0 : v.n == 1 ? v.v[0] : v.v[j];
     for (int j = 0; j < nd; j++) pads[2 * j] = pads[2 * j + 1] = per[j];
   }
-  for (int j = 0; j < 2 * nd; j++)
-    if (pads[j] < 0) {
-      tg_set_error(TG_ERR_ARG, "%s: padding %s: values must not be negative", op, ints_str(b, sizeof b, v));
-      return false;
-    }
   return true;
 }
 

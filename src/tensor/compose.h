@@ -24,7 +24,7 @@ tg_tensor *tmps_end(tmps *s, tg_tensor *r);
  * -> one each; false with an error naming op and what when the count is wrong or a value is below min */
 bool ints_dims(const char *op, const char *what, tg_ints v, int nd, int64_t def, int64_t min, int64_t *out);
 /* pads[2*j], pads[2*j+1] before and after spatial dim j from a padding option: not given -> 0, one value,
- * one per dim (symmetric), or 2 * nd per side in tinygrad's flat order (last dim first); none negative */
+ * one per dim (symmetric), or 2 * nd per side in tinygrad's flat order (last dim first); a negative value crops */
 bool ints_pads(const char *op, tg_ints v, int nd, int64_t *pads);
 
 /* constant padding with pads[2*i], pads[2*i+1] before/after axis i; negative pads shrink */

@@ -80,6 +80,9 @@ static tg_tensor *conv_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor *bias
   return tmp(s, tg_add(y, tmp(s, tg_reshape(bias, 2 + nd, sh))));
 }
 
+/* |v| (INT64_MIN as INT64_MAX): a padding's size, cropping or not */
+static int64_t mag(int64_t v) { return v >= 0 ? v : v == INT64_MIN ? INT64_MAX : -v; }
+
 /* shared argument checks; fills nd, g and the per-dimension options (pads: before/after per dim) */
 static bool conv_args(const char *op, tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o, bool transposed,
                       int *nd, int64_t *g, int64_t *stride, int64_t *dil, int64_t *pads, int64_t *opad) {
@@ -122,8 +125,9 @@ static bool conv_args(const char *op, tg_tensor *x, tg_tensor *w, tg_tensor *bia
   }
   for (int j = 0; j < *nd; j++) {
     int64_t i = TSHAPE(x)[2 + j], k = TSHAPE(w)[2 + j], pb = pads[2 * j], pa = pads[2 * j + 1], out, t1, t2, t3;
-    /* each term under 2^60 (shape.c): the output size arithmetic below and after cannot overflow */
-    if (i >= 1 && k >= 1 && !(size_mul(dil[j], k - 1, &t1) && size_add(i, pb, &t2) && size_add(t2, pa, &t2) &&
+    /* each term under 2^60 (shape.c): the output size arithmetic below and after cannot overflow. A negative
+     * padding crops (tinygrad): its size counts too */
+    if (i >= 1 && k >= 1 && !(size_mul(dil[j], k - 1, &t1) && size_add(i, mag(pb), &t2) && size_add(t2, mag(pa), &t2) &&
                               size_mul(i - 1, stride[j], &t3) && size_add(stride[j], dil[j], &t3))) {
       tg_set_error(TG_ERR_ARG, "%s: stride %lld, dilation %lld or padding (%lld, %lld) of spatial dim %d (size %lld, "
                    "kernel %lld) makes a size past 2^60", op, (long long)stride[j], (long long)dil[j], (long long)pb,
@@ -262,7 +266,8 @@ static bool pool_setup(const char *op, tg_tensor *x, tg_pool_opts o, pool_args *
     a->pads[2 * j] = pb;
     a->pads[2 * j + 1] = pa;
     int64_t t1, t2;  /* each term under 2^60 (shape.c): the arithmetic below cannot overflow */
-    if (!(size_mul(d, k - 1, &t1) && size_add(i, pb, &t2) && size_add(t2, pa, &t2) && size_add(s, d, &t1))) {
+    if (!(size_mul(d, k - 1, &t1) && size_add(i, mag(pb), &t2) && size_add(t2, mag(pa), &t2) &&
+          size_add(s, d, &t1))) {
       tg_set_error(TG_ERR_ARG, "%s: kernel %lld, stride %lld, dilation %lld or padding (%lld, %lld) makes a size past 2^60",
                    op, (long long)k, (long long)s, (long long)d, (long long)pb, (long long)pa);
       return false;

@@ -66,13 +66,30 @@ static uop *lt(uop *a, uop *b) { return mk_binary(OP_CMPLT, a, b); }
 static uop *exp_(uop *x) { return mk_unary(OP_EXP2, mulc(x, LOG2E)); }
 static uop *log_(uop *x) { return mulc(mk_unary(OP_LOG2, x), LN2); }
 static uop *recip(uop *x) { return mk_unary(OP_RECIP, x); }
-static uop *sigmoid_(uop *x) { return recip(addc(exp_(neg(x)), 1)); }
+/* v, a function of x, marked so that x's gradient comes from the CUSTOM_GRAD rule kind (autograd.c) and none
+ * flows through v's own nodes. The scheduler sees v alone, the plain composition (no DETACH in the way of
+ * fusion decisions) */
+static uop *with_grad(int kind, uop *v, uop *x) {
+  if (!v || !x) return NULL;
+  uop *src[2] = {v, x};
+  return uop_new_shaped(OP_CUSTOM_GRAD, (tg_dtype)v->dtype, 2, src, (uop_arg){.i = kind}, 0, NULL, v->ndim, v->shape);
+}
+/* 1 / (1 + e^-x), with the gradient s (1 - s) of its value s: composed, the gradient of a saturated input
+ * (|x| past ~88 in float32, or inf) would be 0 * inf = NaN; tinygrad gets s (1 - s) by rewriting its gradient
+ * graph (x * (1 / (1 + x)) -> 1 - 1 / (1 + x)) */
+static uop *sigmoid_(uop *x) { return with_grad(CG_SIGMOID, recip(addc(exp_(neg(x)), 1)), x); }
 static uop *tanh_(uop *x) { return addc(mulc(sigmoid_(mulc(x, 2)), 2), -1); }
-static uop *maxc(uop *x, double v) { return mk_binary(OP_MAX, x, mk_const_like(x, v)); }
-static uop *minc(uop *x, double v) { return mk_where(lt(x, mk_const_like(x, v)), x, mk_const_like(x, v)); }
-static uop *softplus_(uop *x) {  /* max(x, 0) + log(1 + exp(-|x|)): no overflow for large x */
-  uop *ax = mk_where(lt(x, mk_const_like(x, 0)), neg(x), x);
-  return mk_binary(OP_ADD, maxc(x, 0), log_(addc(exp_(neg(ax)), 1)));
+/* tinygrad's relu, (x > 0).where(x, 0): NaN gives 0, and the gradient at 0 is 0 where a MAX's splits 0.5/0.5.
+ * The value is MAX(x, 0), the same (rendered x > 0 ? x : 0), which reads x once: the where read it twice, and
+ * a matmul's output read twice is stored rather than fused with its relu */
+static uop *relu_(uop *x) {
+  if (!dtype_is_float((tg_dtype)x->dtype)) return mk_binary(OP_MAX, x, mk_const_like(x, 0));
+  return with_grad(CG_RELU, mk_binary(OP_MAX, x, mk_const_like(x, 0)), x);
+}
+static uop *softplus_(uop *x) {  /* relu(x) + log(1 + e^-|x|): no overflow for large x; both kinks on one side */
+  uop *c = lt(x, mk_const_like(x, 0));
+  uop *r = mk_where(c, mk_const_like(x, 0), x);
+  return mk_binary(OP_ADD, r, log_(addc(exp_(mk_where(c, x, neg(x))), 1)));
 }
 
 /* unary entry: NULL propagates; integer inputs of float math become float32 as in tinygrad */
@@ -98,7 +115,14 @@ static uop *f_sin(uop *x) { return mk_unary(OP_SIN, x); }
 static uop *f_cos(uop *x) { return mk_unary(OP_SIN, mk_binary(OP_ADD, mk_const_like(x, M_PI / 2), neg(x))); }
 static uop *f_tan(uop *x) { return fdiv_(f_sin(x), f_cos(x)); }
 static uop *f_recip(uop *x) { return recip(x); }
-static uop *f_abs(uop *x) { return x->dtype == TG_BOOL || dtype_is_unsigned((tg_dtype)x->dtype) ? x : mk_where(lt(x, mk_const_like(x, 0)), neg(x), x); }
+/* floats as tinygrad's x * sign(x), sign(NaN) = 1: the gradient at 0 is 0, abs(NaN) NaN with gradient 1 */
+static uop *f_abs(uop *x) {
+  if (x->dtype == TG_BOOL || dtype_is_unsigned((tg_dtype)x->dtype)) return x;
+  uop *zero = mk_const_like(x, 0);
+  if (!dtype_is_float((tg_dtype)x->dtype)) return mk_where(lt(x, zero), neg(x), x);
+  uop *s = mk_where(mk_binary(OP_CMPNE, x, zero), mk_where(lt(x, zero), mk_const_like(x, -1), mk_const_like(x, 1)), zero);
+  return mk_binary(OP_MUL, x, s);
+}
 static uop *f_sign(uop *x) {
   if (x->dtype == TG_BOOL) return x;
   uop *s = mk_where(mk_binary(OP_CMPNE, x, mk_const_like(x, 0)), mk_where(lt(x, mk_const_like(x, 0)), mk_const_like(x, -1), mk_const_like(x, 1)), mk_const_like(x, 0));
@@ -116,7 +140,7 @@ static uop *f_ceil(uop *x) {
   uop *t = mk_unary(OP_TRUNC, x);
   return mk_where(lt(t, x), addc(t, 1), t);
 }
-static uop *f_relu(uop *x) { return x->dtype == TG_BOOL ? x : maxc(x, 0); }
+static uop *f_relu(uop *x) { return x->dtype == TG_BOOL ? x : relu_(x); }
 static uop *f_sigmoid(uop *x) { return sigmoid_(x); }
 static uop *f_tanh(uop *x) { return tanh_(x); }
 static uop *f_gelu(uop *x) {
@@ -125,7 +149,13 @@ static uop *f_gelu(uop *x) {
 }
 static uop *f_silu(uop *x) { return mk_binary(OP_MUL, x, sigmoid_(x)); }
 static uop *f_softplus(uop *x) { return softplus_(x); }
-static uop *f_relu6(uop *x) { return minc(maxc(x, 0), 6); }
+/* gradients as tinygrad's relu(x) - relu(x - 6): 0 at 0, 1 at 6; NaN gives 0. Exact above 6 (the
+ * difference is not: 1e8 - (1e8 - 6) is 8 in float32) */
+static uop *f_relu6(uop *x) {
+  if (x->dtype == TG_BOOL) return x;
+  uop *six = mk_const_like(x, 6);
+  return mk_where(lt(mk_const_like(x, 0), x), mk_where(lt(six, x), six, x), mk_const_like(x, 0));
+}
 static uop *f_hardsigmoid(uop *x) { return mulc(f_relu6(addc(x, 3)), 1.0 / 6); }
 static uop *f_hardswish(uop *x) { return mk_binary(OP_MUL, x, f_hardsigmoid(x)); }
 static uop *f_mish(uop *x) { return mk_binary(OP_MUL, x, tanh_(softplus_(x))); }
@@ -169,17 +199,32 @@ tg_tensor *tg_leaky_relu(tg_tensor *t, double slope) {
 tg_tensor *tg_elu(tg_tensor *t, double alpha) {
   if (!t) return NULL;
   uop *x = mk_cast(t->u, float_of(TDT(t)));
-  return tensor_new(mk_where(lt(mk_const_like(x, 0), x), x, mulc(addc(exp_(x), -1), alpha)));
+  uop *pos = lt(mk_const_like(x, 0), x);  /* e^x of min(x, 0): a large x's unused branch stays finite (no 0 * inf) */
+  return tensor_new(mk_where(pos, x, mulc(addc(exp_(mk_where(pos, mk_const_like(x, 0), x)), -1), alpha)));
 }
 
+/* a bound as a constant of x's dtype: an integer dtype takes its nearest value (inf has no int32) */
+static uop *bound_like(uop *x, double v) {
+  tg_dtype dt = (tg_dtype)x->dtype;
+  if (!dtype_is_float(dt)) v = v < dtype_min(dt) ? dtype_min(dt) : v > dtype_max(dt) ? dtype_max(dt) : v;
+  return mk_const_like(x, v);
+}
+
+/* tinygrad's clamp: (x < lo).where(lo, x), then (r > hi).where(hi, r). A value at a bound gets the gradient 1,
+ * NaN stays NaN, and lo > hi gives hi everywhere */
 tg_tensor *tg_clamp(tg_tensor *t, double lo, double hi) {
   if (!t) return NULL;
-  if (lo > hi) {
-    tg_set_error(TG_ERR_ARG, "tg_clamp: min %g is greater than max %g", lo, hi);
+  if (isnan(lo) && isnan(hi)) {
+    tg_set_error(TG_ERR_ARG, "tg_clamp: at least one of min and max must be given (both are NaN)");
     return NULL;
   }
+  lib_lock();
   uop *x = t->u;
-  return tensor_new(minc(mk_where(lt(x, mk_const_like(x, lo)), mk_const_like(x, lo), x), hi));
+  if (!isnan(lo)) x = mk_where(lt(x, bound_like(x, lo)), bound_like(x, lo), x);
+  if (!isnan(hi) && x) x = mk_where(lt(bound_like(x, hi), x), bound_like(x, hi), x);
+  tg_tensor *r = tensor_new(x);
+  lib_unlock();
+  return r;
 }
 
 /* ---- binary ------------------------------------------------------------------------------------------ */
@@ -224,8 +269,14 @@ static uop *b_mod(uop *a, uop *b) {  /* python modulo: the result takes the sign
   uop *fix = mk_binary(OP_AND, mk_binary(OP_CMPNE, r, zero), mk_binary(OP_CMPNE, lt(r, zero), lt(b, mk_const_like(b, 0))));
   return mk_where(fix, mk_binary(OP_ADD, r, b), r);
 }
-static uop *b_max(uop *a, uop *b) { return mk_binary(OP_MAX, a, b); }
-static uop *b_min(uop *a, uop *b) { return mk_where(lt(b, a), b, a); }
+/* tinygrad's maximum is (a < b).where(b, a): a NaN a gives NaN, a NaN b gives a. MAX(b, a) renders as
+ * b > a ? b : a, the same, and keeps MAX's gradient, which splits ties 0.5/0.5 as tinygrad's */
+static uop *b_max(uop *a, uop *b) { return mk_binary(OP_MAX, b, a); }
+/* -max(-a, -b) for floats as tinygrad: ties split, a NaN a gives NaN, a NaN b gives a */
+static uop *b_min(uop *a, uop *b) {
+  if (!dtype_is_float((tg_dtype)a->dtype)) return mk_where(lt(b, a), b, a);
+  return neg(b_max(neg(a), neg(b)));
+}
 static uop *b_lt(uop *a, uop *b) { return lt(a, b); }
 static uop *b_gt(uop *a, uop *b) { return lt(b, a); }
 static uop *b_le(uop *a, uop *b) { return f_not(lt(b, a)); }
@@ -236,22 +287,34 @@ static uop *b_and(uop *a, uop *b) { return mk_binary(OP_AND, a, b); }
 static uop *b_or(uop *a, uop *b) { return mk_binary(OP_OR, a, b); }
 static uop *b_xor(uop *a, uop *b) { return mk_binary(OP_XOR, a, b); }
 
-/* tinygrad's pow: |a|^b through exp2/log2, the sign for negative bases with integral exponents, nan for
- * negative bases with fractional ones, and 0^0 = 1 */
-static uop *pow_float(uop *a, uop *b) {
-  uop *r = mk_unary(OP_EXP2, mk_binary(OP_MUL, b, mk_unary(OP_LOG2, f_abs(a))));
-  r = mk_where(mk_binary(OP_CMPEQ, b, mk_const_like(b, 0)), mk_const_like(r, 1), r);
+/* the value of tinygrad's pow (its xpow): |a|^b through exp2/log2; a negative base takes the sign of an odd
+ * integral exponent and gives NaN for a fractional one, except -inf (|a|^b: (-inf)^0.3 = inf); x^0 = 1 for
+ * every x. Its own gradient is meaningless (a where picks 1 at b = 0): pow_node gives pow's */
+static uop *pow_value(uop *a, uop *b) {
+  uop *zero = mk_const_like(a, 0);
+  uop *r = mk_unary(OP_EXP2, mk_binary(OP_MUL, b, mk_unary(OP_LOG2, mk_where(lt(a, zero), neg(a), a))));
   uop *bint = mk_binary(OP_CMPEQ, mk_unary(OP_TRUNC, b), b);
   uop *half = mulc(b, 0.5);
   uop *odd = mk_binary(OP_CMPNE, mk_unary(OP_TRUNC, half), half);
-  uop *negr = mk_where(bint, mk_where(odd, neg(r), r), mk_const_like(r, NAN));
-  return mk_where(lt(a, mk_const_like(a, 0)), negr, r);
+  uop *frac = mk_where(mk_binary(OP_CMPEQ, a, mk_const_like(a, -INFINITY)), r, mk_const_like(r, NAN));
+  uop *negr = mk_where(bint, mk_where(odd, neg(r), r), frac);
+  r = mk_where(lt(a, zero), negr, r);
+  return mk_where(mk_binary(OP_CMPEQ, b, mk_const_like(b, 0)), mk_const_like(r, 1), r);
+}
+
+/* a^b of two float nodes of one shape and dtype: the value marked CUSTOM_GRAD CG_POW, which gives a and b
+ * tinygrad's gradients of POW (autograd.c) */
+uop *pow_node(uop *a, uop *b) {
+  uop *v = a && b ? pow_value(a, b) : NULL;
+  if (!v) return NULL;
+  uop *src[3] = {v, a, b};
+  return uop_new_shaped(OP_CUSTOM_GRAD, (tg_dtype)v->dtype, 3, src, (uop_arg){.i = CG_POW}, 0, NULL, v->ndim, v->shape);
 }
 
 static uop *b_pow(uop *a, uop *b) {
-  if (dtype_is_float((tg_dtype)a->dtype)) return pow_float(a, b);
+  if (dtype_is_float((tg_dtype)a->dtype)) return pow_node(a, b);
   tg_dtype dt = (tg_dtype)a->dtype;
-  uop *r = pow_float(mk_cast(a, TG_FLOAT64), mk_cast(b, TG_FLOAT64));
+  uop *r = pow_value(mk_cast(a, TG_FLOAT64), mk_cast(b, TG_FLOAT64));
   uop *rounded = f_floor(addc(r, 0.5));
   return mk_cast(rounded, dt);
 }

@@ -111,8 +111,8 @@ static uop *var_keep(uop *x, const bool *f, double correction) {
   uop *m = mean_keep(x, f);
   uop *d = mk_binary(OP_ADD, x, neg(mk_expand(m, x->ndim, x->shape)));
   uop *s = mk_reduce(mk_binary(OP_MUL, d, d), OP_ADD, f);
-  double n = (double)reduced_count(x, f) - correction;
-  return mk_binary(OP_MUL, s, mk_const_like(s, n > 0 ? 1.0 / n : NAN));
+  double n = (double)reduced_count(x, f) - correction;  /* as tinygrad: s / max(n, 0), inf (or NaN for 0 / 0) */
+  return mk_binary(OP_MUL, s, mk_const_like(s, n > 0 ? 1.0 / n : INFINITY));
 }
 
 tg_tensor *tg_var(tg_tensor *t, int naxes, const int *axes, bool keepdim, double correction) {

@@ -77,6 +77,8 @@ void rng_draw_words(uint64_t base, uint32_t out[4]);  /* a draw buffer's content
 /* the gradient of a convolution's input x from its output's gradient gy and its weight w, aux as a
  * CUSTOM_GRAD CG_CONV_INPUT node's (conv.c) */
 uop *conv_input_grad(uop *gy, uop *x, uop *w, const int64_t *aux);
+/* a^b of two float nodes of one shape and dtype, as tinygrad's pow, marked CUSTOM_GRAD CG_POW (elementwise.c) */
+uop *pow_node(uop *a, uop *b);
 
 /* normalizes a possibly negative axis against ndim; -1 with an error naming op if out of range. A 0-d
  * tensor has no axes: every axis is refused */

@@ -62,8 +62,10 @@ typedef union uop_arg { int64_t i; double f; } uop_arg;
 
 /* CUSTOM_GRAD rules. CG_CONV_INPUT: src (y, x, w) of a convolution y = conv(detach(x), w) (tensor/conv.c);
  * x's gradient is the transposed convolution of y's gradient, aux (groups, nd, stride[nd], dilation[nd],
- * pads[2*nd]) */
-enum { CG_CONV_INPUT = 1 };
+ * pads[2*nd]). In the others no gradient flows through src[0], a value computed from the other sources
+ * (tensor/elementwise.c): CG_POW src (a^b, a, b), a and b get tinygrad's gradients of POW; CG_RELU src
+ * (relu(x), x), x gets g where x > 0, else 0; CG_SIGMOID src (s = sigmoid(x), x), x gets g s (1 - s) */
+enum { CG_CONV_INPUT = 1, CG_POW = 2, CG_RELU = 3, CG_SIGMOID = 4 };
 
 typedef struct uop uop;
 struct uop {
