@@ -488,17 +488,13 @@ SCAN_TEST(test_scan_sort_gradients_finite_differences) {
   CHECK_GRAD("cumprod (600) two stages", g_cumprod0, 1, ((int64_t[]){600}), l);
 }
 
-/* cumprod's gradient comes from prod's rule, which must give the product of the others at a zero (tinygrad's
- * rule; helper "fix" of issue 14 brings it): skipped, saying so, while tg_prod's own gradient at 0 is wrong */
+/* cumprod's gradient comes from prod's rule, which gives the product of the others at a zero (tinygrad's rule) */
 SCAN_TEST(test_scan_cumprod_gradient_with_zeros) {
   double p[] = {0, 2, 3};
   tg_tensor *t = tg_set_requires_grad(tg_from_data(TG_FLOAT64, 1, (int64_t[]){3}, p, sizeof p), true);
   double g[3] = {0};
   bool ok = tg_backward(tg_prod(t, 0, NULL, false)) == TG_OK && tg_to_host(tg_grad(t), g, sizeof g) == TG_OK;
-  if (!ok || !(fabs(g[0] - 6) <= 1e-9)) {
-    test_skip("tg_prod's gradient at a zero is %g, not 6: cumprod's follows it (prod's rule is fixed elsewhere)", g[0]);
-    return;
-  }
+  CHECK(ok && fabs(g[0] - 6) <= 1e-9, "tg_prod's gradient at a zero: %g, want 6 (%s)", g[0], tg_error());
   double x[] = {0.5, 0, 2, -1.5, 0, 3, 1.2, 0.7, -0.3, 0, 0, 1.1};
   CHECK_GRAD("cumprod with zeros axis -1 (3, 4)", g_cumprod1, 2, ((int64_t[]){3, 4}), x);
   CHECK_GRAD("cumprod with zeros axis 0 (4, 3)", g_cumprod0, 2, ((int64_t[]){4, 3}), x);
