@@ -119,4 +119,17 @@ bool ref_check_tol(const char *what, tg_tensor *t, const ref_arr *want, bool che
 #define CHECK_REF(what, t, want) ref_check_tol(what, t, want, true, 1e-6, 1e-3, __FILE__, __LINE__)
 #define CHECK_REF_VALUES(what, t, want) ref_check_tol(what, t, want, false, 1e-6, 1e-3, __FILE__, __LINE__)
 
+/* a test whose body runs in a tensor scope with the reference generator seeded by its line, and frees the
+ * reference arrays it made (needs test.h) */
+#define REF_TEST(name)            \
+  static void name##_body(void);  \
+  TEST(name) {                    \
+    ref_seed((uint64_t)__LINE__); \
+    tg_scope_begin();             \
+    name##_body();                \
+    tg_scope_end();               \
+    ref_free_all();               \
+  }                               \
+  static void name##_body(void)
+
 #endif

@@ -7,16 +7,6 @@
 #include "ref.h"
 #include "test.h"
 
-#define EI_TEST(name)             \
-  static void name##_body(void);  \
-  TEST(name) {                    \
-    ref_seed((uint64_t)__LINE__); \
-    tg_scope_begin();             \
-    name##_body();                \
-    tg_scope_end();               \
-    ref_free_all();               \
-  }                               \
-  static void name##_body(void)
 
 /* ---- integers in and out, exactly -------------------------------------------------------------------------- */
 
@@ -129,7 +119,7 @@ static void int_operands(tg_dtype dt, int64_t *a, int64_t *b) {
 
 static const tg_dtype INT_DTS[] = {TG_INT8, TG_INT16, TG_INT32, TG_INT64, TG_UINT8, TG_UINT32};
 
-EI_TEST(test_ei_int_division_every_width) {
+REF_TEST(test_ei_int_division_every_width) {
   for (size_t k = 0; k < sizeof INT_DTS / sizeof INT_DTS[0]; k++) {
     tg_dtype dt = INT_DTS[k];
     int64_t a[16], b[16], fl[256], tr[256], fm[256];
@@ -155,7 +145,7 @@ EI_TEST(test_ei_int_division_every_width) {
 }
 
 /* test_ops' test_div_rounding_mode values: python's // and torch's trunc on ints, and on floats */
-EI_TEST(test_ei_div_modes_tinygrad_values) {
+REF_TEST(test_ei_div_modes_tinygrad_values) {
   static const int64_t num[7] = {5, 6, 7, 0, -5, -6, -7};
   static const int64_t dens[10] = {-10, -5, -3, -2, -1, 1, 2, 3, 5, 10};
   for (int k = 0; k < 10; k++) {
@@ -192,7 +182,7 @@ EI_TEST(test_ei_div_modes_tinygrad_values) {
 static double r_fmod(double a, double b) { return fmod(a, b); }
 static double r_floordiv(double a, double b) { return floor(a / b); }
 
-EI_TEST(test_ei_float_floordiv_fmod) {
+REF_TEST(test_ei_float_floordiv_fmod) {
   /* multiples of 1/4: the quotients and remainders are exact, so C's fmod is the reference */
   ref_arr *a = ref_new(TG_FLOAT32, SHAPE(12, 1)), *b = ref_new(TG_FLOAT32, SHAPE(1, 10));
   for (int i = 0; i < 12; i++) a->data[i] = (double)((int64_t)(ref_next() % 161) - 80) / 4;
@@ -234,7 +224,7 @@ EI_TEST(test_ei_float_floordiv_fmod) {
 
 /* ---- shifts and bitwise not ------------------------------------------------------------------------------------ */
 
-EI_TEST(test_ei_shifts) {
+REF_TEST(test_ei_shifts) {
   /* test_ops' unsigned data, by scalars and by a tensor */
   int64_t u[6] = {0, 1, 2, 1 << 8, 1 << 16, 1 << 30}, want[6];
   tg_tensor *tu = from_i64(TG_UINT32, 2, (int64_t[]){2, 3}, u);
@@ -287,7 +277,7 @@ EI_TEST(test_ei_shifts) {
         "bool << int: refused or int32");
 }
 
-EI_TEST(test_ei_bitwise_not_and_scalars) {
+REF_TEST(test_ei_bitwise_not_and_scalars) {
   static const tg_dtype dts[] = {TG_INT8, TG_UINT8, TG_INT16, TG_INT32, TG_INT64, TG_UINT32, TG_UINT64};
   int64_t v[5] = {0, 1, -8, 32, 255}, w[5];
   for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
@@ -314,7 +304,7 @@ EI_TEST(test_ei_bitwise_not_and_scalars) {
 
 static double py_mod(double a, double b) { double r = fmod(a, b); return r != 0 && ((r < 0) != (b < 0)) ? r + b : r; }
 
-EI_TEST(test_ei_reflected_scalars) {
+REF_TEST(test_ei_reflected_scalars) {
   ref_arr *x = ref_rand(TG_FLOAT32, SHAPE(5, 6), -3, 3);
   tg_tensor *tx = ref_to_tg(x);
   ref_arr *w = ref_new(TG_FLOAT32, x->ndim, x->shape);
@@ -363,7 +353,7 @@ EI_TEST(test_ei_reflected_scalars) {
   CHECK_INTS("idiv scalar", tg_idiv_scalar(ti, 2), TG_INT32, 7, wt);
 }
 
-EI_TEST(test_ei_comparison_scalars) {
+REF_TEST(test_ei_comparison_scalars) {
   static const double v[] = {-2, 0.5, 1, 1.5, 2, NAN, INFINITY};
   ref_arr *x = ref_from(TG_FLOAT32, SHAPE(7), v);
   tg_tensor *t = ref_to_tg(x);

@@ -8,16 +8,6 @@
 #include "ref.h"
 #include "test.h"
 
-#define EW_TEST(name)             \
-  static void name##_body(void);  \
-  TEST(name) {                    \
-    ref_seed((uint64_t)__LINE__); \
-    tg_scope_begin();             \
-    name##_body();                \
-    tg_scope_end();               \
-    ref_free_all();               \
-  }                               \
-  static void name##_body(void)
 
 typedef double (*dfn)(double x, double p);
 
@@ -109,7 +99,7 @@ static void check_unary(const char *name, uop_fn op, dfn ref, double p, double l
   ref_check_tol(what, op(ref_to_tg(s)), map1(s, TG_FLOAT32, ref, p), true, atol, rtol, file, line);
 }
 #define UNARY(name, op, ref, p, lo, hi, atol, rtol) \
-  EW_TEST(test_ew_##name) { check_unary(#name, op, ref, p, lo, hi, atol, rtol, __FILE__, __LINE__); }
+  REF_TEST(test_ew_##name) { check_unary(#name, op, ref, p, lo, hi, atol, rtol, __FILE__, __LINE__); }
 
 /* float32-accurate ones are held to a few ulp, not just test_ops' 1e-6 / 1e-3 */
 UNARY(log10, tg_log10, r_log10, 0, 0, 100, 1e-7, 1e-6)
@@ -135,7 +125,7 @@ UNARY(softplus_beta3, w_softplus_beta, r_softplus_beta, 3.0, -10, 10, 1e-7, 1e-6
 UNARY(softplus_beta_third, w_softplus_beta, r_softplus_beta, 1.0 / 3, -10, 10, 1e-7, 1e-6)
 
 /* round: ties go to the even neighbour, exactly, for every float32 (odd integers past 2^23 included) */
-EW_TEST(test_ew_round_ties_to_even) {
+REF_TEST(test_ew_round_ties_to_even) {
   static const double v[] = {0.5,  1.5,  2.5,   3.5,    -0.5,      -1.5,       -2.5,      1.499,      1.501,
                              -2.499, -2.501, 0.0, -0.0, 2.1,    1e12,       -1e12,     8388609.0, -8388609.0,
                              8388608.5, 4194304.5, 4194305.5, INFINITY, -INFINITY, NAN, 0.49999997, -0.49999997};
@@ -166,7 +156,7 @@ EW_TEST(test_ew_round_ties_to_even) {
   for (int i = 0; i < 4; i++) CHECK(g[i] == 0.875f, "round slope [%d] = %g", i, g[i]);
 }
 
-EW_TEST(test_ew_hardtanh_clip) {
+REF_TEST(test_ew_hardtanh_clip) {
   ref_arr *a = with_edges(TG_FLOAT32, 100, -30, 30, NEDGES, EDGES);
   ref_arr *want = ref_new(TG_FLOAT32, a->ndim, a->shape);
   for (int64_t i = 0; i < a->numel; i++) {
@@ -189,7 +179,7 @@ EW_TEST(test_ew_hardtanh_clip) {
   CHECK(tg_hardtanh(ref_to_tg(b), NAN, 1) == NULL, "NaN bound refused");
 }
 
-EW_TEST(test_ew_isinf_isnan_isfinite) {
+REF_TEST(test_ew_isinf_isnan_isfinite) {
   static const double v[] = {-INFINITY, 0.0, INFINITY, NAN, 1.1, -0.0, 3e38};
   ref_arr *a = vec(TG_FLOAT32, 7, v);
   tg_tensor *t = ref_to_tg(a);
@@ -217,7 +207,7 @@ static double r_logaddexp(double a, double b) {
   return m + log1p(exp(-fabs(a - b)));
 }
 
-EW_TEST(test_ew_copysign) {
+REF_TEST(test_ew_copysign) {
   static const double v[] = {-1.0, -0.0, 0.0, 1.0, INFINITY, -INFINITY, NAN, 2.5};
   double av[64], bv[64];
   for (int i = 0; i < 8; i++)
@@ -242,7 +232,7 @@ EW_TEST(test_ew_copysign) {
   CHECK_REF("copysign size 0", tg_copysign(ref_to_tg(z), ref_to_tg(y)), z);
 }
 
-EW_TEST(test_ew_logaddexp) {
+REF_TEST(test_ew_logaddexp) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(6, 7), -50, 50), *b = ref_rand(TG_FLOAT32, SHAPE(7), -50, 50);
   CHECK_REF("logaddexp", tg_logaddexp(ref_to_tg(a), ref_to_tg(b)), map2(a, b, TG_FLOAT32, r_logaddexp));
   static const double x[] = {-1, -100, -200, -300, 1, 2000, 30000, INFINITY, -INFINITY, -INFINITY, INFINITY, NAN, 5, 0};
@@ -263,7 +253,7 @@ static double r_isclose(double a, double b) {
   return fabs(a - b) <= g_atol + g_rtol * fabs(b);
 }
 
-EW_TEST(test_ew_isclose) {
+REF_TEST(test_ew_isclose) {
   static const double x[] = {1e-7, 1e-8, 1e-9, NAN, INFINITY, INFINITY, -INFINITY, 1.0, 1.00001, 100, 100.002, NAN, 0};
   static const double y[] = {0.0, 0.0, 0.0, NAN, INFINITY, -INFINITY, -INFINITY, 1.0, 1.0, 100.001, 100, 1, INFINITY};
   ref_arr *a = vec(TG_FLOAT32, 13, x), *b = vec(TG_FLOAT32, 13, y);
@@ -287,7 +277,7 @@ EW_TEST(test_ew_isclose) {
   CHECK(tg_isclose(ta, tb, -1, 0, false) == NULL, "negative rtol refused");
 }
 
-EW_TEST(test_ew_lerp_masked_fill_where) {
+REF_TEST(test_ew_lerp_masked_fill_where) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(4, 5), -3, 3), *e = ref_rand(TG_FLOAT32, SHAPE(5), -3, 3);
   ref_arr *w = ref_rand(TG_FLOAT32, SHAPE(4, 1), 0, 1);
   ref_arr *want = ref_binary(R_ADD, a, ref_binary(R_MUL, ref_binary(R_SUB, e, a), w));
@@ -319,7 +309,7 @@ EW_TEST(test_ew_lerp_masked_fill_where) {
   CHECK_REF("where scalar", tg_where_scalar(ref_to_tg(m), ref_to_tg(n), 9), ref_from(TG_INT32, SHAPE(5), (double[]){1, 9, 3, 9, 9}));
 }
 
-EW_TEST(test_ew_clone) {
+REF_TEST(test_ew_clone) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(3, 4), -2, 2);
   tg_tensor *x = tg_set_requires_grad(ref_to_tg(a), true);
   tg_tensor *c = tg_clone(x);
@@ -414,7 +404,7 @@ static tg_tensor *g_rpow(tg_tensor *x, tg_tensor *y) { return tg_rpow_scalar(x, 
 
 typedef struct gcase { const char *name; fn2 f; double lo, hi; bool binary; } gcase;
 
-EW_TEST(test_ew_gradients) {
+REF_TEST(test_ew_gradients) {
   static const gcase cases[] = {
       {"log10", g_log10, 0.1, 10, false},   {"sinh", g_sinh, -3, 3, false},         {"cosh", g_cosh, -3, 3, false},
       {"asin", g_asin, -0.99, 0.99, false}, {"acos", g_acos, -0.99, 0.99, false},   {"atan", g_atan, -20, 20, false},
@@ -466,7 +456,7 @@ static double d_softplus3(double x) { return r_sigmoid(3 * x); }
 static tg_tensor *w_celu1(tg_tensor *t) { return tg_celu(t, 1); }
 static tg_tensor *w_softplus3(tg_tensor *t) { return tg_softplus_beta(t, 3); }
 
-EW_TEST(test_ew_slopes_exact_and_saturated) {
+REF_TEST(test_ew_slopes_exact_and_saturated) {
   static const float pts[] = {0.0f, -0.0f, 1e-6f, -1e-6f, 0.3f, -0.7f, 0.5f, 1.5f, -2.5f, 3.49f, 4.6f, -6.0f,
                               30.0f, -30.0f, 300.0f, -300.0f, 400.0f, -400.0f};
   int n = (int)(sizeof pts / sizeof pts[0]);
@@ -493,7 +483,7 @@ EW_TEST(test_ew_slopes_exact_and_saturated) {
   for (int i = 0; i < 6; i++) CHECK(ga[i] == wa[i] && gb[i] == 0, "copysign grad [%d]: %g %g", i, ga[i], gb[i]);
 }
 
-EW_TEST(test_ew_math_errors) {
+REF_TEST(test_ew_math_errors) {
   tg_tensor *x = tg_scalar(TG_FLOAT32, 1);
   CHECK(tg_celu(x, 0) == NULL && strstr(tg_error(), "tg_celu"), "celu alpha 0: %s", tg_error());
   CHECK(tg_softplus_beta(x, 0) == NULL && strstr(tg_error(), "tg_softplus_beta"), "beta 0: %s", tg_error());

@@ -9,16 +9,6 @@
 #include "ref.h"
 #include "test.h"
 
-#define OPS_TEST(name)                   \
-  static void name##_body(void);         \
-  TEST(name) {                           \
-    ref_seed((uint64_t)__LINE__);        \
-    tg_scope_begin();                    \
-    name##_body();                       \
-    tg_scope_end();                      \
-    ref_free_all();                      \
-  }                                      \
-  static void name##_body(void)
 
 typedef tg_tensor *(*unary_fn)(tg_tensor *);
 typedef tg_tensor *(*binary_fn)(tg_tensor *, tg_tensor *);
@@ -45,7 +35,7 @@ static void check_unary(ref_op op, unary_fn fn, double lo, double hi, const char
 }
 
 #define UNARY_TEST(name, op, fn, lo, hi) \
-  OPS_TEST(test_ops_unary_##name) { check_unary(op, fn, lo, hi, __FILE__, __LINE__); }
+  REF_TEST(test_ops_unary_##name) { check_unary(op, fn, lo, hi, __FILE__, __LINE__); }
 
 UNARY_TEST(neg, R_NEG, tg_neg, -3, 3)
 UNARY_TEST(exp, R_EXP, tg_exp, -5, 5)
@@ -75,33 +65,33 @@ UNARY_TEST(hardswish, R_HARDSWISH, tg_hardswish, -5, 5)
 UNARY_TEST(hardsigmoid, R_HARDSIGMOID, tg_hardsigmoid, -5, 5)
 UNARY_TEST(mish, R_MISH, tg_mish, -5, 5)
 
-OPS_TEST(test_ops_unary_leaky_relu) {
+REF_TEST(test_ops_unary_leaky_relu) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(7, 13), -3, 3);
   CHECK_REF("leaky_relu 0.01", tg_leaky_relu(T(a), 0.01), ref_unary(R_LEAKY_RELU, a, 0.01, 0));
   CHECK_REF("leaky_relu 0.2", tg_leaky_relu(T(a), 0.2), ref_unary(R_LEAKY_RELU, a, 0.2, 0));
 }
 
-OPS_TEST(test_ops_unary_elu) {
+REF_TEST(test_ops_unary_elu) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(7, 13), -4, 3);
   CHECK_REF("elu 1", tg_elu(T(a), 1.0), ref_unary(R_ELU, a, 1.0, 0));
   CHECK_REF("elu 0.5", tg_elu(T(a), 0.5), ref_unary(R_ELU, a, 0.5, 0));
 }
 
-OPS_TEST(test_ops_unary_clamp) {
+REF_TEST(test_ops_unary_clamp) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(7, 13), -3, 3);
   CHECK_REF("clamp float", tg_clamp(T(a), -1.5, 0.75), ref_unary(R_CLAMP, a, -1.5, 0.75));
   ref_arr *b = ref_rand(TG_INT32, SHAPE(5, 9), -20, 20);
   CHECK_REF("clamp int32", tg_clamp(T(b), -5, 7), ref_unary(R_CLAMP, b, -5, 7));
 }
 
-OPS_TEST(test_ops_unary_logical_not) {
+REF_TEST(test_ops_unary_logical_not) {
   ref_arr *a = ref_rand(TG_BOOL, SHAPE(3, 7), 0, 1);
   CHECK_REF("logical_not bool", tg_logical_not(T(a)), ref_unary(R_LOGICAL_NOT, a, 0, 0));
   ref_arr *b = ref_rand(TG_INT32, SHAPE(3, 7), -1, 1);
   CHECK_REF("logical_not int32", tg_logical_not(T(b)), ref_unary(R_LOGICAL_NOT, b, 0, 0));
 }
 
-OPS_TEST(test_ops_unary_special_values) {
+REF_TEST(test_ops_unary_special_values) {
   static const double v[] = {0, -0.0, 1, -1, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 1e-30, -1e-30, 100, -100, 3.999, -3.999};
   ref_arr *a = ref_from(TG_FLOAT32, SHAPE(16), v);
   static const struct { ref_op op; unary_fn fn; } ops[] = {
@@ -119,7 +109,7 @@ OPS_TEST(test_ops_unary_special_values) {
   CHECK_REF("reciprocal", tg_reciprocal(T(pos)), ref_unary(R_RECIP, pos, 0, 0));  /* 1/0 = inf */
 }
 
-OPS_TEST(test_ops_unary_int32_keeps_dtype) {
+REF_TEST(test_ops_unary_int32_keeps_dtype) {
   ref_arr *a = ref_rand(TG_INT32, SHAPE(4, 9), -100, 100);
   static const struct { ref_op op; unary_fn fn; } ops[] = {
       {R_NEG, tg_neg}, {R_ABS, tg_abs}, {R_SIGN, tg_sign}, {R_SQUARE, tg_square}, {R_RELU, tg_relu},
@@ -131,7 +121,7 @@ OPS_TEST(test_ops_unary_int32_keeps_dtype) {
   CHECK_REF("abs int64", tg_abs(T(b)), ref_unary(R_ABS, b, 0, 0));
 }
 
-OPS_TEST(test_ops_unary_int_input_promotes_to_float) {
+REF_TEST(test_ops_unary_int_input_promotes_to_float) {
   ref_arr *a = ref_rand(TG_INT32, SHAPE(3, 5), 1, 20);
   CHECK_REF("sqrt int32", tg_sqrt(T(a)), ref_unary(R_SQRT, a, 0, 0));
   CHECK_REF("exp int32", tg_exp(T(a)), ref_unary(R_EXP, a, 0, 0));
@@ -139,7 +129,7 @@ OPS_TEST(test_ops_unary_int_input_promotes_to_float) {
   CHECK_REF("sigmoid int32", tg_sigmoid(T(a)), ref_unary(R_SIGMOID, a, 0, 0));
 }
 
-OPS_TEST(test_ops_unary_odd_sizes) {
+REF_TEST(test_ops_unary_odd_sizes) {
   static const int64_t sizes[] = {1, 7, 13, 1023};
   for (size_t i = 0; i < 4; i++) {
     ref_arr *a = ref_rand(TG_FLOAT32, 1, &sizes[i], -2, 2);
@@ -175,7 +165,7 @@ static void check_binary_f32(ref_op op, binary_fn fn, double lo, double hi, bool
 }
 
 #define BINARY_F32_TEST(name, op, fn, lo, hi, nz) \
-  OPS_TEST(test_ops_##name##_broadcast) { check_binary_f32(op, fn, lo, hi, nz, __FILE__, __LINE__); }
+  REF_TEST(test_ops_##name##_broadcast) { check_binary_f32(op, fn, lo, hi, nz, __FILE__, __LINE__); }
 
 BINARY_F32_TEST(add, R_ADD, tg_add, -3, 3, false)
 BINARY_F32_TEST(sub, R_SUB, tg_sub, -3, 3, false)
@@ -208,7 +198,7 @@ static void check_cmp(ref_op op, binary_fn fn, const char *file, int line) {
 }
 
 #define CMP_TEST(name, op, fn) \
-  OPS_TEST(test_ops_cmp_##name) { check_cmp(op, fn, __FILE__, __LINE__); }
+  REF_TEST(test_ops_cmp_##name) { check_cmp(op, fn, __FILE__, __LINE__); }
 CMP_TEST(lt, R_LT, tg_lt)
 CMP_TEST(le, R_LE, tg_le)
 CMP_TEST(gt, R_GT, tg_gt)
@@ -234,7 +224,7 @@ static void check_binary_int(ref_op op, binary_fn fn, tg_dtype dt, double lo, do
   }
 }
 
-OPS_TEST(test_ops_int32_arith) {
+REF_TEST(test_ops_int32_arith) {
   check_binary_int(R_ADD, tg_add, TG_INT32, -1000, 1000, false, __FILE__, __LINE__);
   check_binary_int(R_SUB, tg_sub, TG_INT32, -1000, 1000, false, __FILE__, __LINE__);
   check_binary_int(R_MUL, tg_mul, TG_INT32, -1000, 1000, false, __FILE__, __LINE__);
@@ -242,7 +232,7 @@ OPS_TEST(test_ops_int32_arith) {
   check_binary_int(R_MINIMUM, tg_minimum, TG_INT32, -1000, 1000, false, __FILE__, __LINE__);
 }
 
-OPS_TEST(test_ops_int32_wraps_on_overflow) {
+REF_TEST(test_ops_int32_wraps_on_overflow) {
   static const double av[] = {2147483647, -2147483647 - 1.0, 65536, 100000};
   static const double bv[] = {1, -1, 65536, -100000};
   ref_arr *a = ref_from(TG_INT32, SHAPE(4), av), *b = ref_from(TG_INT32, SHAPE(4), bv);
@@ -250,7 +240,7 @@ OPS_TEST(test_ops_int32_wraps_on_overflow) {
   CHECK_REF("mul wraps", tg_mul(T(a), T(b)), ref_binary(R_MUL, a, b));
 }
 
-OPS_TEST(test_ops_idiv_truncates_toward_zero) {
+REF_TEST(test_ops_idiv_truncates_toward_zero) {
   check_binary_int(R_IDIV, tg_idiv, TG_INT32, -50, 50, true, __FILE__, __LINE__);
   check_binary_int(R_IDIV, tg_idiv, TG_INT64, -50, 50, true, __FILE__, __LINE__);
   static const double av[] = {7, -7, 7, -7, 0, 1, -1, 6};
@@ -260,7 +250,7 @@ OPS_TEST(test_ops_idiv_truncates_toward_zero) {
   CHECK_REF("idiv table", tg_idiv(T(a), T(b)), ref_from(TG_INT32, SHAPE(8), want));
 }
 
-OPS_TEST(test_ops_mod_has_sign_of_divisor) {
+REF_TEST(test_ops_mod_has_sign_of_divisor) {
   check_binary_int(R_MOD, tg_mod, TG_INT32, -50, 50, true, __FILE__, __LINE__);
   check_binary_int(R_MOD, tg_mod, TG_INT64, -50, 50, true, __FILE__, __LINE__);
   static const double av[] = {7, -7, 7, -7, 0, 6, -6, 1};
@@ -270,14 +260,14 @@ OPS_TEST(test_ops_mod_has_sign_of_divisor) {
   CHECK_REF("mod table", tg_mod(T(a), T(b)), ref_from(TG_INT32, SHAPE(8), want));
 }
 
-OPS_TEST(test_ops_int64_arith) {
+REF_TEST(test_ops_int64_arith) {
   check_binary_int(R_ADD, tg_add, TG_INT64, -3000000000.0, 3000000000.0, false, __FILE__, __LINE__);
   check_binary_int(R_SUB, tg_sub, TG_INT64, -3000000000.0, 3000000000.0, false, __FILE__, __LINE__);
   check_binary_int(R_MUL, tg_mul, TG_INT64, -100000, 100000, false, __FILE__, __LINE__);
   check_binary_int(R_MAXIMUM, tg_maximum, TG_INT64, -3000000000.0, 3000000000.0, false, __FILE__, __LINE__);
 }
 
-OPS_TEST(test_ops_uint8_arith_wraps) {
+REF_TEST(test_ops_uint8_arith_wraps) {
   check_binary_int(R_ADD, tg_add, TG_UINT8, 0, 255, false, __FILE__, __LINE__);
   check_binary_int(R_SUB, tg_sub, TG_UINT8, 0, 255, false, __FILE__, __LINE__);
   check_binary_int(R_MUL, tg_mul, TG_UINT8, 0, 255, false, __FILE__, __LINE__);
@@ -286,7 +276,7 @@ OPS_TEST(test_ops_uint8_arith_wraps) {
   check_binary_int(R_MOD, tg_mod, TG_UINT8, 0, 255, true, __FILE__, __LINE__);
 }
 
-OPS_TEST(test_ops_bitwise) {
+REF_TEST(test_ops_bitwise) {
   static const tg_dtype dts[] = {TG_INT32, TG_INT64, TG_UINT8, TG_BOOL};
   static const double lo[] = {-1000, -100000, 0, 0}, hi[] = {1000, 100000, 255, 1};
   for (int d = 0; d < 4; d++) {
@@ -296,14 +286,14 @@ OPS_TEST(test_ops_bitwise) {
   }
 }
 
-OPS_TEST(test_ops_pow_negative_base_integer_exponent) {
+REF_TEST(test_ops_pow_negative_base_integer_exponent) {
   static const double av[] = {-2, -2, -3, -1.5, 2, 0};
   static const double bv[] = {2, 3, 0, 2, -1, 2};
   ref_arr *a = ref_from(TG_FLOAT32, SHAPE(6), av), *b = ref_from(TG_FLOAT32, SHAPE(6), bv);
   CHECK_REF("pow", tg_pow(T(a), T(b)), ref_binary(R_POW, a, b));
 }
 
-OPS_TEST(test_ops_dtype_promotion) {
+REF_TEST(test_ops_dtype_promotion) {
   static const struct { tg_dtype a, b, want; } cases[] = {
       {TG_INT32, TG_FLOAT32, TG_FLOAT32}, {TG_UINT8, TG_INT8, TG_INT16},   {TG_INT32, TG_INT64, TG_INT64},
       {TG_BOOL, TG_INT32, TG_INT32},      {TG_UINT8, TG_UINT8, TG_UINT8},  {TG_UINT8, TG_INT32, TG_INT32},
@@ -325,7 +315,7 @@ OPS_TEST(test_ops_dtype_promotion) {
   CHECK_REF("int32 / int32 is float32", tg_div(T(a), T(b)), ref_binary(R_DIV, a, b));
 }
 
-OPS_TEST(test_ops_scalar_ops) {
+REF_TEST(test_ops_scalar_ops) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(3, 5), 0.5, 3);
   CHECK_REF("add_scalar", tg_add_scalar(T(a), 1.25), ref_binary_scalar(R_ADD, a, 1.25));
   CHECK_REF("sub_scalar", tg_sub_scalar(T(a), -2), ref_binary_scalar(R_SUB, a, -2));
@@ -340,7 +330,7 @@ OPS_TEST(test_ops_scalar_ops) {
   CHECK_REF("pow_scalar 3 negative base", tg_pow_scalar(T(n), 3), ref_binary_scalar(R_POW, n, 3));
 }
 
-OPS_TEST(test_ops_scalar_ops_int_weak_scalar) {
+REF_TEST(test_ops_scalar_ops_int_weak_scalar) {
   ref_arr *a = ref_rand(TG_INT32, SHAPE(3, 5), -20, 20);
   CHECK_REF("int32 add_scalar 3 stays int32", tg_add_scalar(T(a), 3), ref_binary_scalar(R_ADD, a, 3));
   CHECK_REF("int32 mul_scalar -2 stays int32", tg_mul_scalar(T(a), -2), ref_binary_scalar(R_MUL, a, -2));
@@ -354,7 +344,7 @@ OPS_TEST(test_ops_scalar_ops_int_weak_scalar) {
 }
 
 /* ---- non-contiguous, size-0, size-1, odd and large ---------------------------------------------------- */
-OPS_TEST(test_ops_add_noncontiguous_inputs) {
+REF_TEST(test_ops_add_noncontiguous_inputs) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(4, 3, 5), -2, 2);
   ref_arr *b = ref_rand(TG_FLOAT32, SHAPE(4, 1), -2, 2);
   /* permuted + expanded */
@@ -377,7 +367,7 @@ OPS_TEST(test_ops_add_noncontiguous_inputs) {
   CHECK_REF("x + x.T", tg_add(tg_g, tg_transpose(tg_g, 0, 1)), ref_binary(R_ADD, g, ref_transpose(g, 0, 1)));
 }
 
-OPS_TEST(test_ops_size0_dims) {
+REF_TEST(test_ops_size0_dims) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(0, 3), -1, 1), *b = ref_rand(TG_FLOAT32, SHAPE(1, 3), -1, 1);
   CHECK_REF("(0,3) + (1,3)", tg_add(T(a), T(b)), ref_binary(R_ADD, a, b));
   CHECK_REF("exp (0,3)", tg_exp(T(a)), ref_unary(R_EXP, a, 0, 0));
@@ -396,7 +386,7 @@ OPS_TEST(test_ops_size0_dims) {
   CHECK_REF("matmul (2,0)@(0,3) is zeros", tg_matmul(T(e), T(f)), ref_matmul(e, f));
 }
 
-OPS_TEST(test_ops_size1_dims) {
+REF_TEST(test_ops_size1_dims) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(1, 1, 5), -1, 1), *b = ref_rand(TG_FLOAT32, SHAPE(5, 1, 1), -1, 1);
   CHECK_REF("(1,1,5)+(5,1,1)", tg_add(T(a), T(b)), ref_binary(R_ADD, a, b));
   ref_arr *c = ref_rand(TG_FLOAT32, SHAPE(1), -1, 1), *d = ref_rand(TG_FLOAT32, SHAPE(1, 1), -1, 1);
@@ -405,7 +395,7 @@ OPS_TEST(test_ops_size1_dims) {
   CHECK_REF("max (5,1,1) all", tg_max(T(b), 0, NULL, true), ref_reduce(R_MAX, b, 0, NULL, true));
 }
 
-OPS_TEST(test_ops_odd_sizes) {
+REF_TEST(test_ops_odd_sizes) {
   static const int64_t sizes[] = {1, 7, 13, 1023};
   for (int i = 0; i < 4; i++) {
     ref_arr *a = ref_rand(TG_FLOAT32, 1, &sizes[i], -1, 1), *b = ref_rand(TG_FLOAT32, 1, &sizes[i], -1, 1);
@@ -421,7 +411,7 @@ OPS_TEST(test_ops_odd_sizes) {
 /* > 2^24 elements: index arithmetic past float precision, and sums that a plain float32 accumulator would
  * get wrong (16777216 + 1 == 16777216 in float32) */
 #define BIG_N (17LL * 1000 * 1000)
-OPS_TEST(test_ops_large_add) {
+REF_TEST(test_ops_large_add) {
   float *a = malloc(BIG_N * sizeof(float)), *b = malloc(BIG_N * sizeof(float));
   float *got = malloc(BIG_N * sizeof(float)), *want = malloc(BIG_N * sizeof(float));
   if (!a || !b || !got || !want) {
@@ -444,7 +434,7 @@ OPS_TEST(test_ops_large_add) {
   free(a), free(b), free(got), free(want);
 }
 
-OPS_TEST(test_ops_large_sum) {
+REF_TEST(test_ops_large_sum) {
   int64_t n = BIG_N;
   tg_tensor *ones_i = tg_ones(TG_INT32, 1, &n);
   CHECK_T(ones_i);
@@ -474,7 +464,7 @@ OPS_TEST(test_ops_large_sum) {
 }
 
 /* ---- where / cast / bitcast ------------------------------------------------------------------------- */
-OPS_TEST(test_ops_where) {
+REF_TEST(test_ops_where) {
   ref_arr *c = ref_rand(TG_BOOL, SHAPE(3, 1), 0, 1), *a = ref_rand(TG_FLOAT32, SHAPE(1, 4), -1, 1);
   ref_arr *b = ref_scalar(TG_FLOAT32, 7);
   CHECK_REF("where (3,1),(1,4),()", tg_where(T(c), T(a), T(b)), ref_where(c, a, b));
@@ -490,7 +480,7 @@ OPS_TEST(test_ops_where) {
   CHECK_REF("where int32/float32 promotes", tg_where(T(c2), T(ai), T(bf)), ref_where(c2, ai, bf));
 }
 
-OPS_TEST(test_ops_cast) {
+REF_TEST(test_ops_cast) {
   ref_arr *f = ref_rand(TG_FLOAT32, SHAPE(4, 8), -100, 100);
   CHECK_REF("float32->int32 truncates", tg_cast(T(f), TG_INT32), ref_cast(f, TG_INT32));
   CHECK_REF("float32->int64", tg_cast(T(f), TG_INT64), ref_cast(f, TG_INT64));
@@ -529,7 +519,7 @@ OPS_TEST(test_ops_cast) {
   CHECK_REF("cast of transposed", tg_cast(tg_transpose(T(t), 0, 1), TG_INT32), ref_cast(ref_transpose(t, 0, 1), TG_INT32));
 }
 
-OPS_TEST(test_ops_bitcast) {
+REF_TEST(test_ops_bitcast) {
   static const float fv[] = {1.0f, -2.5f, 0.0f, 3.14159f};
   int64_t n = 4;
   tg_tensor *f = tg_from_data(TG_FLOAT32, 1, &n, fv, sizeof fv);
@@ -577,13 +567,13 @@ static void check_reduce(ref_op op, reduce_fn fn, tg_dtype dt, double lo, double
                 ref_reduce(op, ref_transpose(p, 0, 1), AXES(1), false), true, 1e-6, 1e-3, file, line);
 }
 
-OPS_TEST(test_ops_sum_axes_keepdim) { check_reduce(R_SUM, tg_sum, TG_FLOAT32, -1, 1, __FILE__, __LINE__); }
-OPS_TEST(test_ops_prod_axes_keepdim) { check_reduce(R_PROD, tg_prod, TG_FLOAT32, 0.5, 1.5, __FILE__, __LINE__); }
-OPS_TEST(test_ops_max_axes_keepdim) { check_reduce(R_MAX, tg_max, TG_FLOAT32, -1, 1, __FILE__, __LINE__); }
-OPS_TEST(test_ops_min_axes_keepdim) { check_reduce(R_MIN, tg_min, TG_FLOAT32, -1, 1, __FILE__, __LINE__); }
-OPS_TEST(test_ops_mean_axes_keepdim) { check_reduce(R_MEAN, tg_mean, TG_FLOAT32, -1, 1, __FILE__, __LINE__); }
+REF_TEST(test_ops_sum_axes_keepdim) { check_reduce(R_SUM, tg_sum, TG_FLOAT32, -1, 1, __FILE__, __LINE__); }
+REF_TEST(test_ops_prod_axes_keepdim) { check_reduce(R_PROD, tg_prod, TG_FLOAT32, 0.5, 1.5, __FILE__, __LINE__); }
+REF_TEST(test_ops_max_axes_keepdim) { check_reduce(R_MAX, tg_max, TG_FLOAT32, -1, 1, __FILE__, __LINE__); }
+REF_TEST(test_ops_min_axes_keepdim) { check_reduce(R_MIN, tg_min, TG_FLOAT32, -1, 1, __FILE__, __LINE__); }
+REF_TEST(test_ops_mean_axes_keepdim) { check_reduce(R_MEAN, tg_mean, TG_FLOAT32, -1, 1, __FILE__, __LINE__); }
 
-OPS_TEST(test_ops_reduce_int_dtypes) {
+REF_TEST(test_ops_reduce_int_dtypes) {
   check_reduce(R_SUM, tg_sum, TG_INT32, -1000, 1000, __FILE__, __LINE__);
   check_reduce(R_MAX, tg_max, TG_INT32, -1000, 1000, __FILE__, __LINE__);
   check_reduce(R_MIN, tg_min, TG_INT32, -1000, 1000, __FILE__, __LINE__);
@@ -591,7 +581,7 @@ OPS_TEST(test_ops_reduce_int_dtypes) {
   check_reduce(R_MEAN, tg_mean, TG_INT32, -1000, 1000, __FILE__, __LINE__);
 }
 
-OPS_TEST(test_ops_sum_small_int_dtypes_accumulate_wide) {
+REF_TEST(test_ops_sum_small_int_dtypes_accumulate_wide) {
   ref_arr *u = ref_rand(TG_UINT8, SHAPE(4, 250), 200, 255);
   CHECK_REF("sum uint8 -> uint32", tg_sum(T(u), AXES(1), false), ref_reduce(R_SUM, u, AXES(1), false));
   ref_arr *b = ref_rand(TG_BOOL, SHAPE(5, 300), 0, 1);
@@ -606,7 +596,7 @@ OPS_TEST(test_ops_sum_small_int_dtypes_accumulate_wide) {
   CHECK_REF("max bool", tg_max(T(b), AXES(1), false), ref_reduce(R_MAX, b, AXES(1), false));
 }
 
-OPS_TEST(test_ops_reduce_of_expanded_and_padded) {
+REF_TEST(test_ops_reduce_of_expanded_and_padded) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(3, 1), -1, 1);
   CHECK_REF("sum of expanded", tg_sum(tg_expand(T(a), SHAPE(3, 6)), AXES(1), false),
             ref_reduce(R_SUM, ref_expand(a, SHAPE(3, 6)), AXES(1), false));
@@ -620,7 +610,7 @@ OPS_TEST(test_ops_reduce_of_expanded_and_padded) {
             ref_reduce(R_SUM, ref_flip(b, AXES(0, 1)), AXES(0), false));
 }
 
-OPS_TEST(test_ops_reduce_then_elementwise) {
+REF_TEST(test_ops_reduce_then_elementwise) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(5, 9), -1, 1);
   ref_arr *m = ref_reduce(R_MAX, a, AXES(1), true);
   CHECK_REF("x - max(x, 1)", tg_sub(T(a), tg_max(T(a), AXES(1), true)), ref_binary(R_SUB, a, m));
@@ -630,7 +620,7 @@ OPS_TEST(test_ops_reduce_then_elementwise) {
   CHECK_REF("sum(sum(x, 1))", tg_sum(tg_sum(T(a), AXES(1), false), 0, NULL, false), ss);
 }
 
-OPS_TEST(test_ops_var_std_correction) {
+REF_TEST(test_ops_var_std_correction) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(4, 6, 5), -2, 2);
   tg_tensor *ta = T(a);
   static const double corr[] = {0, 1, 2};
@@ -645,7 +635,7 @@ OPS_TEST(test_ops_var_std_correction) {
   CHECK_REF("var int32 -> float32", tg_var(T(i), AXES(1), false, 1), ref_var(i, AXES(1), false, 1, false));
 }
 
-OPS_TEST(test_ops_argmax_argmin) {
+REF_TEST(test_ops_argmax_argmin) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(4, 6, 3), -1, 1);
   tg_tensor *ta = T(a);
   static const int axes[] = {0, 1, 2, -1, TG_ALL};
@@ -660,7 +650,7 @@ OPS_TEST(test_ops_argmax_argmin) {
     }
 }
 
-OPS_TEST(test_ops_argmax_first_of_ties) {
+REF_TEST(test_ops_argmax_first_of_ties) {
   ref_arr *a = ref_rand(TG_INT32, SHAPE(5, 11), 0, 2);
   CHECK_REF("argmax int32 ties axis 1", tg_argmax(T(a), 1, false), ref_argext(a, 1, false, false));
   CHECK_REF("argmin int32 ties axis 0", tg_argmin(T(a), 0, true), ref_argext(a, 0, true, true));
@@ -672,7 +662,7 @@ OPS_TEST(test_ops_argmax_first_of_ties) {
 }
 
 /* min of signed integers at the ends of their range: min was -max(-x), and -INT32_MIN overflows */
-OPS_TEST(test_ops_min_int_extremes) {
+REF_TEST(test_ops_min_int_extremes) {
   int32_t d[2 * 21];
   for (int i = 0; i < 42; i++) d[i] = (int32_t)((i * 7919) % 2001 - 1000);
   d[3] = INT32_MIN, d[7] = INT32_MAX, d[30] = INT32_MIN, d[40] = INT32_MAX;
@@ -690,7 +680,7 @@ OPS_TEST(test_ops_min_int_extremes) {
   CHECK(hm == INT16_MIN, "int16 min %d", hm);
 }
 
-OPS_TEST(test_ops_softmax_axes) {
+REF_TEST(test_ops_softmax_axes) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(4, 7), -3, 3), *b = ref_rand(TG_FLOAT32, SHAPE(2, 3, 5), -3, 3);
   static const int ax2[] = {0, 1, -1}, ax3[] = {0, 1, 2, -2};
   for (int i = 0; i < 3; i++) CHECK_REF("softmax 2-d", tg_softmax(T(a), ax2[i]), ref_softmax(a, ax2[i], false));
@@ -699,7 +689,7 @@ OPS_TEST(test_ops_softmax_axes) {
   CHECK_REF("softmax of large values is stable", tg_softmax(T(big), -1), ref_softmax(big, -1, false));
 }
 
-OPS_TEST(test_ops_log_softmax_axes) {
+REF_TEST(test_ops_log_softmax_axes) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(4, 7), -3, 3), *b = ref_rand(TG_FLOAT32, SHAPE(2, 3, 5), -3, 3);
   static const int ax2[] = {0, 1, -1}, ax3[] = {0, 1, 2, -2};
   for (int i = 0; i < 3; i++) CHECK_REF("log_softmax 2-d", tg_log_softmax(T(a), ax2[i]), ref_softmax(a, ax2[i], true));
@@ -708,7 +698,7 @@ OPS_TEST(test_ops_log_softmax_axes) {
   CHECK_REF("log_softmax of large values is stable", tg_log_softmax(T(big), 1), ref_softmax(big, 1, true));
 }
 
-OPS_TEST(test_ops_logsumexp_axes) {
+REF_TEST(test_ops_logsumexp_axes) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(4, 7), -3, 3), *b = ref_rand(TG_FLOAT32, SHAPE(2, 3, 5), -3, 3);
   for (int k = 0; k < 2; k++) {
     CHECK_REF("logsumexp 2-d axis 0", tg_logsumexp(T(a), 0, k), ref_logsumexp(a, 0, k));
@@ -729,7 +719,7 @@ static void check_matmul(int na, const int64_t *sa, int nb, const int64_t *sb, t
 }
 #define MM(sa, sb) check_matmul(sa, sb, TG_FLOAT32, __FILE__, __LINE__)
 
-OPS_TEST(test_ops_matmul_2d) {
+REF_TEST(test_ops_matmul_2d) {
   MM(SHAPE(3, 4), SHAPE(4, 5));
   MM(SHAPE(1, 1), SHAPE(1, 1));
   MM(SHAPE(7, 13), SHAPE(13, 1));
@@ -737,21 +727,21 @@ OPS_TEST(test_ops_matmul_2d) {
   MM(SHAPE(64, 64), SHAPE(64, 64));
 }
 
-OPS_TEST(test_ops_matmul_1d) {
+REF_TEST(test_ops_matmul_1d) {
   MM(SHAPE(4), SHAPE(4, 5));
   MM(SHAPE(4, 5), SHAPE(5));
   MM(SHAPE(7), SHAPE(7));
   MM(SHAPE(3), SHAPE(2, 3, 4));
 }
 
-OPS_TEST(test_ops_matmul_batched_broadcast) {
+REF_TEST(test_ops_matmul_batched_broadcast) {
   MM(SHAPE(2, 3, 4), SHAPE(4, 5));
   MM(SHAPE(2, 3, 4), SHAPE(2, 4, 5));
   MM(SHAPE(2, 1, 3, 4), SHAPE(3, 4, 6));
   MM(SHAPE(5, 3, 7), SHAPE(1, 7, 2));
 }
 
-OPS_TEST(test_ops_matmul_int32_and_transposed) {
+REF_TEST(test_ops_matmul_int32_and_transposed) {
   check_matmul(SHAPE(3, 4), SHAPE(4, 5), TG_INT32, __FILE__, __LINE__);
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(6, 5), -1, 1), *b = ref_rand(TG_FLOAT32, SHAPE(7, 6), -1, 1);
   CHECK_REF("matmul a.T @ b.T", tg_matmul(tg_transpose(T(a), 0, 1), tg_transpose(T(b), 0, 1)),
@@ -764,7 +754,7 @@ OPS_TEST(test_ops_matmul_int32_and_transposed) {
 }
 
 /* ---- movement --------------------------------------------------------------------------------------- */
-OPS_TEST(test_ops_reshape) {
+REF_TEST(test_ops_reshape) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(2, 3, 4), -1, 1);
   CHECK_REF("reshape (6,4)", tg_reshape(T(a), SHAPE(6, 4)), ref_reshape(a, SHAPE(6, 4)));
   CHECK_REF("reshape (-1,)", tg_reshape(T(a), SHAPE(-1)), ref_reshape(a, SHAPE(-1)));
@@ -776,7 +766,7 @@ OPS_TEST(test_ops_reshape) {
             ref_reshape(ref_permute(a, (int[]){2, 0, 1}), SHAPE(8, 3)));
 }
 
-OPS_TEST(test_ops_permute_transpose) {
+REF_TEST(test_ops_permute_transpose) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(2, 3, 4, 5), -1, 1);
   CHECK_REF("permute (3,1,0,2)", tg_permute(T(a), AXES(3, 1, 0, 2)), ref_permute(a, (int[]){3, 1, 0, 2}));
   CHECK_REF("permute negative axes", tg_permute(T(a), AXES(-1, -2, -3, -4)), ref_permute(a, (int[]){3, 2, 1, 0}));
@@ -786,7 +776,7 @@ OPS_TEST(test_ops_permute_transpose) {
   CHECK_REF("transpose uint8", tg_transpose(T(u), 0, 1), ref_transpose(u, 0, 1));
 }
 
-OPS_TEST(test_ops_expand) {
+REF_TEST(test_ops_expand) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(3, 1), -1, 1);
   CHECK_REF("expand (3,4)", tg_expand(T(a), SHAPE(3, 4)), ref_expand(a, SHAPE(3, 4)));
   CHECK_REF("expand (-1,4)", tg_expand(T(a), SHAPE(-1, 4)), ref_expand(a, SHAPE(-1, 4)));
@@ -797,7 +787,7 @@ OPS_TEST(test_ops_expand) {
   CHECK_REF("expand bool", tg_expand(T(b), SHAPE(3, 4, 2)), ref_expand(b, SHAPE(3, 4, 2)));
 }
 
-OPS_TEST(test_ops_pad) {
+REF_TEST(test_ops_pad) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(3, 4), -1, 1);
   int64_t p1[] = {1, 2, 0, 3}, p2[] = {0, 0, 0, 0}, p3[] = {4, 0, 0, 1};
   CHECK_REF("pad 0", tg_pad_axes(T(a), 2, p1, 0), ref_pad(a, p1, 0));
@@ -810,7 +800,7 @@ OPS_TEST(test_ops_pad) {
   CHECK_REF("pad twice", tg_pad_axes(tg_pad_axes(T(a), 2, p1, 1), 2, p3, 2), ref_pad(ref_pad(a, p1, 1), p3, 2));
 }
 
-OPS_TEST(test_ops_shrink) {
+REF_TEST(test_ops_shrink) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(5, 6), -1, 1);
   int64_t b1[] = {1, 4, 0, 6}, b2[] = {0, 5, 2, 3}, b3[] = {2, 2, 0, 6};
   CHECK_REF("shrink rows", tg_shrink(T(a), 2, b1), ref_shrink(a, b1));
@@ -820,7 +810,7 @@ OPS_TEST(test_ops_shrink) {
   CHECK_REF("shrink of padded", tg_shrink(tg_pad_axes(T(a), 2, p, -1), 2, b4), ref_shrink(ref_pad(a, p, -1), b4));
 }
 
-OPS_TEST(test_ops_flip) {
+REF_TEST(test_ops_flip) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(3, 4, 5), -1, 1);
   CHECK_REF("flip 0", tg_flip(T(a), AXES(0)), ref_flip(a, AXES(0)));
   CHECK_REF("flip -1", tg_flip(T(a), AXES(-1)), ref_flip(a, AXES(-1)));
@@ -830,7 +820,7 @@ OPS_TEST(test_ops_flip) {
   CHECK_REF("flip int64", tg_flip(T(l), AXES(0)), ref_flip(l, AXES(0)));
 }
 
-OPS_TEST(test_ops_flatten_squeeze_unsqueeze) {
+REF_TEST(test_ops_flatten_squeeze_unsqueeze) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(2, 1, 3, 1, 4), -1, 1);
   CHECK_REF("flatten all", tg_flatten(T(a), 0, -1), ref_flatten(a, 0, -1));
   CHECK_REF("flatten 1..3", tg_flatten(T(a), 1, 3), ref_flatten(a, 1, 3));
@@ -843,7 +833,7 @@ OPS_TEST(test_ops_flatten_squeeze_unsqueeze) {
   CHECK_REF("unsqueeze 3", tg_unsqueeze(T(a), 3), ref_unsqueeze(a, 3));
 }
 
-OPS_TEST(test_ops_slice_steps) {
+REF_TEST(test_ops_slice_steps) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(7, 9), -1, 1);
   static const tg_slice cases[][2] = {
       {{1, 5, 1, false}, {0, 0, 0, true}},
@@ -865,7 +855,7 @@ OPS_TEST(test_ops_slice_steps) {
   CHECK_REF("slice leading axis only", tg_slice_axes(T(b), 1, one), ref_slice(b, 1, one));
 }
 
-OPS_TEST(test_ops_cat_stack) {
+REF_TEST(test_ops_cat_stack) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(2, 3), -1, 1), *b = ref_rand(TG_FLOAT32, SHAPE(4, 3), -1, 1);
   ref_arr *c = ref_rand(TG_FLOAT32, SHAPE(1, 3), -1, 1);
   ref_arr *ra[] = {a, b, c};
@@ -888,7 +878,7 @@ OPS_TEST(test_ops_cat_stack) {
   CHECK_REF("cat of one", tg_cat(1, one, 0), a);
 }
 
-OPS_TEST(test_ops_split) {
+REF_TEST(test_ops_split) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(3, 10), -1, 1);
   tg_tensor *out[3] = {NULL, NULL, NULL};
   int64_t sizes[] = {2, 5, 3};
@@ -907,7 +897,7 @@ OPS_TEST(test_ops_split) {
   CHECK_REF("split axis 0 piece 1", o2[1], ref_shrink(a, b1));
 }
 
-OPS_TEST(test_ops_repeat) {
+REF_TEST(test_ops_repeat) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(2, 3), -1, 1);
   CHECK_REF("repeat (2,1)", tg_repeat(T(a), SHAPE(2, 1)), ref_repeat(a, SHAPE(2, 1)));
   CHECK_REF("repeat (3,2)", tg_repeat(T(a), SHAPE(3, 2)), ref_repeat(a, SHAPE(3, 2)));
@@ -916,7 +906,7 @@ OPS_TEST(test_ops_repeat) {
   CHECK_REF("repeat int32 (4,)", tg_repeat(T(i), SHAPE(4)), ref_repeat(i, SHAPE(4)));
 }
 
-OPS_TEST(test_ops_contiguous) {
+REF_TEST(test_ops_contiguous) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(4, 5), -1, 1);
   tg_tensor *c = tg_contiguous(tg_transpose(T(a), 0, 1));
   CHECK_REF("contiguous of transposed", c, ref_transpose(a, 0, 1));
@@ -924,7 +914,7 @@ OPS_TEST(test_ops_contiguous) {
 }
 
 /* ---- creation --------------------------------------------------------------------------------------- */
-OPS_TEST(test_ops_creation_full_zeros_ones) {
+REF_TEST(test_ops_creation_full_zeros_ones) {
   static const tg_dtype dts[] = {TG_FLOAT32, TG_INT32, TG_INT64, TG_UINT8, TG_BOOL, TG_FLOAT16};
   for (int d = 0; d < 6; d++) {
     CHECK_REF("zeros", tg_zeros(dts[d], SHAPE(2, 3)), ref_full(dts[d], SHAPE(2, 3), 0));
@@ -944,7 +934,7 @@ OPS_TEST(test_ops_creation_full_zeros_ones) {
   CHECK(tg_realize(e) == TG_OK, "realize empty: %s", tg_error());
 }
 
-OPS_TEST(test_ops_creation_like) {
+REF_TEST(test_ops_creation_like) {
   ref_arr *a = ref_rand(TG_INT32, SHAPE(2, 5), -9, 9);
   tg_tensor *ta = T(a);
   CHECK_REF("full_like", tg_full_like(ta, 6), ref_full(TG_INT32, SHAPE(2, 5), 6));
@@ -955,7 +945,7 @@ OPS_TEST(test_ops_creation_like) {
   CHECK_REF("full_like float", tg_full_like(T(f), 0.5), ref_full(TG_FLOAT32, SHAPE(3), 0.5));
 }
 
-OPS_TEST(test_ops_creation_arange) {
+REF_TEST(test_ops_creation_arange) {
   CHECK_REF("arange 0..10", tg_arange(TG_INT32, 0, 10, 1), ref_arange(TG_INT32, 0, 10, 1));
   CHECK_REF("arange 10..0 step -3", tg_arange(TG_INT32, 10, 0, -3), ref_arange(TG_INT32, 10, 0, -3));
   CHECK_REF("arange float 0..1 step 0.1", tg_arange(TG_FLOAT32, 0, 1, 0.1), ref_arange(TG_FLOAT32, 0, 1, 0.1));
@@ -966,14 +956,14 @@ OPS_TEST(test_ops_creation_arange) {
             ref_binary_scalar(R_ADD, ref_arange(TG_FLOAT32, 0, 13, 1), 1));
 }
 
-OPS_TEST(test_ops_creation_eye) {
+REF_TEST(test_ops_creation_eye) {
   CHECK_REF("eye 3", tg_eye(TG_FLOAT32, 3, 3), ref_eye(TG_FLOAT32, 3, 3));
   CHECK_REF("eye 2x5", tg_eye(TG_FLOAT32, 2, 5), ref_eye(TG_FLOAT32, 2, 5));
   CHECK_REF("eye 5x2 int32", tg_eye(TG_INT32, 5, 2), ref_eye(TG_INT32, 5, 2));
   CHECK_REF("eye 1 bool", tg_eye(TG_BOOL, 1, 1), ref_eye(TG_BOOL, 1, 1));
 }
 
-OPS_TEST(test_ops_creation_from_data_dtypes) {
+REF_TEST(test_ops_creation_from_data_dtypes) {
   static const tg_dtype dts[] = {TG_FLOAT32, TG_INT32, TG_INT64, TG_UINT8, TG_BOOL, TG_INT8, TG_INT16,
                                  TG_UINT16, TG_UINT32, TG_FLOAT64, TG_FLOAT16, TG_BFLOAT16};
   for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
@@ -986,7 +976,7 @@ OPS_TEST(test_ops_creation_from_data_dtypes) {
   }
 }
 
-OPS_TEST(test_ops_from_blob_sees_host_writes) {
+REF_TEST(test_ops_from_blob_sees_host_writes) {
   REQUIRE_CPU();  /* a GPU device copies the blob when the tensor is made (tg.h) */
   REQUIRE_CPU();  /* a GPU device copies the blob when the tensor is made (tg.h) */
   static _Alignas(64) float buf[16];
@@ -1011,7 +1001,7 @@ OPS_TEST(test_ops_from_blob_sees_host_writes) {
 }
 
 /* ---- running and reading ---------------------------------------------------------------------------- */
-OPS_TEST(test_ops_realize_many) {
+REF_TEST(test_ops_realize_many) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(5, 6), -1, 1);
   tg_tensor *ta = T(a);
   tg_tensor *e = tg_exp(ta);
@@ -1025,7 +1015,7 @@ OPS_TEST(test_ops_realize_many) {
   CHECK(tg_realize(outs[0]) == TG_OK, "realize again: %s", tg_error());
 }
 
-OPS_TEST(test_ops_item) {
+REF_TEST(test_ops_item) {
   CHECK(tg_item(tg_scalar(TG_FLOAT32, 2.5)) == 2.5, "item of 0-d");
   CHECK(tg_item(tg_full(TG_INT32, SHAPE(1, 1), -7)) == -7, "item of (1,1) int32");
   CHECK(tg_item(tg_scalar(TG_BOOL, 1)) == 1, "item of bool");
@@ -1038,7 +1028,7 @@ OPS_TEST(test_ops_item) {
   CHECK(isnan(tg_item(NULL)), "item of NULL is NaN");
 }
 
-OPS_TEST(test_ops_properties) {
+REF_TEST(test_ops_properties) {
   tg_tensor *t = tg_zeros(TG_UINT8, SHAPE(2, 3, 4));
   CHECK_T(t);
   CHECK(tg_ndim(t) == 3, "ndim");
@@ -1054,7 +1044,7 @@ OPS_TEST(test_ops_properties) {
   CHECK(tg_ndim(s) == 0 && tg_numel(s) == 1, "0-d properties");
 }
 
-OPS_TEST(test_ops_half_dtypes) {
+REF_TEST(test_ops_half_dtypes) {
   ref_arr *h = ref_rand(TG_FLOAT16, SHAPE(4, 6), -4, 4), *g = ref_rand(TG_FLOAT16, SHAPE(6), -4, 4);
   CHECK_REF("float16 add", tg_add(T(h), T(g)), ref_binary(R_ADD, h, g));
   CHECK_REF("float16 mul", tg_mul(T(h), T(g)), ref_binary(R_MUL, h, g));

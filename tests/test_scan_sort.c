@@ -8,16 +8,6 @@
 #include "ref.h"
 #include "test.h"
 
-#define SCAN_TEST(name)                  \
-  static void name##_body(void);         \
-  TEST(name) {                           \
-    ref_seed((uint64_t)__LINE__);        \
-    tg_scope_begin();                    \
-    name##_body();                       \
-    tg_scope_end();                      \
-    ref_free_all();                      \
-  }                                      \
-  static void name##_body(void)
 
 static tg_tensor *T(const ref_arr *a) { return ref_to_tg(a); }
 
@@ -91,7 +81,7 @@ static tg_tensor *cum_values(tg_status (*f)(tg_tensor *, int, tg_tensor **, tg_t
   return f(x, axis, &v, idx) == TG_OK ? v : NULL;
 }
 
-SCAN_TEST(test_scan_cumprod_cummax_cummin_random_shapes_and_dtypes) {
+REF_TEST(test_scan_cumprod_cummax_cummin_random_shapes_and_dtypes) {
   static const tg_dtype dts[] = {TG_FLOAT32, TG_INT32, TG_INT8, TG_UINT8, TG_BOOL, TG_FLOAT64};
   char what[96];
   for (int c = 0; c < 14; c++) {
@@ -123,7 +113,7 @@ SCAN_TEST(test_scan_cumprod_cummax_cummin_random_shapes_and_dtypes) {
 }
 
 /* over 512 the scans go in two stages (chunks of 256 and their running totals) */
-SCAN_TEST(test_scan_long_axis_two_stages) {
+REF_TEST(test_scan_long_axis_two_stages) {
   ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(700, 2), 0.99, 1.01);
   CHECK_REF("cumprod (700, 2) axis 0", tg_cumprod(T(a), 0), ref_scan(a, 0, C_PROD, NULL));
   ref_arr *b = ref_rand(TG_FLOAT32, SHAPE(2, 1100), -100, 100);
@@ -140,7 +130,7 @@ SCAN_TEST(test_scan_long_axis_two_stages) {
 }
 
 /* int64 extremes (the pad identity is INT64_MIN) and uint8 (cummin's inverse is x ^ 255) */
-SCAN_TEST(test_scan_integer_extremes) {
+REF_TEST(test_scan_integer_extremes) {
   int64_t v[] = {5, INT64_MIN, INT64_MAX, -7, INT64_MAX};
   tg_tensor *x = tg_from_data(TG_INT64, 1, (int64_t[]){5}, v, sizeof v);
   tg_tensor *vals = NULL, *idx = NULL;
@@ -162,7 +152,7 @@ SCAN_TEST(test_scan_integer_extremes) {
         "cummin uint8: %u %u %u %u", gu[0], gu[1], gu[2], gu[3]);
 }
 
-SCAN_TEST(test_scan_logcumsumexp_stable_and_infinite) {
+REF_TEST(test_scan_logcumsumexp_stable_and_infinite) {
   for (int c = 0; c < 6; c++) {
     int64_t shape[3];
     int nd = rand_shape(shape, true);
@@ -218,7 +208,7 @@ static void ref_sort(const ref_arr *a, int axis, bool desc, int64_t k, ref_arr *
   free(ord);
 }
 
-SCAN_TEST(test_sort_argsort_random_stable) {
+REF_TEST(test_sort_argsort_random_stable) {
   static const tg_dtype dts[] = {TG_FLOAT32, TG_INT32, TG_INT8, TG_BOOL, TG_FLOAT16, TG_UINT8};
   char what[96];
   for (int c = 0; c < 12; c++) {
@@ -261,7 +251,7 @@ SCAN_TEST(test_sort_argsort_random_stable) {
   CHECK_REF("sort (3, 77) desc indices", i, wi);
 }
 
-SCAN_TEST(test_sort_nan_and_infinities) {
+REF_TEST(test_sort_nan_and_infinities) {
   double x[] = {1, NAN, -INFINITY, 0, INFINITY, NAN, -2, 1};
   ref_arr *a = ref_from(TG_FLOAT32, SHAPE(8), x), *wv, *wi;
   for (int desc = 0; desc < 2; desc++) {
@@ -273,7 +263,7 @@ SCAN_TEST(test_sort_nan_and_infinities) {
   }
 }
 
-SCAN_TEST(test_topk_random_and_ties) {
+REF_TEST(test_topk_random_and_ties) {
   char what[96];
   for (int c = 0; c < 8; c++) {
     int64_t shape[3];
@@ -317,7 +307,7 @@ SCAN_TEST(test_topk_random_and_ties) {
   CHECK(tg_argsort(NULL, 0, false) == NULL, "argsort NULL");
 }
 
-SCAN_TEST(test_scan_sort_zero_d_and_errors) {
+REF_TEST(test_scan_sort_zero_d_and_errors) {
   tg_tensor *s = tg_scalar(TG_FLOAT32, -1.5), *v = NULL, *i = NULL;
   ref_arr *ws = ref_scalar(TG_FLOAT32, -1.5), *zi = ref_scalar(TG_INT32, 0);
   for (int axis = -1; axis <= 0; axis++) {
@@ -464,7 +454,7 @@ static void distinct(double *x, int64_t n) {
   }
 }
 
-SCAN_TEST(test_scan_sort_gradients_finite_differences) {
+REF_TEST(test_scan_sort_gradients_finite_differences) {
   double x[24];
   distinct(x, 24);
   CHECK_GRAD("cumprod axis 0 (4, 3)", g_cumprod0, 2, ((int64_t[]){4, 3}), x);
@@ -489,7 +479,7 @@ SCAN_TEST(test_scan_sort_gradients_finite_differences) {
 }
 
 /* cumprod's gradient comes from prod's rule, which gives the product of the others at a zero (tinygrad's rule) */
-SCAN_TEST(test_scan_cumprod_gradient_with_zeros) {
+REF_TEST(test_scan_cumprod_gradient_with_zeros) {
   double p[] = {0, 2, 3};
   tg_tensor *t = tg_set_requires_grad(tg_from_data(TG_FLOAT64, 1, (int64_t[]){3}, p, sizeof p), true);
   double g[3] = {0};
@@ -504,7 +494,7 @@ SCAN_TEST(test_scan_cumprod_gradient_with_zeros) {
 
 static double value_of(tg_tensor *t) { return t && tg_ndim(t) == 0 ? tg_item(tg_cast(t, TG_FLOAT64)) : NAN; }
 
-SCAN_TEST(test_reductions_zero_d_axis_0_and_minus_1) {
+REF_TEST(test_reductions_zero_d_axis_0_and_minus_1) {
   tg_tensor *s = tg_scalar(TG_FLOAT32, 2.5), *si = tg_scalar(TG_INT32, -3), *o1 = NULL, *o2 = NULL;
   for (int k = 0; k < 4; k++) {
     int axis = k % 2 ? -1 : 0;
@@ -551,7 +541,7 @@ SCAN_TEST(test_reductions_zero_d_axis_0_and_minus_1) {
   tg_error_clear();
 }
 
-SCAN_TEST(test_reductions_over_empty_axes) {
+REF_TEST(test_reductions_over_empty_axes) {
   tg_tensor *e = tg_zeros(TG_FLOAT32, 3, (int64_t[]){1, 0, 3}), *ei = tg_zeros(TG_INT32, 2, (int64_t[]){0, 2});
   int ax[1] = {1}, a0[1] = {0};
   ref_arr *fill3 = NULL;
@@ -652,7 +642,7 @@ static int rand_axes(int nd, int *ax) {
   return n;
 }
 
-SCAN_TEST(test_any_all_logsumexp_dtype_reductions_several_axes) {
+REF_TEST(test_any_all_logsumexp_dtype_reductions_several_axes) {
   char what[96];
   for (int c = 0; c < 10; c++) {
     int64_t shape[3];
@@ -687,7 +677,7 @@ SCAN_TEST(test_any_all_logsumexp_dtype_reductions_several_axes) {
   CHECK(tg_sum_dtype(T(h), 1, (int[]){0}, false, TG_DTYPE_COUNT) == NULL, "a bad dtype is refused");
 }
 
-SCAN_TEST(test_var_mean_std_mean_and_softmin) {
+REF_TEST(test_var_mean_std_mean_and_softmin) {
   char what[96];
   for (int c = 0; c < 6; c++) {
     int64_t shape[3];
