@@ -33,8 +33,8 @@ class Signature(Exception):
 
 class TGError(NotImplementedError, ValueError, IndexError, TypeError, AssertionError):
   """A tg_* call returned an error (NULL or a negative tg_status). tgc has only error codes, so this stands
-  (NotImplementedError is a RuntimeError)
-  for every Python exception type tinygrad could raise where the test expects a refusal."""
+  for every Python exception type tinygrad could raise where the test expects a refusal (NotImplementedError
+  is a RuntimeError)."""
 
 
 # ---- header parsing -----------------------------------------------------------------------------------
