@@ -739,16 +739,20 @@ class Tensor(metaclass=_Meta):
     if isinstance(x, (list, tuple, np.ndarray)): x = Tensor(x)
     if isinstance(x, Tensor): return self._bin(x, tgname, reverse, scalar, rscalar, comm, flip)
     if isinstance(x, np.generic): x = x.item()
-    # an integer beyond 2^53 does not fit a double scalar: it goes as an exact 0-d tensor
-    big = isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**53
+    sname = tgname + "_scalar" if not reverse else (rscalar or "tg_r" + tgname[3:] + "_scalar")
+    # the scalar goes as an exact 0-d tensor (what a C caller would write) where the scalar form cannot carry it:
+    # an integer beyond 2^53 in a double; a python bool next to a bool tensor (tinygrad keeps bool, tg's integer
+    # scalar forms meet a bool tensor as int32)
+    tensor_path = has(sname) and (
+      (isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**53 and _dbl_scalar(sname)) or
+      (isinstance(x, bool) and self._dt == 0 and not _dbl_scalar(sname)))
     if not reverse:
-      if scalar and has(tgname + "_scalar") and not (big and _dbl_scalar(tgname + "_scalar")):
-        return self._scalar_op(x, tgname + "_scalar")
+      if scalar and has(sname) and not tensor_path: return self._scalar_op(x, sname)
       c = _const(x, self)
       return call(tgname, self._h, c._h)
-    rname = rscalar or ("tg_r" + tgname[3:] + "_scalar")
-    if has(rname) and not (big and _dbl_scalar(rname)): return self._scalar_op(x, rname)
-    if big and has(rname): return call(tgname, _const(x, self)._h, self._h)
+    rname = sname
+    if has(rname) and not tensor_path: return self._scalar_op(x, rname)
+    if tensor_path: return call(tgname, _const(x, self)._h, self._h)
     if comm: return self._bin(x, tgname, False, scalar)
     if flip: return self._bin(x, flip, False, scalar)
     raise Missing(rname)
@@ -880,7 +884,7 @@ class Tensor(metaclass=_Meta):
     return call("tg_lerp_scalar", self._h, end._h, float(weight))
 
   @maps("tg_clamp")
-  def clamp(self, min_=None, max_=None):
+  def clamp(self, min_=None, max_=None, _fn="tg_clamp"):
     if min_ is None and max_ is None: raise TGError("at least one of 'min_' or 'max_' must not be None")
     if isinstance(min_, Tensor) or isinstance(max_, Tensor): raise Missing("clamp tensor bounds")
     lo = -math.inf if min_ is None else min_
@@ -892,9 +896,9 @@ class Tensor(metaclass=_Meta):
       info = np.iinfo(_NP[x._dt]) if x._dt else None
       if info is not None:
         lo, hi = max(lo, info.min), min(hi, info.max)
-    return call("tg_clamp", x._h, float(lo), float(hi))
-  MAPS["clip"] = (("tg_clamp",), "alias of clamp")
-  def clip(self, min_=None, max_=None): return self.clamp(min_, max_)
+    return call(_fn, x._h, float(lo), float(hi))
+  MAPS["clip"] = (("tg_clip",), "alias of clamp")
+  def clip(self, min_=None, max_=None): return self.clamp(min_, max_, _fn="tg_clip")
 
   @maps("tg_leaky_relu")
   def leaky_relu(self, neg_slope=0.01): return call("tg_leaky_relu", self._h, float(neg_slope))
@@ -1063,6 +1067,8 @@ class Tensor(metaclass=_Meta):
     return call("tg_one_hot", self._h, num_classes)
   @maps("tg_gather")
   def gather(self, dim, index): return call("tg_gather", self._h, dim, index._h)
+  @maps("tg_diag")
+  def diag(self): return call("tg_diag", self._h, 0)   # tinygrad's diag has no offset
   @maps("tg_triu")
   def triu(self, diagonal=0): return call("tg_triu", self._h, diagonal)
   @maps("tg_tril")
@@ -1085,9 +1091,12 @@ class Tensor(metaclass=_Meta):
     O = L.struct("tg_loss_opts")
     red = {"mean": 0, "sum": 1, "none": 2}.get(reduction, 99)   # an unknown name: a bad enum value, for tg to refuse
     return O(red, float(label_smoothing), ignore_index is not None, -1 if ignore_index is None else int(ignore_index))
+  def _sparse_loss_opts(self, reduction, label_smoothing, ignore_index):
+    # tinygrad's sparse_categorical_crossentropy ignores nothing with its default ignore_index -1
+    return self._loss_opts(reduction, label_smoothing, None if ignore_index == -1 else ignore_index)
   @maps("tg_sparse_categorical_crossentropy")
   def sparse_categorical_crossentropy(self, Y, ignore_index=-1, label_smoothing=0.0, reduction="mean"):
-    return call("tg_sparse_categorical_crossentropy", self._h, Y._h, self._loss_opts(reduction, label_smoothing, ignore_index))
+    return call("tg_sparse_categorical_crossentropy", self._h, Y._h, self._sparse_loss_opts(reduction, label_smoothing, ignore_index))
   @maps("tg_cross_entropy")
   def cross_entropy(self, Y, reduction="mean", label_smoothing=0.0):
     return call("tg_cross_entropy", self._h, Y._h, self._loss_opts(reduction, label_smoothing))
