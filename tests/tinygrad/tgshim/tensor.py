@@ -203,7 +203,7 @@ def _auto(name, self, *args, **kw):
   # binary with a python scalar: the _scalar form (reflected forms are for operators)
   if len(params) == 2 and others and _scalar_ok(others[0]) and has(tgname + "_scalar") and not kw:
     return Tensor._scalar_op(self, others[0], tgname + "_scalar")
-  cargs, outs, i = [], [], 0
+  cargs, outs, i, keep = [], [], 0, []
   pos = others
   # tinygrad's own signature binds the call (its defaults included); C parameters take the values by name
   # (dim/axis alike), else in tinygrad's order
@@ -238,7 +238,9 @@ def _auto(name, self, *args, **kw):
       if first_tensor: cargs.append(self._h); first_tensor = False
       else:
         v = take(pname, None, required=False)
-        cargs.append(None if v is None else _as_tensor(v, self)._h)
+        v = None if v is None else _as_tensor(v, self)
+        keep.append(v)   # a temporary's handle would be freed before the call
+        cargs.append(None if v is None else v._h)
     elif pt == "tg_tensor**":
       outs.append((ctypes.c_void_p * 1)())
       cargs.append(outs[-1])
@@ -752,7 +754,9 @@ class Tensor(metaclass=_Meta):
       return call(tgname, self._h, c._h)
     rname = sname
     if has(rname) and not tensor_path: return self._scalar_op(x, rname)
-    if tensor_path: return call(tgname, _const(x, self)._h, self._h)
+    if tensor_path:
+      c = _const(x, self)   # bound: a temporary's handle would be freed before the call
+      return call(tgname, c._h, self._h)
     if comm: return self._bin(x, tgname, False, scalar)
     if flip: return self._bin(x, flip, False, scalar)
     raise Missing(rname)
