@@ -31,9 +31,10 @@ class Signature(Exception):
   """The shim calls a tg_* function with arguments that do not fit the header's prototype."""
 
 
-class TGError(RuntimeError, ValueError, IndexError, TypeError, AssertionError):
+class TGError(NotImplementedError, ValueError, IndexError, TypeError, AssertionError):
   """A tg_* call returned an error (NULL or a negative tg_status). tgc has only error codes, so this stands
-  for every Python exception type tinygrad could raise where the test expects a refusal."""
+  for every Python exception type tinygrad could raise where the test expects a refusal (NotImplementedError
+  is a RuntimeError)."""
 
 
 # ---- header parsing -----------------------------------------------------------------------------------

@@ -148,6 +148,11 @@ def _as_tensor(x, like=None):
   return Tensor(x)
 
 
+def _dbl_scalar(name):
+  """whether tg function `name` takes its scalar as a double"""
+  return L.HDR.protos[name][1][1][1].strip() == "double"
+
+
 def _scalar_ok(v): return isinstance(v, (bool, int, float, np.generic)) and not isinstance(v, Tensor)
 
 
@@ -198,7 +203,7 @@ def _auto(name, self, *args, **kw):
   # binary with a python scalar: the _scalar form (reflected forms are for operators)
   if len(params) == 2 and others and _scalar_ok(others[0]) and has(tgname + "_scalar") and not kw:
     return Tensor._scalar_op(self, others[0], tgname + "_scalar")
-  cargs, outs, i = [], [], 0
+  cargs, outs, i, keep = [], [], 0, []
   pos = others
   # tinygrad's own signature binds the call (its defaults included); C parameters take the values by name
   # (dim/axis alike), else in tinygrad's order
@@ -233,7 +238,9 @@ def _auto(name, self, *args, **kw):
       if first_tensor: cargs.append(self._h); first_tensor = False
       else:
         v = take(pname, None, required=False)
-        cargs.append(None if v is None else _as_tensor(v, self)._h)
+        v = None if v is None else _as_tensor(v, self)
+        keep.append(v)   # a temporary's handle would be freed before the call
+        cargs.append(None if v is None else v._h)
     elif pt == "tg_tensor**":
       outs.append((ctypes.c_void_p * 1)())
       cargs.append(outs[-1])
@@ -433,9 +440,8 @@ class Tensor(metaclass=_Meta):
   def contiguous(self, *a, **kw): return call("tg_contiguous", self._h)
   @maps("tg_assign")
   def assign(self, x):
-    x = _as_tensor(x, self)
+    if not isinstance(x, Tensor): x = Tensor(x, dtype=self.dtype)   # tinygrad: a python value takes self's dtype
     if x.shape != self.shape: x = x.expand(self.shape)
-    if x._dt != self._dt: x = x.cast(self.dtype)
     x = x.contiguous()
     status("tg_assign", self._h, x._h)
     return self
@@ -576,24 +582,28 @@ class Tensor(metaclass=_Meta):
     s = (shape,) + args if not isinstance(shape, (tuple, list)) else tuple(shape)
     return call("tg_expand", self._h, len(s), _i64(s))
 
-  @maps("tg_pad", "tg_pad_axes")
+  @maps("tg_pad", "tg_pad_axes", "tg_pad_mode", "tg_pad_axes_mode")
   def pad(self, padding, mode="constant", value=0.0):
-    if mode != "constant":
-      if has(f"tg_pad_{mode}"):
-        return self._pad_call(f"tg_pad_{mode}", padding, None)
-      raise Missing(f"pad mode={mode}")
-    return self._pad_call(None, padding, value)
-
-  def _pad_call(self, modefn, padding, value):
     padding = tuple(padding)
-    if all(isinstance(p, int) for p in padding):
-      if modefn: return call(modefn, self._h, len(padding), _i64(padding))
-      return call("tg_pad", self._h, len(padding), _i64(padding), float(value))
+    m = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}.get(mode, 99)   # unknown: a bad enum, for tg to refuse
+    if not any(isinstance(p, (tuple, list)) or p is None for p in padding):   # the flat form, last axis first
+      if mode == "constant": return call("tg_pad", self._h, len(padding), _i64(padding), float(value))
+      return call("tg_pad_mode", self._h, len(padding), _i64(padding), m, float(value))
     pairs = []
     for p in padding: pairs += [0, 0] if p is None else [p[0], p[1]]
-    if len(padding) != self.ndim: raise TGError("pad: padding length must be ndim")
-    if modefn: raise Missing(f"pad per-axis form with a mode")
-    return call("tg_pad_axes", self._h, self.ndim, _i64(pairs), float(value))
+    if mode == "constant": return call("tg_pad_axes", self._h, len(padding), _i64(pairs), float(value))
+    return call("tg_pad_axes_mode", self._h, len(padding), _i64(pairs), m, float(value))
+
+  @maps("tg_shrink_to")
+  def shrink_to(self, shape, *args):
+    s = (shape,) + args if not isinstance(shape, (tuple, list)) else tuple(shape)
+    s = tuple(-1 if v is None else v for v in s)
+    return call("tg_shrink_to", self._h, len(s), _i64(s))
+  @maps("tg_pad_to")
+  def pad_to(self, shape, *args, value=0):
+    s = (shape,) + args if not isinstance(shape, (tuple, list)) else tuple(shape)
+    s = tuple(-1 if v is None else v for v in s)
+    return call("tg_pad_to", self._h, len(s), _i64(s), float(value))
 
   @maps("tg_shrink")
   def shrink(self, arg):
@@ -630,101 +640,99 @@ class Tensor(metaclass=_Meta):
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     return call("tg_stack", len(ts), arr, dim)
 
-  @maps("tg_split")
+  @maps("tg_split", "tg_split_size")
   def split(self, sizes, dim=0):
     ax = dim + self.ndim if dim < 0 else dim
     if ax < 0 or ax >= self.ndim: raise TGError("split: bad dim")
     n = self.shape[ax]
     if isinstance(sizes, int):
-      if sizes <= 0: raise TGError("split: size must be positive")
-      sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
+      cap = max(1, -(-n // sizes) if sizes > 0 else 1)
+      out, cnt = (ctypes.c_void_p * cap)(), ctypes.c_int(0)
+      status("tg_split_size", self._h, sizes, dim, cap, ctypes.byref(cnt), out)
+      return tuple(Tensor._own(out[i]) for i in range(cnt.value))
     sizes = list(sizes)
     out = (ctypes.c_void_p * len(sizes))()
     status("tg_split", self._h, len(sizes), _i64(sizes), dim, out)
     return tuple(Tensor._own(out[i]) for i in range(len(sizes)))
 
-  @maps("tg_split", note="tg_split with ceil(size / chunks) pieces")
+  @maps("tg_chunk")
   def chunk(self, chunks, dim=0):
-    if not has("tg_chunk"):
-      n = self.shape[dim]
-      return self.split(math.ceil(n / chunks) if n else 1, dim)
-    return _auto("chunk", self, chunks, dim)
+    out, cnt = (ctypes.c_void_p * max(1, chunks))(), ctypes.c_int(0)
+    status("tg_chunk", self._h, chunks, dim, ctypes.byref(cnt), out)
+    return [Tensor._own(out[i]) for i in range(cnt.value)]
+
+  @maps("tg_meshgrid")
+  def meshgrid(self, *args, indexing="ij"):
+    if indexing not in ("ij", "xy"): raise TGError(f"indexing={indexing!r}: ij or xy")
+    ts = [self] + list(args)
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    out = (ctypes.c_void_p * len(ts))()
+    status("tg_meshgrid", len(ts), arr, indexing == "xy", out)
+    return tuple(Tensor._own(out[i]) for i in range(len(ts)))
 
   @maps("tg_repeat")
   def repeat(self, repeats, *args):
     r = (repeats,) + args if not isinstance(repeats, (tuple, list)) else tuple(repeats)
     return call("tg_repeat", self._h, len(r), _i64(r))
 
-  @maps("tg_slice_axes", "tg_reshape", "tg_index_select", note="ints, slices, None, Ellipsis; one integer tensor index")
-  def __getitem__(self, idx):
-    if not isinstance(idx, tuple): idx = (idx,)
-    # expand Ellipsis
-    nreal = sum(1 for i in idx if i is not None and i is not Ellipsis and not (isinstance(i, Tensor) and i._dt == 0))
-    if sum(1 for i in idx if i is Ellipsis) > 1: raise TGError("an index can only have a single ellipsis")
-    if any(isinstance(i, Tensor) and i._dt == 0 for i in idx): raise Missing("getitem boolean tensor index")
-    if any(isinstance(i, (list, tuple)) for i in idx): raise Missing("getitem list index")
-    full = []
-    for i in idx:
-      if i is Ellipsis: full += [slice(None)] * (self.ndim - nreal)
-      else: full.append(i)
-    if nreal > self.ndim: raise TGError(f"getitem: too many indices for shape {self.shape}")
-    tensors = [k for k, i in enumerate(full) if isinstance(i, Tensor)]
-    if len(tensors) > 1: raise Missing("getitem several tensor indices")
-    # basic part
-    slices, newshape, axis_map, ax = [], [], [], 0
-    for i in full:
-      if i is None: newshape.append(1); axis_map.append(None); continue
-      n = self.shape[ax]
-      if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
-        k = int(i)
-        if k < -n or k >= n: raise TGError(f"index {k} is out of bounds for dimension {ax} with size {n}")
-        k = k + n if k < 0 else k
-        slices.append((k, k + 1, 1, False)); axis_map.append("drop")
+  def _index(self, indices):
+    """python's index forms -> a tg_index array (and the tensors it borrows), as tinygrad reads them: a list
+    of ints (or a non-tuple) is one index; a list or tuple inside becomes an integer tensor (tinygrad's
+    default int; bools or floats give a tensor of that dtype, which tg refuses as tinygrad does)"""
+    if (isinstance(indices, list) and all(isinstance(i, (int, np.integer)) for i in indices)) or not isinstance(indices, (tuple, list)):
+      indices = [indices]
+    I, S = L.struct("tg_index"), L.struct("tg_slice")
+    out, keep = [], []
+    for i in indices:
+      if i is None: out.append(I(kind=2))
+      elif i is Ellipsis: out.append(I(kind=3))
+      elif isinstance(i, (int, np.integer)): out.append(I(kind=0, i=int(i)))   # a python bool is an int, as tinygrad
       elif isinstance(i, slice):
+        if not all(v is None or isinstance(v, (int, np.integer)) for v in (i.start, i.stop, i.step)):
+          raise TGError(f"slice {i} is not supported")
         st = 1 if i.step is None else int(i.step)
-        if st == 0: raise TGError("slice step cannot be 0")
-        start = TG_END if i.start is None else int(i.start)
-        stop = TG_END if i.stop is None else int(i.stop)
-        if i.start is None and st > 0: start = 0
-        slices.append((start, stop, st, i.start is None and i.stop is None and st == 1))
-        axis_map.append("keep")
-      elif isinstance(i, Tensor):
-        slices.append((0, 0, 1, True)); axis_map.append("tensor")
-      else:
-        raise Missing(f"getitem index {type(i).__name__}")
-      ax += 1
-    t = self
-    if slices and not all(s[3] for s in slices):
-      S = L.struct("tg_slice")
-      arr = (S * len(slices))(*[S(a, b, c, d) for a, b, c, d in slices])
-      t = call("tg_slice_axes", self._h, len(slices), arr)
-    # reshape: drop int axes, add None axes
-    shp, src, out = t.shape, 0, []
-    tensor_pos = None
-    for m in axis_map:
-      if m is None: out.append(1)
-      elif m == "drop": src += 1
-      else:
-        if m == "tensor": tensor_pos = len(out)
-        out.append(shp[src]); src += 1
-    out += list(shp[src:])
-    if tuple(out) != shp: t = t.reshape(tuple(out))
-    if tensor_pos is not None:
-      index = full[tensors[0]]
-      t = call("tg_index_select", t._h, tensor_pos, index._h)
-    return t
+        out.append(I(kind=1, slice=S(TG_END if i.start is None else int(i.start), TG_END if i.stop is None else int(i.stop), st, False)))
+      elif isinstance(i, (Tensor, list, tuple, np.ndarray)):
+        if not isinstance(i, Tensor):
+          arr = np.array(i)
+          if arr.size == 0: arr = arr.astype(np.float32)
+          t = Tensor(arr, dtype=dtypes.bool if arr.dtype == np.bool_ else dtypes.int32 if np.issubdtype(arr.dtype, np.integer) else dtypes.float32)
+        else: t = i
+        keep.append(t)
+        out.append(I(kind=4, tensor=t._h))
+      else: raise TGError(f"index {i!r} of type {type(i).__name__} is not supported")
+    return len(out), (I * max(1, len(out)))(*out), keep
 
-  def __setitem__(self, idx, v): raise Missing("setitem")
+  @maps("tg_getitem", note="ints, slices, None, Ellipsis, integer tensors and lists (tinygrad's forms)")
+  def __getitem__(self, indices):
+    n, arr, keep = self._index(indices)
+    return call("tg_getitem", self._h, n, arr)
+
+  @maps("tg_setitem", "tg_setitem_scalar")
+  def __setitem__(self, indices, v):
+    n, arr, keep = self._index(indices)
+    if isinstance(v, (bool, int, float, np.generic)) and not isinstance(v, Tensor):
+      status("tg_setitem_scalar", self._h, n, arr, float(v.item() if isinstance(v, np.generic) else v))
+      return
+    if not isinstance(v, Tensor): v = Tensor(v, dtype=self.dtype)
+    status("tg_setitem", self._h, n, arr, v._h)
 
   # -- elementwise --
   def _scalar_op(self, v, name):
     """a tg_*_scalar call with tinygrad's weak-scalar dtype: a python float makes an int/bool tensor float32,
     a python int makes a bool tensor int32 (tg's _scalar forms take a double and cannot tell 2 from 2.0)"""
     if isinstance(v, np.generic): v = v.item()
-    wd = _weak_dtype(v, self)
-    out = _promote(self._dt, wd)
-    x = self if out == self._dt else self.cast(_FROM_TG[out])
+    x = self._weak_cast(v)
+    ptype = L.HDR.protos[name][1][1][1].replace("const", "").strip()
+    if ptype in ("int64_t", "int"):   # the integer scalar forms (bitwise ops, shifts): exact in 64 bits
+      if isinstance(v, float) and not v.is_integer(): raise TGError(f"{name}: a non-integral scalar {v}")
+      return call(name, x._h, int(v))
     return call(name, x._h, float(v))
+
+  def _weak_cast(self, v):
+    """self converted to the dtype it promotes to next to tinygrad's weak python scalar v"""
+    out = _promote(self._dt, _weak_dtype(v, self))
+    return self if out == self._dt else self.cast(_FROM_TG[out])
 
   def _bin(self, x, tgname, reverse=False, scalar=True, rscalar=None, comm=False, flip=None):
     if isinstance(x, Tensor):
@@ -732,12 +740,23 @@ class Tensor(metaclass=_Meta):
       return call(tgname, a._h, b._h)
     if isinstance(x, (list, tuple, np.ndarray)): x = Tensor(x)
     if isinstance(x, Tensor): return self._bin(x, tgname, reverse, scalar, rscalar, comm, flip)
+    if isinstance(x, np.generic): x = x.item()
+    sname = tgname + "_scalar" if not reverse else (rscalar or "tg_r" + tgname[3:] + "_scalar")
+    # the scalar goes as an exact 0-d tensor (what a C caller would write) where the scalar form cannot carry it:
+    # an integer beyond 2^53 in a double; a python bool next to a bool tensor (tinygrad keeps bool, tg's integer
+    # scalar forms meet a bool tensor as int32)
+    tensor_path = has(sname) and (
+      (isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**53 and _dbl_scalar(sname)) or
+      (isinstance(x, bool) and self._dt == 0 and not _dbl_scalar(sname)))
     if not reverse:
-      if scalar and has(tgname + "_scalar"): return self._scalar_op(x, tgname + "_scalar")
+      if scalar and has(sname) and not tensor_path: return self._scalar_op(x, sname)
       c = _const(x, self)
       return call(tgname, self._h, c._h)
-    rname = rscalar or ("tg_r" + tgname[3:] + "_scalar")
-    if has(rname): return self._scalar_op(x, rname)
+    rname = sname
+    if has(rname) and not tensor_path: return self._scalar_op(x, rname)
+    if tensor_path:
+      c = _const(x, self)   # bound: a temporary's handle would be freed before the call
+      return call(tgname, c._h, self._h)
     if comm: return self._bin(x, tgname, False, scalar)
     if flip: return self._bin(x, flip, False, scalar)
     raise Missing(rname)
@@ -748,22 +767,19 @@ class Tensor(metaclass=_Meta):
   def sub(self, x, reverse=False): return self._bin(x, "tg_sub", reverse)
   @maps("tg_mul", "tg_mul_scalar")
   def mul(self, x, reverse=False): return self._bin(x, "tg_mul", reverse, comm=True)
-  @maps("tg_div", "tg_div_scalar", "tg_rdiv_scalar", "tg_idiv", note="rounding_mode trunc on ints: tg_idiv; floor: tg_floordiv")
+  @maps("tg_div", "tg_div_scalar", "tg_rdiv_scalar", "tg_div_mode", note="rounding_mode: tg_div_mode (a scalar as a 0-d tensor)")
   def div(self, x, reverse=False, rounding_mode=None):
     if rounding_mode is None: return self._bin(x, "tg_div", reverse)
-    if rounding_mode not in ("trunc", "floor"): raise TGError(f"rounding_mode={rounding_mode!r} is not supported")
+    mode = {"trunc": 1, "floor": 2}.get(rounding_mode, 99)   # an unknown mode: a bad enum value, for tg to refuse
     xt = _as_tensor(x, self)
     a, b = (xt, self) if reverse else (self, xt)
-    if _is_int(a._dt) and _is_int(b._dt) or (a._dt == 0 and b._dt == 0):
-      if rounding_mode == "trunc": return call("tg_idiv", a._h, b._h)
-      for name in ("tg_floordiv", "tg_floor_divide", "tg_div_floor"):   # whichever name tg.h chose
-        if has(name): return call(name, a._h, b._h)
-      raise Missing("div rounding_mode=floor (ints)")
-    d = call("tg_div", a._h, b._h)
-    return d.trunc() if rounding_mode == "trunc" else d.floor()
-  @maps("tg_idiv")
+    return call("tg_div_mode", a._h, b._h, mode)
+  @maps("tg_floordiv", "tg_floordiv_scalar", "tg_rfloordiv_scalar")
+  def _floordiv(self, x, reverse=False): return self._bin(x, "tg_floordiv", reverse)
+  MAPS["__floordiv__"] = (("tg_floordiv", "tg_floordiv_scalar"), ""); MAPS["__rfloordiv__"] = (("tg_rfloordiv_scalar",), "")
+  @maps("tg_idiv", "tg_idiv_scalar")
   def idiv(self, x, reverse=False): return self._bin(x, "tg_idiv", reverse, rscalar="tg_ridiv_scalar")
-  @maps("tg_mod", "tg_rmod_scalar")
+  @maps("tg_mod", "tg_mod_scalar", "tg_rmod_scalar")
   def mod(self, x, reverse=False): return self._bin(x, "tg_mod", reverse)
   @maps("tg_pow", "tg_pow_scalar", "tg_rpow_scalar")
   def pow(self, x, reverse=False): return self._bin(x, "tg_pow", reverse)
@@ -771,19 +787,19 @@ class Tensor(metaclass=_Meta):
   def maximum(self, x): return self._bin(x, "tg_maximum")
   @maps("tg_minimum", "tg_minimum_scalar")
   def minimum(self, x): return self._bin(x, "tg_minimum")
-  @maps("tg_eq")
-  def eq(self, x): return self._bin(x, "tg_eq", scalar=False)
-  @maps("tg_ne")
-  def ne(self, x): return self._bin(x, "tg_ne", scalar=False)
-  @maps("tg_bitwise_and")
-  def bitwise_and(self, x, reverse=False): return self._bin(x, "tg_bitwise_and", reverse, scalar=False, comm=True)
-  @maps("tg_bitwise_or")
-  def bitwise_or(self, x, reverse=False): return self._bin(x, "tg_bitwise_or", reverse, scalar=False, comm=True)
-  @maps("tg_bitwise_xor")
-  def bitwise_xor(self, x, reverse=False): return self._bin(x, "tg_bitwise_xor", reverse, scalar=False, comm=True)
-  @maps("tg_lshift")
+  @maps("tg_eq", "tg_eq_scalar")
+  def eq(self, x): return self._bin(x, "tg_eq")
+  @maps("tg_ne", "tg_ne_scalar")
+  def ne(self, x): return self._bin(x, "tg_ne")
+  @maps("tg_bitwise_and", "tg_bitwise_and_scalar")
+  def bitwise_and(self, x, reverse=False): return self._bin(x, "tg_bitwise_and", reverse, comm=True)
+  @maps("tg_bitwise_or", "tg_bitwise_or_scalar")
+  def bitwise_or(self, x, reverse=False): return self._bin(x, "tg_bitwise_or", reverse, comm=True)
+  @maps("tg_bitwise_xor", "tg_bitwise_xor_scalar")
+  def bitwise_xor(self, x, reverse=False): return self._bin(x, "tg_bitwise_xor", reverse, comm=True)
+  @maps("tg_lshift", "tg_lshift_scalar", "tg_rlshift_scalar")
   def lshift(self, x, reverse=False): return self._bin(x, "tg_lshift", reverse)
-  @maps("tg_rshift")
+  @maps("tg_rshift", "tg_rshift_scalar", "tg_rrshift_scalar")
   def rshift(self, x, reverse=False): return self._bin(x, "tg_rshift", reverse)
   @maps("tg_bitwise_not")
   def bitwise_not(self): return call("tg_bitwise_not", self._h)
@@ -797,8 +813,8 @@ class Tensor(metaclass=_Meta):
   def __rmul__(self, x): return self.mul(x, True)
   def __truediv__(self, x): return self.div(x)
   def __rtruediv__(self, x): return self.div(x, True)
-  def __floordiv__(self, x): return self.div(x, rounding_mode="floor")
-  def __rfloordiv__(self, x): return self.div(x, True, rounding_mode="floor")
+  def __floordiv__(self, x): return self._floordiv(x)
+  def __rfloordiv__(self, x): return self._floordiv(x, True)
   def __mod__(self, x): return self.mod(x)
   def __rmod__(self, x): return self.mod(x, True)
   def __pow__(self, x): return self.pow(x)
@@ -814,19 +830,35 @@ class Tensor(metaclass=_Meta):
   def __rshift__(self, x): return self.rshift(x)
   def __rlshift__(self, x): return self.lshift(x, True)
   def __rrshift__(self, x): return self.rshift(x, True)
-  def __lt__(self, x): return self._bin(x, "tg_lt", scalar=False)
-  def __gt__(self, x): return self._bin(x, "tg_gt", scalar=False)
-  def __le__(self, x): return self._bin(x, "tg_le", scalar=False)
-  def __ge__(self, x): return self._bin(x, "tg_ge", scalar=False)
+  def __lt__(self, x): return self._bin(x, "tg_lt")
+  def __gt__(self, x): return self._bin(x, "tg_gt")
+  def __le__(self, x): return self._bin(x, "tg_le")
+  def __ge__(self, x): return self._bin(x, "tg_ge")
   def __eq__(self, x): return self.eq(x)
   def __ne__(self, x): return self.ne(x)
   def __matmul__(self, x): return self.matmul(x)
   def __rmatmul__(self, x): return _as_tensor(x).matmul(self)
+  # in-place operators, as tinygrad's: x op= y is x.assign(x op y)
+  def __iadd__(self, x): return self.assign(self.add(x))
+  def __isub__(self, x): return self.assign(self.sub(x))
+  def __imul__(self, x): return self.assign(self.mul(x))
+  def __itruediv__(self, x): return self.assign(self.div(x))
+  def __ifloordiv__(self, x): return self.assign(self.__floordiv__(x))
+  def __ipow__(self, x): return self.assign(self.pow(x))
+  def __iand__(self, x): return self.assign(self.bitwise_and(x))
+  def __ior__(self, x): return self.assign(self.bitwise_or(x))
+  def __ixor__(self, x): return self.assign(self.bitwise_xor(x))
+  def __ilshift__(self, x): return self.assign(self.lshift(x))
+  def __irshift__(self, x): return self.assign(self.rshift(x))
+  def __imatmul__(self, x): return self.assign(self.matmul(x))
   MAPS["__lt__"] = (("tg_lt",), ""); MAPS["__gt__"] = (("tg_gt",), ""); MAPS["__le__"] = (("tg_le",), "")
   MAPS["__ge__"] = (("tg_ge",), "")
 
-  @maps("tg_where")
+  @maps("tg_where", "tg_where_scalar")
   def where(self, x, y):
+    if isinstance(x, Tensor) and _scalar_ok(y) and not isinstance(y, bool):
+      xx = x._weak_cast(y.item() if isinstance(y, np.generic) else y)
+      return call("tg_where_scalar", self._h, xx._h, float(y))
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
       x, y = _const(x), _const(y)
       if x._dt != y._dt:
@@ -846,8 +878,17 @@ class Tensor(metaclass=_Meta):
     if dtype is not None: raise Missing("dot dtype=")
     return call("tg_dot", self._h, x._h)
 
+  @maps("tg_masked_fill", "tg_masked_fill_tensor")
+  def masked_fill(self, mask, value):
+    if isinstance(value, Tensor): return call("tg_masked_fill_tensor", self._h, mask._h, value._h)
+    return call("tg_masked_fill", self._h, mask._h, float(value))
+  @maps("tg_lerp", "tg_lerp_scalar")
+  def lerp(self, end, weight):
+    if isinstance(weight, Tensor): return call("tg_lerp", self._h, end._h, weight._h)
+    return call("tg_lerp_scalar", self._h, end._h, float(weight))
+
   @maps("tg_clamp")
-  def clamp(self, min_=None, max_=None):
+  def clamp(self, min_=None, max_=None, _fn="tg_clamp"):
     if min_ is None and max_ is None: raise TGError("at least one of 'min_' or 'max_' must not be None")
     if isinstance(min_, Tensor) or isinstance(max_, Tensor): raise Missing("clamp tensor bounds")
     lo = -math.inf if min_ is None else min_
@@ -859,9 +900,9 @@ class Tensor(metaclass=_Meta):
       info = np.iinfo(_NP[x._dt]) if x._dt else None
       if info is not None:
         lo, hi = max(lo, info.min), min(hi, info.max)
-    return call("tg_clamp", x._h, float(lo), float(hi))
-  MAPS["clip"] = (("tg_clamp",), "alias of clamp")
-  def clip(self, min_=None, max_=None): return self.clamp(min_, max_)
+    return call(_fn, x._h, float(lo), float(hi))
+  MAPS["clip"] = (("tg_clip",), "alias of clamp")
+  def clip(self, min_=None, max_=None): return self.clamp(min_, max_, _fn="tg_clip")
 
   @maps("tg_leaky_relu")
   def leaky_relu(self, neg_slope=0.01): return call("tg_leaky_relu", self._h, float(neg_slope))
@@ -873,10 +914,10 @@ class Tensor(metaclass=_Meta):
       if has("tg_softplus_beta"): return call("tg_softplus_beta", self._h, float(beta))
       raise Missing("softplus beta=")
     return call("tg_softplus", self._h)
-  @maps("tg_gelu")
+  @maps("tg_gelu", "tg_gelu_mode")
   def gelu(self, approximate="tanh"):
-    if approximate != "tanh": raise Missing(f"gelu approximate={approximate}")
-    return call("tg_gelu", self._h)
+    if approximate == "tanh": return call("tg_gelu", self._h)
+    return call("tg_gelu_mode", self._h, {"none": 1}.get(approximate, 99))
   @maps("tg_silu")
   def swish(self): return call("tg_silu", self._h)
   MAPS["swish"] = (("tg_silu",), "alias of silu")
@@ -886,16 +927,20 @@ class Tensor(metaclass=_Meta):
     n, arr = _axes(axis)
     if n < 0: return self if not extra else call(tgname, self._h, 0, _i32([]), keepdim, *extra)
     return call(tgname, self._h, n, arr, bool(keepdim), *extra)
-  @maps("tg_sum")
+  @maps("tg_sum", "tg_sum_dtype")
   def sum(self, axis=None, keepdim=False, dtype=None):
-    r = self._red("tg_sum", axis, keepdim)
-    if dtype is not None:
-      if r.dtype != to_dtype(dtype): raise Missing("sum dtype=")
-    return r
-  @maps("tg_prod")
+    if dtype is not None: return self._red_all("tg_sum_dtype", axis, keepdim, tg_dtype(dtype))
+    return self._red("tg_sum", axis, keepdim)
+  @maps("tg_prod", "tg_prod_dtype")
   def prod(self, axis=None, keepdim=False, dtype=None):
-    if dtype is not None: raise Missing("prod dtype=")
+    if dtype is not None: return self._red_all("tg_prod_dtype", axis, keepdim, tg_dtype(dtype))
     return self._red("tg_prod", axis, keepdim)
+  def _red_all(self, tgname, axis, keepdim, *extra):
+    """a reduction call for which an empty axis tuple still goes through tg (it converts)"""
+    n, arr = _axes(axis)
+    if n < 0:   # reduce nothing: tg's naxes 0 means every axis, so an empty tuple cannot be said to tg
+      raise Missing(f"{tgname} over an empty axis tuple")
+    return call(tgname, self._h, n, arr, bool(keepdim), *extra)
   @maps("tg_max")
   def max(self, axis=None, keepdim=False): return self._red("tg_max", axis, keepdim)
   @maps("tg_min")
@@ -924,14 +969,40 @@ class Tensor(metaclass=_Meta):
   def log_softmax(self, axis=-1, dtype=None):
     t = self.cast(dtype) if dtype is not None else self
     return call("tg_log_softmax", t._h, axis)
-  @maps("tg_logsumexp")
+  @maps("tg_logsumexp", "tg_logsumexp_axes")
   def logsumexp(self, axis=None, keepdim=False):
     if axis is None or isinstance(axis, (tuple, list)):
-      if has("tg_logsumexp_axes"): raise Missing("logsumexp axis=None/tuple")
-      raise Missing("logsumexp axis=None/tuple")
+      return self._red_all("tg_logsumexp_axes", axis, keepdim)
     return call("tg_logsumexp", self._h, axis, bool(keepdim))
   @maps("tg_cumsum")
   def cumsum(self, axis=0): return call("tg_cumsum", self._h, axis)
+
+  @staticmethod
+  def _two(name, *args):
+    a, b = ctypes.c_void_p(), ctypes.c_void_p()
+    status(name, *args, ctypes.byref(a), ctypes.byref(b))
+    return Tensor._own(a.value), Tensor._own(b.value)
+  @maps("tg_cummax")
+  def cummax(self, axis=0): return self._two("tg_cummax", self._h, axis)
+  @maps("tg_cummin")
+  def cummin(self, axis=0): return self._two("tg_cummin", self._h, axis)
+  @maps("tg_sort")
+  def sort(self, dim=-1, descending=False): return self._two("tg_sort", self._h, dim, bool(descending))
+  @maps("tg_argsort")
+  def argsort(self, dim=-1, descending=False): return call("tg_argsort", self._h, dim, bool(descending))
+  @maps("tg_topk")
+  def topk(self, k, dim=-1, largest=True, sorted_=True):
+    return self._two("tg_topk", self._h, k, dim, bool(largest), bool(sorted_))
+  @maps("tg_var_mean")
+  def var_mean(self, axis=None, keepdim=False, correction=1):
+    n, arr = _axes(axis)
+    if n < 0: raise Missing("var_mean over an empty axis tuple")
+    return self._two("tg_var_mean", self._h, n, arr, bool(keepdim), float(correction))
+  @maps("tg_std_mean")
+  def std_mean(self, axis=None, keepdim=False, correction=1):
+    n, arr = _axes(axis)
+    if n < 0: raise Missing("std_mean over an empty axis tuple")
+    return self._two("tg_std_mean", self._h, n, arr, bool(keepdim), float(correction))
 
   # -- nn --
   @staticmethod
@@ -966,10 +1037,16 @@ class Tensor(metaclass=_Meta):
     return P(len(k), self._ints(k, "kernel"), self._ints(stride, "stride"), self._ints(dilation, "dilation"),
              self._ints(padding, "padding"), bool(ceil_mode), bool(count_include_pad))
 
-  @maps("tg_max_pool2d")
+  @maps("tg_max_pool2d", "tg_max_pool2d_with_indices")
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, return_indices=False):
-    if return_indices: raise Missing("max_pool2d return_indices=True")
-    return call("tg_max_pool2d", self._h, self._pool(kernel_size, stride, dilation, padding, ceil_mode))
+    o = self._pool(kernel_size, stride, dilation, padding, ceil_mode)
+    if return_indices: return self._two("tg_max_pool2d_with_indices", self._h, o)
+    return call("tg_max_pool2d", self._h, o)
+  @maps("tg_max_unpool2d")
+  def max_unpool2d(self, indices, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None):
+    o = self._pool(kernel_size, stride, dilation, padding, False)
+    osz = () if output_size is None else tuple(output_size)
+    return call("tg_max_unpool2d", self._h, indices._h, o, len(osz), _i64(osz))
   @maps("tg_avg_pool2d")
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, count_include_pad=True):
     return call("tg_avg_pool2d", self._h, self._pool(kernel_size, stride, dilation, padding, ceil_mode, count_include_pad))
@@ -994,6 +1071,8 @@ class Tensor(metaclass=_Meta):
     return call("tg_one_hot", self._h, num_classes)
   @maps("tg_gather")
   def gather(self, dim, index): return call("tg_gather", self._h, dim, index._h)
+  @maps("tg_diag")
+  def diag(self): return call("tg_diag", self._h, 0)   # tinygrad's diag has no offset
   @maps("tg_triu")
   def triu(self, diagonal=0): return call("tg_triu", self._h, diagonal)
   @maps("tg_tril")
@@ -1009,18 +1088,19 @@ class Tensor(metaclass=_Meta):
 
   @maps("tg_scaled_dot_product_attention")
   def scaled_dot_product_attention(self, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, enable_gqa=False):
-    if dropout_p: raise Missing("scaled_dot_product_attention dropout_p")
-    if enable_gqa: raise Missing("scaled_dot_product_attention enable_gqa")
     return call("tg_scaled_dot_product_attention", self._h, key._h, value._h,
-                attn_mask._h if attn_mask is not None else None, bool(is_causal))
+                attn_mask._h if attn_mask is not None else None, float(dropout_p), bool(is_causal), bool(enable_gqa))
 
   def _loss_opts(self, reduction="mean", label_smoothing=0.0, ignore_index=None):
     O = L.struct("tg_loss_opts")
     red = {"mean": 0, "sum": 1, "none": 2}.get(reduction, 99)   # an unknown name: a bad enum value, for tg to refuse
     return O(red, float(label_smoothing), ignore_index is not None, -1 if ignore_index is None else int(ignore_index))
+  def _sparse_loss_opts(self, reduction, label_smoothing, ignore_index):
+    # tinygrad's sparse_categorical_crossentropy ignores nothing with its default ignore_index -1
+    return self._loss_opts(reduction, label_smoothing, None if ignore_index == -1 else ignore_index)
   @maps("tg_sparse_categorical_crossentropy")
   def sparse_categorical_crossentropy(self, Y, ignore_index=-1, label_smoothing=0.0, reduction="mean"):
-    return call("tg_sparse_categorical_crossentropy", self._h, Y._h, self._loss_opts(reduction, label_smoothing, ignore_index))
+    return call("tg_sparse_categorical_crossentropy", self._h, Y._h, self._sparse_loss_opts(reduction, label_smoothing, ignore_index))
   @maps("tg_cross_entropy")
   def cross_entropy(self, Y, reduction="mean", label_smoothing=0.0):
     return call("tg_cross_entropy", self._h, Y._h, self._loss_opts(reduction, label_smoothing))
@@ -1037,9 +1117,29 @@ class Tensor(metaclass=_Meta):
     return call("tg_binary_crossentropy_logits", self._h, Y._h, self._loss_opts(reduction))
   @maps("tg_interpolate")
   def interpolate(self, size, mode="linear", align_corners=False):
-    modes = {"nearest": 0, "linear": 1}
-    if mode not in modes or align_corners: raise Missing(f"interpolate mode={mode}" + (" align_corners" if align_corners else ""))
-    return call("tg_interpolate", self._h, len(size), _i64(size), modes[mode])
+    m = {"nearest": 0, "linear": 1, "nearest-exact": 2}.get(mode, 99)   # unknown: a bad enum, for tg to refuse
+    size = tuple(size)
+    return call("tg_interpolate", self._h, len(size), _i64(size), m, bool(align_corners))
+
+  @staticmethod
+  @maps("tg_einsum")
+  def einsum(formula, *operands, dtype=None):
+    if dtype is not None: raise Missing("einsum dtype=")
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)): operands = tuple(operands[0])
+    arr = (ctypes.c_void_p * max(1, len(operands)))(*[t._h for t in operands])
+    return call("tg_einsum", formula.encode(), len(operands), arr)
+
+  @maps("tg_scatter", "tg_scatter_scalar")
+  def scatter(self, dim, index, src, reduce=None):
+    red = {None: -1, "add": 0, "multiply": 1}.get(reduce, 99)   # unknown: a bad value, for tg to refuse
+    if isinstance(src, Tensor):
+      if reduce is not None: raise TGError("a tensor src with reduce: tinygrad refuses it (scatter_reduce)")
+      return call("tg_scatter", self._h, dim, index._h, src._h)
+    return call("tg_scatter_scalar", self._h, dim, index._h, float(src), red)
+  @maps("tg_scatter_reduce")
+  def scatter_reduce(self, dim, index, src, reduce, include_self=True):
+    op = {"sum": 0, "prod": 1, "mean": 2, "amax": 3, "amin": 4}.get(reduce, 99)
+    return call("tg_scatter_reduce", self._h, dim, index._h, src._h, op, bool(include_self))
 
 
 # simple unary methods: tinygrad name -> tg function (same name unless noted)
