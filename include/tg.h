@@ -310,6 +310,9 @@ tg_tensor *tg_elu(tg_tensor *t, double alpha);             /* x > 0 ? x : alpha 
 tg_tensor *tg_relu6(tg_tensor *t);       /* min(max(x, 0), 6), t's dtype; gradient 0 at 0, 1 at 6, NaN gives 0 */
 tg_tensor *tg_hardswish(tg_tensor *t);   /* x * hardsigmoid(x), float */
 tg_tensor *tg_hardsigmoid(tg_tensor *t); /* relu6(x + 3) / 6, float */
+/* tinygrad's hardsigmoid(alpha, beta): relu(alpha x + beta) - relu(alpha x + beta - 1); alpha, beta weak scalars
+ * (tinygrad's defaults 1/6, 0.5 give tg_hardsigmoid) */
+tg_tensor *tg_hardsigmoid_ab(tg_tensor *t, double alpha, double beta);
 tg_tensor *tg_mish(tg_tensor *t);        /* x * tanh(softplus(x)), float */
 tg_tensor *tg_logical_not(tg_tensor *t); /* x == 0, bool */
 /* tinygrad's clamp: x < lo ? lo : x, then that > hi ? hi : it; t's dtype. lo > hi gives hi; a bound of NaN is
@@ -350,7 +353,9 @@ tg_tensor *tg_add_scalar(tg_tensor *a, double v);      /* a + v */
 tg_tensor *tg_sub_scalar(tg_tensor *a, double v);      /* a - v */
 tg_tensor *tg_mul_scalar(tg_tensor *a, double v);      /* a * v */
 tg_tensor *tg_div_scalar(tg_tensor *a, double v);      /* a / v, float as tg_div */
-tg_tensor *tg_pow_scalar(tg_tensor *a, double v);      /* a^v as tg_pow; v 2 and 3 are products in a's dtype */
+/* a^v as tg_pow; v 2 and 3 are products in a's dtype; an integer or bool a with a negative integral v is refused
+ * as tinygrad's x ** -2 (cast a to float first, as python's x ** -2.0 does) */
+tg_tensor *tg_pow_scalar(tg_tensor *a, double v);
 tg_tensor *tg_maximum_scalar(tg_tensor *a, double v);  /* max(a, v) */
 tg_tensor *tg_minimum_scalar(tg_tensor *a, double v);  /* min(a, v) */
 
@@ -380,6 +385,8 @@ tg_tensor *tg_isinf(tg_tensor *t, bool detect_positive, bool detect_negative);
 tg_tensor *tg_celu(tg_tensor *t, double alpha);  /* x > 0 ? x : alpha (e^(x/alpha) - 1); alpha != 0 (tinygrad's default 1) */
 /* 1.0507 (x >= 0 ? x : 1.6733 (e^x - 1)), PyTorch's full-precision constants (tinygrad rounds them; 2e-6 apart) */
 tg_tensor *tg_selu(tg_tensor *t);
+/* tinygrad's selu(alpha, gamma): gamma (x >= 0 ? x : alpha (e^x - 1)), float (tinygrad's defaults 1.67326, 1.0507) */
+tg_tensor *tg_selu_ag(tg_tensor *t, double alpha, double gamma);
 tg_tensor *tg_softsign(tg_tensor *t);    /* x / (1 + |x|), float */
 tg_tensor *tg_quick_gelu(tg_tensor *t);  /* x sigmoid(1.702 x), float */
 tg_tensor *tg_logsigmoid(tg_tensor *t);  /* log(sigmoid(x)) = -softplus(-x), no overflow; float */
@@ -473,6 +480,9 @@ tg_tensor *tg_argmax(tg_tensor *t, int axis, bool keepdim);
 tg_tensor *tg_argmin(tg_tensor *t, int axis, bool keepdim);    /* as tg_argmax, of the smallest value */
 tg_tensor *tg_softmax(tg_tensor *t, int axis);                 /* t's shape, float */
 tg_tensor *tg_log_softmax(tg_tensor *t, int axis);             /* t's shape, float */
+/* tinygrad's softmax(axis, dtype=): x - max(x) in t's dtype, converted to dt, then the softmax in dt */
+tg_tensor *tg_softmax_dtype(tg_tensor *t, int axis, tg_dtype dt);
+tg_tensor *tg_log_softmax_dtype(tg_tensor *t, int axis, tg_dtype dt);  /* log_softmax(axis, dtype=) as tg_softmax_dtype */
 tg_tensor *tg_logsumexp(tg_tensor *t, int axis, bool keepdim); /* float; one axis or TG_ALL (see tg_logsumexp_axes) */
 /* numpy matmul semantics, 1-d and batched; floats keep their dtype, integers accumulate as tg_sum's */
 tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b);
@@ -508,6 +518,7 @@ tg_status tg_std_mean(tg_tensor *t, int naxes, const int *axes, bool keepdim, do
  * holding +inf is +inf, as PyTorch (tinygrad: NaN) */
 tg_tensor *tg_logsumexp_axes(tg_tensor *t, int naxes, const int *axes, bool keepdim);
 tg_tensor *tg_softmin(tg_tensor *t, int axis);   /* softmax(-x), float */
+tg_tensor *tg_softmin_dtype(tg_tensor *t, int axis, tg_dtype dt);  /* tg_softmax_dtype(-x, axis, dt) */
 tg_tensor *tg_any(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* bool: some x != 0 (empty: false) */
 tg_tensor *tg_all(tg_tensor *t, int naxes, const int *axes, bool keepdim);  /* bool: every x != 0 (empty: true) */
 /* tinygrad's sum(dtype=): t converted to dt and summed; the result is dt */
@@ -620,27 +631,34 @@ tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *index);   /* weight (V, D)
  * dividing q's, each repeated for q's heads / Hk consecutive query heads (repeat_interleave), as tinygrad */
 tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *mask, double dropout_p,
                                            bool is_causal, bool enable_gqa);
-/* Losses. The class axis is 1 (0 for a 1-d input), as PyTorch's. A loss is a float 0-d tensor, or with
+/* Losses. The class axis is tinygrad's: the last one for sparse_categorical_crossentropy, 1 (0 for a 1-d
+ * input) for cross_entropy and nll_loss, as PyTorch's. A loss is a float 0-d tensor, or with
  * TG_REDUCTION_NONE one value per sample (the labels' shape). */
 typedef enum tg_reduction { TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE } tg_reduction;
+/* tinygrad's keyword arguments of the losses; each loss refuses one it does not have, set away from its default.
+ * The tensors are borrowed (the caller keeps and frees them); NULL: not given */
 typedef struct tg_loss_opts {
   tg_reduction reduction;   /* mean (over the labels that count), sum, or none: one loss per sample */
   double label_smoothing;   /* in [0, 1]; sparse_categorical_crossentropy and cross_entropy only */
   bool use_ignore_index;    /* labels equal to ignore_index add nothing and do not count in the mean */
-  int64_t ignore_index;     /* sparse_categorical_crossentropy and nll_loss only */
+  int64_t ignore_index;     /* sparse_categorical_crossentropy (where -1 ignores nothing, as tinygrad) and nll_loss */
+  tg_tensor *weight;        /* nll_loss only: per-class weights (C); the mean divides by the sum of weight[label] */
+  tg_tensor *pos_weight;    /* binary_crossentropy_logits only: multiplies the positive term; broadcasts with targets */
 } tg_loss_opts;
-/* tinygrad's defaults: mean, no smoothing, no label ignored (== a zero-initialized struct, ignore_index -1) */
+/* tinygrad's defaults: mean, no smoothing, no label ignored, no weights (== a zero-initialized struct, ignore_index -1) */
 tg_loss_opts tg_loss_defaults(void);
-/* logits (N, C) or (N, C, ...), labels int (N) or (N, ...) */
+/* logits (..., C) (tinygrad's class axis -1, unlike PyTorch's 1), labels int (...); a label out of range adds 0 */
 tg_tensor *tg_sparse_categorical_crossentropy(tg_tensor *logits, tg_tensor *labels, tg_loss_opts o);
-/* target: probabilities of the logits' shape, or integer labels */
+/* logits (N, C, ...) or (C); target: probabilities of the logits' shape, or integer labels (N, ...) or () */
 tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target, tg_loss_opts o);
-/* -log_probs[label] along the class axis: log_probs (N, C, ...) as logits, labels int (N, ...) */
+/* -log_probs[label] * weight[label] along the class axis: log_probs (N, C, ...) or (C), labels int (N, ...) or ();
+ * the mean is sum(-log_probs[label] w[label]) / sum(w[label]) over the labels that count */
 tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *labels, tg_loss_opts o);
-/* elementwise losses: reduction only (label_smoothing must be 0 and use_ignore_index false); the mean is over
- * every element. probs in (0, 1): the logs are not clamped (as tinygrad, unlike PyTorch) */
+/* elementwise losses: reduction only (and pos_weight for the logits form); the mean is over every element.
+ * probs in (0, 1): the logs are not clamped (as tinygrad, unlike PyTorch) */
 tg_tensor *tg_binary_crossentropy(tg_tensor *probs, tg_tensor *targets, tg_loss_opts o);
-tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets, tg_loss_opts o);  /* sigmoid inside */
+/* sigmoid inside: pos_weight * y * softplus(-x) + (1 - y) * softplus(x) */
+tg_tensor *tg_binary_crossentropy_logits(tg_tensor *logits, tg_tensor *targets, tg_loss_opts o);
 /* the running sum along axis, x's shape; floats keep their dtype, integers take tg_sum's */
 tg_tensor *tg_cumsum(tg_tensor *x, int axis);
 tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal);   /* x (..., R, C) with 0 below diagonal `diagonal` */
@@ -649,7 +667,8 @@ tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal);   /* x (..., R, C) with 0 ab
 typedef enum tg_interp_mode { TG_INTERP_NEAREST, TG_INTERP_LINEAR, TG_INTERP_NEAREST_EXACT } tg_interp_mode;
 /* resizes the trailing axes (ndim sizes, 1 to x's rank) as tinygrad's and PyTorch's interpolate; align_corners
  * (linear only) maps the corner elements onto each other; x's dtype (linear blends in float32 or wider, then
- * converts back: integers truncate) */
+ * converts back: integers truncate; uint8 rounds, each axis in tinygrad's 7-bit fixed point, which matches
+ * PyTorch's uint8 bilinear; unlike tinygrad's, neighbours more than 127 apart do not wrap around) */
 tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp_mode mode, bool align_corners);
 /* tinygrad's max_pool2d(return_indices=True): *values as tg_max_pool2d, *indices int32 of the same shape: the
  * flat index (within each input plane of the pooled axes) of the first maximum of each window (PyTorch: int64) */

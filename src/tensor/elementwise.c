@@ -399,6 +399,10 @@ tg_tensor *tg_minimum_scalar(tg_tensor *a, double v) { return with_scalar(a, v, 
 
 tg_tensor *tg_pow_scalar(tg_tensor *a, double v) {
   if (!a) return NULL;
+  if (v < 0 && !dtype_is_float(scalar_dtype(TDT(a), v))) {  /* tinygrad: "base needs to be float" */
+    tg_set_error(TG_ERR_ARG, "tg_pow_scalar: %s tensor ** %g: a negative integer power needs a float base", tg_dtype_name(TDT(a)), v);
+    return NULL;
+  }
   uop *x = a->u;
   if (v == 1) return tensor_new(x);
   if (v == 2 || v == 3) {

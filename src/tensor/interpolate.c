@@ -6,7 +6,12 @@
  *   nearest-exact  src = floor((i + 0.5) * (float)in / out)            (PyTorch's "nearest-exact")
  *   linear         the two neighbours of (i + 0.5) * in / out - 0.5, clamped to [0, in - 1], or with
  *                  align_corners of i * (in - 1) / (out - 1), blended by the fraction; tinygrad's exact
- *                  integer form num / den of that position gives the neighbours and the weight. */
+ *                  integer form num / den of that position gives the neighbours and the weight.
+ * Linear blends in float32 (or wider) and converts back, except uint8, which blends per axis in tinygrad's
+ * fixed point (its Tensor.lerp for a uint8 tensor and a tensor weight; it rounds as PyTorch's uint8 path):
+ *   lo + (((hi - lo) * (int)(w * 128 + 0.5) + 64) >> 7)
+ * with the difference exact: tinygrad casts it to int8, which wraps for neighbours more than 127 apart
+ * (0 and 255 blended half way give 0 there, 128 here and in PyTorch). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +59,25 @@ static tg_tensor *interp_axis(tmps *s, tg_tensor *x, int ax, int64_t out, tg_int
     tg_tensor *yh = tmp(s, tg_index_select(x, ax, int_vec(s, hi, out)));
     int64_t sh[TG_MAX_DIMS];
     for (int i = 0; i < TNDIM(x) - ax; i++) sh[i] = i ? 1 : out;
-    tg_tensor *wt = tmp(s, tg_reshape(tmp(s, tg_from_data(TG_FLOAT32, 1, &out, w, (size_t)out * sizeof *w)), TNDIM(x) - ax, sh));
-    y = tmp(s, tg_add(y, tmp(s, tg_mul(tmp(s, tg_sub(yh, y)), tmp(s, tg_cast(wt, TDT(x)))))));
+    if (TDT(x) == TG_UINT8) {
+      /* the weights in 1/128ths as tinygrad computes them: float32 w * 128 + 0.5, truncated */
+      int32_t *wi = mem_alloc((size_t)out * sizeof *wi);
+      if (!wi) {
+        tg_set_error(TG_ERR_NOMEM, "%s: out of memory", s->op);
+        y = NULL;
+        goto done;
+      }
+      for (int64_t i = 0; i < out; i++) wi[i] = (int32_t)(w[i] * 128.0f + 0.5f);
+      tg_tensor *wt = tmp(s, tg_reshape(int_vec(s, wi, out), TNDIM(x) - ax, sh));
+      free(wi);
+      tg_tensor *lo32 = tmp(s, tg_cast(y, TG_INT32)), *hi32 = tmp(s, tg_cast(yh, TG_INT32));
+      tg_tensor *d = tmp(s, tg_add_scalar(tmp(s, tg_mul(tmp(s, tg_sub(hi32, lo32)), wt)), 64));
+      tg_tensor *q = tmp(s, tg_rshift(d, tmp(s, tg_scalar(TG_INT32, 7))));  /* arithmetic: floor(d / 128) */
+      y = tmp(s, tg_cast(tmp(s, tg_add(lo32, q)), TG_UINT8));
+    } else {
+      tg_tensor *wt = tmp(s, tg_reshape(tmp(s, tg_from_data(TG_FLOAT32, 1, &out, w, (size_t)out * sizeof *w)), TNDIM(x) - ax, sh));
+      y = tmp(s, tg_add(y, tmp(s, tg_mul(tmp(s, tg_sub(yh, y)), tmp(s, tg_cast(wt, TDT(x)))))));
+    }
   }
 done:
   free(lo);
@@ -86,8 +108,9 @@ tg_tensor *tg_interpolate(tg_tensor *x, int ndim, const int64_t *size, tg_interp
   }
   tmps s = TMPS("tg_interpolate");
   tg_dtype dt = TDT(x);
-  /* linear blends in float32 at least (tinygrad's weights are float32), then converts back to x's dtype */
-  tg_dtype work = mode == TG_INTERP_LINEAR ? dtype_promote(dt, TG_FLOAT32) : dt;
+  /* linear blends in float32 at least (tinygrad's weights are float32), then converts back to x's dtype;
+   * uint8 stays uint8 (tinygrad's fixed-point lerp) */
+  tg_dtype work = mode == TG_INTERP_LINEAR && dt != TG_UINT8 ? dtype_promote(dt, TG_FLOAT32) : dt;
   tg_tensor *y = work != dt ? tmp(&s, tg_cast(x, work)) : x;
   for (int i = ndim - 1; i >= 0 && y; i--) {
     int ax = TNDIM(x) - ndim + i;
