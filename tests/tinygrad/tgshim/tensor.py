@@ -963,12 +963,14 @@ class Tensor(metaclass=_Meta):
   def argmin(self, axis=None, keepdim=False): return call("tg_argmin", self._h, TG_ALL if axis is None else axis, bool(keepdim))
   @maps("tg_softmax")
   def softmax(self, axis=-1, dtype=None):
-    t = self.cast(dtype) if dtype is not None else self
-    return call("tg_softmax", t._h, axis)
+    if dtype is not None: return call("tg_softmax_dtype", self._h, axis, tg_dtype(dtype))
+    return call("tg_softmax", self._h, axis)
   @maps("tg_log_softmax")
   def log_softmax(self, axis=-1, dtype=None):
-    t = self.cast(dtype) if dtype is not None else self
-    return call("tg_log_softmax", t._h, axis)
+    if dtype is not None: return call("tg_log_softmax_dtype", self._h, axis, tg_dtype(dtype))
+    return call("tg_log_softmax", self._h, axis)
+  @maps("tg_hardsigmoid_ab")
+  def hardsigmoid(self, alpha=1/6, beta=0.5): return call("tg_hardsigmoid_ab", self._h, float(alpha), float(beta))
   @maps("tg_logsumexp", "tg_logsumexp_axes")
   def logsumexp(self, axis=None, keepdim=False):
     if axis is None or isinstance(axis, (tuple, list)):
@@ -1091,10 +1093,13 @@ class Tensor(metaclass=_Meta):
     return call("tg_scaled_dot_product_attention", self._h, key._h, value._h,
                 attn_mask._h if attn_mask is not None else None, float(dropout_p), bool(is_causal), bool(enable_gqa))
 
-  def _loss_opts(self, reduction="mean", label_smoothing=0.0, ignore_index=None):
+  def _loss_opts(self, reduction="mean", label_smoothing=0.0, ignore_index=None, weight=None, pos_weight=None):
     O = L.struct("tg_loss_opts")
     red = {"mean": 0, "sum": 1, "none": 2}.get(reduction, 99)   # an unknown name: a bad enum value, for tg to refuse
-    return O(red, float(label_smoothing), ignore_index is not None, -1 if ignore_index is None else int(ignore_index))
+    o = O(red, float(label_smoothing), ignore_index is not None, -1 if ignore_index is None else int(ignore_index))
+    if weight is not None: o.weight = weight._h
+    if pos_weight is not None: o.pos_weight = pos_weight._h
+    return o
   def _sparse_loss_opts(self, reduction, label_smoothing, ignore_index):
     # tinygrad's sparse_categorical_crossentropy ignores nothing with its default ignore_index -1
     return self._loss_opts(reduction, label_smoothing, None if ignore_index == -1 else ignore_index)
@@ -1106,15 +1111,13 @@ class Tensor(metaclass=_Meta):
     return call("tg_cross_entropy", self._h, Y._h, self._loss_opts(reduction, label_smoothing))
   @maps("tg_nll_loss")
   def nll_loss(self, Y, weight=None, ignore_index=None, reduction="mean"):
-    if weight is not None: raise Missing("nll_loss weight=")
-    return call("tg_nll_loss", self._h, Y._h, self._loss_opts(reduction, 0.0, ignore_index))
+    return call("tg_nll_loss", self._h, Y._h, self._loss_opts(reduction, 0.0, ignore_index, weight=weight))
   @maps("tg_binary_crossentropy")
   def binary_crossentropy(self, Y, reduction="mean"):
     return call("tg_binary_crossentropy", self._h, Y._h, self._loss_opts(reduction))
   @maps("tg_binary_crossentropy_logits")
   def binary_crossentropy_logits(self, Y, reduction="mean", pos_weight=None):
-    if pos_weight is not None: raise Missing("binary_crossentropy_logits pos_weight=")
-    return call("tg_binary_crossentropy_logits", self._h, Y._h, self._loss_opts(reduction))
+    return call("tg_binary_crossentropy_logits", self._h, Y._h, self._loss_opts(reduction, pos_weight=pos_weight))
   @maps("tg_interpolate")
   def interpolate(self, size, mode="linear", align_corners=False):
     m = {"nearest": 0, "linear": 1, "nearest-exact": 2}.get(mode, 99)   # unknown: a bad enum, for tg to refuse
@@ -1144,7 +1147,7 @@ class Tensor(metaclass=_Meta):
 
 # simple unary methods: tinygrad name -> tg function (same name unless noted)
 _UNARY = ["neg", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "reciprocal", "abs", "sign", "square",
-          "trunc", "floor", "ceil", "relu", "sigmoid", "tanh", "silu", "relu6", "hardswish", "hardsigmoid", "mish",
+          "trunc", "floor", "ceil", "relu", "sigmoid", "tanh", "silu", "relu6", "hardswish", "mish",
           "logical_not"]
 
 
