@@ -171,6 +171,17 @@ tg_tensor *tg_nonzero_size(tg_tensor *t, int64_t size, double fill_value);
 /* tinygrad's masked_select(mask, size=, fill_value=): (size) of x's dtype, the first size selected elements,
  * then fill_value; lazy, gradients flow to x */
 tg_tensor *tg_masked_select_size(tg_tensor *x, tg_tensor *mask, int64_t size, double fill_value);
+/* tinygrad's qr: Q (*b, m, m) orthogonal and R (*b, m, n) upper triangular with t = Q R, by Householder
+ * reflections built from tensor ops (lazy, batched over leading axes, differentiable); float, two or more dims.
+ * R's diagonal may be negative (tinygrad's signs; LAPACK/PyTorch may differ by a sign per column/row) */
+tg_status tg_qr(tg_tensor *t, tg_tensor **Q, tg_tensor **R);
+/* tinygrad's svd: t = U diag(S) Vh with S (*b, k = min(m, n)) descending; U (*b, m, m) and Vh (*b, n, n), or
+ * with full_matrices false U (*b, m, k) and Vh (*b, k, n); QR then 4k rounds of one-sided Jacobi, lazy. Signs
+ * of singular vectors may differ from LAPACK's. A NULL output pointer: not wanted */
+tg_status tg_svd(tg_tensor *t, bool full_matrices, tg_tensor **U, tg_tensor **S, tg_tensor **Vh);
+/* tinygrad's newton_schulz: G = t / (||t||_F + eps) over the last two axes, then steps times
+ * G <- sum_i params[i] (G G^T)^i G (on the transpose when t is tall); e.g. params (2, -1.5, 0.5) */
+tg_tensor *tg_newton_schulz(tg_tensor *t, int steps, int nparams, const double *params, double eps);
 
 /* ---- devices (tinygrad's names: "CPU", "CL", "CL:1", "CUDA", "CUDA:1"; DEV= picks the default) ---------- */
 /* the device t's value lives on (a realized tensor's buffer), or for a lazy tensor the one its kernels will run on

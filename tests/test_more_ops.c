@@ -417,3 +417,204 @@ MORE_TEST(test_masked_select_size_values_fill_and_gradient) {
   CHECK_REF("masked_select_size grad", g, want);
   CHECK(!tg_masked_select_size(x, x, 2, 0) && tg_error_status() == TG_ERR_ARG, "a float mask refused");
 }
+
+/* ---- qr, svd, newton_schulz -------------------------------------------------------------------------------- */
+
+/* max |(A B)[i][j] - C[i][j]| for row-major A (m, k), B (k, n), C (m, n); tA/tB: use the transpose */
+static double mm_err(const double *A, const double *B, const double *C, int m, int k, int n, bool tA, bool tB) {
+  double e = 0;
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double acc = 0;
+      for (int q = 0; q < k; q++) acc += (tA ? A[q * m + i] : A[i * k + q]) * (tB ? B[j * k + q] : B[q * n + j]);
+      e = fmax(e, fabs(acc - C[i * n + j]));
+    }
+  return e;
+}
+
+static double orth_err(const double *Q, int rows, int cols) {  /* Q^T Q vs I for Q (rows, cols) */
+  double e = 0;
+  for (int i = 0; i < cols; i++)
+    for (int j = 0; j < cols; j++) {
+      double acc = 0;
+      for (int q = 0; q < rows; q++) acc += Q[q * cols + i] * Q[q * cols + j];
+      e = fmax(e, fabs(acc - (i == j)));
+    }
+  return e;
+}
+
+MORE_TEST(test_qr_orthogonal_triangular_reconstructs) {
+  static const int64_t shapes[][3] = {{1, 3, 3}, {1, 4, 2}, {1, 2, 4}, {2, 3, 3}, {1, 1, 1}, {1, 5, 3}};
+  for (int c = 0; c < 6; c++) {
+    int64_t b = shapes[c][0], m = shapes[c][1], n = shapes[c][2];
+    ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(b, m, n), -1, 1);
+    if (c == 1)
+      for (int i = 0; i < m; i++) a->data[i * n] = 0;  /* a zero column: no reflection there */
+    tg_tensor *Q = NULL, *R = NULL;
+    CHECK(tg_qr(ref_to_tg(a), &Q, &R) == TG_OK, "qr: %s", tg_error());
+    ref_arr *q = Q ? ref_from_tg(Q) : NULL, *r = R ? ref_from_tg(R) : NULL;
+    tg_free(Q);
+    tg_free(R);
+    CHECK_T(q);
+    CHECK_T(r);
+    CHECK(q->shape[1] == m && q->shape[2] == m && r->shape[1] == m && r->shape[2] == n, "qr shapes case %d", c);
+    for (int64_t k = 0; k < b; k++) {
+      const double *qa = q->data + k * m * m, *ra = r->data + k * m * n, *aa = a->data + k * m * n;
+      CHECK(orth_err(qa, (int)m, (int)m) < 1e-5, "case %d: Q^T Q off by %g", c, orth_err(qa, (int)m, (int)m));
+      CHECK(mm_err(qa, ra, aa, (int)m, (int)m, (int)n, false, false) < 1e-5, "case %d: QR != A", c);
+      for (int i = 0; i < m; i++)
+        for (int j = 0; j < i && j < n; j++) CHECK(fabs(ra[i * n + j]) < 1e-5, "case %d: R[%d][%d] = %g", c, i, j, ra[i * n + j]);
+    }
+  }
+  tg_tensor *Q = NULL;
+  CHECK(tg_qr(tg_ones(TG_FLOAT32, 1, (int64_t[]){3}), &Q, NULL) == TG_ERR_ARG && !Q, "1-d refused");
+  CHECK(tg_qr(tg_ones(TG_INT32, 2, (int64_t[]){2, 2}), &Q, NULL) == TG_ERR_ARG, "int refused");
+}
+
+/* the singular values of A (m, n) in double: sqrt of the eigenvalues of A^T A by cyclic Jacobi, descending */
+static void ref_singular_values(const double *A, int m, int n, double *sv) {
+  double M[8][8];
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      M[i][j] = 0;
+      for (int q = 0; q < m; q++) M[i][j] += A[q * n + i] * A[q * n + j];
+    }
+  for (int sweep = 0; sweep < 60; sweep++)
+    for (int p = 0; p < n; p++)
+      for (int q = p + 1; q < n; q++) {
+        if (fabs(M[p][q]) < 1e-300) continue;
+        double th = 0.5 * atan2(2 * M[p][q], M[q][q] - M[p][p]), c = cos(th), s = sin(th);
+        for (int k = 0; k < n; k++) {  /* M <- J^T M J */
+          double mp = M[k][p], mq = M[k][q];
+          M[k][p] = c * mp - s * mq;
+          M[k][q] = s * mp + c * mq;
+        }
+        for (int k = 0; k < n; k++) {
+          double mp = M[p][k], mq = M[q][k];
+          M[p][k] = c * mp - s * mq;
+          M[q][k] = s * mp + c * mq;
+        }
+      }
+  for (int i = 0; i < n; i++) sv[i] = sqrt(fmax(M[i][i], 0));
+  for (int i = 0; i < n; i++)  /* descending */
+    for (int j = i + 1; j < n; j++)
+      if (sv[j] > sv[i]) {
+        double t = sv[i];
+        sv[i] = sv[j];
+        sv[j] = t;
+      }
+}
+
+MORE_TEST(test_svd_values_and_reconstruction) {
+  static const int64_t shapes[][3] = {{1, 4, 3}, {1, 3, 5}, {1, 2, 2}, {2, 3, 3}, {1, 1, 3}, {1, 4, 4}};
+  for (int c = 0; c < 6; c++)
+    for (int full = 0; full < 2; full++) {
+      int64_t b = shapes[c][0], m = shapes[c][1], n = shapes[c][2], k = m < n ? m : n;
+      ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(b, m, n), -1, 1);
+      tg_tensor *U = NULL, *S = NULL, *Vh = NULL;
+      CHECK(tg_svd(ref_to_tg(a), full, &U, &S, &Vh) == TG_OK, "svd: %s", tg_error());
+      ref_arr *u = U ? ref_from_tg(U) : NULL, *sv = S ? ref_from_tg(S) : NULL, *vh = Vh ? ref_from_tg(Vh) : NULL;
+      tg_free(U);
+      tg_free(S);
+      tg_free(Vh);
+      CHECK_T(u);
+      CHECK_T(sv);
+      CHECK_T(vh);
+      int64_t uc = full ? m : k, vr = full ? n : k;
+      CHECK(u->shape[1] == m && u->shape[2] == uc && sv->shape[1] == k && vh->shape[1] == vr && vh->shape[2] == n,
+            "svd shapes case %d full %d", c, full);
+      for (int64_t bi = 0; bi < b; bi++) {
+        const double *ua = u->data + bi * m * uc, *sa = sv->data + bi * k, *va = vh->data + bi * vr * n, *aa = a->data + bi * m * n;
+        double want[8];
+        ref_singular_values(aa, (int)m, (int)n, want);
+        for (int i = 0; i < k; i++) CHECK(fabs(sa[i] - want[i]) < 1e-4, "case %d: S[%d] %g, want %g", c, i, sa[i], want[i]);
+        /* U[:, :k] diag(S) Vh[:k, :] = A; the first k columns of U and rows of Vh orthonormal */
+        double us[64];
+        for (int i = 0; i < m; i++)
+          for (int j = 0; j < k; j++) us[i * k + j] = ua[i * uc + j] * sa[j];
+        CHECK(mm_err(us, va, aa, (int)m, (int)k, (int)n, false, false) < 1e-4, "case %d full %d: U S Vh != A", c, full);
+        CHECK(orth_err(ua, (int)m, (int)uc) < 1e-4, "case %d: U not orthonormal", c);
+        double vt[64];
+        for (int i = 0; i < vr; i++)
+          for (int j = 0; j < n; j++) vt[j * vr + i] = va[i * n + j];
+        CHECK(orth_err(vt, (int)n, (int)vr) < 1e-4, "case %d: Vh not orthonormal", c);
+      }
+    }
+}
+
+MORE_TEST(test_newton_schulz_against_loop) {
+  static const int64_t shapes[][2] = {{2, 3}, {3, 3}, {4, 2}};
+  const double p[3] = {2, -1.5, 0.5};
+  for (int c = 0; c < 3; c++) {
+    int m = (int)shapes[c][0], n = (int)shapes[c][1];
+    ref_arr *a = ref_rand(TG_FLOAT32, SHAPE(m, n), -1, 1);
+    /* the reference works on the wide orientation (r x q, r <= q) */
+    bool tall = m > n;
+    int r = tall ? n : m, q = tall ? m : n;
+    double G[16], fro = 0;
+    for (int i = 0; i < r; i++)
+      for (int j = 0; j < q; j++) G[i * q + j] = tall ? a->data[j * n + i] : a->data[i * q + j];
+    for (int i = 0; i < r * q; i++) fro += G[i] * G[i];
+    for (int i = 0; i < r * q; i++) G[i] /= sqrt(fro) + 1e-7;
+    for (int step = 0; step < 5; step++) {
+      double GG[16], term[16], acc[16], nt[16];
+      for (int i = 0; i < r; i++)
+        for (int j = 0; j < r; j++) {
+          GG[i * r + j] = 0;
+          for (int k = 0; k < q; k++) GG[i * r + j] += G[i * q + k] * G[j * q + k];
+        }
+      memcpy(term, G, sizeof term);
+      for (int i = 0; i < r * q; i++) acc[i] = p[0] * term[i];
+      for (int d = 1; d < 3; d++) {
+        for (int i = 0; i < r; i++)
+          for (int j = 0; j < q; j++) {
+            nt[i * q + j] = 0;
+            for (int k = 0; k < r; k++) nt[i * q + j] += GG[i * r + k] * term[k * q + j];
+          }
+        memcpy(term, nt, sizeof term);
+        for (int i = 0; i < r * q; i++) acc[i] += p[d] * term[i];
+      }
+      memcpy(G, acc, sizeof G);
+    }
+    ref_arr *want = ref_new(TG_FLOAT32, 2, (int64_t[]){m, n});
+    for (int i = 0; i < r; i++)
+      for (int j = 0; j < q; j++) want->data[tall ? j * n + i : i * q + j] = ref_round(TG_FLOAT32, G[i * q + j]);
+    tg_tensor *t = tg_newton_schulz(ref_to_tg(a), 5, 3, p, 1e-7);
+    CHECK_T(t);
+    ref_check_tol("newton_schulz", t, want, true, 1e-5, 1e-4, __FILE__, __LINE__);
+  }
+  CHECK(!tg_newton_schulz(tg_ones(TG_FLOAT32, 1, (int64_t[]){3}), 1, 1, p, 1e-7), "1-d refused");
+}
+
+/* loss(A) = sum(Wq * Q) + sum(Wr * R) of qr(A) in float64 */
+static double qr_loss(const double *a, const ref_arr *wq, const ref_arr *wr, tg_tensor **grad) {
+  ref_arr *av = ref_from(TG_FLOAT64, SHAPE(3, 3), a);
+  tg_tensor *x = tg_set_requires_grad(ref_to_tg(av), true), *Q = NULL, *R = NULL;
+  if (tg_qr(x, &Q, &R) != TG_OK) return NAN;
+  tg_tensor *l = tg_add(tg_sum(tg_mul(Q, ref_to_tg(wq)), 0, NULL, false), tg_sum(tg_mul(R, ref_to_tg(wr)), 0, NULL, false));
+  if (grad && tg_gradient(l, 1, &x, grad) != TG_OK) *grad = NULL;
+  double v = tg_item(l);
+  tg_free(Q);
+  tg_free(R);
+  return v;
+}
+
+MORE_TEST(test_qr_gradient_by_finite_differences) {
+  ref_arr *a = ref_rand(TG_FLOAT64, SHAPE(3, 3), -1, 1), *wq = ref_rand(TG_FLOAT64, SHAPE(3, 3), -1, 1),
+          *wr = ref_rand(TG_FLOAT64, SHAPE(3, 3), -1, 1);
+  tg_tensor *g = NULL;
+  qr_loss(a->data, wq, wr, &g);
+  CHECK(g, "qr gradient: %s", tg_error());
+  if (!g) return;
+  ref_arr *ga = ref_from_tg(g);
+  CHECK_T(ga);
+  for (int i = 0; i < 9; i++) {
+    double p[9], h = 1e-6;
+    memcpy(p, a->data, sizeof p);
+    p[i] += h;
+    double up = qr_loss(p, wq, wr, NULL);
+    p[i] -= 2 * h;
+    double fd = (up - qr_loss(p, wq, wr, NULL)) / (2 * h);
+    CHECK(fabs(ga->data[i] - fd) < 1e-4 + 1e-3 * fabs(fd), "dL/dA[%d] %g, finite differences %g", i, ga->data[i], fd);
+  }
+}
