@@ -282,6 +282,8 @@ MORE_TEST(test_rearrange_against_index_loops) {
   CHECK_REARRANGE("... h w -> ... w h", x, 0, NULL, NULL, ref_permute(x, (int[]){0, 1, 3, 2}));
   CHECK_REARRANGE("b ... -> b (...)", x, 0, NULL, NULL, ref_reshape(x, 2, (int64_t[]){2, 60}));
   CHECK_REARRANGE("b … w -> w b …", x, 0, NULL, NULL, ref_permute(x, (int[]){3, 0, 1, 2}));
+  CHECK_REARRANGE("b … w -> w b ...", x, 0, NULL, NULL, ref_permute(x, (int[]){3, 0, 1, 2}));
+  CHECK_REARRANGE("b c h w ... -> (...) b c h w", x, 0, NULL, NULL, ref_reshape(x, 5, (int64_t[]){1, 2, 3, 4, 5}));
   CHECK_REARRANGE("b c h w ... -> ... w c h b", x, 0, NULL, NULL, ref_permute(x, (int[]){3, 1, 2, 0}));
   /* "b (h p) w -> b h (p w)": out[b][h][p*W + w] = x[b][h*P + p][w] */
   ref_arr *y = iota(3, (int64_t[]){2, 6, 3});
@@ -312,7 +314,7 @@ MORE_TEST(test_rearrange_refuses_bad_formulas) {
   static const char *bad[] = {"a b c", "a b c -> a b", "a b c -> a b d", "a a c -> a a c", "a b c -> a b c -> a b c",
                               "a (b c -> a b c", "a b) c -> a b c", "... ... c -> c", "a (... c) -> a c ...",
                               "_a b c -> _a b c", "a b c d -> a b c d", "a b -> a b", "a (b c) d -> a b c d",
-                              "a ((b c)) d -> a b c d", "a (b 1) c -> a b c", "a b 2 -> a b 2"};
+                              "a ((b c)) d -> a b c d", "a (b 1) c -> a b c", "a b 2 -> a b 2", "a ... -> ... …"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     tg_tensor *r = tg_rearrange(x, bad[i], 0, NULL, NULL);
     CHECK(!r && tg_error_status() == TG_ERR_ARG && strstr(tg_error(), "tg_rearrange"), "\"%s\" accepted", bad[i]);

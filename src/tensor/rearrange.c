@@ -75,6 +75,7 @@ static bool parse_side(const char *formula, const char *p, const char *end, side
 }
 
 static bool same_tok(const side *a, int i, const side *b, int j) {
+  if (a->name[i] == ELL && b->name[j] == ELL) return true;  /* "..." and "…" alike */
   return a->len[i] == b->len[j] && (a->name[i] == ELL) == (b->name[j] == ELL) && !strncmp(a->tok[i], b->tok[j], (size_t)a->len[i]);
 }
 
@@ -102,6 +103,7 @@ tg_tensor *tg_rearrange(tg_tensor *t, const char *formula, int n, const char *co
     for (int j = 0; j < i; j++)
       if (same_tok(&L, i, &L, j)) return fail(formula, "an axis named twice"), NULL;
   }
+  int at_of[MAX_NAMES];
   for (int j = 0; j < R.n; j++) {
     int at = -1;
     for (int i = 0; i < L.n; i++)
@@ -109,8 +111,9 @@ tg_tensor *tg_rearrange(tg_tensor *t, const char *formula, int n, const char *co
     if (at < 0) return fail(formula, "the two sides name different axes"), NULL;
     for (int k = 0; k < j; k++)
       if (same_tok(&R, j, &R, k)) return fail(formula, "an axis named twice"), NULL;
-    R.name[j] = at;
+    at_of[j] = at;
   }
+  for (int j = 0; j < R.n; j++) R.name[j] = at_of[j];
   for (int i = 0; i < L.n; i++) L.name[i] = L.name[i] == ELL ? ELL : i;
   if (nell > 1) return fail(formula, "more than one ellipsis"), NULL;
   int le = ell_at(&L);
