@@ -142,6 +142,47 @@ tg_tensor *tg_from_data(tg_dtype dt, int ndim, const int64_t *shape, const void 
  * memory, the data is copied now instead: later writes to it are not seen */
 tg_tensor *tg_from_blob(tg_dtype dt, int ndim, const int64_t *shape, void *data, size_t nbytes);
 
+/* ---- more creation, random and linear algebra (tinygrad's linspace, randperm, multinomial, rearrange, qr, svd) ---- */
+/* (steps) evenly spaced from start to stop inclusive, as tinygrad: start + i * ((stop - start) / (steps - 1))
+ * computed in float32 and converted to dt (tinygrad's default dtype is float32; bool refused); steps 0: empty,
+ * steps 1: (start) */
+tg_tensor *tg_linspace(tg_dtype dt, double start, double stop, int64_t steps);
+/* uniform in [-1, 1) times numel^-1/2, as tinygrad's scaled_uniform */
+tg_tensor *tg_scaled_uniform(tg_dtype dt, int ndim, const int64_t *shape);
+tg_tensor *tg_rand_like(const tg_tensor *t);    /* tg_rand of t's shape and dtype (a float dtype, as tinygrad) */
+tg_tensor *tg_randn_like(const tg_tensor *t);   /* tg_randn of t's shape and dtype */
+/* int32 (n): a uniform random permutation of 0..n-1, lazily, as tinygrad: the argsort of n uniform draws */
+tg_tensor *tg_randperm(int64_t n);
+/* int32 indices drawn with probabilities proportional to the weights along the last axis of probs (1-d: (k),
+ * -> (num_samples); 2-d (rows, k) -> (rows, num_samples)), as tinygrad: with replacement (or one sample) by the
+ * inverse of the cumsum CDF, without by Efraimidis-Spirakis keys log2(u) / w and topk; num_samples > 0 */
+tg_tensor *tg_multinomial(tg_tensor *probs, int64_t num_samples, bool replacement);
+/* 0-d bool: every element of tg_isclose(a, b, rtol, atol, equal_nan) is true (tinygrad returns a tensor, lazy;
+ * tg_item gives PyTorch's bool). tinygrad's defaults: rtol 1e-5, atol 1e-8, equal_nan false */
+tg_tensor *tg_allclose(tg_tensor *a, tg_tensor *b, double rtol, double atol, bool equal_nan);
+/* tinygrad's rearrange (einops): "b c (h p) -> b (c p) h"; names[i] has size sizes[i] (n pairs) for splitting
+ * a parenthesized group on the left (one size per group may be inferred) or checking an axis; "1" or "()" is
+ * an axis of size 1; one "..." (or "…") stands for the axes not named, not in parentheses on the left. Views
+ * only (a reshape, a permute, a reshape) */
+tg_tensor *tg_rearrange(tg_tensor *t, const char *formula, int n, const char *const *names, const int64_t *sizes);
+/* tinygrad's nonzero(size=, fill_value=): int32 (size, ndim), the first size rows of tg_nonzero, rows past the
+ * count filled with fill_value; lazy (no realize, jittable). 0-d t: (size, 0) */
+tg_tensor *tg_nonzero_size(tg_tensor *t, int64_t size, double fill_value);
+/* tinygrad's masked_select(mask, size=, fill_value=): (size) of x's dtype, the first size selected elements,
+ * then fill_value; lazy, gradients flow to x */
+tg_tensor *tg_masked_select_size(tg_tensor *x, tg_tensor *mask, int64_t size, double fill_value);
+/* tinygrad's qr: Q (*b, m, m) orthogonal and R (*b, m, n) upper triangular with t = Q R, by Householder
+ * reflections built from tensor ops (lazy, batched over leading axes, differentiable); float, two or more dims.
+ * R's diagonal may be negative (tinygrad's signs; LAPACK/PyTorch may differ by a sign per column/row) */
+tg_status tg_qr(tg_tensor *t, tg_tensor **Q, tg_tensor **R);
+/* tinygrad's svd: t = U diag(S) Vh with S (*b, k = min(m, n)) descending; U (*b, m, m) and Vh (*b, n, n), or
+ * with full_matrices false U (*b, m, k) and Vh (*b, k, n); QR then 4k rounds of one-sided Jacobi, lazy. Signs
+ * of singular vectors may differ from LAPACK's. A NULL output pointer: not wanted */
+tg_status tg_svd(tg_tensor *t, bool full_matrices, tg_tensor **U, tg_tensor **S, tg_tensor **Vh);
+/* tinygrad's newton_schulz: G = t / (||t||_F + eps) over the last two axes, then steps times
+ * G <- sum_i params[i] (G G^T)^i G (on the transpose when t is tall); e.g. params (2, -1.5, 0.5) */
+tg_tensor *tg_newton_schulz(tg_tensor *t, int steps, int nparams, const double *params, double eps);
+
 /* ---- devices (tinygrad's names: "CPU", "CL", "CL:1", "CUDA", "CUDA:1"; DEV= picks the default) ---------- */
 /* the device t's value lives on (a realized tensor's buffer), or for a lazy tensor the one its kernels will run on
  * (the default); static text, NULL with an error when DEV names a device that is not there */

@@ -462,6 +462,71 @@ tg_tensor *tg_masked_select(tg_tensor *x, tg_tensor *mask) {
   return tmps_end(&s, r);
 }
 
+/* The lazy forms with a fixed size (tinygrad's size=, jittable): sel (size, n) bool is true where flat element
+ * i is the (j+1)-th true one of the flat mask m (n,); *valid (size,) is true for the rows that exist (j < count) */
+static tg_tensor *nth_true(tmps *s, tg_tensor *m, int64_t size, tg_tensor **valid) {
+  tg_tensor *mi = tmp(s, tg_cast(m, TG_INT32));
+  tg_tensor *cs = mi ? tmp(s, tg_cumsum(mi, 0)) : NULL;                                          /* (n,) */
+  tg_tensor *j1 = tmp(s, tg_arange(TG_INT32, 1, (double)size + 1, 1));
+  tg_tensor *col = j1 ? tmp(s, tg_reshape(j1, 2, (int64_t[]){size, 1})) : NULL;                   /* (size, 1) */
+  tg_tensor *hit = cs && col ? tmp(s, tg_eq(cs, col)) : NULL;                                     /* (size, n) */
+  tg_tensor *sel = hit ? tmp(s, tg_mul(hit, m)) : NULL;
+  tg_tensor *total = mi ? tmp(s, tg_sum(mi, 0, NULL, false)) : NULL;
+  *valid = total && col ? tmp(s, tg_le(tmp(s, tg_reshape(col, 1, &size)), total)) : NULL;
+  return *valid ? sel : NULL;
+}
+
+static bool size_ok(const char *op, int64_t size, int64_t n) {
+  if (size < 0 || size > INT32_MAX || n > INT32_MAX) {
+    tg_set_error(TG_ERR_ARG, "%s: size %lld (>= 0) or %lld elements out of the int32 range", op, (long long)size, (long long)n);
+    return false;
+  }
+  return true;
+}
+
+tg_tensor *tg_masked_select_size(tg_tensor *x, tg_tensor *mask, int64_t size, double fill_value) {
+  if (!x || !mask) return NULL;
+  if (TDT(mask) != TG_BOOL) {
+    tg_set_error(TG_ERR_ARG, "tg_masked_select_size: the mask must be bool, got %s", tg_dtype_name(TDT(mask)));
+    return NULL;
+  }
+  if (!size_ok("tg_masked_select_size", size, tg_numel(x))) return NULL;
+  tmps s = TMPS("tg_masked_select_size");
+  tg_tensor *m = tmp(&s, tg_expand(mask, TNDIM(x), TSHAPE(x)));
+  tg_tensor *mf = m ? tmp(&s, tg_flatten(m, 0, -1)) : NULL, *xf = tmp(&s, tg_flatten(x, 0, -1)), *valid = NULL;
+  tg_tensor *sel = mf && xf ? nth_true(&s, mf, size, &valid) : NULL;
+  /* out[j] = the sum over i of sel[j, i] ? x[i] : 0: one term is picked (NaN and inf elsewhere stay out) */
+  tg_tensor *pick = sel ? tmp(&s, tg_where(sel, xf, tmp(&s, tg_zeros(TDT(x), 0, NULL)))) : NULL;
+  tg_tensor *sum = pick ? tmp(&s, tg_sum(pick, 1, (int[]){1}, false)) : NULL;
+  tg_tensor *r = sum ? tmp(&s, tg_where_scalar(valid, tmp(&s, tg_cast(sum, TDT(x))), fill_value)) : NULL;
+  return tmps_end(&s, r ? tmp(&s, tg_cast(r, TDT(x))) : NULL);
+}
+
+tg_tensor *tg_nonzero_size(tg_tensor *t, int64_t size, double fill_value) {
+  if (!t) return NULL;
+  if (!size_ok("tg_nonzero_size", size, tg_numel(t))) return NULL;
+  int nd = TNDIM(t);
+  if (nd == 0) return tg_zeros(TG_INT32, 2, (int64_t[]){size, 0});  /* as tinygrad: no coordinates to give */
+  tmps s = TMPS("tg_nonzero_size");
+  tg_tensor *m = tmp(&s, tg_flatten(tmp(&s, tg_ne(t, tmp(&s, tg_scalar(TDT(t), 0)))), 0, -1)), *valid = NULL;
+  tg_tensor *coord[TG_MAX_DIMS];  /* coord[d]: (n,) the d-th coordinate of each flat position */
+  bool ok = m != NULL;
+  for (int d = 0; d < nd && ok; d++) {
+    int64_t sh[TG_MAX_DIMS];
+    for (int e = 0; e < nd; e++) sh[e] = e == d ? TSHAPE(t)[d] : 1;
+    tg_tensor *a = tmp(&s, tg_arange(TG_INT32, 0, (double)TSHAPE(t)[d], 1));
+    tg_tensor *e = a ? tmp(&s, tg_expand(tmp(&s, tg_reshape(a, nd, sh)), nd, TSHAPE(t))) : NULL;
+    coord[d] = e ? tmp(&s, tg_flatten(e, 0, -1)) : NULL;
+    ok = coord[d] != NULL;
+  }
+  tg_tensor *co = ok ? tmp(&s, tg_stack(nd, coord, 1)) : NULL;                  /* (n, nd) */
+  tg_tensor *sel = co ? nth_true(&s, m, size, &valid) : NULL;                   /* (size, n) */
+  tg_tensor *out = sel ? tmp(&s, tg_matmul(tmp(&s, tg_cast(sel, TG_INT32)), co)) : NULL;  /* (size, nd) */
+  tg_tensor *v2 = out ? tmp(&s, tg_reshape(valid, 2, (int64_t[]){size, 1})) : NULL;
+  tg_tensor *r = v2 ? tmp(&s, tg_where_scalar(v2, out, fill_value)) : NULL;
+  return tmps_end(&s, r ? tmp(&s, tg_cast(r, TG_INT32)) : NULL);
+}
+
 /* ---- setitem ---------------------------------------------------------------------------------------------- */
 
 /* bool (1 x d, n, 1 x rest) of the positions of an axis of size n that the entry writes: inside [b0, b1) and on
