@@ -106,9 +106,13 @@ static void open_loop(lin_ctx *c, uop *r) {
 static void close_loop(lin_ctx *c, uop *r) {
   /* what was computed inside the loop goes out of scope with it: a later loop over the same range (a second
    * reduce over it, outside the first one's outer loop) computes it again. A REDUCE's value lives on in its
-   * accumulator, declared outside. */
-  for (int i = c->n - 1; i >= 0 && c->out[i] != r; i--)
-    if (c->out[i]->op != OP_REDUCE && emitted(c, c->out[i]) && !umap_put(&c->emitted, c->out[i], NULL)) c->fail = true;
+   * accumulator, declared outside, and a STORE's in the memory it wrote (a panel packed into local memory is
+   * read by the loops after it: storing it again in each was 300x slower for MNIST's weight gradient). */
+  for (int i = c->n - 1; i >= 0 && c->out[i] != r; i--) {
+    uop *u = c->out[i];
+    bool lives_on = u->op == OP_REDUCE || u->op == OP_STORE;
+    if (!lives_on && emitted(c, u) && !umap_put(&c->emitted, u, NULL)) c->fail = true;
+  }
   push(c, uop_new(OP_ENDRANGE, TG_INT32, 1, &r, (uop_arg){0}, 0, NULL));
   c->open &= ~range_bit(c, r);
   if (uop_is_const(r->src[0]) && r->src[0]->arg.i) c->iters /= (double)r->src[0]->arg.i;

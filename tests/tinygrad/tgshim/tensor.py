@@ -523,6 +523,22 @@ class Tensor(metaclass=_Meta):
   def randn(*shape, dtype=None, requires_grad=None, **kw):
     s = _shape_arg(shape); return Tensor._rg(call("tg_randn", tg_dtype(dtype) if dtype else 11, len(s), _i64(s)), requires_grad)
   @staticmethod
+  @maps("tg_linspace")
+  def linspace(start, stop, steps, dtype=None, **kw):
+    return call("tg_linspace", tg_dtype(dtype) if dtype else 11, float(start), float(stop), int(steps))
+  @staticmethod
+  @maps("tg_scaled_uniform")
+  def scaled_uniform(*shape, dtype=None, requires_grad=None, **kw):
+    s = _shape_arg(shape); return Tensor._rg(call("tg_scaled_uniform", tg_dtype(dtype) if dtype else 11, len(s), _i64(s)), requires_grad)
+  @maps("tg_nonzero", "tg_nonzero_size")
+  def nonzero(self, size=None, fill_value=0):
+    if size is None: return call("tg_nonzero", self._h)
+    return call("tg_nonzero_size", self._h, int(size), float(fill_value))
+  @maps("tg_masked_select", "tg_masked_select_size")
+  def masked_select(self, mask, size=None, fill_value=0):
+    if size is None: return call("tg_masked_select", self._h, mask._h)
+    return call("tg_masked_select_size", self._h, mask._h, int(size), float(fill_value))
+  @staticmethod
   @maps("tg_randint")
   def randint(*shape, low=0, high=10, dtype=None, **kw):
     s = _shape_arg(shape); return call("tg_randint", tg_dtype(dtype) if dtype else 3, len(s), _i64(s), low, high)
