@@ -127,7 +127,7 @@ static bool jacobi_round(tmps *s, tg_tensor **U, tg_tensor **V, const int64_t *p
   int64_t h = num / 2;
   tg_dtype dt = TDT(*U);
   /* P_pair (num, 2h): column k selects column perm[k] */
-  float *pp = calloc((size_t)(num * 2 * h), sizeof *pp);
+  float *pp = mem_calloc((size_t)(num * 2 * h) + 1, sizeof *pp);
   if (!pp) {
     tg_set_error(TG_ERR_NOMEM, "tg_svd: out of memory");
     return false;
@@ -189,7 +189,7 @@ tg_status tg_svd(tg_tensor *t, bool full_matrices, tg_tensor **U, tg_tensor **S,
   tg_tensor *Vw = eye_b(&s, dt, nb, batch, num);
   Vw = Vw ? tmp(&s, tg_contiguous(Vw)) : NULL;
   tg_tensor *eye_num = eye_b(&s, dt, nb, batch, num);
-  int64_t *perm = malloc((size_t)(num ? num : 1) * sizeof *perm);
+  int64_t *perm = mem_alloc((size_t)(num ? num : 1) * sizeof *perm);
   ok = ok && Uw && Vw && eye_num && perm;
   if (perm) {
     for (int64_t k = 0; k < num / 2; k++) perm[k] = k;
