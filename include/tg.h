@@ -478,7 +478,7 @@ tg_tensor *tg_rshift(tg_tensor *a, tg_tensor *b);  /* a >> b, arithmetic for sig
 /* scalar forms, v a weak scalar as in tg_add_scalar; the reflected tg_r*_scalar(t, v) are python's v op t */
 tg_tensor *tg_rsub_scalar(tg_tensor *a, double v);       /* v - a */
 tg_tensor *tg_rdiv_scalar(tg_tensor *a, double v);       /* v / a, float */
-tg_tensor *tg_rpow_scalar(tg_tensor *a, double v);       /* v ** a as tg_pow */
+tg_tensor *tg_rpow_scalar(tg_tensor *a, double v);       /* v ** a as tg_pow; a negative integral v with an integer a is refused (tinygrad) */
 tg_tensor *tg_mod_scalar(tg_tensor *a, double v);        /* a % v as tg_mod (python's sign rules) */
 tg_tensor *tg_rmod_scalar(tg_tensor *a, double v);       /* v % a as tg_mod */
 tg_tensor *tg_idiv_scalar(tg_tensor *a, double v);       /* tg_idiv(a, v) */

@@ -348,6 +348,11 @@ REF_TEST(test_ei_reflected_scalars) {
   ref_arr *pe = ref_from(TG_INT32, SHAPE(6), (double[]){-2, -1, 0, 1, 2, 3}), *pw = ref_new(TG_FLOAT32, SHAPE(6));
   for (int i = 0; i < 6; i++) pw->data[i] = ref_round(TG_FLOAT32, pow(0.7, pe->data[i]));
   CHECK_REF("0.7 ** x int -> float32", tg_rpow_scalar(ref_to_tg(pe), 0.7), pw);
+  /* tinygrad refuses a negative integer base over an integer exponent ("base needs to be float") */
+  tg_tensor *neg_base = tg_rpow_scalar(ti, -2);
+  CHECK(!neg_base && tg_error_status() == TG_ERR_ARG && strstr(tg_error(), "tg_rpow_scalar"), "-2 ** int x: %s",
+        neg_base ? "allowed" : tg_error());
+  tg_error_clear();
   int64_t wt[7];
   for (int i = 0; i < 7; i++) wt[i] = ii[i] / 2;
   CHECK_INTS("idiv scalar", tg_idiv_scalar(ti, 2), TG_INT32, 7, wt);

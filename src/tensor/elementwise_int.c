@@ -169,7 +169,14 @@ static tg_tensor *with_int(tg_tensor *a, int64_t v, tfn f, bool reflected) {
 
 tg_tensor *tg_rsub_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_sub, true); }
 tg_tensor *tg_rdiv_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_div, true); }
-tg_tensor *tg_rpow_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_pow, true); }
+tg_tensor *tg_rpow_scalar(tg_tensor *a, double v) {
+  if (a && v < 0 && !dtype_is_float(scalar_dtype(TDT(a), v))) {  /* tinygrad: "base needs to be float" */
+    tg_set_error(TG_ERR_ARG, "tg_rpow_scalar: %g ** a %s tensor: a negative integer base needs a float exponent", v,
+                 tg_dtype_name(TDT(a)));
+    return NULL;
+  }
+  return with_scalar(a, v, tg_pow, true);
+}
 tg_tensor *tg_mod_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_mod, false); }
 tg_tensor *tg_rmod_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_mod, true); }
 tg_tensor *tg_idiv_scalar(tg_tensor *a, double v) { return with_scalar(a, v, tg_idiv, false); }
