@@ -47,3 +47,31 @@ TEST(test_int_max_min_sum_of_comparisons_are_exact) {
     free(got);
   }
 }
+
+/* a float16 reduction on a target without half arithmetic (the GPU dialects) accumulates in float32: a max of
+ * float16 compared the bits as unsigned shorts there, and -inf's bits beat every value */
+TEST(test_half_max_and_sum_reductions_on_any_device) {
+  float x[40];
+  for (int i = 0; i < 40; i++) x[i] = (float)((i * 13) % 17) * 0.25f - 2.0f;
+  tg_scope_begin();
+  tg_tensor *h = tg_cast(tg_from_data(TG_FLOAT32, 2, (int64_t[]){8, 5}, x, sizeof x), TG_FLOAT16);
+  tg_tensor *mx = tg_cast(tg_max(h, 1, (int[]){1}, false), TG_FLOAT32);
+  tg_tensor *mn = tg_cast(tg_min(h, 1, (int[]){1}, false), TG_FLOAT32);
+  tg_tensor *sm = tg_cast(tg_sum(h, 1, (int[]){1}, false), TG_FLOAT32);
+  float gmx[8], gmn[8], gsm[8];
+  CHECK(mx && mn && sm && tg_to_host(mx, gmx, sizeof gmx) == TG_OK && tg_to_host(mn, gmn, sizeof gmn) == TG_OK &&
+            tg_to_host(sm, gsm, sizeof gsm) == TG_OK,
+        "%s", tg_error());
+  for (int r = 0; r < 8; r++) {
+    float wmx = -INFINITY, wmn = INFINITY, wsm = 0;
+    for (int c = 0; c < 5; c++) {
+      float v = x[r * 5 + c];  /* multiples of 0.25 in [-2, 2]: exact in float16 */
+      wmx = v > wmx ? v : wmx;
+      wmn = v < wmn ? v : wmn;
+      wsm += v;
+    }
+    CHECK(gmx[r] == wmx && gmn[r] == wmn && gsm[r] == wsm, "row %d: max %g min %g sum %g, want %g %g %g", r, gmx[r],
+          gmn[r], gsm[r], wmx, wmn, wsm);
+  }
+  tg_scope_end();
+}

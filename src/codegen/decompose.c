@@ -25,6 +25,19 @@ static uop *rule_bf16_alu(void *ctx, uop *u, uop **cap) {
   return is_storage16(d, u) ? uop_cast(r, (tg_dtype)u->dtype) : r;
 }
 
+/* a reduction of a 16-bit storage dtype accumulates in float32 and rounds once at the end: its bits are not
+ * numbers the target can compare or add (a float16 max on a GPU compared ushort bit patterns, and -inf's bits
+ * beat every value: softmax(dtype=float16) on OpenCL was inf everywhere) */
+static uop *rule_reduce16(void *ctx, uop *u, uop **cap) {
+  decompose_ctx *d = ctx;
+  if (u->op != OP_REDUCE || !is_storage16(d, u) || u->nsrc > 16) return NULL;
+  uop *s[16];
+  for (int i = 0; i < u->nsrc; i++) s[i] = u->src[i];
+  if (!(s[0] = uop_cast(u->src[0], TG_FLOAT32))) return NULL;
+  uop *r = uop_new(OP_REDUCE, TG_FLOAT32, u->nsrc, s, u->arg, u->naux, u->aux);
+  return r ? uop_cast(r, (tg_dtype)u->dtype) : NULL;
+}
+
 /* x / y -> x * (1 / y) when y depends on fewer loops than x: the reciprocal is hoisted out of the loops only
  * x runs in. A vector division costs 10-16 cycles against 0.5 for a multiplication (Adam's update divides
  * every element by the step's two bias corrections: its update kernel for a 784x512 weight, with the vector
@@ -41,6 +54,7 @@ static uop *rule_invariant_div(void *ctx, uop *u, uop **cap) {
 
 static const rule decompose_rules[] = {
     {"_", rule_bf16_alu},
+    {"(REDUCE ...)", rule_reduce16},
     {"(FDIV _ _)", rule_invariant_div},
     {NULL, NULL},
 };
