@@ -989,12 +989,13 @@ static void op_argmax(slot *x) {
 static void op_softmax(slot *x) {
   int nd = x->ndim, axis = draw_axis(nd), kind = (int)rnd(0, 2);
   int a = model_axis(axis, nd, true);
-  bool keep = chance(50), ok = a >= 0;
+  bool all = kind == 2 && axis == TG_ALL;  /* logsumexp over every axis, as tinygrad's axis=None */
+  bool keep = chance(50), ok = a >= 0 || all;
   const char *names[] = {"softmax", "log_softmax", "logsumexp"};
   int64_t out[TG_MAX_DIMS];
   int n = 0;
   for (int d = 0; d < nd; d++) {
-    if (kind < 2 || d != a) out[n++] = x->shape[d];
+    if (kind < 2 || (d != a && !all)) out[n++] = x->shape[d];
     else if (keep) out[n++] = 1;
   }
   describe("tg_%s(%s ndim %d, axis %d)", names[kind], tg_dtype_name(x->dt), nd, axis);
@@ -1003,7 +1004,7 @@ static void op_softmax(slot *x) {
   cur_inexact = true;
   if (!ok) expect_error(!t);
   else {
-    bool vals = x->r && nd && x->shape[a] > 0 && small_float_values(x->r, 8);
+    bool vals = !all && x->r && nd && x->shape[a] > 0 && small_float_values(x->r, 8);
     ref_arr *r = !vals ? NULL : kind < 2 ? ref_softmax(x->r, a, kind == 1) : ref_logsumexp(x->r, a, keep);
     expect_tensor(t, n, out, r ? r->dtype : x->dt, r != NULL, r);
   }
