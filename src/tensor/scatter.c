@@ -47,21 +47,11 @@ static bool pre_scatter(tmps *s, tg_tensor *x, int *dim, tg_tensor *index, tg_te
 
 static tg_tensor *scal(tmps *s, tg_dtype dt, double v) { return tmp(s, tg_scalar(dt, v)); }
 
-/* the dtype of row positions compared with a max: float32 while exact. An int32 max reduce is avoided: on
- * the CPU an upcast (vectorized) int32 max returned its identity, INT32_MIN (reported; NOOPT=1 is right) */
+/* the dtype of row positions compared with a max: float32 while exact, int32 beyond */
 static tg_dtype pos_dtype(int64_t n) { return n <= (1 << 24) ? TG_FLOAT32 : TG_INT32; }
 
-/* the lowest and highest values of dt (-inf and inf for floats) */
-static double dt_min(tg_dtype dt) {
-  switch (dt) {
-    case TG_BOOL: case TG_UINT8: case TG_UINT16: case TG_UINT32: case TG_UINT64: return 0;
-    case TG_INT8: return INT8_MIN;
-    case TG_INT16: return INT16_MIN;
-    case TG_INT32: return INT32_MIN;
-    case TG_INT64: return (double)INT64_MIN;
-    default: return -INFINITY;
-  }
-}
+/* the highest value of dt (inf for floats) that converts back to dt without overflow: dtype_max's
+ * (double)INT64_MAX rounds up to 2^63, past int64 */
 static double dt_max(tg_dtype dt) {
   switch (dt) {
     case TG_BOOL: return 1;
@@ -110,7 +100,7 @@ tg_tensor *tg_scatter_reduce(tg_tensor *x, int dim, tg_tensor *index, tg_tensor 
     }
     case TG_SCATTER_AMAX: case TG_SCATTER_AMIN: {
       bool mx = op == TG_SCATTER_AMAX;
-      double id = mx ? dt_min(dt) : dt_max(dt);
+      double id = mx ? dtype_min(dt) : dt_max(dt);
       tg_tensor *w = tmp(&s, tg_where(m, sv, scal(&s, dt, id)));
       tg_tensor *red = tmp(&s, mx ? tg_max(w, 1, &last, false) : tg_min(w, 1, &last, false));
       tg_tensor *self = include_self ? x : tmp(&s, tg_where(none, x, scal(&s, dt, id)));
