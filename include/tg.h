@@ -32,6 +32,7 @@
  *      tg_params_name/_tensor/_find  the list's, until tg_params_free (tg_retain a tensor to keep it longer)
  *      tg_variable_name(v)           v's, until tg_variable_free(v)
  *      tg_tokenizer_decode(t, ...)   t's, until tg_tokenizer_free(t)
+ *      tg_onnx_io names              the model's, until tg_onnx_free(m)
  *      tensors in a tg_dataset or a tg_nn_* layer struct: the struct's, until its _free
  *    Memory lent to the library: tg_from_blob's data must outlive every tensor made from it. Shared buffers:
  *    after a tg_jit replay, the outputs read the JIT's own buffers, which its next call overwrites.
@@ -917,6 +918,52 @@ int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, b
 const char *tg_tokenizer_decode(const tg_tokenizer *t, int32_t prev, int32_t token);
 int64_t tg_tokenizer_vocab(const tg_tokenizer *t);   /* -1 for NULL */
 void tg_tokenizer_free(tg_tokenizer *t);             /* NULL is fine */
+
+/* ---- arrays as .npy files (numpy's format, version 1.0-3.0) ------------------------------------------- */
+/* reads a .npy file (little- or big-endian; C or Fortran order; bool, ints, uints, float16/32/64, bfloat16 as
+ * ml_dtypes writes it as '<V2' is refused): a new realized tensor, or NULL (TG_ERR_IO: unreadable or malformed,
+ * TG_ERR_ARG: a dtype tgc lacks, named) */
+tg_tensor *tg_npy_load(const char *path);
+/* writes t (realized: runs kernels) as a C-order little-endian .npy file (version 1.0), through a temporary
+ * file renamed to path */
+tg_status tg_npy_save(const char *path, tg_tensor *t);
+
+/* ---- ONNX models (tinygrad's OnnxRunner): a graph of lazy tensors ---------------------------------- */
+/* tg_onnx_load parses the protocol buffer (bounds-checked; a malformed, truncated or hostile file is
+ * TG_ERR_IO with what is wrong), reads the initializers (raw_data, the typed fields, or external data files
+ * beside the model, mapped), and checks every node's operator against the ones tgc implements at the
+ * model's opset: an unsupported one fails here (TG_ERR_ARG naming the operator, its domain and opset),
+ * never in tg_onnx_run. */
+typedef struct tg_onnx tg_onnx;
+tg_onnx *tg_onnx_load(const char *path);   /* a new model (free it with tg_onnx_free), or NULL, as above */
+/* as tg_onnx_load from bytes in memory (copied as needed); dir: where external data files are (NULL: a model
+ * with external data is refused) */
+tg_onnx *tg_onnx_load_memory(const void *data, size_t size, const char *dir);
+void tg_onnx_free(tg_onnx *m);                /* NULL is fine */
+/* a graph input or output: its name, dtype and shape; a dimension named in the file (a batch size "N") has
+ * size -1 and its name in dim_names, an unknown one -1 and NULL; names are m's (see Contracts) */
+typedef struct tg_onnx_io {
+  const char *name;
+  tg_dtype dtype;
+  int ndim;                             /* -1: the file gives no shape */
+  int64_t shape[TG_MAX_DIMS];
+  const char *dim_names[TG_MAX_DIMS];
+} tg_onnx_io;
+int tg_onnx_num_inputs(const tg_onnx *m);     /* the graph's inputs that are not initializers; -1 for NULL */
+int tg_onnx_num_outputs(const tg_onnx *m);    /* -1 for NULL */
+tg_status tg_onnx_input(const tg_onnx *m, int i, tg_onnx_io *info);   /* input i (0 <= i < num_inputs) */
+tg_status tg_onnx_output(const tg_onnx *m, int i, tg_onnx_io *info);  /* output i (0 <= i < num_outputs) */
+/* runs the graph on n inputs given by name (every input must be given, except those an initializer
+ * defaults): fills outputs[0 .. tg_onnx_num_outputs) with new lazy tensors (the caller's: realize, chain or
+ * run them under tg_jit). Each input's dtype must be the declared one and its shape must fit the declared
+ * one; a named dimension takes its size from the first input that has it and must agree everywhere else
+ * (TG_ERR_ARG naming the input, the dimension and both sizes). May run kernels (values the graph needs on
+ * the host, such as a Reshape's shape computed by the graph). */
+tg_status tg_onnx_run(tg_onnx *m, int n, const char *const *names, tg_tensor *const *inputs,
+                      tg_tensor **outputs);
+/* a serialized TensorProto (the .pb files of ONNX's backend tests) as a new realized tensor, or NULL */
+tg_tensor *tg_onnx_read_tensor(const char *path);
+tg_tensor *tg_onnx_tensor_from_memory(const void *data, size_t size);  /* as tg_onnx_read_tensor, from bytes */
 
 /* ---- JIT: capture a step once, replay its kernels ------------------------------------------------------ */
 /* A step reads nin realized input tensors and returns nout new tensors in out (owned as any new tensor). The

@@ -1,0 +1,6 @@
+/* ops_nn.c — ONNX operators (see onnx_op.h for the contract); to be filled */
+#include "onnx_op.h"
+
+const onnx_op_def onnx_ops_nn[] = {
+    {NULL, NULL, 0, NULL},
+};
