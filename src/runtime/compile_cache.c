@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "runtime/device.h"
+#include "runtime/disk_blob.h"
 #include "uop/env.h"
 #include "uop/uop.h"
 
@@ -272,19 +273,6 @@ void compile_cache_set_dir(const char *dir) {
     cfg.dir_ready = false;
   }
   pthread_mutex_unlock(&cfg.lock);
-}
-
-/* mkdir -p; failures are found later, when a file cannot be created */
-static void make_dirs(const char *path) {
-  char p[PATH_MAX];
-  snprintf(p, sizeof p, "%s", path);
-  for (char *s = p + 1; *s; s++) {
-    if (*s != '/') continue;
-    *s = 0;
-    mkdir(p, 0755);
-    *s = '/';
-  }
-  mkdir(p, 0755);
 }
 
 /* ---- compiling ----------------------------------------------------------------------------------------- */

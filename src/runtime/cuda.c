@@ -29,6 +29,9 @@
 
 #include "runtime/cuda.h"
 #include "runtime/device.h"
+#include "runtime/disk_blob.h"
+#include "runtime/free_cache.h"
+#include "runtime/program_cache.h"
 #include "uop/uop.h"
 
 /* ---- cuda.h of the driver API (CUDA 12.x/13.0): the few types, constants and functions used --------------- */
@@ -59,10 +62,6 @@ typedef struct CUevent_st *CUevent;
 
 #define MAX_DEVICES 64
 #define STAGE_BYTES ((size_t)8 << 20)  /* per staging buffer; two of them */
-#define CACHE_BUCKETS 256
-#define PC_BUCKETS 1024
-#define PC_MAX 1024      /* loaded programs kept that nobody else holds */
-#define FAILED_MAX 32    /* sources the device refused, remembered with their message */
 #define MAX_IMAGE_BYTES ((size_t)64 << 20)
 
 /* the driver's functions (dlsym'd by their ABI names: cuMemAlloc is cuMemAlloc_v2 since CUDA 3.2) */
@@ -114,22 +113,14 @@ typedef struct cuda_dev {
   int sm;             /* compute capability as 90 for 9.0 */
   int nsm, max_threads, max_block[3], max_grid[3];
   size_t total_mem;
-  pthread_mutex_t lock;        /* the freed-buffer cache */
   pthread_mutex_t stage_lock;  /* the staging buffers: held through a whole copy */
-  struct free_block *cache[CACHE_BUCKETS];
-  size_t cached_bytes, cache_limit;
+  free_cache freed;   /* freed blocks (CUdeviceptr) kept for reuse, up to a quarter of the GPU's memory */
   void *stage[2];     /* pinned; NULL until the first copy (or when pinned memory was refused) */
   CUevent stage_ev[2];
   size_t stage_len[2];
   bool stage_busy[2]; /* a copy from/to it is queued: wait for stage_ev before touching it */
   bool stage_failed;  /* pinned memory was refused: copy synchronously */
 } cuda_dev;
-
-typedef struct free_block {
-  size_t nbytes;
-  CUdeviceptr ptr;
-  struct free_block *next;
-} free_block;
 
 static struct {
   pthread_mutex_t lock;
@@ -141,13 +132,7 @@ static struct {
   cuda_dev *devs[MAX_DEVICES];
 } drv = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static atomic_ullong n_compiles, n_disk_hits, n_disk_rejects, n_mem_hits, n_allocs, n_alloc_hits;
-
-cuda_counters cuda_get_counters(void) {
-  return (cuda_counters){.compiles = atomic_load(&n_compiles), .disk_hits = atomic_load(&n_disk_hits),
-                         .disk_rejects = atomic_load(&n_disk_rejects), .mem_hits = atomic_load(&n_mem_hits),
-                         .allocs = atomic_load(&n_allocs), .alloc_hits = atomic_load(&n_alloc_hits)};
-}
+static atomic_ullong n_compiles, n_disk_hits, n_disk_rejects, n_allocs, n_alloc_hits;
 
 /* ---- errors ------------------------------------------------------------------------------------------------ */
 
@@ -285,58 +270,21 @@ tg_status cuda_set_driver_path(const char *path) {
 
 /* ---- buffers ------------------------------------------------------------------------------------------------- */
 
-static free_block **bucket(cuda_dev *cd, size_t nbytes) {
-  return &cd->cache[hash_bytes(&nbytes, sizeof nbytes, 7) % CACHE_BUCKETS];
-}
-
-/* a cached block of exactly nbytes, or 0 */
-static CUdeviceptr cache_take(cuda_dev *cd, size_t nbytes) {
-  pthread_mutex_lock(&cd->lock);
-  CUdeviceptr p = 0;
-  for (free_block **pp = bucket(cd, nbytes); *pp; pp = &(*pp)->next)
-    if ((*pp)->nbytes == nbytes) {
-      free_block *f = *pp;
-      *pp = f->next;
-      p = f->ptr;
-      cd->cached_bytes -= nbytes;
-      free(f);
-      break;
-    }
-  pthread_mutex_unlock(&cd->lock);
-  return p;
-}
-
 static size_t cuda_cached_bytes(const device *d) {
   cuda_dev *cd = dev_of(d);
-  if (!cd) return 0;
-  pthread_mutex_lock(&cd->lock);
-  size_t n = cd->cached_bytes;
-  pthread_mutex_unlock(&cd->lock);
-  return n;
+  return cd ? free_cache_bytes(&cd->freed) : 0;
+}
+
+/* free_cache_drain's release; arg: whether the context is usable (a lost one took the blocks with it) */
+static void release_block(void *handle, void *arg) {
+  if (*(bool *)arg) cu.MemFree((CUdeviceptr)(uintptr_t)handle);
 }
 
 static void cuda_flush_cache(const device *d) {
   cuda_dev *cd = dev_of(d);
   if (!cd) return;
-  pthread_mutex_lock(&cd->lock);
-  free_block *all = NULL;
-  for (int i = 0; i < CACHE_BUCKETS; i++) {
-    while (cd->cache[i]) {
-      free_block *f = cd->cache[i];
-      cd->cache[i] = f->next;
-      f->next = all;
-      all = f;
-    }
-  }
-  cd->cached_bytes = 0;
-  pthread_mutex_unlock(&cd->lock);
-  if (all && use(cd) != TG_OK) return;  /* a lost context: the blocks are gone with it */
-  while (all) {
-    free_block *f = all;
-    all = f->next;
-    cu.MemFree(f->ptr);
-    free(f);
-  }
+  bool usable = free_cache_bytes(&cd->freed) == 0 || use(cd) == TG_OK;
+  free_cache_drain(&cd->freed, release_block, &usable);
 }
 
 static tg_buffer *cuda_alloc(const device *d, size_t nbytes) {
@@ -350,7 +298,7 @@ static tg_buffer *cuda_alloc(const device *d, size_t nbytes) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of host memory for a buffer of %zu bytes", cd->name, nbytes);
     return NULL;
   }
-  CUdeviceptr p = cache_take(cd, nbytes);
+  CUdeviceptr p = (CUdeviceptr)(uintptr_t)free_cache_take(&cd->freed, nbytes);
   if (p) {
     atomic_fetch_add(&n_alloc_hits, 1);
   } else {
@@ -389,16 +337,7 @@ static void cuda_buffer_free(tg_buffer *b) {
   size_t n = b->nbytes;
   free(b);
   if (!cd || !p) return;
-  pthread_mutex_lock(&cd->lock);
-  free_block *f = cd->cached_bytes + n <= cd->cache_limit ? mem_alloc(sizeof *f) : NULL;
-  if (f) {
-    free_block **pp = bucket(cd, n);
-    *f = (free_block){.nbytes = n, .ptr = p, .next = *pp};
-    *pp = f;
-    cd->cached_bytes += n;
-  }
-  pthread_mutex_unlock(&cd->lock);
-  if (!f && use(cd) == TG_OK) cu.MemFree(p);
+  if (!free_cache_put(&cd->freed, n, (void *)(uintptr_t)p) && use(cd) == TG_OK) cu.MemFree(p);
 }
 
 /* ---- copies -------------------------------------------------------------------------------------------------- */
@@ -543,97 +482,7 @@ static tg_status cuda_synchronize(const device *d) {
 
 /* ---- kernel images: NVRTC and the disk cache --------------------------------------------------------------- */
 
-/* the record at the end of a cache file, as compile_cache.c's */
-typedef struct image_record {
-  char magic[8];
-  uint64_t key, key2, size, sum;
-} image_record;
-_Static_assert(sizeof(image_record) == 40, "the record is 40 bytes without padding");
-static const char IMAGE_MAGIC[8] = {'t', 'g', 'c', '-', 'c', 'u', '1', '\n'};
-
-static void make_dirs(const char *path) {
-  char p[PATH_MAX];
-  snprintf(p, sizeof p, "%s", path);
-  for (char *s = p + 1; *s; s++) {
-    if (*s != '/') continue;
-    *s = 0;
-    mkdir(p, 0755);
-    *s = '/';
-  }
-  mkdir(p, 0755);
-}
-
-static bool write_all(int fd, const void *p, size_t n) {
-  size_t off = 0;
-  while (off < n) {
-    ssize_t w = write(fd, (const char *)p + off, n - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    off += (size_t)w;
-  }
-  return true;
-}
-
-/* the image cached at path for (key, key2) into *image and *nbytes; false when there is none or it is damaged
- * (*damaged says which: then the file is deleted) */
-static bool disk_read(const char *path, uint64_t key, uint64_t key2, void **image, size_t *nbytes, bool *damaged) {
-  *damaged = false;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *damaged = errno != ENOENT;
-    return false;
-  }
-  struct stat sb;
-  char *buf = NULL;
-  bool ok = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size > sizeof(image_record) &&
-            (size_t)sb.st_size <= MAX_IMAGE_BYTES + sizeof(image_record);
-  size_t total = ok ? (size_t)sb.st_size : 0, got = 0;
-  if (ok && (buf = mem_alloc(total)) != NULL) {
-    while (got < total) {
-      ssize_t r = read(fd, buf + got, total - got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      got += (size_t)r;
-    }
-  }
-  close(fd);
-  if (!buf) {
-    *damaged = !ok;  /* out of memory is not the file's fault */
-    if (*damaged) unlink(path);
-    return false;
-  }
-  image_record rec;
-  size_t n = total - sizeof rec;
-  ok = got == total;
-  if (ok) memcpy(&rec, buf + n, sizeof rec);
-  ok = ok && !memcmp(rec.magic, IMAGE_MAGIC, sizeof rec.magic) && rec.key == key && rec.key2 == key2 && rec.size == n &&
-       rec.sum == hash_bytes(buf, n, key2);
-  if (!ok) {
-    free(buf);
-    *damaged = true;
-    unlink(path);
-    return false;
-  }
-  *image = buf;  /* the record stays behind the image, unused */
-  *nbytes = n;
-  return true;
-}
-
-/* writes the image and its record to a temporary file in dir renamed to path; failures are silent (the cache
- * is an optimisation) */
-static void disk_write(const char *dir, const char *path, uint64_t key, uint64_t key2, const void *image, size_t n) {
-  char tmp[PATH_MAX];
-  make_dirs(dir);
-  int len = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-  if (len < 0 || (size_t)len >= sizeof tmp) return;
-  int fd = mkstemp(tmp);
-  if (fd < 0) return;
-  image_record rec = {.key = key, .key2 = key2, .size = n, .sum = hash_bytes(image, n, key2)};
-  memcpy(rec.magic, IMAGE_MAGIC, sizeof rec.magic);
-  bool ok = write_all(fd, image, n) && write_all(fd, &rec, sizeof rec);
-  ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
-}
+static const char IMAGE_MAGIC[8] = {'t', 'g', 'c', '-', 'c', 'u', '2', '\n'};   /* disk_blob.c's header */
 
 tg_status cuda_compile_image(const char *name, const char *src, int sm, void **image, size_t *nbytes,
                              char target[16], bool *is_ptx, bool *from_disk) {
@@ -664,8 +513,8 @@ tg_status cuda_compile_image(const char *name, const char *src, int sm, void **i
   *is_ptx = !exact;
   snprintf(target, 16, "%s_%d", exact ? "sm" : "compute", pick);
 
-  /* "tgc-cu1": bump when the file format or the compile options change */
-  uint64_t seed = hash_bytes(target, strlen(target) + 1, 0x7467632d63753100ull);
+  /* "tgc-cu2": bump when the file format or the compile options change */
+  uint64_t seed = hash_bytes(target, strlen(target) + 1, 0x7467632d63753200ull);
   int ver = nvrtc_version();
   seed = hash_bytes(&ver, sizeof ver, seed);
   seed = hash_bytes(name, strlen(name) + 1, seed);
@@ -679,78 +528,36 @@ tg_status cuda_compile_image(const char *name, const char *src, int sm, void **i
     have_path = n > 0 && (size_t)n + 16 < sizeof path;
   }
   if (have_path) {
-    bool damaged;
-    if (disk_read(path, key, key2, image, nbytes, &damaged)) {
+    const char *why;
+    disk_blob_status ds = disk_blob_read(path, IMAGE_MAGIC, key, key2, MAX_IMAGE_BYTES, image, nbytes, &why);
+    if (ds == DISK_BLOB_OK) {
       *from_disk = true;
       atomic_fetch_add(&n_disk_hits, 1);
       return TG_OK;
     }
-    if (damaged) {
+    if (ds == DISK_BLOB_DAMAGED) {
       atomic_fetch_add(&n_disk_rejects, 1);
-      if (tg_debug_level() >= 1) fprintf(stderr, "CUDA: cache file %s was damaged: compiling it again\n", path);
+      unlink(path);
+      if (tg_debug_level() >= 1) fprintf(stderr, "CUDA: cache file %s %s: compiling it again\n", path, why);
     }
   }
   atomic_fetch_add(&n_compiles, 1);
   tg_status st = nvrtc_compile(name, src, target, exact, image, nbytes);
   if (st != TG_OK) return st;
-  if (have_path) disk_write(dir, path, key, key2, *image, *nbytes);
+  if (have_path) disk_blob_write(dir, path, IMAGE_MAGIC, key, key2, *image, *nbytes);
   return TG_OK;
 }
 
-/* ---- the in-memory program cache ----------------------------------------------------------------------------- */
+/* ---- the in-memory program cache (program_cache.c) ------------------------------------------------------------ */
 
-typedef struct prog_entry {
-  uint64_t h1, h2;  /* two hashes of (device, name, source) */
-  tg_program *p;    /* holds one reference */
-  uint64_t used;    /* pc.tick when last asked for */
-  struct prog_entry *next;
-} prog_entry;
+static program_cache pc = PROGRAM_CACHE_INIT;
 
-typedef struct failed_src { uint64_t h1, h2; char msg[1024]; } failed_src;
-
-static struct {
-  pthread_mutex_t lock;
-  prog_entry *buckets[PC_BUCKETS];
-  int count;
-  uint64_t tick;
-  failed_src failed[FAILED_MAX];
-  int nfailed, next_failed;
-} pc = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* with pc.lock held */
-static prog_entry *pc_find(uint64_t h1, uint64_t h2) {
-  for (prog_entry *e = pc.buckets[h1 % PC_BUCKETS]; e; e = e->next)
-    if (e->h1 == h1 && e->h2 == h2) return e;
-  return NULL;
-}
-
-/* with pc.lock held: while over PC_MAX, unlinks the least recently used program nobody else holds; returns
- * them chained, to be released without the lock. A linear scan: it runs once per NVRTC compile (~50 ms). */
-static prog_entry *pc_evict(void) {
-  prog_entry *out = NULL;
-  while (pc.count > PC_MAX) {
-    prog_entry **victim = NULL;
-    for (int b = 0; b < PC_BUCKETS; b++)
-      for (prog_entry **pp = &pc.buckets[b]; *pp; pp = &(*pp)->next)
-        if (__atomic_load_n(&(*pp)->p->refcnt, __ATOMIC_ACQUIRE) == 1 && (!victim || (*pp)->used < (*victim)->used))
-          victim = pp;
-    if (!victim) break;
-    prog_entry *e = *victim;
-    *victim = e->next;
-    e->next = out;
-    out = e;
-    pc.count--;
-  }
-  return out;
-}
-
-static void release_entries(prog_entry *e) {
-  while (e) {
-    prog_entry *next = e->next;
-    program_release(e->p);
-    free(e);
-    e = next;
-  }
+cuda_counters cuda_get_counters(void) {
+  uint64_t mem_hits;
+  program_cache_counters(&pc, &mem_hits, NULL);
+  return (cuda_counters){.compiles = atomic_load(&n_compiles), .disk_hits = atomic_load(&n_disk_hits),
+                         .disk_rejects = atomic_load(&n_disk_rejects), .mem_hits = mem_hits,
+                         .allocs = atomic_load(&n_allocs), .alloc_hits = atomic_load(&n_alloc_hits)};
 }
 
 static void cuda_program_free(tg_program *p) {
@@ -831,69 +638,28 @@ static tg_program *load_program(cuda_dev *cd, const char *name, const char *src,
   return p;
 }
 
+void cuda_release_caches(void) {
+  program_cache_clear(&pc);
+  pthread_mutex_lock(&drv.lock);
+  cuda_dev *open[MAX_DEVICES];
+  for (int i = 0; i < MAX_DEVICES; i++) open[i] = drv.devs[i];
+  pthread_mutex_unlock(&drv.lock);
+  for (int i = 0; i < MAX_DEVICES; i++)
+    if (open[i]) cuda_flush_cache(&open[i]->dev);
+}
+
+/* program_cache's builder: d is a CUDA device (cuda_compile checked it) */
+static tg_program *build_program(const device *d, const char *name, const char *src, bool *refused) {
+  return load_program(dev_of(d), name, src, refused);
+}
+
 static tg_program *cuda_compile(const device *d, const char *name, const char *src) {
   cuda_dev *cd = dev_of(d);
   if (!cd || !name || !*name || !src) {
     tg_set_error(TG_ERR_ARG, "CUDA compile: %s", !cd ? "not a CUDA device" : !src ? "NULL source" : "no kernel name");
     return NULL;
   }
-  size_t len = strlen(src), nlen = strlen(name);
-  uint64_t seed = hash_bytes(name, nlen, (uint64_t)cd->idx + 1);
-  uint64_t h1 = hash_bytes(src, len, seed), h2 = hash_bytes(src, len, seed ^ 0x5bd1e9955bd1e995ull);
-
-  pthread_mutex_lock(&pc.lock);
-  prog_entry *e = pc_find(h1, h2);
-  if (e) {
-    e->used = ++pc.tick;
-    program_retain(e->p);
-    pthread_mutex_unlock(&pc.lock);
-    atomic_fetch_add(&n_mem_hits, 1);
-    return e->p;
-  }
-  for (int i = 0; i < pc.nfailed; i++)
-    if (pc.failed[i].h1 == h1 && pc.failed[i].h2 == h2) {
-      tg_set_error(TG_ERR_DEVICE, "%s", pc.failed[i].msg);
-      pthread_mutex_unlock(&pc.lock);
-      return NULL;
-    }
-  pthread_mutex_unlock(&pc.lock);
-
-  /* compile without the lock: threads compiling different kernels do not wait for each other */
-  bool refused;
-  tg_program *p = load_program(cd, name, src, &refused);
-  if (!p) {
-    if (refused) {
-      pthread_mutex_lock(&pc.lock);
-      failed_src *slot = &pc.failed[pc.next_failed];
-      *slot = (failed_src){.h1 = h1, .h2 = h2};
-      snprintf(slot->msg, sizeof slot->msg, "%s", tg_error());
-      pc.next_failed = (pc.next_failed + 1) % FAILED_MAX;
-      if (pc.nfailed < FAILED_MAX) pc.nfailed++;
-      pthread_mutex_unlock(&pc.lock);
-    }
-    return NULL;
-  }
-  prog_entry *ne = mem_alloc(sizeof *ne);
-  pthread_mutex_lock(&pc.lock);
-  e = pc_find(h1, h2);
-  if (e) {  /* another thread loaded it meanwhile: use theirs */
-    program_retain(e->p);
-    pthread_mutex_unlock(&pc.lock);
-    free(ne);
-    program_release(p);
-    return e->p;
-  }
-  prog_entry *evicted = NULL;
-  if (ne) {  /* without an entry the program is just not cached */
-    *ne = (prog_entry){.h1 = h1, .h2 = h2, .p = p, .used = ++pc.tick, .next = pc.buckets[h1 % PC_BUCKETS]};
-    pc.buckets[h1 % PC_BUCKETS] = ne;
-    pc.count++;
-    program_retain(p);
-    evicted = pc_evict();
-  }
-  pthread_mutex_unlock(&pc.lock);
-  release_entries(evicted);
-  return p;
+  return program_cache_get(&pc, d, (uint64_t)cd->idx + 1, name, src, build_program);
 }
 
 /* ---- launching ----------------------------------------------------------------------------------------------- */
@@ -1011,11 +777,10 @@ static cuda_dev *dev_open(int idx) {
     free(cd);  /* a retained primary context stays with the process: the driver frees it at exit */
     return NULL;
   }
-  pthread_mutex_init(&cd->lock, NULL);
   pthread_mutex_init(&cd->stage_lock, NULL);
   cd->sm = major * 10 + minor;
   /* freed buffers kept for reuse: up to a quarter of the GPU's memory (an allocation that fails empties it) */
-  cd->cache_limit = cd->total_mem / 4;
+  free_cache_init(&cd->freed, cd->total_mem / 4);
   cd->dev = (device){.name = cd->name, .kind = DEVICE_CUDA, .ctx = cd, .alloc = cuda_alloc,
                         .buffer_free = cuda_buffer_free, .copyin = cuda_copyin, .copyout = cuda_copyout,
                         .compile = cuda_compile, .program_free = cuda_program_free, .launch = cuda_launch,

@@ -51,6 +51,8 @@ typedef struct cuda_counters {
   uint64_t alloc_hits;    /* allocations answered by the freed-buffer cache */
 } cuda_counters;
 cuda_counters cuda_get_counters(void);
+/* drops the in-memory program cache and gives back every open device's freed buffers (runtime_shutdown) */
+void cuda_release_caches(void);
 
 /* the driver library device_cuda opens ("libcuda.so.1"; NULL restores it), for tests: a driver that is not
  * there, or CUDA's stub library, must give TG_ERR_DEVICE. Forgets a driver that failed to load; TG_ERR_ARG

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cuda.h"
 #include "runtime/device.h"
 #include "uop/env.h"
 #include "uop/uop.h"
@@ -58,4 +59,12 @@ const device *device_default(void) {
   if (env_check(ENV_BIT(ENV_DEV)) != TG_OK) return NULL;
   const char *dev = env_get()->dev;
   return dev[0] ? device_get(dev) : device_cpu();
+}
+
+void runtime_shutdown(void) {
+  cpu_program_cache_clear();
+  buffer_cache_flush();
+  opencl_release_caches();
+  cuda_release_caches();
+  pool_shutdown();
 }

@@ -165,7 +165,8 @@ typedef struct runtime_counters {
 } runtime_counters;
 runtime_counters runtime_get_counters(void);
 void cpu_program_cache_clear(void);  /* drops the in-memory program cache (programs still held stay alive) */
-/* frees the program cache, the buffer cache and the thread pool (joined); the runtime restarts lazily */
+/* frees every device's program cache and freed-buffer cache, and the thread pool (joined); the runtime restarts
+ * lazily (device.c) */
 void runtime_shutdown(void);
 /* helpers behind runtime_get_counters */
 uint64_t compile_cache_compiles(void);
@@ -184,5 +185,7 @@ typedef struct opencl_counters_t {
 } opencl_counters_t;
 opencl_counters_t opencl_counters(void);  /* process-wide, over every OpenCL device */
 void opencl_program_cache_clear(void);    /* drops the in-memory program cache (programs still held stay alive) */
+/* opencl_program_cache_clear, and gives back every open device's freed buffers (runtime_shutdown) */
+void opencl_release_caches(void);
 
 #endif

@@ -30,6 +30,9 @@
 #include <unistd.h>
 
 #include "runtime/device.h"
+#include "runtime/disk_blob.h"
+#include "runtime/free_cache.h"
+#include "runtime/program_cache.h"
 #include "uop/uop.h"
 
 /* ---- the OpenCL 1.2 API (Khronos CL/cl.h, version 1.2): the types, constants and functions used here -- */
@@ -177,7 +180,6 @@ static const char *cl_error_name(cl_int e) {
 /* ---- devices ------------------------------------------------------------------------------------------- */
 
 #define MAX_DEVICES 64
-#define CACHE_BUCKETS 64
 #define CACHE_LIMIT ((size_t)1 << 30)
 /* the build options: OpenCL C 1.2, no unsafe math (results must match the CPU's within test_ops' tolerances) */
 #define BUILD_OPTIONS "-cl-std=CL1.2"
@@ -185,21 +187,12 @@ static const char *cl_error_name(cl_int e) {
   "install an OpenCL driver (Debian: ocl-icd-libopencl1 with pocl-opencl-icd for the CPU, or your GPU vendor's " \
   "ICD)"
 
-/* freed buffers of one byte size, chained through their ctx field */
-typedef struct size_class {
-  size_t size;
-  tg_buffer *head;
-  struct size_class *next;  /* next class in the same bucket */
-} size_class;
-
 typedef struct cl_state {
   cl_device_id id;
   cl_context ctx;
   cl_command_queue queue;
   pthread_mutex_t launch_lock;  /* clSetKernelArg on a shared cl_kernel + its enqueue */
-  pthread_mutex_t cache_lock;   /* the freed-buffer cache */
-  size_class *classes[CACHE_BUCKETS];
-  size_t cached;
+  free_cache freed;             /* freed buffers (their tg_buffer structs too) kept for reuse */
   uint64_t key_seed;            /* hash of the device's name and driver/device/platform versions, and the options */
 } cl_state;
 
@@ -223,7 +216,7 @@ static struct {
   cl_slot slots[MAX_DEVICES];
 } g = {.once = PTHREAD_ONCE_INIT, .open_lock = PTHREAD_MUTEX_INITIALIZER};
 
-static atomic_ullong n_compiles, n_disk_hits, n_disk_rejects, n_mem_hits, n_allocated, n_cache_hits;
+static atomic_ullong n_compiles, n_disk_hits, n_disk_rejects, n_allocated, n_cache_hits;
 
 /* appends to g.ids the GPUs (gpus) or the other devices of every platform, in platform order */
 static void list_devices(const cl_platform_id *plats, cl_uint nplat, bool gpus) {
@@ -338,7 +331,7 @@ static bool open_slot(int idx, cl_slot *s) {
     return false;
   }
   pthread_mutex_init(&st->launch_lock, NULL);
-  pthread_mutex_init(&st->cache_lock, NULL);
+  free_cache_init(&st->freed, CACHE_LIMIT);
 
   char dname[256], driver[128], dversion[256];
   device_string(st->id, CL_DEVICE_NAME, dname, sizeof dname);
@@ -385,88 +378,21 @@ const device *device_cl(int idx) {
 
 /* ---- buffers ----------------------------------------------------------------------------------------- */
 
-static size_class **bucket_for(cl_state *st, size_t size) {
-  uint64_t h = (uint64_t)size * 0x9E3779B97F4A7C15ull;
-  return &st->classes[h >> 58];
-}
-
-/* a freed buffer of exactly nbytes from the cache, or NULL */
-static tg_buffer *cache_pop(cl_state *st, size_t nbytes) {
-  tg_buffer *b = NULL;
-  pthread_mutex_lock(&st->cache_lock);
-  if (st->cached) {
-    for (size_class *c = *bucket_for(st, nbytes); c; c = c->next) {
-      if (c->size != nbytes || !c->head) continue;
-      b = c->head;
-      c->head = b->ctx;
-      st->cached -= nbytes ? nbytes : 1;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&st->cache_lock);
-  return b;
-}
-
-/* true if b went into the cache */
-static bool cache_push(cl_state *st, tg_buffer *b) {
-  size_t sz = b->nbytes ? b->nbytes : 1;
-  bool kept = false;
-  pthread_mutex_lock(&st->cache_lock);
-  if (sz <= CACHE_LIMIT && st->cached <= CACHE_LIMIT - sz) {
-    size_class **bk = bucket_for(st, b->nbytes), *c = *bk;
-    while (c && c->size != b->nbytes) c = c->next;
-    if (!c && (c = mem_alloc(sizeof *c)) != NULL) {
-      *c = (size_class){.size = b->nbytes, .next = *bk};
-      *bk = c;
-    }
-    if (c) {
-      b->ctx = c->head;
-      c->head = b;
-      st->cached += sz;
-      kept = true;
-    }
-  }
-  pthread_mutex_unlock(&st->cache_lock);
-  return kept;
-}
-
-static void release_buffer(tg_buffer *b) {
+static void release_buffer(void *handle, void *arg) {
+  (void)arg;
+  tg_buffer *b = handle;
   cl.clReleaseMemObject((cl_mem)b->ptr);
   free(b);
 }
 
 static size_t cl_cached_bytes(const device *d) {
   if (!d || d->kind != DEVICE_CL) return 0;
-  cl_state *st = d->ctx;
-  pthread_mutex_lock(&st->cache_lock);
-  size_t n = st->cached;
-  pthread_mutex_unlock(&st->cache_lock);
-  return n;
+  return free_cache_bytes(&((cl_state *)d->ctx)->freed);
 }
 
 static void cl_flush_cache(const device *d) {
   if (!d || d->kind != DEVICE_CL) return;
-  cl_state *st = d->ctx;
-  pthread_mutex_lock(&st->cache_lock);
-  tg_buffer *all = NULL;
-  for (int i = 0; i < CACHE_BUCKETS; i++) {
-    for (size_class *c = st->classes[i], *next; c; c = next) {
-      next = c->next;
-      for (tg_buffer *b = c->head, *bn; b; b = bn) {
-        bn = b->ctx;
-        b->ctx = all;
-        all = b;
-      }
-      free(c);
-    }
-    st->classes[i] = NULL;
-  }
-  st->cached = 0;
-  pthread_mutex_unlock(&st->cache_lock);
-  for (tg_buffer *b = all, *bn; b; b = bn) {
-    bn = b->ctx;
-    release_buffer(b);
-  }
+  free_cache_drain(&((cl_state *)d->ctx)->freed, release_buffer, NULL);
 }
 
 static bool out_of_memory(cl_int e) {
@@ -476,7 +402,7 @@ static bool out_of_memory(cl_int e) {
 static tg_buffer *cl_alloc(const device *d, size_t nbytes) {
   if (!usable("alloc")) return NULL;
   cl_state *st = d->ctx;
-  tg_buffer *b = cache_pop(st, nbytes);
+  tg_buffer *b = free_cache_take(&st->freed, nbytes);
   if (b) {
     atomic_fetch_add(&n_cache_hits, 1);
     *b = (tg_buffer){.refcnt = 1, .dev = d, .nbytes = nbytes, .ptr = b->ptr};
@@ -515,7 +441,7 @@ static void cl_buffer_free(tg_buffer *b) {
     free(b);
     return;
   }
-  if (!cache_push(b->dev->ctx, b)) release_buffer(b);
+  if (!free_cache_put(&((cl_state *)b->dev->ctx)->freed, b->nbytes, b)) release_buffer(b, NULL);
 }
 
 /* whether b is a buffer of this runtime (a wrap of host memory is not: its ptr is no cl_mem) */
@@ -586,119 +512,43 @@ static tg_status cl_copy(tg_buffer *dst, size_t doff, const tg_buffer *src, size
 
 /* ---- the disk cache of program binaries ------------------------------------------------------------------- */
 
-typedef struct bin_header {
-  char magic[8];  /* BIN_MAGIC */
-  uint64_t key;   /* the file's name */
-  uint64_t key2;  /* a second hash of the source and device (another seed) */
-  uint64_t size;  /* bytes of the binary after the header */
-  uint64_t sum;   /* hash of those bytes, seeded with key2 */
-} bin_header;
-_Static_assert(sizeof(bin_header) == 40, "the header is 40 bytes without padding");
-static const char BIN_MAGIC[8] = {'t', 'g', 'c', '-', 'c', 'l', '1', '\n'};
+static const char BIN_MAGIC[8] = {'t', 'g', 'c', '-', 'c', 'l', '2', '\n'};   /* disk_blob.c's header */
 #define MAX_BIN_BYTES ((size_t)256 << 20)
-
-/* mkdir -p; a failure shows when the file cannot be created */
-static void make_dirs(const char *path) {
-  char p[PATH_MAX];
-  if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) return;
-  for (char *s = p + 1; *s; s++) {
-    if (*s != '/') continue;
-    *s = 0;
-    mkdir(p, 0755);
-    *s = '/';
-  }
-  mkdir(p, 0755);
-}
-
-static bool write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
-
-static bool read_all(int fd, void *buf, size_t n) {
-  char *p = buf;
-  while (n) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= (size_t)r;
-  }
-  return true;
-}
 
 /* the binary in path for (key, key2) as a built program, or NULL: no file (*bad false), or a file that fails
  * its check or that the driver refuses (*bad true; the caller deletes it) */
 static cl_program disk_load(cl_state *st, const char *path, uint64_t key, uint64_t key2, bool *bad, const char **why) {
-  *bad = false;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *bad = errno != ENOENT;
-    *why = "cannot be opened";
-    return NULL;
-  }
-  *bad = true;
-  struct stat sb;
-  bin_header h;
-  unsigned char *bin = NULL;
-  cl_program prog = NULL;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) *why = "is not a regular file";
-  else if ((size_t)sb.st_size <= sizeof h || (size_t)sb.st_size > MAX_BIN_BYTES) *why = "has a bad size";
-  else if (!read_all(fd, &h, sizeof h)) *why = "cannot be read";
-  else if (memcmp(h.magic, BIN_MAGIC, sizeof h.magic)) *why = "has no header (not written by tgc)";
-  else if (h.key != key || h.key2 != key2) *why = "was built from another source";
-  else if (h.size != (uint64_t)sb.st_size - sizeof h) *why = "has the wrong size";
-  else if (!(bin = mem_alloc((size_t)h.size))) *why = "cannot be read (out of memory)";
-  else if (!read_all(fd, bin, (size_t)h.size)) *why = "cannot be read";
-  else if (hash_bytes(bin, (size_t)h.size, key2) != h.sum) *why = "fails its checksum";
-  else {
-    size_t len = (size_t)h.size;
-    const unsigned char *bins[1] = {bin};
-    cl_int bstatus = CL_SUCCESS, e = CL_SUCCESS;
-    prog = cl.clCreateProgramWithBinary(st->ctx, 1, &st->id, &len, bins, &bstatus, &e);
-    if (prog && (bstatus != CL_SUCCESS || cl.clBuildProgram(prog, 1, &st->id, BUILD_OPTIONS, NULL, NULL) != CL_SUCCESS)) {
-      cl.clReleaseProgram(prog);
-      prog = NULL;
-    }
-    if (prog) *bad = false;
-    else *why = "was refused by the driver";
+  void *bin;
+  size_t len;
+  disk_blob_status ds = disk_blob_read(path, BIN_MAGIC, key, key2, MAX_BIN_BYTES, &bin, &len, why);
+  *bad = ds == DISK_BLOB_DAMAGED;
+  if (ds != DISK_BLOB_OK) return NULL;
+  const unsigned char *bins[1] = {bin};
+  cl_int bstatus = CL_SUCCESS, e = CL_SUCCESS;
+  cl_program prog = cl.clCreateProgramWithBinary(st->ctx, 1, &st->id, &len, bins, &bstatus, &e);
+  if (prog && (bstatus != CL_SUCCESS || cl.clBuildProgram(prog, 1, &st->id, BUILD_OPTIONS, NULL, NULL) != CL_SUCCESS)) {
+    cl.clReleaseProgram(prog);
+    prog = NULL;
   }
   free(bin);
-  close(fd);
+  if (!prog) {
+    *bad = true;
+    *why = "was refused by the driver";
+  }
   return prog;
 }
 
-/* writes prog's binary to path (a temporary file renamed into place); failures leave no file */
+/* writes prog's binary to path; failures leave no file (the cache is an optimisation) */
 static void disk_store(cl_program prog, const char *dir, const char *path, uint64_t key, uint64_t key2) {
   size_t size = 0;
   if (cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || !size ||
       size > MAX_BIN_BYTES)
     return;
-  unsigned char *buf = mem_alloc(sizeof(bin_header) + size);
+  unsigned char *buf = mem_alloc(size);
   if (!buf) return;
-  unsigned char *bins[1] = {buf + sizeof(bin_header)};
-  if (cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS) {
-    free(buf);
-    return;
-  }
-  bin_header h = {.key = key, .key2 = key2, .size = size, .sum = hash_bytes(bins[0], size, key2)};
-  memcpy(h.magic, BIN_MAGIC, sizeof h.magic);
-  memcpy(buf, &h, sizeof h);
-  make_dirs(dir);
-  char tmp[PATH_MAX];
-  int fd = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) < (int)sizeof tmp ? mkstemp(tmp) : -1;
-  if (fd >= 0) {
-    bool ok = write_all(fd, buf, sizeof h + size);
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) unlink(tmp);
-  }
+  unsigned char *bins[1] = {buf};
+  if (cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
+    disk_blob_write(dir, path, BIN_MAGIC, key, key2, buf, size);
   free(buf);
 }
 
@@ -938,93 +788,27 @@ static void cl_program_free(tg_program *p) {
   free(p);
 }
 
-/* ---- the in-memory program cache: (device, name, source) -> program, the PC_MAX most recently used kept --- */
+/* ---- the in-memory program cache (program_cache.c) ------------------------------------------------------- */
 
-#define PC_BUCKETS 1024
-#define PC_MAX 2048
-#define FAILED_MAX 16
-
-typedef struct prog_entry {
-  uint64_t h1, h2;
-  tg_program *p;  /* holds one reference */
-  struct prog_entry *hnext, *older, *newer;
-} prog_entry;
-
-/* sources the compiler refused, with the message: the same source fails the same way without a rebuild */
-typedef struct failed_src { uint64_t h1, h2; char msg[1024]; } failed_src;
-
-static struct {
-  pthread_mutex_t lock;
-  prog_entry *buckets[PC_BUCKETS];
-  prog_entry *newest, *oldest;
-  int count;
-  failed_src failed[FAILED_MAX];
-  int nfailed, next_failed;
-} pc = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void lru_unlink(prog_entry *e) {
-  if (e->older) e->older->newer = e->newer;
-  else pc.oldest = e->newer;
-  if (e->newer) e->newer->older = e->older;
-  else pc.newest = e->older;
-  e->older = e->newer = NULL;
-}
-
-static void lru_push(prog_entry *e) {
-  e->older = pc.newest;
-  e->newer = NULL;
-  if (pc.newest) pc.newest->newer = e;
-  else pc.oldest = e;
-  pc.newest = e;
-}
-
-static prog_entry *pc_find(uint64_t h1, uint64_t h2) {
-  for (prog_entry *e = pc.buckets[h1 % PC_BUCKETS]; e; e = e->hnext)
-    if (e->h1 == h1 && e->h2 == h2) return e;
-  return NULL;
-}
-
-static void pc_remove(prog_entry *e) {
-  prog_entry **pp = &pc.buckets[e->h1 % PC_BUCKETS];
-  while (*pp != e) pp = &(*pp)->hnext;
-  *pp = e->hnext;
-  lru_unlink(e);
-  pc.count--;
-}
-
-static void release_entries(prog_entry *e) {
-  for (prog_entry *next; e; e = next) {
-    next = e->hnext;
-    program_release(e->p);
-    free(e);
-  }
-}
+static program_cache pc = PROGRAM_CACHE_INIT;
 
 void opencl_program_cache_clear(void) {
   stage_clear();
-  pthread_mutex_lock(&pc.lock);
-  pc.nfailed = pc.next_failed = 0;
-  prog_entry *all = NULL;
-  while (pc.oldest) {
-    prog_entry *e = pc.oldest;
-    pc_remove(e);
-    e->hnext = all;
-    all = e;
-  }
-  pthread_mutex_unlock(&pc.lock);
-  release_entries(all);
+  program_cache_clear(&pc);
 }
+
+void opencl_release_caches(void) {
+  opencl_program_cache_clear();
+  for (int i = 0; i < MAX_DEVICES; i++)
+    if (__atomic_load_n(&g.slots[i].ready, __ATOMIC_ACQUIRE) == 1) cl_flush_cache(&g.slots[i].dev);
+}
+
+/* what separates d's programs from another device's with the same source: the device and its driver */
+static uint64_t program_seed(const device *d) { return ((cl_state *)d->ctx)->key_seed ^ (uint64_t)(uintptr_t)d; }
 
 /* whether compile() would find (name, src) in the in-memory cache */
 static bool in_memory_cache(const device *d, const char *name, const char *src) {
-  size_t len = strlen(src), nlen = strlen(name);
-  uint64_t seed = ((cl_state *)d->ctx)->key_seed ^ (uint64_t)(uintptr_t)d;
-  uint64_t h1 = hash_bytes(src, len, hash_bytes(name, nlen, seed));
-  uint64_t h2 = hash_bytes(src, len, hash_bytes(name, nlen, seed + 1));
-  pthread_mutex_lock(&pc.lock);
-  bool found = pc_find(h1, h2) != NULL;
-  pthread_mutex_unlock(&pc.lock);
-  return found;
+  return program_cache_has(&pc, program_seed(d), name, src);
 }
 
 static tg_program *cl_compile(const device *d, const char *name, const char *src) {
@@ -1035,75 +819,7 @@ static tg_program *cl_compile(const device *d, const char *name, const char *src
                                                                           : "no kernel name");
     return NULL;
   }
-  size_t len = strlen(src), nlen = strlen(name);
-  uint64_t seed = ((cl_state *)d->ctx)->key_seed ^ (uint64_t)(uintptr_t)d;
-  uint64_t h1 = hash_bytes(src, len, hash_bytes(name, nlen, seed));
-  uint64_t h2 = hash_bytes(src, len, hash_bytes(name, nlen, seed + 1));
-
-  pthread_mutex_lock(&pc.lock);
-  prog_entry *e = pc_find(h1, h2);
-  if (e) {
-    lru_unlink(e);
-    lru_push(e);
-    program_retain(e->p);
-    pthread_mutex_unlock(&pc.lock);
-    atomic_fetch_add(&n_mem_hits, 1);
-    return e->p;
-  }
-  for (int i = 0; i < pc.nfailed; i++) {
-    if (pc.failed[i].h1 == h1 && pc.failed[i].h2 == h2) {
-      tg_set_error(TG_ERR_DEVICE, "%s", pc.failed[i].msg);
-      pthread_mutex_unlock(&pc.lock);
-      return NULL;
-    }
-  }
-  pthread_mutex_unlock(&pc.lock);
-
-  /* build without the lock: threads building different kernels do not wait for each other */
-  bool refused;
-  tg_program *p = load_program(d, name, src, &refused);
-  if (!p) {
-    if (refused) {
-      pthread_mutex_lock(&pc.lock);
-      failed_src *slot = &pc.failed[pc.next_failed];
-      *slot = (failed_src){.h1 = h1, .h2 = h2};
-      snprintf(slot->msg, sizeof slot->msg, "%s", tg_error());
-      pc.next_failed = (pc.next_failed + 1) % FAILED_MAX;
-      if (pc.nfailed < FAILED_MAX) pc.nfailed++;
-      pthread_mutex_unlock(&pc.lock);
-    }
-    return NULL;
-  }
-
-  prog_entry *ne = mem_alloc(sizeof *ne);
-  pthread_mutex_lock(&pc.lock);
-  e = pc_find(h1, h2);
-  if (e) {  /* another thread built it meanwhile: use theirs */
-    program_retain(e->p);
-    pthread_mutex_unlock(&pc.lock);
-    free(ne);
-    program_release(p);
-    return e->p;
-  }
-  prog_entry *evicted = NULL;
-  if (ne) {  /* without an entry the program is just not cached */
-    *ne = (prog_entry){.h1 = h1, .h2 = h2, .p = p, .hnext = pc.buckets[h1 % PC_BUCKETS]};
-    pc.buckets[h1 % PC_BUCKETS] = ne;
-    lru_push(ne);
-    pc.count++;
-    program_retain(p);
-    /* drop least recently used programs nobody else holds */
-    for (prog_entry *o = pc.oldest, *next; o && pc.count > PC_MAX; o = next) {
-      next = o->newer;
-      if (__atomic_load_n(&o->p->refcnt, __ATOMIC_ACQUIRE) != 1) continue;
-      pc_remove(o);
-      o->hnext = evicted;
-      evicted = o;
-    }
-  }
-  pthread_mutex_unlock(&pc.lock);
-  release_entries(evicted);
-  return p;
+  return program_cache_get(&pc, d, program_seed(d), name, src, load_program);
 }
 
 /* ---- launching ----------------------------------------------------------------------------------------- */
@@ -1194,18 +910,18 @@ static int cl_num_threads(const device *d) {
 }
 
 opencl_counters_t opencl_counters(void) {
+  uint64_t mem_hits;
+  program_cache_counters(&pc, &mem_hits, NULL);
   opencl_counters_t c = {.compiles = atomic_load(&n_compiles),
                          .disk_hits = atomic_load(&n_disk_hits),
                          .disk_rejects = atomic_load(&n_disk_rejects),
-                         .mem_hits = atomic_load(&n_mem_hits),
+                         .mem_hits = mem_hits,
                          .buffers_allocated = atomic_load(&n_allocated),
                          .buffer_cache_hits = atomic_load(&n_cache_hits)};
   for (int i = 0; i < MAX_DEVICES; i++) {
     cl_slot *s = &g.slots[i];
     if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1) continue;
-    pthread_mutex_lock(&s->st.cache_lock);
-    c.bytes_cached += s->st.cached;
-    pthread_mutex_unlock(&s->st.cache_lock);
+    c.bytes_cached += free_cache_bytes(&s->st.freed);
   }
   return c;
 }
