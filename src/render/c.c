@@ -23,6 +23,14 @@
   "#define TG_F2U(f) (((union { float f; unsigned int u; }){.f = (f)}).u)\n"                              \
   "#define TG_U2F(b) (((union { unsigned int u; float f; }){.u = (b)}).f)\n"
 
+/* clang 14 converts __fp16 on a CPU without F16C (TG_NO_NATIVE, or an older CPU) by calling compiler-rt's
+ * __gnu_h2f_ieee and __gnu_f2h_ieee, which gcc's runtime library lacks: the kernel would not load. Such a
+ * kernel brings its own, from cstyle.c's bit-exact conversions (found by CI's TG_CC=clang TG_NO_NATIVE=1 run). */
+#define CLANG_HALF_RUNTIME_BEGIN "#if defined(__clang__) && !defined(__FLT16_MAX__) && !defined(__F16C__)\n"
+#define CLANG_HALF_RUNTIME_END                                                                     \
+  "float __gnu_h2f_ieee(unsigned short h) { return tg_h2f(h); }\n"                                \
+  "unsigned short __gnu_f2h_ieee(float f) { return tg_f2h(f); }\n#endif\n"
+
 /* gcc 12 at -O2 -march=native (also -mavx2) miscompiles some loops of many accumulators with masked loads
  * once it if-converts and vectorizes them: a reduce over a padded loop (PADTO) with 96 scalar accumulators
  * summed the masked-off elements (found by tests/test_opt.c, TG_SEED=52; right at -O1, with SSE2, with
@@ -391,6 +399,10 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
   if (!params) return render_finish(&c, &o);
   put(&o, "/* %s%s%s */\n%s%s%s", name, info && info->opts[0] ? ": " : "", info ? info->opts : "", GCC_WORKAROUND,
       HALF_BF16_HELPERS, cstyle_bf16_helpers);
+  bool has[TG_DTYPE_COUNT];
+  program_dtypes(p, has);
+  if (has[TG_FLOAT16])
+    put(&o, "%s%s%s", CLANG_HALF_RUNTIME_BEGIN, cstyle_half_helpers, CLANG_HALF_RUNTIME_END);
   bool math = false, masked = false, tblock = false;
   for (int i = 0; i < p->n; i++) {
     uop *u = p->ops[i];

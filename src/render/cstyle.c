@@ -59,6 +59,14 @@ const char cstyle_half_helpers[] =
     "if (r > hf || (r == hf && (q & 1u))) q++; return (unsigned short)(s | q); } "
     "a -= 0x38000000u; a += 0xfffu + ((a >> 13) & 1u); return (unsigned short)(s | (a >> 13)); }\n";
 
+void program_dtypes(const linear_program *p, bool has[TG_DTYPE_COUNT]) {
+  for (int i = 0; i < TG_DTYPE_COUNT; i++) has[i] = false;
+  for (int i = 0; i < p->n; i++) {
+    has[p->ops[i]->dtype % TG_DTYPE_COUNT] = true;
+    for (int k = 0; k < p->ops[i]->nsrc; k++) has[p->ops[i]->src[k]->dtype % TG_DTYPE_COUNT] = true;
+  }
+}
+
 void render_fail(rctx *c, const char *what, const uop *u) {
   c->oom = true;
   if (u)

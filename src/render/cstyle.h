@@ -72,5 +72,7 @@ char *render_finish(rctx *c, out *o);
  * TG_F2U(float) -> unsigned int bits and TG_U2F(bits) -> float, and TG_INLINE. */
 extern const char cstyle_bf16_helpers[];
 extern const char cstyle_half_helpers[];
+/* which dtypes the program's values and operands have (a prelude brings only the helpers it uses) */
+void program_dtypes(const linear_program *p, bool has[TG_DTYPE_COUNT]);
 
 #endif

@@ -211,11 +211,8 @@ char *render_gpu(render_lang lang, const char *name, const linear_program *p, co
     return render_finish(&c, &o);
   }
   int64_t local = g.group ? g.group : g.total < GPU_LOCAL ? g.total : GPU_LOCAL;
-  bool has[TG_DTYPE_COUNT] = {false};  /* the dtypes in the program: the prelude has only what it uses */
-  for (int i = 0; i < p->n; i++) {
-    has[p->ops[i]->dtype % TG_DTYPE_COUNT] = true;
-    for (int k = 0; k < p->ops[i]->nsrc; k++) has[p->ops[i]->src[k]->dtype % TG_DTYPE_COUNT] = true;
-  }
+  bool has[TG_DTYPE_COUNT];  /* the dtypes in the program: the prelude has only what it uses */
+  program_dtypes(p, has);
   bool f64 = has[TG_FLOAT64];
   put(&o, "/* %s%s%s */\n", name, info && info->opts[0] ? ": " : "", info ? info->opts : "");
   if (cl && f64) put(&o, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
