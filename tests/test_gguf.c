@@ -575,3 +575,36 @@ TEST(test_gguf_fixture_tensors_match_the_gguf_package) {
   tg_free(i);
   tg_gguf_close(g);
 }
+
+/* every allocation of opening the small file and making its quantized tensor fails in turn: each failure is
+ * TG_ERR_NOMEM with a message, nothing leaks (LeakSanitizer), and the run without a failure works */
+TEST(test_gguf_survives_every_allocation_failure) {
+  gw w;
+  small_file(&w);
+  int sites = 0;
+  for (int64_t k = 1; k < 100000; k++) {
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_gguf *g = gguf_open_bytes("f.gguf", w.p, w.n);
+    tg_tensor *q = g ? tg_gguf_tensor(g, "q") : NULL;
+    bool fired = mem_failed();
+    mem_fail_at(0);
+    if (!fired) {
+      CHECK(g && q, "no failure, yet: %s", tg_error());
+      float got[64], want[64];
+      gguf_ref_dequantize(GGML_Q8_0, small_q, 2, want);
+      CHECK(q && tg_to_host(q, got, sizeof got) == TG_OK && !memcmp(got, want, sizeof got), "q after the sweep");
+      tg_free(q);
+      tg_gguf_close(g);
+      break;
+    }
+    sites++;
+    if (!g || !q)
+      CHECK(tg_error_status() == TG_ERR_NOMEM && tg_error()[0], "allocation %lld failed: status %d, '%s'", (long long)k,
+            (int)tg_error_status(), tg_error());
+    tg_free(q);
+    tg_gguf_close(g);
+  }
+  CHECK(sites > 10, "only %d allocation sites", sites);
+  free(w.p);
+}
