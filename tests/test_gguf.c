@@ -608,3 +608,21 @@ TEST(test_gguf_survives_every_allocation_failure) {
   CHECK(sites > 10, "only %d allocation sites", sites);
   free(w.p);
 }
+
+/* tensors with no elements: a (3, 0) Q4_0 and a (0) F32, both at the end of the data section */
+TEST(test_gguf_empty_tensors) {
+  gw w = {0};
+  gw_header(&w, 3, 2, 0);
+  gw_tensor(&w, "q", 2, (uint64_t[]){0, 3}, GGML_Q4_0, 0);
+  gw_tensor(&w, "f", 1, (uint64_t[]){0}, GGML_F32, 0);
+  gw_pad(&w, 32);
+  tg_gguf *g = gguf_open_bytes("empty.gguf", w.p, w.n);
+  CHECK(g, "%s", tg_error());
+  tg_tensor *q = g ? tg_gguf_tensor(g, "q") : NULL, *f = g ? tg_gguf_tensor(g, "f") : NULL;
+  CHECK(q && tg_ndim(q) == 2 && tg_shape(q, 0) == 3 && tg_shape(q, 1) == 0 && tg_realize(q) == TG_OK, "q: %s", tg_error());
+  CHECK(f && tg_numel(f) == 0 && tg_realize(f) == TG_OK, "f: %s", tg_error());
+  tg_free(q);
+  tg_free(f);
+  tg_gguf_close(g);
+  free(w.p);
+}
