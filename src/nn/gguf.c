@@ -10,7 +10,7 @@
  * Opening maps the file once and checks all of it: every count, length and offset is compared with what is
  * left of the file, with overflow-safe arithmetic, before anything is allocated from it, so no allocation is
  * more than a small multiple of the file's size. Strings (keys, names, values) are copied NUL-terminated into
- * one arena; numbers are read from the mapping when asked for. Tensors (gguf_tensor.c) are buffers wrapped on
+ * one arena; numbers are read from the mapping when asked for. Tensors (gguf_api.c) are buffers wrapped on
  * the mapping, each holding a reference to it.
  */
 #include <errno.h>
