@@ -919,6 +919,62 @@ const char *tg_tokenizer_decode(const tg_tokenizer *t, int32_t prev, int32_t tok
 int64_t tg_tokenizer_vocab(const tg_tokenizer *t);   /* -1 for NULL */
 void tg_tokenizer_free(tg_tokenizer *t);             /* NULL is fine */
 
+/* ---- GGUF files (ggml's and llama.cpp's format, versions 2 and 3) ------------------------------------ */
+/* tg_gguf_open maps the file read-only and checks all of it before it returns: the header, every metadata
+ * key and value, every tensor's name, dimensions, type and data range, each against the file's size (a
+ * malformed, truncated or hostile file is TG_ERR_IO with what is wrong and where). Keys are unique, and so
+ * are tensor names. Names, keys and strings it returns are borrowed: g's, valid until tg_gguf_close(g). The
+ * mapping lives until g and every tensor made from it are freed. */
+typedef struct tg_gguf tg_gguf;
+/* the type of a metadata value, numbered as in the file; TG_GGUF_NONE: no such key */
+typedef enum tg_gguf_type {
+  TG_GGUF_NONE = -1,
+  TG_GGUF_UINT8 = 0, TG_GGUF_INT8, TG_GGUF_UINT16, TG_GGUF_INT16, TG_GGUF_UINT32, TG_GGUF_INT32,
+  TG_GGUF_FLOAT32, TG_GGUF_BOOL, TG_GGUF_STRING, TG_GGUF_ARRAY, TG_GGUF_UINT64, TG_GGUF_INT64, TG_GGUF_FLOAT64
+} tg_gguf_type;
+tg_gguf *tg_gguf_open(const char *path);        /* a new reader (free it with tg_gguf_close), or NULL */
+void tg_gguf_close(tg_gguf *g);                 /* NULL is fine; tensors made from g stay valid */
+uint32_t tg_gguf_version(const tg_gguf *g);     /* the file's version, 2 or 3; 0 for NULL */
+const char *tg_gguf_type_name(tg_gguf_type type);  /* "uint8", ..., "float64"; "?" for a bad value (static) */
+int64_t tg_gguf_num_kv(const tg_gguf *g);       /* the metadata key/value pairs, in file order; -1 for NULL */
+const char *tg_gguf_key(const tg_gguf *g, int64_t i);  /* key i (0 <= i < num_kv), borrowed; NULL out of range */
+tg_gguf_type tg_gguf_kv_type(const tg_gguf *g, const char *key);  /* the type of key's value; TG_GGUF_NONE if absent */
+/* Typed getters: TG_ERR_ARG naming the key when it is absent or its value has another type.
+ * get_int takes any integer type (not bool), converted; a uint64 past INT64_MAX is refused */
+tg_status tg_gguf_get_int(const tg_gguf *g, const char *key, int64_t *out);
+tg_status tg_gguf_get_float(const tg_gguf *g, const char *key, double *out);  /* float32, float64 or an integer */
+tg_status tg_gguf_get_bool(const tg_gguf *g, const char *key, bool *out);     /* a bool */
+/* a string, NUL-terminated (borrowed); *len (when len is not NULL) its length in bytes, which may count NULs
+ * inside it; NULL with TG_ERR_ARG when absent or not a string */
+const char *tg_gguf_get_string(const tg_gguf *g, const char *key, size_t *len);
+/* an array's element type and length (either pointer may be NULL); arrays of arrays are refused by open */
+tg_status tg_gguf_get_array(const tg_gguf *g, const char *key, tg_gguf_type *elem_type, int64_t *len);
+/* element i (0 <= i < len) of an array, converted as the getters above do */
+tg_status tg_gguf_array_int(const tg_gguf *g, const char *key, int64_t i, int64_t *out);
+tg_status tg_gguf_array_float(const tg_gguf *g, const char *key, int64_t i, double *out);  /* as get_float */
+tg_status tg_gguf_array_bool(const tg_gguf *g, const char *key, int64_t i, bool *out);     /* as get_bool */
+const char *tg_gguf_array_string(const tg_gguf *g, const char *key, int64_t i, size_t *len);  /* as get_string */
+int64_t tg_gguf_num_tensors(const tg_gguf *g);  /* the tensors, in file order; -1 for NULL */
+/* a tensor as the file describes it */
+typedef struct tg_gguf_info {
+  const char *name;            /* borrowed */
+  uint32_t type;               /* ggml's type number: 0 F32, 1 F16, 2 Q4_0, 8 Q8_0, 12 Q4_K, 30 BF16, ... */
+  const char *type_name;       /* ggml's name of it: "F32", "Q4_0", ... (static) */
+  bool supported;              /* tg_gguf_tensor reads this type */
+  int ndim;
+  int64_t shape[TG_MAX_DIMS];  /* tgc's order: the file's dimensions reversed (ggml's ne[0], a row, is last) */
+  uint64_t offset;             /* the first byte of its data in the file */
+  uint64_t nbytes;             /* the bytes of its data */
+} tg_gguf_info;
+tg_status tg_gguf_tensor_info(const tg_gguf *g, int64_t i, tg_gguf_info *info);  /* tensor i (0 <= i < num_tensors) */
+int64_t tg_gguf_find_tensor(const tg_gguf *g, const char *name);  /* its index; -1 if absent (no error set) */
+/* tensor name as a new lazy tensor of info's shape, on the mapping (no copy; on a GPU device, copied there):
+ * F32, F16, BF16, F64, I8, I16, I32, I64 as float32, float16, bfloat16, float64, int8, ... as they are; the
+ * block formats Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K as float32, an expression over the quantized
+ * bytes that fuses into the kernels that read it (a matmul with a Q4_0 weight reads 4.5 bits per weight).
+ * NULL with TG_ERR_ARG for an absent name or a type tgc does not read (named) */
+tg_tensor *tg_gguf_tensor(tg_gguf *g, const char *name);
+
 /* ---- arrays as .npy files (numpy's format, version 1.0-3.0) ------------------------------------------- */
 /* reads a .npy file (little- or big-endian; C or Fortran order; bool, ints, uints, float16/32/64, bfloat16 as
  * ml_dtypes writes it as '<V2' is refused): a new realized tensor, or NULL (TG_ERR_IO: unreadable or malformed,

@@ -2,7 +2,7 @@
  * fuzzer starts deep inside each parser. The files are committed under tests/fuzz/corpus/<target>/;
  * `scripts/fuzz.sh --corpus` rebuilds this program and writes them again (byte for byte the same).
  *
- *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer
+ *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer, DIR/gguf
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -216,6 +216,59 @@ static void make_tokenizer(void) {
   tokenizer("bytes", big, n, "hello abc \xc3\xa9t\xc3\xa9 \x01z\xf0\x9f\x98\x80");
 }
 
+/* ---- GGUF: "GGUF", version, tensor and key counts, keys and values, tensor infos, aligned data -------------- */
+
+static void add_u64(buf *b, uint64_t v) { add(b, &v, 8); }
+static void gguf_str(buf *b, const char *s) { add_u64(b, strlen(s)), add(b, s, strlen(s)); }
+static void gguf_key(buf *b, const char *k, uint32_t type) { gguf_str(b, k), add(b, &type, 4); }
+static void gguf_pad(buf *b, size_t a) { while (b->n % a) add_u8(b, 0); }
+
+/* tensors: name, ggml type, ne[0], ne[1], bytes (deterministic filler with finite float16 scales) */
+typedef struct gguf_t { const char *name; uint32_t type; uint64_t ne0, ne1, nbytes; } gguf_t;
+
+static void gguf_file(const char *name, uint32_t version, uint32_t align, const gguf_t *ts, int nt) {
+  buf b = {0};
+  add(&b, "GGUF", 4), add(&b, &version, 4), add_u64(&b, (uint64_t)nt), add_u64(&b, 8);
+  gguf_key(&b, "general.architecture", 8), gguf_str(&b, "llama");
+  gguf_key(&b, "general.alignment", 4), add(&b, &align, 4);
+  gguf_key(&b, "a.i8", 1), add_u8(&b, 0x80);
+  gguf_key(&b, "a.u16", 2), add_u8(&b, 1), add_u8(&b, 2);
+  gguf_key(&b, "a.f64", 12), add_u64(&b, 0x3ff0000000000000ull);
+  gguf_key(&b, "a.bool", 7), add_u8(&b, 1);
+  gguf_key(&b, "a.tokens", 9), add_i32(&b, 8), add_u64(&b, 3), gguf_str(&b, "<s>"), gguf_str(&b, ""), gguf_str(&b, "\xc4\xa0" "a");
+  gguf_key(&b, "a.scores", 9), add_i32(&b, 6), add_u64(&b, 2), add_f32(&b, -1.5f), add_f32(&b, 0.25f);
+  uint64_t off = 0;
+  for (int i = 0; i < nt; i++) {
+    gguf_str(&b, ts[i].name), add_i32(&b, ts[i].ne1 ? 2 : 1), add_u64(&b, ts[i].ne0);
+    if (ts[i].ne1) add_u64(&b, ts[i].ne1);
+    add(&b, &ts[i].type, 4), add_u64(&b, off);
+    off = (off + ts[i].nbytes + align - 1) / align * align;
+  }
+  gguf_pad(&b, align);
+  for (int i = 0; i < nt; i++) {
+    size_t start = b.n;
+    for (uint64_t k = 0; k < ts[i].nbytes; k++) add_u8(&b, (uint8_t)(k * 37 + 11));
+    /* float16 scales of 0.5 where a block format keeps them (Q6_K's last; the others' first two) */
+    uint64_t bs = ts[i].type == 2 ? 18 : ts[i].type == 8 ? 34 : ts[i].type == 12 ? 144 : ts[i].type == 14 ? 210 : 0;
+    for (uint64_t o = 0; bs && o < ts[i].nbytes; o += bs) {
+      size_t at = start + (size_t)o + (ts[i].type == 14 ? 208 : 0);
+      b.b[at] = 0x00, b.b[at + 1] = 0x38;
+      if (ts[i].type == 12) b.b[at + 2] = 0x00, b.b[at + 3] = 0x38;
+    }
+    gguf_pad(&b, align);
+  }
+  put("gguf", name, b.b, b.n);
+}
+
+static void make_gguf(void) {
+  const gguf_t plain[] = {{"w", 0, 3, 2, 24}, {"h", 1, 4, 0, 8}, {"i", 26, 2, 0, 8}};
+  gguf_file("plain", 3, 32, plain, 3);
+  const gguf_t quant[] = {{"q4", 2, 32, 2, 36}, {"q8", 8, 64, 0, 68}, {"k4", 12, 256, 0, 144}, {"k6", 14, 256, 0, 210}};
+  gguf_file("quant", 3, 32, quant, 4);
+  const gguf_t packed[] = {{"b", 30, 3, 0, 6}, {"f", 0, 1, 0, 4}};
+  gguf_file("packed-v2", 2, 1, packed, 2);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_corpus DIR\n");
@@ -231,5 +284,6 @@ int main(int argc, char **argv) {
   make_digits();
   make_llama();
   make_tokenizer();
+  make_gguf();
   return ok ? 0 : 1;
 }
