@@ -9,6 +9,7 @@
 
 #include "onnx_pbw.h"
 #include "test.h"
+#include "uop/uop.h"
 
 static const char *const NCHW[] = {"N", NULL};
 
@@ -679,4 +680,48 @@ TEST(test_onnx_backend_model_file_runs) {
   tg_free(want);
   tg_free(out);
   tg_onnx_free(m);
+}
+
+/* ---- allocation failures ---------------------------------------------------------------------------------------- */
+
+TEST(test_onnx_fault_every_allocation_of_load_and_run) {
+  /* If on an input choosing between constants, next to an Identity of an initializer */
+  pbw g = {0}, n = onnx_w_node("If", (const char *[]){"C", NULL, "Y", NULL}), tb = branch("a", 1), eb = branch("b", 2);
+  onnx_w_attr_msg(&n, "then_branch", 5, &tb);
+  onnx_w_attr_msg(&n, "else_branch", 5, &eb);
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  n = onnx_w_node("Identity", (const char *[]){"W", NULL, "Z", NULL});
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  int64_t w[4] = {1, 2, 3, 4};
+  pbw t = onnx_w_tensor("W", ONNX_INT64, 1, (int64_t[]){4}, w, sizeof w);
+  pbw_msg(&g, ONNX_G_INIT, &t);
+  pbw c = onnx_w_value("C", ONNX_BOOL, 0, NULL, NULL), y = onnx_w_value("Y", ONNX_INT64, 0, NULL, NULL),
+      z = onnx_w_value("Z", ONNX_INT64, 1, (int64_t[]){4}, NULL);
+  pbw_msg(&g, ONNX_G_INPUT, &c);
+  pbw_msg(&g, ONNX_G_OUTPUT, &y);
+  pbw_msg(&g, ONNX_G_OUTPUT, &z);
+  pbw mb = onnx_w_model(16, &g);
+  bool yes = true;
+  tg_tensor *ct = tg_from_data(TG_BOOL, 0, NULL, &yes, 1);
+  CHECK_T(ct);
+  int64_t k = 1;
+  for (; k < 20000; k++) {
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_onnx *m = tg_onnx_load_memory(mb.b, mb.n, NULL);
+    tg_tensor *out[2] = {0};
+    tg_status st = m ? tg_onnx_run(m, 1, (const char *[]){"C"}, &ct, out) : tg_error_status();
+    bool failed = mem_failed();
+    mem_fail_at(0);
+    if (!m) CHECK(failed && tg_error()[0], "allocation %lld: load failed without an injected failure or message: %s", (long long)k, tg_error());
+    else if (st != TG_OK) CHECK(failed && tg_error()[0] && !out[0] && !out[1], "allocation %lld: run failed: %s", (long long)k, tg_error());
+    else CHECK(out[0] && out[1] && tg_numel(out[1]) == 4, "allocation %lld: outputs", (long long)k);
+    tg_free(out[0]);
+    tg_free(out[1]);
+    tg_onnx_free(m);
+    if (!failed) break;
+  }
+  CHECK(k > 20 && k < 20000, "%lld allocations", (long long)k);
+  tg_free(ct);
+  pbw_free(&mb);
 }
