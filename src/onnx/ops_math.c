@@ -162,7 +162,7 @@ static tg_tensor *legacy_broadcast(onnx_ctx *c, const onnx_node *n, tg_tensor *a
   int an = tg_ndim(a), bn = tg_ndim(b);
   int64_t axis = onnx_attr_int(n, "axis", 0);
   if (axis < 0) axis += an;
-  if (axis < 0 || axis + bn > an) {
+  if (axis < 0 || axis > an - bn) {
     onnx_fail(n, TG_ERR_ARG, "broadcast axis %lld does not fit B (rank %d) into A (rank %d)",
               (long long)onnx_attr_int(n, "axis", 0), bn, an);
     return NULL;
