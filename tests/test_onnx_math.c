@@ -2,8 +2,9 @@
  * tests/fixtures/onnx_math.bin (written by make_onnx_math_fixtures.py: one-node models with their inputs and
  * the outputs of ONNX's reference implementation, cross-checked with onnxruntime). They cover what ONNX's
  * backend data (opsets <= 17, run by build/onnx_backend) leaves out: newer opsets, empty reductions, the
- * integer rules of Div/Mod/Pow, NaN in Max/Min/Clip, ties, version differences, refused nodes, and shape
- * arithmetic kept on the host (a chain of them feeding TopK's K builds its graph without running a kernel). */
+ * integer rules of Div/Mod/Pow, NaN in Max/Min/Clip, ties, version differences, window functions, refused
+ * nodes, running under tg_jit, and shape arithmetic kept on the host (a chain of them feeding TopK's K builds
+ * its graph without running a kernel). */
 #include <stdlib.h>
 
 #include "test.h"
@@ -235,6 +236,8 @@ TEST(test_onnx_math_cumsum_einsum) {
   run_cases("cumsum");
   run_cases("einsum");
 }
+
+TEST(test_onnx_math_window_functions) { run_cases("window_"); }
 
 TEST(test_onnx_math_refuses_bad_nodes) { run_cases("error_"); }
 

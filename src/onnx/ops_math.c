@@ -1,5 +1,5 @@
 /* ops_math.c — ONNX's elementwise operators (math, activations, comparisons, logic, bitwise, casts, Clip,
- * Where, the variadic Sum/Mean/Max/Min) and the table onnx_ops_math, which also lists the reductions, the
+ * Where, the variadic Sum/Mean/Max/Min), the window functions, and the table onnx_ops_math, which also lists the reductions, the
  * softmax family, ArgMax/ArgMin, TopK, CumSum and Einsum of ops_math_reduce.c (see onnx_op.h for the contract).
  *
  * Each operator is a few tg.h calls, as in tinygrad's onnx.py. Where tinygrad's semantics differ from ONNX's
@@ -325,6 +325,30 @@ MATH_OP(op_clip) {
   return math_out(n, out, 0, math_cast_to(r, dt));
 }
 
+/* ---- window functions (opset 17) ---------------------------------------------------------------------- */
+
+/* Hann, Hamming, Blackman: a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) for n < size, N = size (periodic) or
+ * size - 1, in output_datatype (default float) */
+MATH_OP(op_window) {
+  int64_t size = 0, count = 0;
+  tg_status st = onnx_input_ints(c, n, in, 0, &size, 1, &count);
+  if (st) return st;
+  if (count != 1 || size < 0) return onnx_fail(n, TG_ERR_ARG, "size must be one value >= 0");
+  tg_dtype dt;
+  int64_t odt = onnx_attr_int(n, "output_datatype", 1);
+  if (odt < 0 || odt > INT32_MAX || !onnx_dtype_to_tg((int32_t)odt, &dt))
+    return onnx_fail(n, TG_ERR_ARG, "output_datatype %lld is not a type tgc has", (long long)odt);
+  double a0, a1, a2 = 0;
+  if (!strcmp(n->op_type, "HannWindow")) a0 = 0.5, a1 = 0.5;
+  else if (!strcmp(n->op_type, "HammingWindow")) a0 = 25.0 / 46, a1 = 21.0 / 46;
+  else a0 = 0.42, a1 = 0.5, a2 = 0.08;
+  double N = (double)(onnx_attr_int(n, "periodic", 1) ? size : size - 1);
+  tg_tensor *x = tg_arange(dt == TG_FLOAT64 ? TG_FLOAT64 : TG_FLOAT32, 0, (double)size, 1);
+  tg_tensor *w = tg_sub_scalar(tg_mul_scalar(tg_cos(tg_mul_scalar(x, 2 * M_PI / N)), -a1), -a0);
+  if (a2 != 0) w = tg_add(w, tg_mul_scalar(tg_cos(tg_mul_scalar(x, 4 * M_PI / N)), a2));
+  return math_out(n, out, 0, math_cast_to(w, dt));
+}
+
 /* ---- the table ------------------------------------------------------------------------------------- */
 
 const onnx_op_def onnx_ops_math[] = {
@@ -356,6 +380,7 @@ const onnx_op_def onnx_ops_math[] = {
     {"Sum", "", 1, op_variadic},        {"Mean", "", 1, op_variadic},     {"Max", "", 1, op_variadic},
     {"Min", "", 1, op_variadic},        {"Where", "", 9, op_where},       {"Cast", "", 1, op_cast},
     {"CastLike", "", 15, op_castlike},  {"Clip", "", 1, op_clip},
+    {"HannWindow", "", 17, op_window},  {"HammingWindow", "", 17, op_window}, {"BlackmanWindow", "", 17, op_window},
     /* ops_math_reduce.c */
     {"ReduceSum", "", 1, op_reduce},    {"ReduceMean", "", 1, op_reduce}, {"ReduceMax", "", 1, op_reduce},
     {"ReduceMin", "", 1, op_reduce},    {"ReduceProd", "", 1, op_reduce}, {"ReduceL1", "", 1, op_reduce},
