@@ -43,7 +43,7 @@ static bool is_int(tg_dtype dt) { return dt >= TG_INT8 && dt <= TG_UINT64; }
 
 /* the input i the node must have */
 static tg_status need(const onnx_node *n, tg_tensor *const *in, int i) {
-  return in[i] ? TG_OK : onnx_fail(n, TG_ERR_ARG, "input %d is missing", i);
+  return math_in(n, in, i) ? TG_OK : onnx_fail(n, TG_ERR_ARG, "input %d is missing", i);
 }
 
 /* the one value of input i when the runner holds it on the host (a constant or an initializer: a Pow's

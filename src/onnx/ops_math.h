@@ -18,6 +18,8 @@
   }                                                                                                      \
   static tg_status name##_body(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out)
 
+/* input i, NULL when the node leaves it out ("" or past its nin inputs: in[] has nin entries) */
+static inline tg_tensor *math_in(const onnx_node *n, tg_tensor *const *in, int i) { return i < n->nin ? in[i] : NULL; }
 /* out[k] = t moved out of the operator's scope; t NULL: the node's failure with tg_error()'s message */
 tg_status math_out(const onnx_node *n, tg_tensor **out, int k, tg_tensor *t);
 /* the node's failure carrying tg_error() (after a tg_ call returned NULL or a status) */

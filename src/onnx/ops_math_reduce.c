@@ -44,7 +44,7 @@ static tg_status reduce_axes(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
 }
 
 MATH_OP(op_reduce) {
-  tg_tensor *x = in[0];
+  tg_tensor *x = math_in(n, in, 0);
   if (!x) return onnx_fail(n, TG_ERR_ARG, "input 0 is missing");
   int ax[TG_MAX_DIMS], k = 0;
   bool noop = false;
@@ -90,7 +90,7 @@ MATH_OP(op_reduce) {
 
 /* int64 indices of the first (select_last_index: last) largest or smallest value along axis */
 MATH_OP(op_argmax) {
-  tg_tensor *x = in[0];
+  tg_tensor *x = math_in(n, in, 0);
   if (!x) return onnx_fail(n, TG_ERR_ARG, "input 0 is missing");
   int nd = tg_ndim(x);
   int a = nd == 0 ? 0 : math_axis(n, onnx_attr_int(n, "axis", 0), nd);
@@ -124,7 +124,7 @@ static tg_tensor *softmax_kind(const char *op, tg_tensor *x, int axis) {
 }
 
 MATH_OP(op_softmax) {
-  tg_tensor *x = in[0];
+  tg_tensor *x = math_in(n, in, 0);
   if (!x) return onnx_fail(n, TG_ERR_ARG, "input 0 is missing");
   bool coerce = onnx_opset(c, "") < 13;
   int nd = tg_ndim(x);
@@ -149,7 +149,7 @@ MATH_OP(op_softmax) {
 /* ---- TopK ---------------------------------------------------------------------------------------------- */
 
 MATH_OP(op_topk) {
-  tg_tensor *x = in[0];
+  tg_tensor *x = math_in(n, in, 0);
   if (!x) return onnx_fail(n, TG_ERR_ARG, "input 0 is missing");
   int opset = onnx_opset(c, "");
   int64_t k = 0, count = 0;
@@ -180,7 +180,7 @@ MATH_OP(op_topk) {
 /* the running sum along the axis given as input 1; exclusive leaves out the element itself, reverse runs from
  * the end */
 MATH_OP(op_cumsum) {
-  tg_tensor *x = in[0];
+  tg_tensor *x = math_in(n, in, 0);
   if (!x) return onnx_fail(n, TG_ERR_ARG, "input 0 is missing");
   int64_t axis = 0, count = 0;
   tg_status st = onnx_input_ints(c, n, in, 1, &axis, 1, &count);
