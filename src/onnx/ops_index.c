@@ -49,9 +49,10 @@ tg_status onnx_op_gather(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
   if (oshape_known(c, n, in, 1, kv, SHAPE_KNOWN_CAP, &kc)) {
     for (int64_t j = 0; j < kc; j++) {
       if (kv[j] < -dim || kv[j] >= dim) {
+        int64_t bad = kv[j];
         free(kv);
         return oshape_close(onnx_fail(n, TG_ERR_ARG, "index %lld is out of range for axis %d of size %lld",
-                                     (long long)kv[j], ax, (long long)dim));
+                                      (long long)bad, ax, (long long)dim));
       }
       if (kv[j] < 0) kv[j] += dim;
     }
