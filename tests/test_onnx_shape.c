@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "test.h"
+#include "uop/uop.h"
 
 /* the directory of this file's fixtures: tests/fixtures/onnx_shape/<sub> */
 static void fixture_dir(char *out, size_t cap, const char *sub) {
@@ -182,4 +183,62 @@ TEST(onnx_shape_bad_nodes_refused) {
     tg_free(x);
     tg_onnx_free(m);
   }
+}
+
+/* every allocation of a run failing in turn (the model loaded once): the run fails with a message and no
+ * outputs, or succeeds with all of them; nothing leaks (the ASan run checks) */
+static void fault_case(const char *name) {
+  char dir[1400], path[1500];
+  fixture_dir(dir, sizeof dir, name);
+  snprintf(path, sizeof path, "%s/model.onnx", dir);
+  tg_onnx *m = tg_onnx_load(path);
+  CHECK(m, "%s: load: %s", name, tg_error());
+  if (!m) return;
+  int nin = tg_onnx_num_inputs(m), nout = tg_onnx_num_outputs(m);
+  tg_tensor *ins[4] = {0};
+  const char *names[4];
+  for (int i = 0; i < nin && i < 4; i++) {
+    tg_onnx_io io;
+    snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, i);
+    tg_onnx_input(m, i, &io);
+    names[i] = io.name;
+    ins[i] = tg_onnx_read_tensor(path);
+    CHECK(ins[i], "%s: input %d: %s", name, i, tg_error());
+  }
+  int64_t k = 1;
+  for (; k < 20000; k++) {
+    tg_tensor *outs[8] = {0};
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_status st = tg_onnx_run(m, nin, names, ins, outs);
+    bool failed = mem_failed();
+    mem_fail_at(0);
+    bool none = true, all = true;
+    for (int i = 0; i < nout; i++) none = none && !outs[i], all = all && outs[i];
+    if (st != TG_OK) CHECK(failed && tg_error()[0] && none, "%s: allocation %lld: run failed: %s", name, (long long)k, tg_error());
+    else CHECK(all, "%s: allocation %lld: outputs missing", name, (long long)k);
+    for (int i = 0; i < 8; i++) tg_free(outs[i]);
+    if (!failed) break;
+  }
+  CHECK(k > 5 && k < 20000, "%s: %lld allocations", name, (long long)k);
+  for (int i = 0; i < 4; i++) tg_free(ins[i]);
+  tg_onnx_free(m);
+}
+
+TEST(onnx_shape_fault_every_allocation_of_a_run) {
+  char dir[1024];
+  fixture_dir(dir, sizeof dir, "node");
+  DIR *d = opendir(dir);
+  CHECK(d, "no fixtures at %s", dir);
+  if (!d) return;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (strncmp(e->d_name, "test_", 5)) continue;
+    char sub[300];
+    snprintf(sub, sizeof sub, "node/%s", e->d_name);
+    fault_case(sub);
+    n++;
+  }
+  closedir(d);
+  CHECK(n >= 27, "%d fixture models", n);
 }

@@ -84,6 +84,7 @@ tg_status onnx_op_gather_elements(onnx_ctx *c, const onnx_node *n, tg_tensor *co
 
 /* indices[..., j] (the last axis dropped) */
 static tg_tensor *last_axis_at(tg_tensor *ind, int64_t j) {
+  if (!ind) return NULL;
   int q = tg_ndim(ind);
   int64_t b[2 * TG_MAX_DIMS];
   for (int d = 0; d < q; d++) b[2 * d] = 0, b[2 * d + 1] = tg_shape(ind, d);
@@ -175,14 +176,13 @@ tg_status onnx_op_scatter_nd(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
   int64_t M = oshape_numel(q - 1, tg_shape_ptr(ind)), S = oshape_numel(r - (int)k, xs + k), R = oshape_numel((int)k, xs);
   oshape_begin();
   if (M == 0) return oshape_end(n, tg_reshape(x, r, xs), out, 0);
-  tg_tensor *ind64 = tg_cast(ind, TG_INT64), *row = NULL;
+  tg_tensor *ind64 = tg_cast(ind, TG_INT64), *row = k ? NULL : tg_zeros(TG_INT64, q - 1, tg_shape_ptr(ind));
   int64_t stride = 1;
   for (int64_t j = k - 1; j >= 0; j--) {   /* row = sum of index j times the size of the axes after it */
     tg_tensor *col = tg_mul_scalar(wrap_negative(last_axis_at(ind64, j), xs[j]), (double)stride);
-    row = row ? tg_add(row, col) : col;
+    row = j == k - 1 ? col : tg_add(row, col);
     stride *= xs[j];
   }
-  if (!row) row = tg_zeros(TG_INT64, q - 1, tg_shape_ptr(ind));
   int64_t ms[2] = {M, S}, m1[2] = {M, 1}, rs[2] = {R, S};
   tg_tensor *index = tg_expand(tg_reshape(row, 2, m1), 2, ms), *src = tg_reshape(upd, 2, ms);
   tg_tensor *x2 = tg_reshape(x, 2, rs);
@@ -222,7 +222,10 @@ tg_status onnx_op_compress(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in
     ax = oshape_axis(n, onnx_attr_int(n, "axis", 0), tg_ndim(x));
   } else {
     int64_t all = tg_numel(x);
-    x = tg_reshape(x, 1, &all);
+    if (!(x = tg_reshape(x, 1, &all))) {
+      free(cond);
+      return oshape_end(n, NULL, out, 0);
+    }
   }
   int64_t dim = ax >= 0 && x ? tg_shape(x, ax) : 0, *sel = cond + (len ? len : 1);
   for (int64_t i = 0; ax >= 0 && i < cnt; i++) {
