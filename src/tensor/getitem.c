@@ -333,8 +333,8 @@ static tg_tensor *advanced(tmps *s, tg_tensor *x, const parsed *p) {
       /* out-of-range components are 0 before the products, so the sum stays below lin <= 2^31 - 1 */
       tg_tensor *ik = tmp(s, tg_cast(tmp(s, tg_where(ok, ts[k], tmp(s, tg_scalar(TDT(ts[k]), 0)))), TG_INT32));
       tg_tensor *term = tmp(s, tg_mul_scalar(ik, (double)stride));
-      li = li ? tmp(s, tg_add(li, term)) : term;
-      valid = valid ? tmp(s, tg_mul(valid, ok)) : ok;
+      li = k < nt - 1 ? tmp(s, tg_add(li, term)) : term;   /* by k, not li: a NULL (no memory) must stay NULL */
+      valid = k < nt - 1 ? tmp(s, tg_mul(valid, ok)) : ok;
       stride *= n;
     }
     int64_t sh[TG_MAX_DIMS];
@@ -343,7 +343,7 @@ static tg_tensor *advanced(tmps *s, tg_tensor *x, const parsed *p) {
     sh[m++] = lin;
     for (int i = dims[nt - 1] + 1; i < xn; i++) sh[m++] = TSHAPE(x)[i];
     tg_tensor *xf = tmp(s, tg_reshape(x, m, sh));
-    if (!xf || !li) return NULL;
+    if (!xf || !li || !valid) return NULL;
     tg_tensor *r = select_masked(s, xf, 1, &d0, &li, TNDIM(li), TSHAPE(li));
     if (!r) return NULL;
     /* valid as (1 x d0, big, 1 x rest) */

@@ -60,6 +60,7 @@ static tg_tensor *select_axis(tmps *s, tg_tensor *x, int ax, tg_tensor *index, b
   if (wrap) {
     tg_tensor *neg = tmp(s, tg_lt(index, tmp(s, tg_scalar(TDT(index), 0))));
     index = tmp(s, tg_where(neg, tmp(s, tg_add_scalar(index, (double)n)), index));
+    if (!index) return NULL;   /* out of memory: its shape is read below */
   }
   /* mask (1 x na, I..., S, 1 x nb) */
   tg_tensor *m = one_hot_mask(s, index, n);

@@ -268,6 +268,7 @@ static uop *slice_axis(uop *x, int ax, tg_slice sl) {
     bool f[TG_MAX_DIMS] = {0};
     f[ax] = true;
     x = mk_flip(x, f);
+    if (!x) return NULL;   /* no memory */
     start = len - 1 - start;
     step = -step;
   }
@@ -281,10 +282,12 @@ static uop *slice_axis(uop *x, int ax, tg_slice sl) {
   b[2 * ax] = start;
   b[2 * ax + 1] = start + span;
   x = mk_shrink(x, b);
+  if (!x) return NULL;   /* no memory */
   if (step == 1) return x;
   int64_t p[2 * TG_MAX_DIMS] = {0};
   p[2 * ax + 1] = count * step - span;
   x = mk_pad(x, p);
+  if (!x) return NULL;   /* no memory */
   int64_t s[TG_MAX_DIMS + 1];
   int n = 0;
   for (int i = 0; i < nd; i++) {
@@ -292,10 +295,12 @@ static uop *slice_axis(uop *x, int ax, tg_slice sl) {
     else s[n++] = x->shape[i];
   }
   x = mk_reshape(x, n, s);
+  if (!x) return NULL;   /* no memory */
   int64_t b2[2 * (TG_MAX_DIMS + 1)];
   for (int i = 0; i < n; i++) { b2[2 * i] = 0; b2[2 * i + 1] = s[i]; }
   b2[2 * (ax + 1) + 1] = 1;
   x = mk_shrink(x, b2);
+  if (!x) return NULL;   /* no memory */
   s[ax + 1] = 1;
   int64_t s2[TG_MAX_DIMS];
   for (int i = 0, k = 0; i < n; i++)
@@ -320,7 +325,7 @@ tg_tensor *tg_slice_axes(tg_tensor *t, int n, const tg_slice *slices) {
                    "dimensions", i, TG_MAX_DIMS - 1);
       return NULL;
     }
-    x = slice_axis(x, i, slices[i]);
+    if (!(x = slice_axis(x, i, slices[i]))) return NULL;   /* no memory: the error is set */
   }
   return tensor_new(x);
 }
