@@ -1,0 +1,400 @@
+/* ops_nn_resize.c — ONNX Resize and Upsample.
+ *
+ * Resize is separable: each resized axis is interpolated on its own, as onnx/reference/ops/op_resize.py
+ * does. Shapes are static, so the source coordinate of every output position, its neighbours and their
+ * weights are computed here on the host (in double, as the reference) and enter the graph as small
+ * constant tensors: the axis becomes a gather of T taps (tg_index_select) times the weights, summed. A
+ * nearest map that repeats or strides the input becomes a repeat or a slice instead of a gather. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops_nn.h"
+#include "../uop/uop.h"
+
+typedef enum { RS_NEAREST, RS_LINEAR, RS_CUBIC } rs_mode;
+typedef enum {
+  CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_CROP, CT_HALF_PIXEL_SYM, CT_TF_HALF_PIXEL_NN
+} ct_mode;
+typedef enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL } nearest_mode;
+
+typedef struct rs_params {
+  rs_mode mode;
+  ct_mode ct;
+  nearest_mode nm;
+  double cubic_a, extrapolation;
+  bool exclude_outside, antialias;
+} rs_params;
+
+#define RS_MAX_TAPS 1024
+
+/* the interpolation weights for a position at `ratio` (in (0, 1]) past its left neighbour; their count */
+static int coeffs(const rs_params *p, double ratio, double scale, double *c) {
+  if (p->mode == RS_NEAREST) {
+    bool right;
+    if (ratio == 1.0) right = true;
+    else if (p->nm == NM_ROUND_PREFER_FLOOR) right = ratio > 0.5;
+    else if (p->nm == NM_ROUND_PREFER_CEIL) right = ratio >= 0.5;
+    else right = p->nm == NM_CEIL;
+    c[0] = right ? 0 : 1;
+    c[1] = right ? 1 : 0;
+    return 2;
+  }
+  double a = p->cubic_a;
+  if (!p->antialias) {
+    if (p->mode == RS_LINEAR) {
+      c[0] = 1 - ratio;
+      c[1] = ratio;
+      return 2;
+    }
+    double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+    c[0] = ((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a;
+    c[1] = ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1;
+    c[2] = ((a + 2) * q - (a + 3)) * q * q + 1;
+    c[3] = ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a;
+    return 4;
+  }
+  /* antialias (downscaling): the kernel stretched by 1 / scale, normalized */
+  double s = scale < 1 ? scale : 1, sum = 0;
+  double first = floor((p->mode == RS_LINEAR ? -1.0 : -2.0) / s) + 1;
+  if (!(first > -RS_MAX_TAPS / 2 + 1)) return -1;
+  int start = (int)first, cnt = 2 - 2 * start;
+  for (int i = 0; i < cnt; i++) {
+    double x = fabs(s * ((start + i) - ratio)), v;
+    if (p->mode == RS_LINEAR) v = x < 1 ? 1 - x : 0;
+    else if (x <= 1) v = (a + 2) * x * x * x - (a + 3) * x * x + 1;
+    else if (x < 2) v = a * x * x * x - 5 * a * x * x + 8 * a * x - 4 * a;
+    else v = 0;
+    c[i] = v;
+    sum += v;
+  }
+  for (int i = 0; i < cnt; i++) c[i] = sum != 0 ? c[i] / sum : 0;
+  return cnt;
+}
+
+/* the source coordinate of output o; *extrap set when tf_crop_and_resize falls outside the input */
+static double source_coord(const rs_params *p, int64_t o, int64_t in, int64_t out, double scale, double lo, double hi,
+                           bool *extrap) {
+  double y = (double)o, ow = scale * (double)in, x;
+  *extrap = false;
+  switch (p->ct) {
+    case CT_ALIGN_CORNERS: return ow == 1 ? 0 : y * (double)(in - 1) / (ow - 1);
+    case CT_ASYMMETRIC: return y / scale;
+    case CT_TF_CROP:
+      x = ow == 1 ? (hi - lo) * (double)(in - 1) / 2 : y * (hi - lo) * (double)(in - 1) / (ow - 1);
+      x += lo * (double)(in - 1);
+      *extrap = x < 0 || x > (double)(in - 1);
+      return x;
+    case CT_PYTORCH_HALF_PIXEL: return ow == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+    case CT_HALF_PIXEL_SYM: return (double)in / 2 * (1 - (double)out / ow) + (y + 0.5) / scale - 0.5;
+    case CT_TF_HALF_PIXEL_NN: return (y + 0.5) / scale;
+    case CT_HALF_PIXEL:
+    default: return (y + 0.5) / scale - 0.5;
+  }
+}
+
+/* x resized along axis from in to out positions; inside the caller's scope */
+static tg_tensor *resize_axis(const onnx_node *n, const rs_params *p, tg_tensor *x, int axis, int64_t out, double scale,
+                              double lo, double hi) {
+  int64_t in = tg_shape(x, axis);
+  if (in < 1) return nn_err(n, "cannot resize an empty axis %d", axis);
+  double c[RS_MAX_TAPS];
+  /* taps per output: T (at most), then the compressed (nonzero) taps */
+  int cnt = coeffs(p, 1.0, scale, c);
+  if (cnt < 1) return nn_err(n, "scale %g needs more than %d taps", scale, RS_MAX_TAPS);
+  int32_t *idx = mem_alloc((size_t)out * (size_t)cnt * sizeof *idx);
+  float *wt = mem_alloc((size_t)out * (size_t)cnt * sizeof *wt);
+  bool *ext = mem_calloc((size_t)out, sizeof *ext);
+  if (!idx || !wt || !ext) {
+    free(idx), free(wt), free(ext);
+    return nn_err(n, "out of memory for %lld output positions", (long long)out);
+  }
+  int T = 0;
+  bool any_ext = false, unit = true;
+  for (int64_t o = 0; o < out; o++) {
+    bool e;
+    double xo = source_coord(p, o, in, out, scale, lo, hi, &e);
+    any_ext |= e;
+    ext[o] = e;
+    double fl = floor(xo), ratio = xo == fl ? 1.0 : xo - fl;
+    int k = coeffs(p, ratio, scale, c);
+    int pw = (k + 1) / 2;
+    double xp = xo + pw, pf = floor(xp), frac = xp - pf;
+    int64_t off = k % 2 == 0 ? (frac == 0 ? -(k / 2) : -(k / 2) + 1) : (frac <= 0.5 ? -((k - 1) / 2) : -((k - 1) / 2) + 1);
+    int64_t start = (int64_t)pf + off - pw;
+    if (p->exclude_outside) {
+      double sum = 0;
+      for (int t = 0; t < k; t++) {
+        int64_t j = start + t;
+        if (j < 0 || j >= in) c[t] = 0;
+        sum += c[t];
+      }
+      for (int t = 0; t < k; t++) c[t] /= sum == 0 ? 1 : sum;
+    }
+    int m = 0;
+    for (int t = 0; t < k; t++) {
+      if (c[t] == 0) continue;
+      int64_t j = start + t;
+      j = j < 0 ? 0 : j >= in ? in - 1 : j;
+      int q;  /* taps of one source index add up */
+      for (q = 0; q < m && idx[o * cnt + q] != (int32_t)j; q++) {}
+      if (q == m) {
+        idx[o * cnt + m] = (int32_t)j;
+        wt[o * cnt + m++] = 0;
+      }
+      wt[o * cnt + q] += (float)c[t];
+    }
+    if (m == 0) idx[o * cnt + m] = 0, wt[o * cnt + m++] = 0;
+    for (int q = 0; q < m; q++) unit &= wt[o * cnt + q] == 1.0f;
+    for (int q = m; q < cnt; q++) idx[o * cnt + q] = idx[o * cnt], wt[o * cnt + q] = 0;
+    if (m > T) T = m;
+  }
+  tg_tensor *y = NULL;
+  int xn = tg_ndim(x);
+  if (T == 1 && unit) {  /* a pure selection: repeat, slice or gather */
+    int64_t f = out % in == 0 ? out / in : 0, st = 0;
+    bool rep = f >= 1, strided = out >= 1;
+    for (int64_t o = 0; o < out && rep; o++) rep = idx[o * cnt] == o / f;
+    if (out >= 2) st = idx[cnt] - idx[0];
+    for (int64_t o = 0; o < out && strided; o++) strided = st >= 1 && idx[o * cnt] == idx[0] + o * st;
+    if (rep) {
+      y = f == 1 ? tg_reshape(x, xn, tg_shape_ptr(x)) : tg_repeat_interleave(x, f, axis);
+    } else if (strided || out == 1) {
+      tg_slice sl[TG_MAX_DIMS];
+      for (int i = 0; i < axis; i++) sl[i] = (tg_slice){0, 0, 1, true};
+      sl[axis] = (tg_slice){idx[0], idx[0] + (out - 1) * (st ? st : 1) + 1, st ? st : 1, false};
+      y = tg_slice_axes(x, axis + 1, sl);
+    } else {
+      int32_t *one = mem_alloc((size_t)out * sizeof *one);
+      if (one) {
+        for (int64_t o = 0; o < out; o++) one[o] = idx[o * cnt];
+        y = tg_index_select(x, axis, tg_from_data(TG_INT32, 1, (int64_t[]){out}, one, (size_t)out * sizeof *one));
+      } else {
+        nn_err(n, "out of memory");
+      }
+      free(one);
+    }
+  } else {  /* T taps: gather (..., out, T, ...), weigh, sum over T */
+    int32_t *ci = mem_alloc((size_t)out * (size_t)T * sizeof *ci);
+    float *cw = mem_alloc((size_t)out * (size_t)T * sizeof *cw);
+    if (ci && cw) {
+      for (int64_t o = 0; o < out; o++)
+        for (int t = 0; t < T; t++) ci[o * T + t] = idx[o * cnt + t], cw[o * T + t] = wt[o * cnt + t];
+      int64_t ish[2] = {out, T}, wsh[TG_MAX_DIMS];
+      for (int i = 0; i < xn + 1; i++) wsh[i] = i == axis ? out : i == axis + 1 ? T : 1;
+      tg_tensor *it = tg_from_data(TG_INT32, 2, ish, ci, (size_t)out * (size_t)T * sizeof *ci);
+      tg_tensor *w = tg_reshape(tg_from_data(TG_FLOAT32, 2, ish, cw, (size_t)out * (size_t)T * sizeof *cw), xn + 1, wsh);
+      tg_dtype dt = tg_dtype_of(x);
+      tg_tensor *xf = dt == TG_FLOAT32 || dt == TG_FLOAT64 ? x : tg_cast(x, TG_FLOAT32);
+      y = tg_sum(tg_mul(tg_index_select(xf, axis, it), w), 1, (int[]){axis + 1}, false);
+    } else {
+      nn_err(n, "out of memory");
+    }
+    free(ci);
+    free(cw);
+  }
+  if (y && any_ext) {
+    uint8_t *mk = mem_alloc((size_t)out);
+    if (mk) {
+      for (int64_t o = 0; o < out; o++) mk[o] = ext[o];
+      int64_t msh[TG_MAX_DIMS];
+      for (int i = 0; i < xn; i++) msh[i] = i == axis ? out : 1;
+      tg_tensor *m = tg_reshape(tg_from_data(TG_BOOL, 1, (int64_t[]){out}, mk, (size_t)out), xn, msh);
+      tg_tensor *e = tg_full(tg_dtype_of(y), 0, NULL, p->extrapolation);
+      y = tg_where(m, e, y);
+    } else {
+      y = nn_err(n, "out of memory");
+    }
+    free(mk);
+  }
+  free(idx);
+  free(wt);
+  free(ext);
+  return y;
+}
+
+/* y back in x's dtype: integers round half to even and saturate, as the reference's saturate_cast */
+static tg_tensor *to_dtype_of(tg_tensor *y, tg_tensor *x) {
+  tg_dtype dt = tg_dtype_of(x);
+  if (!y || tg_dtype_of(y) == dt) return y;
+  if (dt == TG_FLOAT16 || dt == TG_BFLOAT16 || dt == TG_FLOAT32 || dt == TG_FLOAT64) return tg_cast(y, dt);
+  double lo, hi;
+  nn_int_range(dt, &lo, &hi);
+  if (dt == TG_BOOL) return tg_cast(y, dt);
+  return tg_cast(tg_clamp(tg_round(y), lo, hi), dt);
+}
+
+/* the resize of x: per axis (r of them) an output size and scale, and the roi (tf_crop_and_resize) */
+static tg_tensor *resize_all(const onnx_node *n, const rs_params *p, tg_tensor *x, const int64_t *outs,
+                             const double *scales, const double *roi) {
+  int r = tg_ndim(x);
+  tg_tensor *y = x;
+  for (int a = 0; a < r && y; a++) {
+    int64_t in = tg_shape(x, a);
+    double lo = roi ? roi[a] : 0, hi = roi ? roi[r + a] : 1;
+    bool noroi = !roi || (fabs(lo) < 1e-9 && fabs(hi - 1) < 1e-9);
+    if (outs[a] == in && fabs(scales[a] - 1) <= 1e-9 && noroi) continue;
+    if (outs[a] < 0 || outs[a] > ((int64_t)1 << 28)) return nn_err(n, "output size %lld of axis %d out of range", (long long)outs[a], a);
+    if (outs[a] == 0) {
+      int64_t sh[TG_MAX_DIMS];
+      for (int i = 0; i < r; i++) sh[i] = i == a ? 0 : tg_shape(y, i);
+      y = tg_zeros(tg_dtype_of(y), r, sh);
+      continue;
+    }
+    y = resize_axis(n, p, y, a, outs[a], scales[a], lo, hi);
+  }
+  if (y == x) y = tg_reshape(x, r, tg_shape_ptr(x));
+  return to_dtype_of(y, x);
+}
+
+static bool read_params(const onnx_node *n, rs_params *p) {
+  const char *mode = onnx_attr_string(n, "mode", "nearest");
+  const char *ct = onnx_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const char *nm = onnx_attr_string(n, "nearest_mode", "round_prefer_floor");
+  memset(p, 0, sizeof *p);
+  if (!strcmp(mode, "nearest")) p->mode = RS_NEAREST;
+  else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear") || !strcmp(mode, "trilinear")) p->mode = RS_LINEAR;
+  else if (!strcmp(mode, "cubic") || !strcmp(mode, "bicubic")) p->mode = RS_CUBIC;
+  else return nn_err(n, "unknown mode '%s'", mode), false;
+  if (!strcmp(ct, "half_pixel")) p->ct = CT_HALF_PIXEL;
+  else if (!strcmp(ct, "pytorch_half_pixel")) p->ct = CT_PYTORCH_HALF_PIXEL;
+  else if (!strcmp(ct, "align_corners")) p->ct = CT_ALIGN_CORNERS;
+  else if (!strcmp(ct, "asymmetric")) p->ct = CT_ASYMMETRIC;
+  else if (!strcmp(ct, "tf_crop_and_resize")) p->ct = CT_TF_CROP;
+  else if (!strcmp(ct, "half_pixel_symmetric")) p->ct = CT_HALF_PIXEL_SYM;
+  else if (!strcmp(ct, "tf_half_pixel_for_nn")) p->ct = CT_TF_HALF_PIXEL_NN;  /* opsets 11 and 12 */
+  else return nn_err(n, "unknown coordinate_transformation_mode '%s'", ct), false;
+  if (!strcmp(nm, "round_prefer_floor")) p->nm = NM_ROUND_PREFER_FLOOR;
+  else if (!strcmp(nm, "round_prefer_ceil")) p->nm = NM_ROUND_PREFER_CEIL;
+  else if (!strcmp(nm, "floor")) p->nm = NM_FLOOR;
+  else if (!strcmp(nm, "ceil")) p->nm = NM_CEIL;
+  else return nn_err(n, "unknown nearest_mode '%s'", nm), false;
+  p->cubic_a = onnx_attr_float(n, "cubic_coeff_a", -0.75);
+  p->extrapolation = onnx_attr_float(n, "extrapolation_value", 0.0);
+  p->exclude_outside = onnx_attr_int(n, "exclude_outside", 0) != 0;
+  p->antialias = onnx_attr_int(n, "antialias", 0) != 0 && p->mode != RS_NEAREST;
+  return true;
+}
+
+/* Resize: opset 10 (X, scales), 11+ (X, roi, scales, sizes), 18+ with axes and keep_aspect_ratio_policy */
+tg_status onnx_nn_resize(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  tg_tensor *x = NN_IN(0), *y = NULL;
+  bool v10 = onnx_opset(c, "") < 11;
+  int iroi = v10 ? -1 : 1, iscales = v10 ? 1 : 2, isizes = v10 ? -1 : 3;
+  tg_scope_begin();
+  rs_params p;
+  if (!x || !read_params(n, &p)) return nn_done(n, out, 1, &y);
+  if (v10 && p.ct == CT_HALF_PIXEL) p.ct = CT_ASYMMETRIC;  /* opset 10 has no coordinate_transformation_mode */
+  int r = tg_ndim(x), axes[TG_MAX_DIMS], na = r;
+  for (int i = 0; i < r; i++) axes[i] = i;
+  const int64_t *av;
+  int64_t nav = onnx_attr_ints(n, "axes", &av);
+  if (nav >= 0) {
+    if (nav < 1 || nav > r) {
+      y = nn_err(n, "%lld axes for rank %d", (long long)nav, r);
+      return nn_done(n, out, 1, &y);
+    }
+    na = (int)nav;
+    for (int i = 0; i < na; i++) {
+      int64_t a = av[i] < 0 ? av[i] + r : av[i];
+      if (a < 0 || a >= r) {
+        y = nn_err(n, "axis %lld out of range for rank %d", (long long)av[i], r);
+        return nn_done(n, out, 1, &y);
+      }
+      axes[i] = (int)a;
+    }
+  }
+  double sc[TG_MAX_DIMS], roi_in[2 * TG_MAX_DIMS], roi[2 * TG_MAX_DIMS], scales[TG_MAX_DIMS];
+  int64_t sz[TG_MAX_DIMS], outs[TG_MAX_DIMS], nsc = 0, nsz = 0, nroi = 0;
+  if (NN_IN(iscales) && onnx_input_doubles(c, n, in, iscales, sc, TG_MAX_DIMS, &nsc) != TG_OK) return nn_done(n, out, 1, &y);
+  if (isizes >= 0 && NN_IN(isizes) && onnx_input_ints(c, n, in, isizes, sz, TG_MAX_DIMS, &nsz) != TG_OK)
+    return nn_done(n, out, 1, &y);
+  if (p.ct == CT_TF_CROP && iroi >= 0 && NN_IN(iroi) &&
+      onnx_input_doubles(c, n, in, iroi, roi_in, 2 * TG_MAX_DIMS, &nroi) != TG_OK)
+    return nn_done(n, out, 1, &y);
+  if ((nsc == 0) == (nsz == 0) || (nsc && nsc != na) || (nsz && nsz != na) || (nroi && nroi != 2 * na)) {
+    y = nn_err(n, "needs scales or sizes (not both) with one value per resized axis (%d): %lld scales, %lld sizes, %lld roi",
+               na, (long long)nsc, (long long)nsz, (long long)nroi);
+    return nn_done(n, out, 1, &y);
+  }
+  for (int i = 0; i < r; i++) outs[i] = tg_shape(x, i), scales[i] = 1, roi[i] = 0, roi[r + i] = 1;
+  for (int i = 0; i < na && nroi; i++) roi[axes[i]] = roi_in[i], roi[r + axes[i]] = roi_in[na + i];
+  if (nsz) {
+    const char *pol = onnx_attr_string(n, "keep_aspect_ratio_policy", "stretch");
+    bool nl = !strcmp(pol, "not_larger"), ns = !strcmp(pol, "not_smaller");
+    if (!nl && !ns && strcmp(pol, "stretch") != 0) {
+      y = nn_err(n, "unknown keep_aspect_ratio_policy '%s'", pol);
+      return nn_done(n, out, 1, &y);
+    }
+    double keep = nl ? INFINITY : -INFINITY;
+    for (int i = 0; i < na; i++) {
+      int64_t ins = tg_shape(x, axes[i]);
+      if (sz[i] < 0 || ins < 1) {
+        y = nn_err(n, "size %lld for axis %d of size %lld", (long long)sz[i], axes[i], (long long)ins);
+        return nn_done(n, out, 1, &y);
+      }
+      double s = (double)sz[i] / (double)ins;
+      outs[axes[i]] = sz[i];
+      scales[axes[i]] = s;
+      keep = nl ? fmin(keep, s) : fmax(keep, s);
+    }
+    if (nl || ns)
+      for (int i = 0; i < na; i++) {
+        scales[axes[i]] = keep;
+        outs[axes[i]] = (int64_t)(keep * (double)tg_shape(x, axes[i]) + 0.5);
+      }
+  } else {
+    for (int i = 0; i < na; i++) {
+      if (!(sc[i] > 0) || !isfinite(sc[i]) || sc[i] * (double)tg_shape(x, axes[i]) > (double)((int64_t)1 << 28)) {
+        y = nn_err(n, "scale %g for axis %d out of range", sc[i], axes[i]);
+        return nn_done(n, out, 1, &y);
+      }
+      scales[axes[i]] = sc[i];
+      outs[axes[i]] = (int64_t)(sc[i] * (double)tg_shape(x, axes[i]));
+    }
+  }
+  y = resize_all(n, &p, x, outs, scales, p.ct == CT_TF_CROP && nroi ? roi : NULL);
+  return nn_done(n, out, 1, &y);
+}
+
+/* Upsample (deprecated at 10): scales, output floor(in * scale), the asymmetric coordinate mapping;
+ * nearest takes the floor (the index o / scale) */
+static tg_status upsample(const onnx_node *n, tg_tensor *x, const double *sc, int64_t nsc, tg_tensor **out) {
+  tg_tensor *y = NULL;
+  tg_scope_begin();
+  const char *mode = onnx_attr_string(n, "mode", "nearest");
+  rs_params p = {.ct = CT_ASYMMETRIC, .nm = NM_FLOOR, .cubic_a = -0.75};
+  if (!strcmp(mode, "nearest")) p.mode = RS_NEAREST;
+  else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) p.mode = RS_LINEAR;
+  else y = nn_err(n, "unknown mode '%s'", mode);
+  int r = tg_ndim(x);
+  if (x && nsc != r) y = nn_err(n, "%lld scales for rank %d", (long long)nsc, r);
+  if (!x || (nsc != r) || (strcmp(mode, "nearest") && p.mode != RS_LINEAR)) return nn_done(n, out, 1, &y);
+  int64_t outs[TG_MAX_DIMS];
+  for (int i = 0; i < r; i++) {
+    if (!(sc[i] > 0) || sc[i] * (double)tg_shape(x, i) > (double)((int64_t)1 << 28)) {
+      y = nn_err(n, "scale %g out of range", sc[i]);
+      return nn_done(n, out, 1, &y);
+    }
+    outs[i] = (int64_t)(sc[i] * (double)tg_shape(x, i));
+  }
+  y = resize_all(n, &p, x, outs, sc, NULL);
+  return nn_done(n, out, 1, &y);
+}
+
+tg_status onnx_nn_upsample_7(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  (void)c;
+  const float *f;
+  double sc[TG_MAX_DIMS];
+  int64_t cnt = onnx_attr_floats(n, "scales", &f);
+  if (cnt < 0 || cnt > TG_MAX_DIMS) return onnx_fail(n, TG_ERR_ARG, "needs the scales attribute (one per axis)");
+  for (int64_t i = 0; i < cnt; i++) sc[i] = f[i];
+  return upsample(n, NN_IN(0), sc, cnt, out);
+}
+
+tg_status onnx_nn_upsample_9(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  double sc[TG_MAX_DIMS];
+  int64_t cnt;
+  if (onnx_input_doubles(c, n, in, 1, sc, TG_MAX_DIMS, &cnt) != TG_OK) return tg_error_status();
+  return upsample(n, NN_IN(0), sc, cnt, out);
+}
