@@ -398,3 +398,120 @@ tg_status onnx_nn_upsample_9(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
   if (onnx_input_doubles(c, n, in, 1, sc, TG_MAX_DIMS, &cnt) != TG_OK) return tg_error_status();
   return upsample(n, NN_IN(0), sc, cnt, out);
 }
+
+/* ---- GridSample: X (N, C, *D) sampled at grid (N, *O, nd) of normalized coordinates (last axis x, y, ...:
+ * the reverse of D's order), as the reference (PyTorch's grid_sample). Every tap is a gather over the
+ * flattened spatial axes (tg_gather: one-hot, lazy), weighted and summed. ---- */
+
+typedef enum { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_pad;
+
+/* g (..., k) -> entry i of the last axis, (..., 1) */
+static tg_tensor *cut_last(tg_tensor *g, int i) {
+  int64_t b[2 * TG_MAX_DIMS];
+  int nd = tg_ndim(g);
+  for (int a = 0; a < nd; a++) b[2 * a] = 0, b[2 * a + 1] = tg_shape(g, a);
+  b[2 * (nd - 1)] = i;
+  b[2 * (nd - 1) + 1] = i + 1;
+  return tg_shrink(g, nd, b);
+}
+
+/* x (float) folded into [lo, hi] by reflection, as the reference's _gs_reflect */
+static tg_tensor *gs_reflect(tg_tensor *x, double lo, double hi) {
+  double rng = hi - lo;
+  tg_tensor *below = tg_lt_scalar(x, lo), *above = tg_gt_scalar(x, hi);
+  tg_tensor *dx = tg_where(below, tg_rsub_scalar(x, lo), tg_sub_scalar(x, hi));
+  tg_tensor *k = tg_trunc(tg_div_scalar(dx, rng));
+  tg_tensor *r = tg_sub(dx, tg_mul_scalar(k, rng));
+  tg_tensor *even = tg_eq_scalar(tg_fmod_scalar(k, 2.0), 0.0);
+  tg_tensor *lo_r = tg_add_scalar(r, lo), *hi_r = tg_rsub_scalar(r, hi);
+  tg_tensor *fb = tg_where(even, lo_r, hi_r), *fa = tg_where(even, hi_r, lo_r);
+  return tg_where(below, fb, tg_where(above, fa, x));
+}
+
+/* an integer index tensor i (float) of a dim of size d under the padding mode: its clamped index, and for
+ * zeros whether it was inside (*ok, else NULL) */
+static tg_tensor *gs_index(tg_tensor *i, int64_t d, gs_pad pad, bool align, tg_tensor **ok) {
+  *ok = NULL;
+  if (pad == GS_ZEROS) *ok = tg_mul(tg_ge_scalar(i, 0), tg_lt_scalar(i, (double)d));
+  else if (pad == GS_REFLECTION) i = tg_trunc(gs_reflect(i, align ? 0 : -0.5, align ? (double)d - 1 : (double)d - 0.5));
+  return tg_cast(tg_clamp(i, 0, (double)(d - 1)), TG_INT32);
+}
+
+static void gs_cubic(tg_tensor *t, tg_tensor **c) {
+  const double a = -0.75;
+  tg_tensor *t1 = tg_add_scalar(t, 1), *q = tg_rsub_scalar(t, 1), *q1 = tg_rsub_scalar(t, 2);
+  /* ((a x - 5a) x + 8a) x - 4a for 1 <= x < 2; ((a + 2) x - (a + 3)) x^2 + 1 for x <= 1 */
+  c[0] = tg_sub_scalar(tg_mul(tg_add_scalar(tg_mul(tg_sub_scalar(tg_mul_scalar(t1, a), 5 * a), t1), 8 * a), t1), 4 * a);
+  c[1] = tg_add_scalar(tg_mul(tg_mul(tg_sub_scalar(tg_mul_scalar(t, a + 2), a + 3), t), t), 1);
+  c[2] = tg_add_scalar(tg_mul(tg_mul(tg_sub_scalar(tg_mul_scalar(q, a + 2), a + 3), q), q), 1);
+  c[3] = tg_sub_scalar(tg_mul(tg_add_scalar(tg_mul(tg_sub_scalar(tg_mul_scalar(q1, a), 5 * a), q1), 8 * a), q1), 4 * a);
+}
+
+tg_status onnx_nn_grid_sample(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  tg_tensor *x = NN_IN(0), *grid = NN_IN(1), *y = NULL;
+  const char *mode = onnx_attr_string(n, "mode", onnx_opset(c, "") >= 20 ? "linear" : "bilinear");
+  const char *padm = onnx_attr_string(n, "padding_mode", "zeros");
+  bool align = onnx_attr_int(n, "align_corners", 0) != 0;
+  tg_scope_begin();
+  int xn = x ? tg_ndim(x) : 0, nd = xn - 2;
+  if (!x || !grid || nd < 1 || nd > 3 || tg_ndim(grid) != xn || tg_shape(grid, -1) != nd || tg_shape(grid, 0) != tg_shape(x, 0)) {
+    y = nn_err(n, "needs X (N, C, *D) with 1 to 3 spatial dims and grid (N, *O, %d)", nd);
+    return nn_done(n, out, 1, &y);
+  }
+  int m = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "bilinear") || !strcmp(mode, "linear") ? 1
+          : !strcmp(mode, "bicubic") || !strcmp(mode, "cubic") ? 2 : -1;
+  gs_pad pad = !strcmp(padm, "zeros") ? GS_ZEROS : !strcmp(padm, "border") ? GS_BORDER : !strcmp(padm, "reflection") ? GS_REFLECTION : (gs_pad)-1;
+  if (m < 0 || (int)pad < 0) {
+    y = nn_err(n, "unknown mode '%s' or padding_mode '%s'", mode, padm);
+    return nn_done(n, out, 1, &y);
+  }
+  int64_t N = tg_shape(x, 0), C = tg_shape(x, 1), L = 1, P = 1, d[3];
+  for (int i = 0; i < nd; i++) d[i] = tg_shape(x, 2 + i), P *= d[i];
+  for (int i = 1; i < xn - 1; i++) L *= tg_shape(grid, i);
+  tg_tensor *g = tg_reshape(tg_cast(grid, TG_FLOAT32), 3, (int64_t[]){N, L, nd});
+  tg_tensor *xf = tg_reshape(tg_cast(x, TG_FLOAT32), 3, (int64_t[]){N, C, P});
+  int ntap = m == 0 ? 1 : m == 1 ? 2 : 4;
+  tg_tensor *base[3], *w[3][4];  /* per dim: the first tap's index (float) and the taps' weights */
+  for (int i = 0; i < nd; i++) {
+    tg_tensor *v = tg_reshape(cut_last(g, nd - 1 - i), 2, (int64_t[]){N, L});
+    v = align ? tg_mul_scalar(tg_add_scalar(v, 1), ((double)d[i] - 1) / 2) : tg_div_scalar(tg_sub_scalar(tg_mul_scalar(tg_add_scalar(v, 1), (double)d[i]), 1), 2);
+    if (m == 0) v = tg_round(v);
+    double lo = align ? 0 : -0.5, hi = align ? (double)d[i] - 1 : (double)d[i] - 0.5;
+    if (pad == GS_BORDER) v = tg_where(tg_mul(tg_ge_scalar(v, lo), tg_le_scalar(v, hi)), v, tg_clamp(v, 0, (double)d[i] - 1));
+    else if (pad == GS_REFLECTION) v = gs_reflect(v, lo, hi);
+    if (m == 0) {
+      base[i] = tg_trunc(v);
+      w[i][0] = tg_ones_like(v);
+    } else {
+      tg_tensor *f = tg_floor(v), *t = tg_sub(v, f);
+      base[i] = m == 1 ? f : tg_sub_scalar(f, 1);
+      if (m == 1) w[i][0] = tg_rsub_scalar(t, 1), w[i][1] = t;
+      else gs_cubic(t, w[i]);
+    }
+  }
+  int combos = 1;
+  for (int i = 0; i < nd; i++) combos *= ntap;
+  for (int k = 0; k < combos; k++) {
+    tg_tensor *flat = NULL, *wt = NULL;
+    int rem = k;
+    for (int i = nd - 1; i >= 0; i--) {
+      int t = rem % ntap;
+      rem /= ntap;
+      tg_tensor *ok, *idx = gs_index(tg_add_scalar(base[i], t), d[i], pad, align, &ok);
+      int64_t stride = 1;
+      for (int j = i + 1; j < nd; j++) stride *= d[j];
+      tg_tensor *term = tg_mul_scalar(idx, (double)stride), *wi = w[i][t];
+      if (ok) wi = tg_mul(wi, tg_cast(ok, TG_FLOAT32));
+      flat = flat ? tg_add(flat, term) : term;
+      wt = wt ? tg_mul(wt, wi) : wi;
+    }
+    tg_tensor *ix = tg_expand(tg_reshape(flat, 3, (int64_t[]){N, 1, L}), 3, (int64_t[]){N, C, L});
+    tg_tensor *v = tg_mul(tg_gather(xf, 2, ix), tg_reshape(wt, 3, (int64_t[]){N, 1, L}));
+    y = y ? tg_add(y, v) : v;
+  }
+  int64_t sh[TG_MAX_DIMS];
+  sh[0] = N, sh[1] = C;
+  for (int i = 1; i < xn - 1; i++) sh[1 + i] = tg_shape(grid, i);
+  y = to_dtype_of(tg_reshape(y, xn, sh), x);
+  return nn_done(n, out, 1, &y);
+}
