@@ -312,6 +312,7 @@ const onnx_op_def onnx_ops_nn[] = {
     {"Upsample", "", 7, onnx_nn_upsample_7},
     {"Upsample", "", 9, onnx_nn_upsample_9},
     {"GridSample", "", 16, onnx_nn_grid_sample},
+    {"AffineGrid", "", 20, onnx_nn_affine_grid},
     {"QuantizeLinear", "", 10, onnx_nn_quantize_linear},
     {"DequantizeLinear", "", 10, onnx_nn_dequantize_linear},
     {"DynamicQuantizeLinear", "", 11, onnx_nn_dynamic_quantize_linear},

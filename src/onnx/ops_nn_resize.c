@@ -515,3 +515,49 @@ tg_status onnx_nn_grid_sample(onnx_ctx *c, const onnx_node *n, tg_tensor *const 
   y = to_dtype_of(tg_reshape(y, xn, sh), x);
   return nn_done(n, out, 1, &y);
 }
+
+/* AffineGrid: theta (N, 2, 3) or (N, 3, 4) and size (N, C, H, W) or (N, C, D, H, W) -> the grid (N, *S, nd)
+ * of theta applied to the normalized coordinates (x, y[, z], 1) of every output position (computed here:
+ * (2i + 1) / s - 1, or -1 + 2i / (s - 1) with align_corners) */
+tg_status onnx_nn_affine_grid(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  tg_tensor *theta = NN_IN(0), *y = NULL;
+  bool align = onnx_attr_int(n, "align_corners", 0) != 0;
+  int64_t size[5], cnt = 0;
+  tg_scope_begin();
+  if (!theta || !NN_IN(1)) {
+    y = nn_err(n, "needs theta and size");
+    return nn_done(n, out, 1, &y);
+  }
+  if (onnx_input_ints(c, n, in, 1, size, 5, &cnt) != TG_OK) return nn_done(n, out, 1, &y);
+  int nd = (int)cnt - 2;
+  int64_t P = 1;
+  for (int i = 0; i < nd; i++) P *= size[2 + i] >= 1 && size[2 + i] < (1 << 24) ? size[2 + i] : (1 << 30);
+  if (nd < 2 || nd > 3 || tg_ndim(theta) != 3 || tg_shape(theta, 0) != size[0] || tg_shape(theta, 1) != nd ||
+      tg_shape(theta, 2) != nd + 1 || P > (1 << 24)) {
+    y = nn_err(n, "theta (N, %d, %d) and a size of (N, C, 2 or 3 spatial sizes) under 2^24 positions", nd, nd + 1);
+    return nn_done(n, out, 1, &y);
+  }
+  float *b = mem_alloc((size_t)P * (size_t)(nd + 1) * sizeof *b);
+  if (!b) {
+    y = nn_err(n, "out of memory");
+    return nn_done(n, out, 1, &y);
+  }
+  for (int64_t p = 0; p < P; p++) {
+    int64_t rem = p;
+    for (int i = nd - 1; i >= 0; i--) {  /* spatial dim i is coordinate nd - 1 - i: x is the last dim */
+      int64_t s = size[2 + i], k = rem % s;
+      rem /= s;
+      double v = align ? (s == 1 ? -1 : -1 + 2.0 * (double)k / (double)(s - 1)) : (2.0 * (double)k + 1) / (double)s - 1;
+      b[p * (nd + 1) + (nd - 1 - i)] = (float)v;
+    }
+    b[p * (nd + 1) + nd] = 1;
+  }
+  tg_tensor *base = tg_from_data(TG_FLOAT32, 3, (int64_t[]){1, P, nd + 1}, b, (size_t)P * (size_t)(nd + 1) * sizeof *b);
+  free(b);
+  y = tg_matmul(tg_cast(base, tg_dtype_of(theta)), tg_transpose(theta, 1, 2));  /* (N, P, nd) */
+  int64_t sh[5] = {size[0]};
+  for (int i = 0; i < nd; i++) sh[1 + i] = size[2 + i];
+  sh[1 + nd] = nd;
+  y = tg_reshape(y, nd + 2, sh);
+  return nn_done(n, out, 1, &y);
+}
