@@ -168,6 +168,7 @@ static const char *const fixtures[] = {
     "test_affinegrid_2d", "test_affinegrid_3d_align", "test_quantizelinear_axis_int8", "test_dequantizelinear_blocked",
     "test_convtranspose_group_output_shape", "test_conv_same_lower_strided", "test_conv_dilated_asymmetric_pads",
     "test_conv1d_same_upper", "test_maxpool_indices_storage_order", "test_averagepool_ceil_pads",
+    "test_resize_opset10_nearest_down", "test_upsample_opset9_linear",
 };
 
 TEST(test_onnx_nn_fixtures_reference_and_onnxruntime) {

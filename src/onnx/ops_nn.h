@@ -37,7 +37,7 @@ typedef struct nn_window {
 /* Reads the attributes for input x (N, C, *spatial): kernel from the attribute, or from kernel (a weight's
  * spatial sizes) when the node lacks it; auto_pad SAME_UPPER/SAME_LOWER pads for an output of
  * ceil(in / stride), with the window's dilated extent when dilate_same (Conv: as onnxruntime), else the
- * kernel alone (the reference pools); VALID: no padding. NULL on success, else the error (nn_err'd). */
+ * kernel alone; VALID: no padding. True, or false with the node's error recorded. */
 bool nn_window_read(const onnx_node *n, tg_tensor *x, const int64_t *kernel, bool dilate_same, nn_window *w);
 /* tg's per-side padding (last dimension first) of the window */
 tg_ints nn_window_pads(const nn_window *w);

@@ -16,7 +16,8 @@ typedef enum { RS_NEAREST, RS_LINEAR, RS_CUBIC } rs_mode;
 typedef enum {
   CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_CROP, CT_HALF_PIXEL_SYM, CT_TF_HALF_PIXEL_NN
 } ct_mode;
-typedef enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL } nearest_mode;
+/* NM_SIMPLE: opset 10's Resize and Upsample (onnxruntime's): the floor when enlarging, the ceiling when shrinking */
+typedef enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE } nearest_mode;
 
 typedef struct rs_params {
   rs_mode mode;
@@ -35,6 +36,7 @@ static int coeffs(const rs_params *p, double ratio, double scale, double *c) {
     if (ratio == 1.0) right = true;
     else if (p->nm == NM_ROUND_PREFER_FLOOR) right = ratio > 0.5;
     else if (p->nm == NM_ROUND_PREFER_CEIL) right = ratio >= 0.5;
+    else if (p->nm == NM_SIMPLE) right = scale < 1;
     else right = p->nm == NM_CEIL;
     c[0] = right ? 0 : 1;
     c[1] = right ? 1 : 0;
@@ -101,7 +103,8 @@ static tg_tensor *resize_axis(const onnx_node *n, const rs_params *p, tg_tensor 
   double c[RS_MAX_TAPS];
   /* taps per output: T (at most), then the compressed (nonzero) taps */
   int cnt = coeffs(p, 1.0, scale, c);
-  if (cnt < 1) return nn_err(n, "scale %g needs more than %d taps", scale, RS_MAX_TAPS);
+  if (cnt < 1 || out * cnt > ((int64_t)1 << 26))
+    return nn_err(n, "scale %g: %lld output positions of %d taps is too many", scale, (long long)out, cnt);
   int32_t *idx = mem_alloc((size_t)out * (size_t)cnt * sizeof *idx);
   float *wt = mem_alloc((size_t)out * (size_t)cnt * sizeof *wt);
   bool *ext = mem_calloc((size_t)out, sizeof *ext);
@@ -284,7 +287,7 @@ tg_status onnx_nn_resize(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
   tg_scope_begin();
   rs_params p;
   if (!x || !read_params(n, &p)) return nn_done(n, out, 1, &y);
-  if (v10 && p.ct == CT_HALF_PIXEL) p.ct = CT_ASYMMETRIC;  /* opset 10 has no coordinate_transformation_mode */
+  if (v10) p.ct = CT_ASYMMETRIC, p.nm = NM_SIMPLE;  /* opset 10 has neither attribute */
   int r = tg_ndim(x), axes[TG_MAX_DIMS], na = r;
   for (int i = 0; i < r; i++) axes[i] = i;
   const int64_t *av;
@@ -358,12 +361,12 @@ tg_status onnx_nn_resize(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
 }
 
 /* Upsample (deprecated at 10): scales, output floor(in * scale), the asymmetric coordinate mapping;
- * nearest takes the floor (the index o / scale) */
+ * nearest takes the floor of o / scale (the ceiling for a scale below 1, as onnxruntime) */
 static tg_status upsample(const onnx_node *n, tg_tensor *x, const double *sc, int64_t nsc, tg_tensor **out) {
   tg_tensor *y = NULL;
   tg_scope_begin();
   const char *mode = onnx_attr_string(n, "mode", "nearest");
-  rs_params p = {.ct = CT_ASYMMETRIC, .nm = NM_FLOOR, .cubic_a = -0.75};
+  rs_params p = {.ct = CT_ASYMMETRIC, .nm = NM_SIMPLE, .cubic_a = -0.75};
   if (!strcmp(mode, "nearest")) p.mode = RS_NEAREST;
   else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) p.mode = RS_LINEAR;
   else y = nn_err(n, "unknown mode '%s'", mode);
