@@ -27,6 +27,11 @@ tg_tensor *nn_along_axis(tg_tensor *v, int axis, int ndim);
 /* the dtype's lowest and highest values, as doubles (integers) */
 void nn_int_range(tg_dtype dt, double *lo, double *hi);
 
+/* Bounds on window attributes (kernel, stride, dilation, pads) and on spatial sizes: every product of two
+ * stays far inside int64 (a hostile file cannot overflow the size arithmetic) */
+#define NN_MAX_WINDOW ((int64_t)1 << 24)
+#define NN_MAX_SPATIAL ((int64_t)1 << 31)
+
 /* The window attributes shared by Conv, ConvTranspose and the pools: kernel_shape, strides, dilations,
  * pads (ONNX order: every begin, then every end) and auto_pad. */
 typedef struct nn_window {

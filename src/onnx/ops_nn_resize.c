@@ -99,7 +99,7 @@ static double source_coord(const rs_params *p, int64_t o, int64_t in, int64_t ou
 static tg_tensor *resize_axis(const onnx_node *n, const rs_params *p, tg_tensor *x, int axis, int64_t out, double scale,
                               double lo, double hi) {
   int64_t in = tg_shape(x, axis);
-  if (in < 1) return nn_err(n, "cannot resize an empty axis %d", axis);
+  if (in < 1 || in > INT32_MAX) return nn_err(n, "cannot resize axis %d of size %lld", axis, (long long)in);
   double c[RS_MAX_TAPS];
   /* taps per output: T (at most), then the compressed (nonzero) taps */
   int cnt = coeffs(p, 1.0, scale, c);
@@ -117,6 +117,7 @@ static tg_tensor *resize_axis(const onnx_node *n, const rs_params *p, tg_tensor 
   for (int64_t o = 0; o < out; o++) {
     bool e;
     double xo = source_coord(p, o, in, out, scale, lo, hi, &e);
+    if (!(fabs(xo) < 1e12)) xo = xo > 0 ? 1e12 : -1e12;  /* NaN or far outside (a hostile roi): clamped below */
     any_ext |= e;
     ext[o] = e;
     double fl = floor(xo), ratio = xo == fl ? 1.0 : xo - fl;
@@ -343,6 +344,10 @@ tg_status onnx_nn_resize(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
     }
     if (nl || ns)
       for (int i = 0; i < na; i++) {
+        if (!(keep * (double)tg_shape(x, axes[i]) < (double)((int64_t)1 << 28))) {
+          y = nn_err(n, "size %g for axis %d out of range", keep * (double)tg_shape(x, axes[i]), axes[i]);
+          return nn_done(n, out, 1, &y);
+        }
         scales[axes[i]] = keep;
         outs[axes[i]] = (int64_t)(keep * (double)tg_shape(x, axes[i]) + 0.5);
       }
@@ -534,7 +539,7 @@ tg_status onnx_nn_affine_grid(onnx_ctx *c, const onnx_node *n, tg_tensor *const 
   if (onnx_input_ints(c, n, in, 1, size, 5, &cnt) != TG_OK) return nn_done(n, out, 1, &y);
   int nd = (int)cnt - 2;
   int64_t P = 1;
-  for (int i = 0; i < nd; i++) P *= size[2 + i] >= 1 && size[2 + i] < (1 << 24) ? size[2 + i] : (1 << 30);
+  for (int i = 0; i < nd && i < 3; i++) P = size[2 + i] >= 1 && size[2 + i] <= (1 << 24) && P <= (1 << 24) ? P * size[2 + i] : (1 << 30);
   if (nd < 2 || nd > 3 || tg_ndim(theta) != 3 || tg_shape(theta, 0) != size[0] || tg_shape(theta, 1) != nd ||
       tg_shape(theta, 2) != nd + 1 || P > (1 << 24)) {
     y = nn_err(n, "theta (N, %d, %d) and a size of (N, C, 2 or 3 spatial sizes) under 2^24 positions", nd, nd + 1);
