@@ -331,6 +331,13 @@ TEST(test_onnx_loop_carries_values_and_stacks_scans) {
   tg_free(out[0]);
   tg_free(out[1]);
   tg_free(mt1);
+  /* ... checked as any input */
+  tg_tensor *mf = tg_zeros(TG_FLOAT32, 0, NULL);
+  out[0] = out[1] = NULL;
+  CHECK(tg_onnx_run(m, 2, (const char *[]){"V", "M"}, (tg_tensor *[]){vt, mf}, out) == TG_ERR_ARG &&
+        strstr(tg_error(), "input 'M' is float32, the model declares int64"), "M of the wrong dtype: %s", tg_error());
+  CHECK(!out[0] && !out[1], "outputs of a refused run");
+  tg_free(mf);
   tg_free(vt);
   tg_onnx_free(m);
 }
