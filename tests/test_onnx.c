@@ -774,3 +774,16 @@ TEST(test_onnx_scan_slices_and_stacks) {
   tg_free(xt);
   tg_onnx_free(m);
 }
+
+TEST(test_onnx_load_refuses_missing_and_odd_paths) {
+  tg_onnx *m = tg_onnx_load("/nonexistent/model.onnx");
+  CHECK_REFUSED(m, TG_ERR_IO, "cannot open");
+  m = tg_onnx_load("/");
+  CHECK_REFUSED(m, TG_ERR_IO, "not a regular file");
+  m = tg_onnx_load(NULL);
+  CHECK_REFUSED(m, TG_ERR_ARG, "NULL");
+  m = tg_onnx_load_memory(NULL, 4, NULL);
+  CHECK_REFUSED(m, TG_ERR_ARG, "NULL");
+  tg_tensor *t = tg_onnx_tensor_from_memory("\x08\x02\x10\x01", 4);   /* dims 2 of float, no data */
+  CHECK(!t && tg_error_status() == TG_ERR_IO && strstr(tg_error(), "0 values"), "a tensor without data: %s", tg_error());
+}
