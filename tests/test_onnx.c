@@ -331,6 +331,13 @@ TEST(test_onnx_loop_carries_values_and_stacks_scans) {
   tg_free(out[0]);
   tg_free(out[1]);
   tg_free(mt1);
+  /* ... checked as any input */
+  tg_tensor *mf = tg_zeros(TG_FLOAT32, 0, NULL);
+  out[0] = out[1] = NULL;
+  CHECK(tg_onnx_run(m, 2, (const char *[]){"V", "M"}, (tg_tensor *[]){vt, mf}, out) == TG_ERR_ARG &&
+        strstr(tg_error(), "input 'M' is float32, the model declares int64"), "M of the wrong dtype: %s", tg_error());
+  CHECK(!out[0] && !out[1], "outputs of a refused run");
+  tg_free(mf);
   tg_free(vt);
   tg_onnx_free(m);
 }
@@ -724,4 +731,59 @@ TEST(test_onnx_fault_every_allocation_of_load_and_run) {
   CHECK(k > 20 && k < 20000, "%lld allocations", (long long)k);
   tg_free(ct);
   pbw_free(&mb);
+}
+
+TEST(test_onnx_scan_slices_and_stacks) {
+  /* body(s, x) -> (s, x): Y stacks the slices of X along axis 1, reversed, so Y[t] = X[:, 2 - t] */
+  pbw body = {0};
+  pbw n1 = onnx_w_node("Identity", (const char *[]){"s_in", NULL, "s_out", NULL});
+  pbw n2 = onnx_w_node("Identity", (const char *[]){"x_in", NULL, "y_out", NULL});
+  pbw_msg(&body, ONNX_G_NODE, &n1);
+  pbw_msg(&body, ONNX_G_NODE, &n2);
+  const char *ins[] = {"s_in", "x_in"}, *outs[] = {"s_out", "y_out"};
+  for (int k = 0; k < 2; k++) {
+    pbw v = onnx_w_value(ins[k], ONNX_FLOAT, -1, NULL, NULL), o = onnx_w_value(outs[k], ONNX_FLOAT, -1, NULL, NULL);
+    pbw_msg(&body, ONNX_G_INPUT, &v);
+    pbw_msg(&body, ONNX_G_OUTPUT, &o);
+  }
+  pbw g = {0}, n = onnx_w_node("Scan", (const char *[]){"S", "X", NULL, "SF", "Y", NULL});
+  onnx_w_attr_msg(&n, "body", 5, &body);
+  onnx_w_attr_int(&n, "num_scan_inputs", 1);
+  onnx_w_attr_ints(&n, "scan_input_axes", 1, (int64_t[]){1});
+  onnx_w_attr_ints(&n, "scan_input_directions", 1, (int64_t[]){1});
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  pbw s = onnx_w_value("S", ONNX_FLOAT, 1, (int64_t[]){1}, NULL), x = onnx_w_value("X", ONNX_FLOAT, 2, (int64_t[]){2, 3}, NULL);
+  pbw_msg(&g, ONNX_G_INPUT, &s);
+  pbw_msg(&g, ONNX_G_INPUT, &x);
+  pbw sf = onnx_w_value("SF", ONNX_FLOAT, -1, NULL, NULL), y = onnx_w_value("Y", ONNX_FLOAT, -1, NULL, NULL);
+  pbw_msg(&g, ONNX_G_OUTPUT, &sf);
+  pbw_msg(&g, ONNX_G_OUTPUT, &y);
+  pbw mb = onnx_w_model(11, &g);
+  tg_onnx *m = load(&mb);
+  CHECK_T(m);
+  float xs[6] = {1, 2, 3, 4, 5, 6}, ss = 7, ys[6], want[6] = {3, 6, 2, 5, 1, 4};
+  tg_tensor *st = tg_from_data(TG_FLOAT32, 1, (int64_t[]){1}, &ss, 4), *xt = tg_from_data(TG_FLOAT32, 2, (int64_t[]){2, 3}, xs, sizeof xs);
+  tg_tensor *out[2] = {0};
+  CHECK(tg_onnx_run(m, 2, (const char *[]){"S", "X"}, (tg_tensor *[]){st, xt}, out) == TG_OK, "%s", tg_error());
+  CHECK(out[0] && elem(out[0], 0) == 7, "final state");
+  CHECK(out[1] && tg_ndim(out[1]) == 2 && tg_shape(out[1], 0) == 3 && host_f32(out[1], ys, 6) && !memcmp(ys, want, sizeof ys),
+        "scan output");
+  tg_free(out[0]);
+  tg_free(out[1]);
+  tg_free(st);
+  tg_free(xt);
+  tg_onnx_free(m);
+}
+
+TEST(test_onnx_load_refuses_missing_and_odd_paths) {
+  tg_onnx *m = tg_onnx_load("/nonexistent/model.onnx");
+  CHECK_REFUSED(m, TG_ERR_IO, "cannot open");
+  m = tg_onnx_load("/");
+  CHECK_REFUSED(m, TG_ERR_IO, "not a regular file");
+  m = tg_onnx_load(NULL);
+  CHECK_REFUSED(m, TG_ERR_ARG, "NULL");
+  m = tg_onnx_load_memory(NULL, 4, NULL);
+  CHECK_REFUSED(m, TG_ERR_ARG, "NULL");
+  tg_tensor *t = tg_onnx_tensor_from_memory("\x08\x02\x10\x01", 4);   /* dims 2 of float, no data */
+  CHECK(!t && tg_error_status() == TG_ERR_IO && strstr(tg_error(), "0 values"), "a tensor without data: %s", tg_error());
 }

@@ -395,7 +395,7 @@ tg_status tg_onnx_run(tg_onnx *m, int n, const char *const *names, tg_tensor *co
       }
   }
   /* every input that no initializer defaults is given; types and shapes fit */
-  int64_t maxn = (int64_t)m->ninputs * TG_MAX_DIMS + 1;
+  int64_t maxn = (int64_t)(m->ninputs + n) * TG_MAX_DIMS + 1;
   const char **dnames = mem_calloc((size_t)maxn, sizeof *dnames), **first = mem_calloc((size_t)maxn, sizeof *first);
   int64_t *dsizes = mem_calloc((size_t)maxn, sizeof *dsizes);
   int64_t nnames = 0;
@@ -410,6 +410,17 @@ tg_status tg_onnx_run(tg_onnx *m, int n, const char *const *names, tg_tensor *co
     } else {
       st = check_input(m, v, m->input_dt[i], inputs[k], dnames, dsizes, first, &nnames);
     }
+  }
+  /* inputs an initializer defaults, given by the caller: checked as well */
+  for (int k = 0; k < n && !st; k++) {
+    const onnx_value_info *v = NULL;
+    for (int i = 0; i < g->ninputs && !v; i++)
+      if (!strcmp(g->inputs[i].name, names[k])) v = &g->inputs[i];
+    bool is_init = false;
+    for (int i = 0; i < g->ninits && !is_init; i++) is_init = !strcmp(g->inits[i].name, names[k]);
+    tg_dtype dt = TG_DTYPE_COUNT;
+    if (is_init && v->has_type && v->is_tensor && v->elem_type && !onnx_dtype_to_tg(v->elem_type, &dt)) dt = TG_DTYPE_COUNT;
+    if (is_init) st = check_input(m, v, dt, inputs[k], dnames, dsizes, first, &nnames);
   }
   free(dnames);
   free(first);

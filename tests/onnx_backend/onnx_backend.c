@@ -124,7 +124,7 @@ static int compare(tg_tensor *got, tg_tensor *want, char *why, size_t n) {
     char a[200] = "(", b[200] = "(";
     for (int d = 0; d < tg_ndim(got); d++) snprintf(a + strlen(a), sizeof a - strlen(a), "%lld,", (long long)tg_shape(got, d));
     for (int d = 0; d < tg_ndim(want); d++) snprintf(b + strlen(b), sizeof b - strlen(b), "%lld,", (long long)tg_shape(want, d));
-    snprintf(why, n, "shape %s), expected %s)", a, b);
+    snprintf(why, n, "shape %.150s), expected %.150s)", a, b);
     return 1;
   }
   int64_t cnt = tg_numel(got);
@@ -264,6 +264,14 @@ static void read_expected(const char *path) {
   qsort(expected, (size_t)nexpected, sizeof *expected, cmp_str);
 }
 
+static void free_all(char **filters, op_row *rows) {
+  for (int i = 0; i < nexpected; i++) free(expected[i]);
+  free(expected);
+  free(tests);
+  free(filters);
+  free(rows);
+}
+
 static int is_expected(const char *name) {
   return nexpected && bsearch(&name, expected, (size_t)nexpected, sizeof *expected, cmp_str) != NULL;
 }
@@ -292,11 +300,13 @@ int main(int argc, char **argv) {
   if (!ntests) {
     printf("onnx backend: no tests found under %s (in it or its node/, pytorch-converted/, pytorch-operator/, simple/)%s: skipped\n",
            data, nfilters ? " matching the filters" : "");
+    free_all(filters, NULL);
     return 0;
   }
   qsort(tests, (size_t)ntests, sizeof *tests, cmp_test);
   if (list) {
     for (int i = 0; i < ntests; i++) printf("%s\n", tests[i].name);
+    free_all(filters, NULL);
     return 0;
   }
   if (!write_path) read_expected(expected_path);
@@ -335,6 +345,7 @@ int main(int argc, char **argv) {
     FILE *f = fopen(write_path, "w");
     if (!f) {
       fprintf(stderr, "onnx_backend: cannot write %s: %s\n", write_path, strerror(errno));
+      free_all(filters, rows);
       return 2;
     }
     fprintf(f, "# ONNX backend tests not expected to pass (build/onnx_backend --write-expected FILE writes this list):\n"
@@ -343,8 +354,10 @@ int main(int argc, char **argv) {
       if (tests[i].result != PASS) fprintf(f, "%s %s: %s\n", tests[i].name, result_name[tests[i].result], tests[i].reason);
     fclose(f);
     printf("wrote %s\n", write_path);
+    free_all(filters, rows);
     return 0;
   }
   if (bad) printf("onnx backend: %d tests differ from expected.txt\n", bad);
+  free_all(filters, rows);
   return bad ? 1 : 0;
 }
