@@ -40,21 +40,19 @@ static tg_status op_constant(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
     return onnx_fail(n, TG_ERR_ARG, "attribute '%s' of type %d is not a constant's value", a->name, (int)a->type);
   }
   if (!t) return tg_error_status();
-  /* integer constants are shapes, axes and indices more often than not: the readers get them without a kernel */
-  tg_dtype dt = tg_dtype_of(t);
-  bool is_int = dt != TG_FLOAT16 && dt != TG_BFLOAT16 && dt != TG_FLOAT32 && dt != TG_FLOAT64;
+  /* constants are shapes, axes, indices and exponents more often than not: the readers get them without a kernel
+   * (read from the attribute's bytes, so a Constant inside a tg_jit capture reads nothing back from a device) */
   int64_t numel = tg_numel(t);
-  if (is_int && numel <= CONST_KNOWN_MAX) {
-    int64_t *v = mem_alloc((size_t)(numel ? numel : 1) * sizeof *v);
-    tg_tensor *h = tg_cast(t, TG_INT64);
-    tg_status st = v && h ? tg_to_host(h, v, (size_t)numel * 8) : TG_ERR_NOMEM;
-    tg_free(h);
-    if (!st) st = onnx_set_known(c, 0, v, numel);
-    free(v);
-    if (st) {
-      tg_free(t);
-      return st;
-    }
+  if (numel <= CONST_KNOWN_MAX) {
+    const void *bytes = NULL;
+    tg_dtype dt = tg_dtype_of(t);
+    if (a->type == ONNX_ATTR_TENSOR) bytes = a->t->data;
+    else if (a->type == ONNX_ATTR_FLOAT) bytes = &a->f;
+    else if (a->type == ONNX_ATTR_FLOATS) bytes = a->floats;
+    else if (a->type == ONNX_ATTR_INT) bytes = &a->i;
+    else bytes = a->ints;
+    onnx_known *k = bytes || numel == 0 ? known_from_bytes(dt, bytes, numel) : NULL;
+    if (k) onnx_set_pending_known(c, 0, k);   /* none for float16/bfloat16 (known_from_bytes): the readers realize */
   }
   out[0] = t;
   return TG_OK;

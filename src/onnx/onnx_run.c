@@ -288,6 +288,15 @@ bool onnx_input_known(const onnx_ctx *c, const onnx_node *n, int i) {
   return v && v->known;
 }
 
+void onnx_set_pending_known(onnx_ctx *c, int k, onnx_known *kn) {
+  if (!c->node || k < 0 || k >= c->node->nout || !c->pending) {
+    known_free(kn);
+    return;
+  }
+  known_free(c->pending[k]);
+  c->pending[k] = kn;
+}
+
 tg_status onnx_set_known(onnx_ctx *c, int k, const int64_t *vals, int64_t count) {
   const onnx_node *n = c->node;
   if (!n || k < 0 || k >= n->nout || !c->pending)

@@ -50,6 +50,8 @@ onnx_known *known_new(int64_t count);
 void known_free(onnx_known *k);
 /* values of a host buffer of dtype dt (unaligned is fine) as a new onnx_known, or NULL (f16/bf16, no memory) */
 onnx_known *known_from_bytes(tg_dtype dt, const void *data, int64_t count);
+/* as onnx_set_known with a whole record (doubles too), which it takes over (frees it when out of place) */
+void onnx_set_pending_known(onnx_ctx *c, int k, onnx_known *kn);
 /* int64 of a double (NaN 0, saturated at the int64 range), as a cast would without the undefined behaviour */
 int64_t onnx_d2i(double d);
 
