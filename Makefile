@@ -30,7 +30,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 EXAMPLES  := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/run_tests $(EXAMPLES) $(BENCHES)
+all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/run_tests $(BUILD)/onnx_backend $(EXAMPLES) $(BENCHES)
 
 # Library objects hide every name; include/tg.h gives its declarations default visibility.
 $(LIB_OBJ): VISIBILITY := -fvisibility=hidden
@@ -86,6 +86,10 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtg_internal.a
 $(BUILD)/fuzz/api_driver: tests/fuzz/api_driver.c tests/ref.c tests/ref.h tests/test.h $(BUILD)/libtg_internal.a include/tg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ tests/fuzz/api_driver.c tests/ref.c $(BUILD)/libtg_internal.a $(LDLIBS)
+
+# ONNX's backend tests through the C API (tests/onnx_backend/onnx_backend.c): not part of run_tests
+$(BUILD)/onnx_backend: tests/onnx_backend/onnx_backend.c $(BUILD)/libtg_internal.a include/tg.h $(wildcard src/onnx/*.h)
+	$(CC) $(CFLAGS) -o $@ tests/onnx_backend/onnx_backend.c $(BUILD)/libtg_internal.a $(LDLIBS)
 
 $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(BUILD)/libtg.a include/tg.h
 	@mkdir -p $(dir $@)

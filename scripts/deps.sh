@@ -13,6 +13,8 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 # the OpenCL device (src/runtime/opencl.c, loaded at run time): the ICD loader and PoCL, an OpenCL driver for the CPU
 dpkg -s ocl-icd-libopencl1 >/dev/null 2>&1 || need+=(ocl-icd-libopencl1)
 dpkg -s pocl-opencl-icd >/dev/null 2>&1 || need+=(pocl-opencl-icd)
+# ONNX's backend test data (model.onnx + input/output .pb per test) that build/onnx_backend runs
+dpkg -s libonnx-testdata >/dev/null 2>&1 || need+=(libonnx-testdata)
 if [ "${TG_WITH_CLANG:-0}" = 1 ] && ! command -v clang >/dev/null 2>&1; then need+=(clang); fi
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""

@@ -1,0 +1,163 @@
+/* onnx_ops_control.c — the operators the runner itself provides (onnx_op.h's onnx_ops_control): Identity,
+ * Constant, If (a branch chosen on the host) and Loop (unrolled on the host: the condition and the trip count
+ * are read each iteration, so a loop whose condition the graph computes runs a kernel per iteration). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_run.h"
+#include "uop/uop.h"
+
+#define CONST_KNOWN_MAX 4096
+
+static tg_status op_identity(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  if (n->nin < 1 || !in[0]) return onnx_fail(n, TG_ERR_ARG, "needs an input");
+  out[0] = tg_retain(in[0]);
+  return TG_OK;
+}
+
+/* Constant: exactly one of value, value_float(s), value_int(s) (strings and sparse values refused) */
+static tg_status op_constant(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  if (n->nattrs != 1) return onnx_fail(n, TG_ERR_ARG, "needs exactly one attribute, has %d", n->nattrs);
+  const onnx_attr *a = &n->attrs[0];
+  tg_tensor *t = NULL;
+  if (!strcmp(a->name, "value") && a->type == ONNX_ATTR_TENSOR) {
+    t = onnx_attr_tensor(c, n, "value");
+    if (!t) return onnx_fail(n, tg_error_status() ? tg_error_status() : TG_ERR_ARG, "%s", tg_error());
+  } else if (!strcmp(a->name, "value_float") && a->type == ONNX_ATTR_FLOAT) {
+    t = tg_from_data(TG_FLOAT32, 0, NULL, &a->f, sizeof a->f);
+  } else if (!strcmp(a->name, "value_floats") && a->type == ONNX_ATTR_FLOATS) {
+    static const float none = 0;
+    t = tg_from_data(TG_FLOAT32, 1, (int64_t[]){a->nfloats}, a->nfloats ? a->floats : &none, (size_t)a->nfloats * 4);
+  } else if (!strcmp(a->name, "value_int") && a->type == ONNX_ATTR_INT) {
+    t = tg_from_data(TG_INT64, 0, NULL, &a->i, sizeof a->i);
+  } else if (!strcmp(a->name, "value_ints") && a->type == ONNX_ATTR_INTS) {
+    static const int64_t none = 0;
+    t = tg_from_data(TG_INT64, 1, (int64_t[]){a->nints}, a->nints ? a->ints : &none, (size_t)a->nints * 8);
+  } else if (!strncmp(a->name, "value_string", 12) || !strcmp(a->name, "sparse_value")) {
+    return onnx_fail(n, TG_ERR_ARG, "attribute '%s': string and sparse constants are not supported", a->name);
+  } else {
+    return onnx_fail(n, TG_ERR_ARG, "attribute '%s' of type %d is not a constant's value", a->name, (int)a->type);
+  }
+  if (!t) return tg_error_status();
+  /* integer constants are shapes, axes and indices more often than not: the readers get them without a kernel */
+  tg_dtype dt = tg_dtype_of(t);
+  bool is_int = dt != TG_FLOAT16 && dt != TG_BFLOAT16 && dt != TG_FLOAT32 && dt != TG_FLOAT64;
+  int64_t numel = tg_numel(t);
+  if (is_int && numel <= CONST_KNOWN_MAX) {
+    int64_t *v = mem_alloc((size_t)(numel ? numel : 1) * sizeof *v);
+    tg_tensor *h = tg_cast(t, TG_INT64);
+    tg_status st = v && h ? tg_to_host(h, v, (size_t)numel * 8) : TG_ERR_NOMEM;
+    tg_free(h);
+    if (!st) st = onnx_set_known(c, 0, v, numel);
+    free(v);
+    if (st) {
+      tg_free(t);
+      return st;
+    }
+  }
+  out[0] = t;
+  return TG_OK;
+}
+
+static tg_status op_if(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  const onnx_attr *then_b = onnx_attr_find(n, "then_branch"), *else_b = onnx_attr_find(n, "else_branch");
+  if (!then_b || !then_b->g || !else_b || !else_b->g) return onnx_fail(n, TG_ERR_ARG, "needs then_branch and else_branch graphs");
+  int64_t cond, cnt;
+  tg_status st = onnx_input_ints(c, n, in, 0, &cond, 1, &cnt);
+  if (st) return st;
+  if (cnt != 1) return onnx_fail(n, TG_ERR_ARG, "the condition has %lld values, needs 1", (long long)cnt);
+  return onnx_run_subgraph(c, cond ? then_b->g : else_b->g, 0, NULL, n->nout, out);
+}
+
+/* Loop(M, cond, v_initial...) -> (v_final..., scan_outputs...); body(iter, cond, v...) -> (cond, v..., scans...) */
+static tg_status op_loop(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  const onnx_attr *ba = onnx_attr_find(n, "body");
+  if (!ba || !ba->g) return onnx_fail(n, TG_ERR_ARG, "needs a body graph");
+  const onnx_graph *body = ba->g;
+  int ncarried = n->nin - 2;
+  if (ncarried < 0) return onnx_fail(n, TG_ERR_ARG, "needs at least 2 inputs (M and cond, either may be empty)");
+  int nscan = body->noutputs - 1 - ncarried;
+  if (body->ninputs != ncarried + 2 || nscan < 0 || n->nout != ncarried + nscan)
+    return onnx_fail(n, TG_ERR_ARG, "body takes %d inputs and gives %d outputs; the node has %d inputs and %d outputs",
+                     body->ninputs, body->noutputs, n->nin, n->nout);
+  int64_t max_trip = INT64_MAX, cond = 1, cnt;
+  tg_status st = TG_OK;
+  if (in[0] && (st = onnx_input_ints(c, n, in, 0, &max_trip, 1, &cnt))) return st;
+  if (n->nin > 1 && in[1] && (st = onnx_input_ints(c, n, in, 1, &cond, 1, &cnt))) return st;
+  if (!in[0] && !(n->nin > 1 && in[1])) return onnx_fail(n, TG_ERR_ARG, "an infinite loop (neither M nor cond given)");
+  int nb = body->noutputs;
+  tg_tensor **carried = mem_calloc((size_t)(ncarried + 1), sizeof *carried);
+  tg_tensor **bin = mem_calloc((size_t)(ncarried + 2), sizeof *bin);
+  tg_tensor **bout = mem_calloc((size_t)(nb + 1), sizeof *bout);
+  tg_tensor ***scans = mem_calloc((size_t)(nscan + 1), sizeof *scans);
+  int64_t iters = 0, cap = 0;
+  if (!carried || !bin || !bout || !scans) st = TG_ERR_NOMEM;
+  for (int k = 0; k < ncarried && !st; k++) carried[k] = tg_retain(in[2 + k]);
+  for (int64_t it = 0; !st && it < max_trip && cond; it++) {
+    if (it > 1000000) {
+      st = onnx_fail(n, TG_ERR_ARG, "more than 1000000 iterations");
+      break;
+    }
+    bin[0] = tg_scalar(TG_INT64, (double)it);
+    bin[1] = tg_scalar(TG_BOOL, 1);
+    for (int k = 0; k < ncarried; k++) bin[2 + k] = carried[k];
+    if (!bin[0] || !bin[1]) st = TG_ERR_NOMEM;
+    if (!st) st = onnx_run_subgraph(c, body, ncarried + 2, bin, nb, bout);
+    tg_free(bin[0]);
+    tg_free(bin[1]);
+    if (st) break;
+    for (int k = 0; k < ncarried; k++) {
+      tg_free(carried[k]);
+      carried[k] = bout[1 + k];
+    }
+    if (iters == cap) {
+      cap = cap ? cap * 2 : 16;
+      for (int s = 0; s < nscan && !st; s++) {
+        tg_tensor **ns = mem_realloc(scans[s], (size_t)cap * sizeof *ns);
+        if (!ns) st = TG_ERR_NOMEM;
+        else scans[s] = ns;
+      }
+    }
+    for (int s = 0; s < nscan; s++) {
+      if (!st) scans[s][iters] = bout[1 + ncarried + s];
+      else tg_free(bout[1 + ncarried + s]);
+    }
+    if (!st) iters++;
+    tg_tensor *cv = bout[0];
+    if (!st) {
+      /* the body's condition on the host: it is the first output of the body, read through a tiny cast */
+      tg_tensor *h = tg_cast(cv, TG_INT64);
+      int64_t v = 0;
+      st = h ? tg_to_host(h, &v, 8) : TG_ERR_NOMEM;
+      tg_free(h);
+      cond = v;
+    }
+    tg_free(cv);
+  }
+  for (int k = 0; k < ncarried; k++) {
+    if (!st) out[k] = carried[k];
+    else tg_free(carried[k]);
+  }
+  for (int s = 0; s < nscan; s++) {
+    if (!st) {
+      if (iters) out[ncarried + s] = tg_stack((int)iters, scans[s], 0);
+      else out[ncarried + s] = tg_zeros(TG_FLOAT32, 1, (int64_t[]){0});
+      if (!out[ncarried + s]) st = tg_error_status();
+    }
+    for (int64_t i = 0; i < iters; i++) tg_free(scans[s][i]);
+    free(scans[s]);
+  }
+  free(carried);
+  free(bin);
+  free(bout);
+  free(scans);
+  return st;
+}
+
+const onnx_op_def onnx_ops_control[] = {
+    {"Identity", "", 1, op_identity},
+    {"Constant", "", 1, op_constant},
+    {"If", "", 1, op_if},
+    {"Loop", "", 1, op_loop},
+    {NULL, NULL, 0, NULL},
+};
