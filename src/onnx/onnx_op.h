@@ -101,6 +101,11 @@ tg_tensor *onnx_attr_tensor(onnx_ctx *c, const onnx_node *n, const char *name);
  * or holds more than cap values; *count gets the number of values. */
 tg_status onnx_input_ints(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, int i, int64_t *vals, int64_t cap,
                           int64_t *count);
+/* true when input i is present and its values are known on the host (initializers, Constant, Shape and what
+ * onnx_set_known recorded), so onnx_input_ints reads them without running a kernel: an operator that computes
+ * shape arithmetic on the host asks this first (reading an unknown input would realize it, and inside a
+ * tg_jit capture would fail) */
+bool onnx_input_known(const onnx_ctx *c, const onnx_node *n, int i);
 /* as onnx_input_ints, as doubles (Resize's scales, a Clip's bounds, a Pad's constant) */
 tg_status onnx_input_doubles(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, int i, double *vals, int64_t cap,
                              int64_t *count);

@@ -282,6 +282,12 @@ tg_status onnx_input_doubles(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
   return TG_OK;
 }
 
+bool onnx_input_known(const onnx_ctx *c, const onnx_node *n, int i) {
+  if (i < 0 || i >= n->nin || !n->inputs[i][0]) return false;
+  onnx_value *v = ctx_find((onnx_ctx *)c, n->inputs[i]);
+  return v && v->known;
+}
+
 tg_status onnx_set_known(onnx_ctx *c, int k, const int64_t *vals, int64_t count) {
   const onnx_node *n = c->node;
   if (!n || k < 0 || k >= n->nout || !c->pending)
