@@ -941,7 +941,8 @@ tg_onnx *tg_onnx_load(const char *path);   /* a new model (free it with tg_onnx_
 tg_onnx *tg_onnx_load_memory(const void *data, size_t size, const char *dir);
 void tg_onnx_free(tg_onnx *m);                /* NULL is fine */
 /* a graph input or output: its name, dtype and shape; a dimension named in the file (a batch size "N") has
- * size -1 and its name in dim_names, an unknown one -1 and NULL; names are m's (see Contracts) */
+ * size -1 and its name in dim_names, an unknown one -1 and NULL; names are m's (see Contracts); dtype is
+ * TG_DTYPE_COUNT when the file gives no type (any dtype is then taken) */
 typedef struct tg_onnx_io {
   const char *name;
   tg_dtype dtype;
@@ -958,7 +959,9 @@ tg_status tg_onnx_output(const tg_onnx *m, int i, tg_onnx_io *info);  /* output 
  * run them under tg_jit). Each input's dtype must be the declared one and its shape must fit the declared
  * one; a named dimension takes its size from the first input that has it and must agree everywhere else
  * (TG_ERR_ARG naming the input, the dimension and both sizes). May run kernels (values the graph needs on
- * the host, such as a Reshape's shape computed by the graph). */
+ * the host, such as a Reshape's shape computed by the graph; so inside a tg_jit step being captured only
+ * graphs whose such values are constants run). Outputs may read the model's weights where they lie in its
+ * mapped file, without a copy: they hold the mapping, so they stay valid after tg_onnx_free. */
 tg_status tg_onnx_run(tg_onnx *m, int n, const char *const *names, tg_tensor *const *inputs,
                       tg_tensor **outputs);
 /* a serialized TensorProto (the .pb files of ONNX's backend tests) as a new realized tensor, or NULL */

@@ -34,6 +34,7 @@ max_len() {
     llama) echo 8192 ;;       # a checkpoint must be exactly as long as its header says: room for small models
     tokenizer) echo 8192 ;;   # 256 byte tokens and some merges
     digits) echo 4096 ;;      # rows of 65 numbers
+    onnx) echo 4096 ;;        # small models with a subgraph or two
     *) echo 2048 ;;           # safetensors headers and IDX pairs
   esac
 }

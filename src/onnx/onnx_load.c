@@ -332,7 +332,7 @@ tg_status tg_onnx_output(const tg_onnx *m, int i, tg_onnx_io *info) {
 
 /* checks t against input v (declared dtype dt); binds its named dims in (names, sizes) */
 static tg_status check_input(const tg_onnx *m, const onnx_value_info *v, tg_dtype dt, tg_tensor *t, const char **names,
-                             int64_t *sizes, const char **first, int *nnames) {
+                             int64_t *sizes, const char **first, int64_t *nnames) {
   char a[128], b[128];
   if (dt != TG_DTYPE_COUNT && tg_dtype_of(t) != dt) {
     tg_set_error(TG_ERR_ARG, "tg_onnx_run: %s: input '%s' is %s, the model declares %s", m->name, v->name,
@@ -353,10 +353,9 @@ static tg_status check_input(const tg_onnx *m, const onnx_value_info *v, tg_dtyp
       return TG_ERR_ARG;
     }
     if (!v->dim_names[d]) continue;
-    int k = 0;
+    int64_t k = 0;
     while (k < *nnames && strcmp(names[k], v->dim_names[d])) k++;
     if (k == *nnames) {
-      if (k == TG_MAX_DIMS * 64) continue;
       names[k] = v->dim_names[d];
       sizes[k] = size;
       first[k] = v->name;
@@ -396,10 +395,10 @@ tg_status tg_onnx_run(tg_onnx *m, int n, const char *const *names, tg_tensor *co
       }
   }
   /* every input that no initializer defaults is given; types and shapes fit */
-  enum { MAXN = TG_MAX_DIMS * 64 };
-  const char **dnames = mem_calloc(MAXN, sizeof *dnames), **first = mem_calloc(MAXN, sizeof *first);
-  int64_t *dsizes = mem_calloc(MAXN, sizeof *dsizes);
-  int nnames = 0;
+  int64_t maxn = (int64_t)(m->ninputs + n) * TG_MAX_DIMS + 1;
+  const char **dnames = mem_calloc((size_t)maxn, sizeof *dnames), **first = mem_calloc((size_t)maxn, sizeof *first);
+  int64_t *dsizes = mem_calloc((size_t)maxn, sizeof *dsizes);
+  int64_t nnames = 0;
   tg_status st = dnames && first && dsizes ? TG_OK : TG_ERR_NOMEM;
   for (int i = 0; i < m->ninputs && !st; i++) {
     const onnx_value_info *v = &g->inputs[m->input_index[i]];
@@ -411,6 +410,17 @@ tg_status tg_onnx_run(tg_onnx *m, int n, const char *const *names, tg_tensor *co
     } else {
       st = check_input(m, v, m->input_dt[i], inputs[k], dnames, dsizes, first, &nnames);
     }
+  }
+  /* inputs an initializer defaults, given by the caller: checked as well */
+  for (int k = 0; k < n && !st; k++) {
+    const onnx_value_info *v = NULL;
+    for (int i = 0; i < g->ninputs && !v; i++)
+      if (!strcmp(g->inputs[i].name, names[k])) v = &g->inputs[i];
+    bool is_init = false;
+    for (int i = 0; i < g->ninits && !is_init; i++) is_init = !strcmp(g->inits[i].name, names[k]);
+    tg_dtype dt = TG_DTYPE_COUNT;
+    if (is_init && v->has_type && v->is_tensor && v->elem_type && !onnx_dtype_to_tg(v->elem_type, &dt)) dt = TG_DTYPE_COUNT;
+    if (is_init) st = check_input(m, v, dt, inputs[k], dnames, dsizes, first, &nnames);
   }
   free(dnames);
   free(first);

@@ -105,7 +105,8 @@ onnx_map *onnx_map_file(const char *path, const char *what) {
     close(fd);
     return NULL;
   }
-  *m = (onnx_map){.base = NULL, .len = (size_t)sb.st_size, .refcnt = 1};
+  static uint8_t empty[1];
+  *m = (onnx_map){.base = empty, .len = (size_t)sb.st_size, .refcnt = 1};   /* never NULL: NULL + 0 is undefined */
   if (m->len) {
     m->base = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m->base == MAP_FAILED) {
@@ -272,6 +273,13 @@ static bool external_data(parser *ps, onnx_tensor_proto *t, const char *loc, int
     return FAIL(ps, "tensor '%s': external data of %zu bytes at offset %lld runs past the end of '%s' (%zu bytes)", tn, t->nbytes, (long long)off, loc, m->len);
   t->data = (const uint8_t *)m->base + off;
   t->map = m;
+  if (t->dt == TG_BOOL && t->nbytes) {   /* a bool is 0 or 1 in tgc's buffers: other bytes are made 1 */
+    uint8_t *b = palloc(ps, t->nbytes);
+    if (!b) return false;
+    for (size_t i = 0; i < t->nbytes; i++) b[i] = ((const uint8_t *)t->data)[i] != 0;
+    t->data = b;
+    t->map = NULL;
+  }
   return true;
 }
 
@@ -375,6 +383,13 @@ static bool parse_tensor(parser *ps, pb_msg *msg, onnx_tensor_proto *t, const ch
     if (raw->len != t->nbytes)
       return FAIL(ps, "%s: raw_data has %zu bytes, dims of %lld %s elements need %zu", ctx, raw->len, (long long)t->numel,
                   onnx_type_name(t->data_type), t->nbytes);
+    if (t->dt == TG_BOOL && t->nbytes) {   /* a bool is 0 or 1 in tgc's buffers: other bytes are made 1 */
+      uint8_t *b = palloc(ps, t->nbytes);
+      if (!b) return false;
+      for (size_t i = 0; i < t->nbytes; i++) b[i] = raw->data[i] != 0;
+      t->data = b;
+      return true;
+    }
     t->data = raw->data;
     t->map = ps->file;
     return true;

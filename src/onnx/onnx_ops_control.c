@@ -1,6 +1,7 @@
 /* onnx_ops_control.c — the operators the runner itself provides (onnx_op.h's onnx_ops_control): Identity,
- * Constant, If (a branch chosen on the host) and Loop (unrolled on the host: the condition and the trip count
- * are read each iteration, so a loop whose condition the graph computes runs a kernel per iteration). */
+ * Constant, If (a branch chosen on the host), Loop (unrolled on the host: the condition and the trip count
+ * are read each iteration, so a loop whose condition the graph computes runs a kernel per iteration) and Scan
+ * (opset 9 on: unrolled over the scan axis, which has a static length, so nothing runs on the host). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,10 +155,108 @@ static tg_status op_loop(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
   return st;
 }
 
+/* an int list attribute of n values (dflt when absent), or an error */
+static tg_status scan_attr(const onnx_node *n, const char *name, int64_t count, int64_t *vals) {
+  const int64_t *v;
+  int64_t k = onnx_attr_ints(n, name, &v);
+  for (int64_t i = 0; i < count; i++) vals[i] = k < 0 ? 0 : i < k ? v[i] : 0;
+  if (k >= 0 && k != count) return onnx_fail(n, TG_ERR_ARG, "attribute %s has %lld values, expected %lld", name, (long long)k, (long long)count);
+  return TG_OK;
+}
+
+/* Scan(states..., scan_inputs...) -> (final states..., scan_outputs...); body(states..., slices...) ->
+ * (states..., scan output elements...): the body runs once per position along each scan input's axis (forward
+ * or reversed), the elements are stacked along each scan output's axis (appended or prepended) */
+static tg_status op_scan(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  const onnx_attr *ba = onnx_attr_find(n, "body");
+  if (!ba || !ba->g) return onnx_fail(n, TG_ERR_ARG, "needs a body graph");
+  const onnx_graph *body = ba->g;
+  int64_t m = onnx_attr_int(n, "num_scan_inputs", -1);
+  int ns = n->nin - (int)m;
+  if (m < 1 || m > n->nin) return onnx_fail(n, TG_ERR_ARG, "num_scan_inputs %lld with %d inputs", (long long)m, n->nin);
+  int k = body->noutputs - ns;
+  if (k < 0 || body->ninputs != ns + (int)m || n->nout != ns + k)
+    return onnx_fail(n, TG_ERR_ARG, "body takes %d inputs and gives %d outputs; the node has %d inputs (%lld scanned) and %d outputs",
+                     body->ninputs, body->noutputs, n->nin, (long long)m, n->nout);
+  int64_t *ia = mem_calloc((size_t)(2 * m + 2 * k + 1), sizeof *ia), *id = ia + m, *oa = id + m, *od = oa + k;
+  tg_tensor **bin = mem_calloc((size_t)(ns + m + 1), sizeof *bin), **bout = mem_calloc((size_t)(ns + k + 1), sizeof *bout);
+  tg_tensor **states = mem_calloc((size_t)(ns + 1), sizeof *states);
+  tg_tensor ***elems = mem_calloc((size_t)(k + 1), sizeof *elems);
+  tg_status st = ia && bin && bout && states && elems ? TG_OK : TG_ERR_NOMEM;
+  if (!st) st = scan_attr(n, "scan_input_axes", m, ia);
+  if (!st) st = scan_attr(n, "scan_input_directions", m, id);
+  if (!st) st = scan_attr(n, "scan_output_axes", k, oa);
+  if (!st) st = scan_attr(n, "scan_output_directions", k, od);
+  int64_t len = -1;
+  for (int j = 0; j < m && !st; j++) {
+    tg_tensor *x = in[ns + j];
+    int nd = tg_ndim(x);
+    if (!x) st = onnx_fail(n, TG_ERR_ARG, "scan input %d is missing", j);
+    else if (ia[j] < -nd || ia[j] >= nd) st = onnx_fail(n, TG_ERR_ARG, "scan input %d: axis %lld of a %d-d tensor", j, (long long)ia[j], nd);
+    else {
+      if (ia[j] < 0) ia[j] += nd;
+      int64_t l = tg_shape(x, (int)ia[j]);
+      if (len >= 0 && l != len) st = onnx_fail(n, TG_ERR_ARG, "scan inputs of lengths %lld and %lld", (long long)len, (long long)l);
+      len = l;
+    }
+  }
+  if (!st && len < 1) st = onnx_fail(n, TG_ERR_ARG, "a scan of length %lld is not supported", (long long)len);
+  for (int j = 0; j < k && !st; j++)
+    if (!(elems[j] = mem_calloc((size_t)len, sizeof **elems))) st = TG_ERR_NOMEM;
+  for (int j = 0; j < ns && !st; j++) states[j] = tg_retain(in[j]);
+  for (int64_t t = 0; t < len && !st; t++) {
+    for (int j = 0; j < ns; j++) bin[j] = states[j];
+    for (int j = 0; j < m && !st; j++) {
+      tg_tensor *x = in[ns + j];
+      int nd = tg_ndim(x);
+      int64_t bounds[2 * TG_MAX_DIMS], pos = id[j] ? len - 1 - t : t;
+      for (int d = 0; d < nd; d++) {
+        bounds[2 * d] = d == ia[j] ? pos : 0;
+        bounds[2 * d + 1] = d == ia[j] ? pos + 1 : tg_shape(x, d);
+      }
+      tg_tensor *sl = tg_shrink(x, nd, bounds);
+      bin[ns + j] = tg_squeeze(sl, (int)ia[j]);
+      tg_free(sl);
+      if (!bin[ns + j]) st = tg_error_status();
+    }
+    if (!st) st = onnx_run_subgraph(c, body, ns + (int)m, bin, ns + k, bout);
+    for (int j = 0; j < m; j++) {
+      tg_free(bin[ns + j]);
+      bin[ns + j] = NULL;
+    }
+    if (st) break;
+    for (int j = 0; j < ns; j++) {
+      tg_free(states[j]);
+      states[j] = bout[j];
+    }
+    for (int j = 0; j < k; j++) elems[j][od[j] ? len - 1 - t : t] = bout[ns + j];
+  }
+  for (int j = 0; j < k && !st; j++) {
+    int r = tg_ndim(elems[j][0]) + 1;
+    if (oa[j] < -r || oa[j] >= r) st = onnx_fail(n, TG_ERR_ARG, "scan output %d: axis %lld of a %d-d result", j, (long long)oa[j], r);
+    else if (!(out[ns + j] = tg_stack((int)len, elems[j], (int)oa[j]))) st = tg_error_status();
+  }
+  for (int j = 0; j < ns; j++) {
+    if (!st) out[j] = states[j];
+    else tg_free(states[j]);
+  }
+  for (int j = 0; elems && j < k; j++) {
+    for (int64_t t = 0; elems[j] && t < len; t++) tg_free(elems[j][t]);
+    free(elems[j]);
+  }
+  free(elems);
+  free(states);
+  free(bin);
+  free(bout);
+  free(ia);
+  return st;
+}
+
 const onnx_op_def onnx_ops_control[] = {
     {"Identity", "", 1, op_identity},
     {"Constant", "", 1, op_constant},
     {"If", "", 1, op_if},
     {"Loop", "", 1, op_loop},
+    {"Scan", "", 9, op_scan},
     {NULL, NULL, 0, NULL},
 };

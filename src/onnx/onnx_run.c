@@ -336,7 +336,8 @@ static tg_status node_error(const onnx_node *n, tg_status st) {
   return st;
 }
 
-static tg_status run_node(onnx_ctx *c, const onnx_graph *g, int idx, tg_tensor **in, tg_tensor **out) {
+static tg_status run_node(onnx_ctx *c, const onnx_graph *g, int idx, tg_tensor **in, tg_tensor **out,
+                          onnx_known **pending) {
   const onnx_node *n = &g->nodes[idx];
   const graph_run *gr = g->run;
   for (int i = 0; i < n->nin; i++) {
@@ -347,7 +348,6 @@ static tg_status run_node(onnx_ctx *c, const onnx_graph *g, int idx, tg_tensor *
     in[i] = v->t;
   }
   for (int k = 0; k < n->nout; k++) out[k] = NULL;
-  onnx_known *pending[n->nout > 0 ? n->nout : 1];
   for (int k = 0; k < n->nout; k++) pending[k] = NULL;
   const onnx_node *saved = c->node;
   onnx_known **saved_p = c->pending;
@@ -404,11 +404,13 @@ tg_status onnx_run_graph(onnx_ctx *c, const onnx_graph *g, tg_tensor **outs) {
     if (g->nodes[i].nin > maxin) maxin = g->nodes[i].nin;
     if (g->nodes[i].nout > maxout) maxout = g->nodes[i].nout;
   }
+  /* per node: its inputs, outputs and outputs' known values (counts come from the file: on the heap) */
   tg_tensor **in = mem_alloc((size_t)(maxin + maxout) * sizeof *in);
-  if (!in) return TG_ERR_NOMEM;
-  tg_status st = TG_OK;
-  for (int i = 0; i < g->nnodes && !st; i++) st = run_node(c, g, i, in, in + maxin);
+  onnx_known **pending = mem_alloc((size_t)maxout * sizeof *pending);
+  tg_status st = in && pending ? TG_OK : TG_ERR_NOMEM;
+  for (int i = 0; i < g->nnodes && !st; i++) st = run_node(c, g, i, in, in + maxin, pending);
   free(in);
+  free(pending);
   for (int j = 0; j < g->noutputs; j++) outs[j] = NULL;
   for (int j = 0; j < g->noutputs && !st; j++) {
     onnx_value *v = ctx_find(c, g->outputs[j].name);

@@ -2,7 +2,8 @@
  * fuzzer starts deep inside each parser. The files are committed under tests/fuzz/corpus/<target>/;
  * `scripts/fuzz.sh --corpus` rebuilds this program and writes them again (byte for byte the same).
  *
- *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer, DIR/npy
+ *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer, DIR/onnx,
+ *                        DIR/npy
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -12,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
+
+#include "../onnx_pbw.h"
 
 static const char *root;
 static bool ok = true;
@@ -242,6 +245,126 @@ static void make_npy(void) {
   npy("empty", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 0, 5), }", NULL, 0);
 }
 
+/* ---- onnx: small models (the runner's own operators) and TensorProto files ---------------------------------- */
+
+static void put_pbw(const char *name, pbw *w) {
+  put("onnx", name, w->b, w->n);
+  pbw_free(w);
+}
+
+/* a graph with one output Y of elem type, after the nodes already in g */
+static void finish_graph(pbw *g, int elem) {
+  pbw y = onnx_w_value("Y", elem, -1, NULL, NULL);
+  pbw_msg(g, ONNX_G_OUTPUT, &y);
+}
+
+static pbw const_branch(int64_t v) {
+  pbw g = {0}, n = onnx_w_node("Constant", (const char *[]){NULL, "Y", NULL});
+  onnx_w_attr_int(&n, "value_int", v);
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  finish_graph(&g, ONNX_INT64);
+  return g;
+}
+
+static void make_onnx(void) {
+  static const char *const names[] = {"N", NULL};
+  /* Y = Identity(X), X float (N, 3) */
+  pbw g = {0}, n = onnx_w_node("Identity", (const char *[]){"X", NULL, "Y", NULL});
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  pbw_str(&g, ONNX_G_NAME, "g");
+  pbw x = onnx_w_value("X", ONNX_FLOAT, 2, (int64_t[]){-1, 3}, names);
+  pbw_msg(&g, ONNX_G_INPUT, &x);
+  finish_graph(&g, ONNX_FLOAT);
+  pbw m = onnx_w_model(13, &g);
+  put_pbw("identity.onnx", &m);
+  /* initializers: raw_data, float_data, int64_data, int32_data (float16 bits), double_data */
+  float f[4] = {1, -2, 0.5f, 3};
+  const char *const io[] = {"A", "B", "C", "D", "E", NULL, "Y", NULL};
+  g = (pbw){0};
+  n = onnx_w_node("Identity", (const char *[]){"A", NULL, "Y", NULL});
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  (void)io;
+  pbw t = onnx_w_tensor("A", ONNX_FLOAT, 2, (int64_t[]){2, 2}, f, sizeof f);
+  pbw_msg(&g, ONNX_G_INIT, &t);
+  t = onnx_w_tensor("B", ONNX_FLOAT, 1, (int64_t[]){2}, NULL, 0);
+  pbw_bytes(&t, 4, f, 8);
+  pbw_msg(&g, ONNX_G_INIT, &t);
+  t = onnx_w_tensor("C", ONNX_INT64, 1, (int64_t[]){2}, NULL, 0);
+  pbw_int(&t, 7, -5);
+  pbw_int(&t, 7, 1ll << 40);
+  pbw_msg(&g, ONNX_G_INIT, &t);
+  t = onnx_w_tensor("D", ONNX_FLOAT16, 1, (int64_t[]){1}, NULL, 0);
+  pbw_int(&t, 5, 0x3c00);
+  pbw_msg(&g, ONNX_G_INIT, &t);
+  t = onnx_w_tensor("E", ONNX_DOUBLE, 0, NULL, NULL, 0);
+  double d = 2.5;
+  pbw_key(&t, 10, 1);
+  pbw_raw(&t, &d, 8);
+  pbw_msg(&g, ONNX_G_INIT, &t);
+  finish_graph(&g, ONNX_FLOAT);
+  m = onnx_w_model(13, &g);
+  put_pbw("initializers.onnx", &m);
+  /* Constant of every attribute kind, then If on a bool input */
+  g = (pbw){0};
+  n = onnx_w_node("Constant", (const char *[]){NULL, "K", NULL});
+  onnx_w_attr_ints(&n, "value_ints", 3, (int64_t[]){1, 2, 3});
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  n = onnx_w_node("Constant", (const char *[]){NULL, "F", NULL});
+  onnx_w_attr_float(&n, "value_float", 1.5f);
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  n = onnx_w_node("If", (const char *[]){"C", NULL, "Y", NULL});
+  pbw tb = const_branch(1), eb = const_branch(2);
+  onnx_w_attr_msg(&n, "then_branch", 5, &tb);
+  onnx_w_attr_msg(&n, "else_branch", 5, &eb);
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  pbw c = onnx_w_value("C", ONNX_BOOL, 0, NULL, NULL);
+  pbw_msg(&g, ONNX_G_INPUT, &c);
+  finish_graph(&g, ONNX_INT64);
+  m = onnx_w_model(16, &g);
+  put_pbw("constant_if.onnx", &m);
+  /* Loop: 3 iterations carrying V, scanning the iteration number */
+  pbw body = {0};
+  const char *bin[] = {"i", "ci", "vi"}, *bout[] = {"co", "vo", "s"};
+  int bit[] = {ONNX_INT64, ONNX_BOOL, ONNX_FLOAT}, bot[] = {ONNX_BOOL, ONNX_FLOAT, ONNX_INT64};
+  for (int k = 0; k < 3; k++) {
+    n = onnx_w_node("Identity", (const char *[]){k == 0 ? "ci" : k == 1 ? "vi" : "i", NULL, bout[k], NULL});
+    pbw_msg(&body, ONNX_G_NODE, &n);
+  }
+  for (int k = 0; k < 3; k++) {
+    pbw v = onnx_w_value(bin[k], bit[k], -1, NULL, NULL), o = onnx_w_value(bout[k], bot[k], -1, NULL, NULL);
+    pbw_msg(&body, ONNX_G_INPUT, &v);
+    pbw_msg(&body, ONNX_G_OUTPUT, &o);
+  }
+  g = (pbw){0};
+  n = onnx_w_node("Loop", (const char *[]){"M", "", "V", NULL, "Y", "S", NULL});
+  onnx_w_attr_msg(&n, "body", 5, &body);
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  int64_t three = 3;
+  t = onnx_w_tensor("M", ONNX_INT64, 0, NULL, &three, 8);
+  pbw_msg(&g, ONNX_G_INIT, &t);
+  x = onnx_w_value("V", ONNX_FLOAT, 1, (int64_t[]){2}, NULL);
+  pbw_msg(&g, ONNX_G_INPUT, &x);
+  finish_graph(&g, ONNX_FLOAT);
+  pbw so = onnx_w_value("S", ONNX_INT64, -1, NULL, NULL);
+  pbw_msg(&g, ONNX_G_OUTPUT, &so);
+  m = onnx_w_model(16, &g);
+  put_pbw("loop.onnx", &m);
+  /* TensorProto files as the backend tests' input_K.pb */
+  t = onnx_w_tensor("x", ONNX_FLOAT, 2, (int64_t[]){2, 2}, f, sizeof f);
+  put_pbw("tensor_float.pb", &t);
+  t = onnx_w_tensor("y", ONNX_INT64, 1, (int64_t[]){3}, NULL, 0);
+  pbw packed = {0};
+  pbw_varint(&packed, 1);
+  pbw_varint(&packed, (uint64_t)-1);
+  pbw_varint(&packed, 300);
+  pbw_msg(&t, 7, &packed);
+  put_pbw("tensor_int64_packed.pb", &t);
+  t = onnx_w_tensor("z", ONNX_BOOL, 1, (int64_t[]){2}, NULL, 0);
+  pbw_int(&t, 5, 1);
+  pbw_int(&t, 5, 0);
+  put_pbw("tensor_bool.pb", &t);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_corpus DIR\n");
@@ -258,5 +381,6 @@ int main(int argc, char **argv) {
   make_llama();
   make_tokenizer();
   make_npy();
+  make_onnx();
   return ok ? 0 : 1;
 }
