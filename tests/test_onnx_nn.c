@@ -122,7 +122,7 @@ static const char *const node_tests[] = {
     "node/test_batchnorm_example_training_mode", "pytorch-converted/test_BatchNorm3d_momentum_eval",
     "node/test_instancenorm_epsilon", "node/test_layer_normalization_3d_axis1_epsilon",
     "node/test_layer_normalization_4d_axis_negative_2", "node/test_lrn", "node/test_mvn", "node/test_dropout_default_mask",
-    "node/test_dropout_default_old", "node/test_training_dropout_zero_ratio_mask",
+    "node/test_dropout_default_old", "node/test_training_dropout_zero_ratio_mask", "node/test_training_dropout_mask",
     "node/test_resize_downsample_scales_cubic_A_n0p5_exclude_outside", "node/test_resize_downsample_sizes_linear_pytorch_half_pixel",
     "node/test_resize_downsample_sizes_nearest_tf_half_pixel_for_nn", "node/test_resize_tf_crop_and_resize",
     "node/test_resize_upsample_scales_cubic_align_corners", "node/test_resize_upsample_sizes_nearest_ceil_half_pixel",
@@ -168,6 +168,7 @@ static const char *const fixtures[] = {
     "test_affinegrid_2d", "test_affinegrid_3d_align", "test_quantizelinear_axis_int8", "test_dequantizelinear_blocked",
     "test_convtranspose_group_output_shape", "test_conv_same_lower_strided", "test_conv_dilated_asymmetric_pads",
     "test_conv1d_same_upper", "test_maxpool_indices_storage_order", "test_averagepool_ceil_pads",
+    "test_resize_opset10_nearest_down", "test_upsample_opset9_linear",
 };
 
 TEST(test_onnx_nn_fixtures_reference_and_onnxruntime) {

@@ -96,7 +96,7 @@ static bool window_ints(const onnx_node *n, const char *name, int nd, int64_t df
   }
   for (int j = 0; j < nd; j++) {
     v[j] = a[cnt == 1 ? 0 : j];
-    if (v[j] < lo || v[j] > ((int64_t)1 << 40)) {
+    if (v[j] < lo || v[j] > NN_MAX_WINDOW) {
       nn_err(n, "attribute %s: value %lld out of range", name, (long long)v[j]);
       return false;
     }
@@ -126,11 +126,16 @@ bool nn_window_read(const onnx_node *n, tg_tensor *x, const int64_t *kernel, boo
     nn_err(n, "the kernel_shape attribute is required");
     return false;
   }
-  for (int j = 0; j < nd; j++)
-    if (w->k[j] < 1 || w->k[j] > ((int64_t)1 << 40)) {
+  for (int j = 0; j < nd; j++) {
+    if (w->k[j] < 1 || w->k[j] > NN_MAX_WINDOW) {
       nn_err(n, "kernel_shape value %lld out of range", (long long)w->k[j]);
       return false;
     }
+    if (tg_shape(x, 2 + j) > NN_MAX_SPATIAL) {
+      nn_err(n, "spatial size %lld past %lld", (long long)tg_shape(x, 2 + j), (long long)NN_MAX_SPATIAL);
+      return false;
+    }
+  }
   if (!window_ints(n, "strides", nd, 1, 1, w->s) || !window_ints(n, "dilations", nd, 1, 1, w->d)) return false;
   const char *ap = onnx_attr_string(n, "auto_pad", "NOTSET");
   if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
@@ -159,7 +164,7 @@ bool nn_window_read(const onnx_node *n, tg_tensor *x, const int64_t *kernel, boo
   for (int j = 0; j < nd; j++) {
     w->begin[j] = p[j];
     w->end[j] = p[pc == nd ? j : nd + j];
-    if (w->begin[j] < 0 || w->end[j] < 0 || w->begin[j] > ((int64_t)1 << 40) || w->end[j] > ((int64_t)1 << 40)) {
+    if (w->begin[j] < 0 || w->end[j] < 0 || w->begin[j] > NN_MAX_WINDOW || w->end[j] > NN_MAX_WINDOW) {
       nn_err(n, "pads value (%lld, %lld) out of range", (long long)w->begin[j], (long long)w->end[j]);
       return false;
     }
@@ -255,7 +260,7 @@ tg_status onnx_nn_conv_transpose(onnx_ctx *c, const onnx_node *n, tg_tensor *con
     for (int j = 0; j < nd; j++) {
       int64_t i = tg_shape(x, 2 + j);
       os[j] = osc >= 0 ? osa[osc - nd + j] : i * win.s[j];
-      if (os[j] < 1 || os[j] > ((int64_t)1 << 40)) {
+      if (os[j] < 1 || os[j] > NN_MAX_SPATIAL) {
         y = nn_err(n, "output_shape value %lld out of range", (long long)os[j]);
         return nn_done(n, out, 1, &y);
       }

@@ -27,6 +27,11 @@ tg_tensor *nn_along_axis(tg_tensor *v, int axis, int ndim);
 /* the dtype's lowest and highest values, as doubles (integers) */
 void nn_int_range(tg_dtype dt, double *lo, double *hi);
 
+/* Bounds on window attributes (kernel, stride, dilation, pads) and on spatial sizes: every product of two
+ * stays far inside int64 (a hostile file cannot overflow the size arithmetic) */
+#define NN_MAX_WINDOW ((int64_t)1 << 24)
+#define NN_MAX_SPATIAL ((int64_t)1 << 31)
+
 /* The window attributes shared by Conv, ConvTranspose and the pools: kernel_shape, strides, dilations,
  * pads (ONNX order: every begin, then every end) and auto_pad. */
 typedef struct nn_window {
@@ -37,7 +42,7 @@ typedef struct nn_window {
 /* Reads the attributes for input x (N, C, *spatial): kernel from the attribute, or from kernel (a weight's
  * spatial sizes) when the node lacks it; auto_pad SAME_UPPER/SAME_LOWER pads for an output of
  * ceil(in / stride), with the window's dilated extent when dilate_same (Conv: as onnxruntime), else the
- * kernel alone (the reference pools); VALID: no padding. NULL on success, else the error (nn_err'd). */
+ * kernel alone; VALID: no padding. True, or false with the node's error recorded. */
 bool nn_window_read(const onnx_node *n, tg_tensor *x, const int64_t *kernel, bool dilate_same, nn_window *w);
 /* tg's per-side padding (last dimension first) of the window */
 tg_ints nn_window_pads(const nn_window *w);

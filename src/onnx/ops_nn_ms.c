@@ -102,6 +102,11 @@ tg_status onnx_nn_attention(onnx_ctx *c, const onnx_node *n, tg_tensor *const *i
   const int64_t *qkv;
   if (onnx_attr_ints(n, "qkv_hidden_sizes", &qkv) == 3) {
     memcpy(sizes, qkv, sizeof sizes);
+    for (int i = 0; i < 3; i++)
+      if (sizes[i] < 1 || sizes[i] > ((int64_t)1 << 40)) {
+        res[0] = nn_err(n, "qkv_hidden_sizes value %lld out of range", (long long)sizes[i]);
+        return nn_done(n, out, 2, res);
+      }
   } else {
     sizes[0] = sizes[1] = sizes[2] = tg_shape(w, 1) / 3;
   }

@@ -1,6 +1,9 @@
 /* ops_nn_norm.c — ONNX normalizations (Batch, Instance, Layer, Group, LRN, MeanVariance), Dropout and the
  * losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), on tg.h's layernorm, batchnorm, nll_loss. */
+#include <stdlib.h>
 #include <string.h>
+
+#include "../uop/uop.h"
 
 #include "ops_nn.h"
 
@@ -218,8 +221,38 @@ tg_status onnx_nn_dropout_7(onnx_ctx *c, const onnx_node *n, tg_tensor *const *i
   return dropout_identity(n, NN_IN(0), out, onnx_opset(c, "") >= 10 ? TG_BOOL : tg_dtype_of(NN_IN(0)));
 }
 
+/* numpy's legacy RandomState(seed).random(count) (MT19937 seeded by init_genrand, 53-bit doubles), which
+ * ONNX's reference Dropout draws from: a seeded Dropout then drops exactly the elements the backend tests
+ * expect, as tinygrad's runner does. The doubles go to out (count of them) */
+static void numpy_random(uint32_t seed, double *out, int64_t count) {
+  uint32_t mt[624];
+  int i = 624;
+  mt[0] = seed;
+  for (int k = 1; k < 624; k++) mt[k] = 1812433253u * (mt[k - 1] ^ (mt[k - 1] >> 30)) + (uint32_t)k;
+  for (int64_t c = 0; c < count; c++) {
+    uint32_t ab[2];
+    for (int h = 0; h < 2; h++) {
+      if (i >= 624) {
+        for (int k = 0; k < 624; k++) {
+          uint32_t y = (mt[k] & 0x80000000u) | (mt[(k + 1) % 624] & 0x7fffffffu);
+          mt[k] = mt[(k + 397) % 624] ^ (y >> 1) ^ (y & 1 ? 0x9908b0dfu : 0);
+        }
+        i = 0;
+      }
+      uint32_t y = mt[i++];
+      y ^= y >> 11;
+      y ^= (y << 7) & 0x9d2c5680u;
+      y ^= (y << 15) & 0xefc60000u;
+      y ^= y >> 18;
+      ab[h] = y;
+    }
+    out[c] = ((double)(ab[0] >> 5) * 67108864.0 + (double)(ab[1] >> 6)) / 9007199254740992.0;
+  }
+}
+
 /* opset 12+: ratio and training_mode are inputs. In training mode with a ratio above 0, each element is
- * kept with probability 1 - ratio (tg_rand: the seed attribute is not followed) and scaled by 1 / (1 - ratio) */
+ * kept with probability 1 - ratio and scaled by 1 / (1 - ratio); the draws are numpy's for a seed attribute
+ * (as the reference), else tg_rand's */
 tg_status onnx_nn_dropout_12(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
   tg_tensor *x = NN_IN(0);
   double ratio = 0.5;
@@ -233,7 +266,21 @@ tg_status onnx_nn_dropout_12(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
     res[0] = nn_err(n, "ratio %g must be in [0, 1)", ratio);
     return nn_done(n, out, 2, res);
   }
-  tg_tensor *mask = tg_ge_scalar(tg_rand(stash_dtype(x), tg_ndim(x), tg_shape_ptr(x)), ratio);
+  tg_tensor *u;
+  if (onnx_attr_has(n, "seed")) {
+    int64_t cnt = tg_numel(x);
+    double *r = cnt <= ((int64_t)1 << 26) ? mem_alloc((size_t)(cnt ? cnt : 1) * sizeof *r) : NULL;
+    if (!r) {
+      res[0] = nn_err(n, "no memory for %lld seeded draws", (long long)cnt);
+      return nn_done(n, out, 2, res);
+    }
+    numpy_random((uint32_t)onnx_attr_int(n, "seed", 0), r, cnt);
+    u = tg_from_data(TG_FLOAT64, tg_ndim(x), tg_shape_ptr(x), r, (size_t)cnt * sizeof *r);
+    free(r);
+  } else {
+    u = tg_rand(stash_dtype(x), tg_ndim(x), tg_shape_ptr(x));
+  }
+  tg_tensor *mask = tg_ge_scalar(u, ratio);
   res[0] = as_dtype(tg_div_scalar(tg_mul(x, mask), 1.0 - ratio), tg_dtype_of(x));
   res[1] = mask;
   return nn_done(n, out, 2, res);

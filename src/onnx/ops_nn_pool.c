@@ -166,7 +166,8 @@ tg_status onnx_nn_max_unpool(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
   }
   for (int j = 0; j < nd; j++) {
     inf[j] = (tg_shape(x, 2 + j) - 1) * w.s[j] - (w.begin[j] + w.end[j]) + w.k[j];
-    if (inf[j] < 1 || inf[j] > ((int64_t)1 << 31) || (cnt && (os[2 + j] < 0 || os[2 + j] > ((int64_t)1 << 31)))) {
+    if (inf[j] < 1 || inf[j] > NN_MAX_SPATIAL || plane > ((int64_t)1 << 40) / inf[j] ||
+        (cnt && (os[2 + j] < 0 || os[2 + j] > NN_MAX_SPATIAL))) {
       y = nn_err(n, "output size of spatial dim %d out of range", j);
       return nn_done(n, out, 1, &y);
     }

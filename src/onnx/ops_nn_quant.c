@@ -28,6 +28,7 @@ static tg_tensor *quant_param(const onnx_node *n, tg_tensor *v, tg_tensor *x, in
   if (axis < 0) axis += xn;
   if (axis < 0 || axis >= xn) return nn_err(n, "axis %lld out of range for rank %d", (long long)axis, xn);
   if (block > 0) {
+    if (block > NN_MAX_SPATIAL) return nn_err(n, "block_size %lld out of range", (long long)block);
     if (tg_ndim(v) != xn) return nn_err(n, "blocked scale needs the input's rank %d", xn);
     tg_tensor *r = tg_repeat_interleave(v, block, (int)axis);
     if (!r) return NULL;

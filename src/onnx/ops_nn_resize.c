@@ -16,7 +16,8 @@ typedef enum { RS_NEAREST, RS_LINEAR, RS_CUBIC } rs_mode;
 typedef enum {
   CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_CROP, CT_HALF_PIXEL_SYM, CT_TF_HALF_PIXEL_NN
 } ct_mode;
-typedef enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL } nearest_mode;
+/* NM_SIMPLE: opset 10's Resize and Upsample (onnxruntime's): the floor when enlarging, the ceiling when shrinking */
+typedef enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE } nearest_mode;
 
 typedef struct rs_params {
   rs_mode mode;
@@ -35,6 +36,7 @@ static int coeffs(const rs_params *p, double ratio, double scale, double *c) {
     if (ratio == 1.0) right = true;
     else if (p->nm == NM_ROUND_PREFER_FLOOR) right = ratio > 0.5;
     else if (p->nm == NM_ROUND_PREFER_CEIL) right = ratio >= 0.5;
+    else if (p->nm == NM_SIMPLE) right = scale < 1;
     else right = p->nm == NM_CEIL;
     c[0] = right ? 0 : 1;
     c[1] = right ? 1 : 0;
@@ -97,11 +99,12 @@ static double source_coord(const rs_params *p, int64_t o, int64_t in, int64_t ou
 static tg_tensor *resize_axis(const onnx_node *n, const rs_params *p, tg_tensor *x, int axis, int64_t out, double scale,
                               double lo, double hi) {
   int64_t in = tg_shape(x, axis);
-  if (in < 1) return nn_err(n, "cannot resize an empty axis %d", axis);
+  if (in < 1 || in > INT32_MAX) return nn_err(n, "cannot resize axis %d of size %lld", axis, (long long)in);
   double c[RS_MAX_TAPS];
   /* taps per output: T (at most), then the compressed (nonzero) taps */
   int cnt = coeffs(p, 1.0, scale, c);
-  if (cnt < 1) return nn_err(n, "scale %g needs more than %d taps", scale, RS_MAX_TAPS);
+  if (cnt < 1 || out * cnt > ((int64_t)1 << 26))
+    return nn_err(n, "scale %g: %lld output positions of %d taps is too many", scale, (long long)out, cnt);
   int32_t *idx = mem_alloc((size_t)out * (size_t)cnt * sizeof *idx);
   float *wt = mem_alloc((size_t)out * (size_t)cnt * sizeof *wt);
   bool *ext = mem_calloc((size_t)out, sizeof *ext);
@@ -114,6 +117,7 @@ static tg_tensor *resize_axis(const onnx_node *n, const rs_params *p, tg_tensor 
   for (int64_t o = 0; o < out; o++) {
     bool e;
     double xo = source_coord(p, o, in, out, scale, lo, hi, &e);
+    if (!(fabs(xo) < 1e12)) xo = xo > 0 ? 1e12 : -1e12;  /* NaN or far outside (a hostile roi): clamped below */
     any_ext |= e;
     ext[o] = e;
     double fl = floor(xo), ratio = xo == fl ? 1.0 : xo - fl;
@@ -284,7 +288,7 @@ tg_status onnx_nn_resize(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
   tg_scope_begin();
   rs_params p;
   if (!x || !read_params(n, &p)) return nn_done(n, out, 1, &y);
-  if (v10 && p.ct == CT_HALF_PIXEL) p.ct = CT_ASYMMETRIC;  /* opset 10 has no coordinate_transformation_mode */
+  if (v10) p.ct = CT_ASYMMETRIC, p.nm = NM_SIMPLE;  /* opset 10 has neither attribute */
   int r = tg_ndim(x), axes[TG_MAX_DIMS], na = r;
   for (int i = 0; i < r; i++) axes[i] = i;
   const int64_t *av;
@@ -340,6 +344,10 @@ tg_status onnx_nn_resize(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
     }
     if (nl || ns)
       for (int i = 0; i < na; i++) {
+        if (!(keep * (double)tg_shape(x, axes[i]) < (double)((int64_t)1 << 28))) {
+          y = nn_err(n, "size %g for axis %d out of range", keep * (double)tg_shape(x, axes[i]), axes[i]);
+          return nn_done(n, out, 1, &y);
+        }
         scales[axes[i]] = keep;
         outs[axes[i]] = (int64_t)(keep * (double)tg_shape(x, axes[i]) + 0.5);
       }
@@ -358,12 +366,12 @@ tg_status onnx_nn_resize(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
 }
 
 /* Upsample (deprecated at 10): scales, output floor(in * scale), the asymmetric coordinate mapping;
- * nearest takes the floor (the index o / scale) */
+ * nearest takes the floor of o / scale (the ceiling for a scale below 1, as onnxruntime) */
 static tg_status upsample(const onnx_node *n, tg_tensor *x, const double *sc, int64_t nsc, tg_tensor **out) {
   tg_tensor *y = NULL;
   tg_scope_begin();
   const char *mode = onnx_attr_string(n, "mode", "nearest");
-  rs_params p = {.ct = CT_ASYMMETRIC, .nm = NM_FLOOR, .cubic_a = -0.75};
+  rs_params p = {.ct = CT_ASYMMETRIC, .nm = NM_SIMPLE, .cubic_a = -0.75};
   if (!strcmp(mode, "nearest")) p.mode = RS_NEAREST;
   else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) p.mode = RS_LINEAR;
   else y = nn_err(n, "unknown mode '%s'", mode);
@@ -531,7 +539,7 @@ tg_status onnx_nn_affine_grid(onnx_ctx *c, const onnx_node *n, tg_tensor *const 
   if (onnx_input_ints(c, n, in, 1, size, 5, &cnt) != TG_OK) return nn_done(n, out, 1, &y);
   int nd = (int)cnt - 2;
   int64_t P = 1;
-  for (int i = 0; i < nd; i++) P *= size[2 + i] >= 1 && size[2 + i] < (1 << 24) ? size[2 + i] : (1 << 30);
+  for (int i = 0; i < nd && i < 3; i++) P = size[2 + i] >= 1 && size[2 + i] <= (1 << 24) && P <= (1 << 24) ? P * size[2 + i] : (1 << 30);
   if (nd < 2 || nd > 3 || tg_ndim(theta) != 3 || tg_shape(theta, 0) != size[0] || tg_shape(theta, 1) != nd ||
       tg_shape(theta, 2) != nd + 1 || P > (1 << 24)) {
     y = nn_err(n, "theta (N, %d, %d) and a size of (N, C, 2 or 3 spatial sizes) under 2^24 positions", nd, nd + 1);

@@ -160,6 +160,10 @@ static tg_status rnn_common(onnx_ctx *c, const onnx_node *n, tg_tensor *const *i
     return nn_done(n, out, 3, res);
   }
   if (!hs) hs = tg_shape(r, 2);
+  if (hs < 1 || hs > ((int64_t)1 << 40)) {
+    res[0] = nn_err(n, "hidden_size %lld out of range", (long long)hs);
+    return nn_done(n, out, 3, res);
+  }
   if ((strcmp(dir, "forward") && !reverse && ndir != 2) || tg_shape(w, 0) != ndir || tg_shape(w, 1) != G * hs ||
       tg_shape(r, 1) != G * hs || tg_shape(r, 2) != hs) {
     res[0] = nn_err(n, "direction '%s' and hidden_size %lld do not fit W and R", dir, (long long)hs);
