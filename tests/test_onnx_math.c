@@ -104,49 +104,60 @@ static bool same_tensor(const char *what, tg_tensor *got, tg_tensor *want) {
 
 #define MAX_IO 8
 
-/* one case of the fixture at b: load, run, compare (or expect the refusal); false if the blob is malformed */
-static bool run_case(blob *b, const char *filter, int *ran) {
-  uint32_t nlen = take_u(b, 2), mlen = 0, len[MAX_IO];
-  const uint8_t *name = take(b, nlen);
-  uint32_t flags = take_u(b, 1);
-  const uint8_t *model = take_bytes(b, &mlen);
-  uint32_t nin = take_u(b, 1);
-  const uint8_t *ins[MAX_IO], *outs[MAX_IO];
-  for (uint32_t i = 0; i < nin && i < MAX_IO; i++) ins[i] = take_bytes(b, &len[i]);
-  uint32_t nout = take_u(b, 1), olen[MAX_IO];
-  for (uint32_t i = 0; i < nout && i < MAX_IO; i++) outs[i] = take_bytes(b, &olen[i]);
-  if (!b->ok || nin > MAX_IO || nout > MAX_IO) return false;
-  char cname[128];
-  snprintf(cname, sizeof cname, "%.*s", (int)nlen, (const char *)name);
-  if (filter && strncmp(cname, filter, strlen(filter))) return true;
-  ++*ran;
+/* one case of the fixture: a model, its inputs and the stored outputs (serialized protos in the fixture) */
+typedef struct fcase {
+  char name[128];
+  uint32_t flags;   /* 1: must be refused, 2: tg_onnx_run runs no kernel, 4: run by a test of its own */
+  const uint8_t *model, *ins[MAX_IO], *outs[MAX_IO];
+  uint32_t mlen, nin, nout, ilen[MAX_IO], olen[MAX_IO];
+} fcase;
 
+/* the next case at b into k; false if the blob is malformed */
+static bool next_case(blob *b, fcase *k) {
+  uint32_t nlen = take_u(b, 2);
+  const uint8_t *name = take(b, nlen);
+  k->flags = take_u(b, 1);
+  k->model = take_bytes(b, &k->mlen);
+  k->nin = take_u(b, 1);
+  for (uint32_t i = 0; i < k->nin && i < MAX_IO; i++) k->ins[i] = take_bytes(b, &k->ilen[i]);
+  k->nout = take_u(b, 1);
+  for (uint32_t i = 0; i < k->nout && i < MAX_IO; i++) k->outs[i] = take_bytes(b, &k->olen[i]);
+  if (!b->ok || k->nin > MAX_IO || k->nout > MAX_IO) return false;
+  snprintf(k->name, sizeof k->name, "%.*s", (int)nlen, (const char *)name);
+  return true;
+}
+
+/* load, run, compare (or expect the refusal) */
+static void run_case(const fcase *k) {
   tg_tensor *inputs[MAX_IO] = {0}, *got[MAX_IO] = {0};
   const char *names[MAX_IO];
-  tg_onnx *m = tg_onnx_load_memory(model, mlen, NULL);
+  const char *cname = k->name;
+  tg_onnx *m = tg_onnx_load_memory(k->model, k->mlen, NULL);
   bool loaded = m != NULL;
   tg_status st = loaded ? TG_OK : tg_error_status();
-  for (uint32_t i = 0; st == TG_OK && i < nin; i++) {
+  for (uint32_t i = 0; st == TG_OK && i < k->nin; i++) {
     tg_onnx_io io = {0};
-    inputs[i] = tg_onnx_tensor_from_memory(ins[i], len[i]);
+    inputs[i] = tg_onnx_tensor_from_memory(k->ins[i], k->ilen[i]);
     st = inputs[i] ? tg_onnx_input(m, (int)i, &io) : TG_ERR_ARG;
     names[i] = io.name;
     CHECK(st == TG_OK, "%s: input %u: %s", cname, i, tg_error());
   }
   uint64_t kernels = tg_get_stats().kernels_run;
-  if (st == TG_OK) st = tg_onnx_run(m, (int)nin, names, inputs, got);
+  if (st == TG_OK) st = tg_onnx_run(m, (int)k->nin, names, inputs, got);
   uint64_t run_kernels = tg_get_stats().kernels_run - kernels;
-  if (flags & 1) {
+  if (k->flags & 1) {
     CHECK(st != TG_OK, "%s: accepted, should be refused", cname);
     CHECK(st == TG_OK || strstr(tg_error(), "onnx"), "%s: the message does not name the node: %s", cname, tg_error());
   } else {
     CHECK(st == TG_OK, "%s: %s failed: %s", cname, loaded ? "tg_onnx_run" : "tg_onnx_load_memory", tg_error());
-    CHECK(st != TG_OK || tg_onnx_num_outputs(m) == (int)nout, "%s: %d outputs, want %u", cname, tg_onnx_num_outputs(m), nout);
-    if (flags & 2) CHECK(run_kernels == 0, "%s: tg_onnx_run ran %llu kernels, want none", cname, (unsigned long long)run_kernels);
-    for (uint32_t i = 0; st == TG_OK && i < nout && (int)i < tg_onnx_num_outputs(m); i++) {
-      tg_tensor *want = tg_onnx_tensor_from_memory(outs[i], olen[i]);
+    CHECK(st != TG_OK || tg_onnx_num_outputs(m) == (int)k->nout, "%s: %d outputs, want %u", cname,
+          tg_onnx_num_outputs(m), k->nout);
+    if (k->flags & 2)
+      CHECK(run_kernels == 0, "%s: tg_onnx_run ran %llu kernels, want none", cname, (unsigned long long)run_kernels);
+    for (uint32_t i = 0; st == TG_OK && i < k->nout && (int)i < tg_onnx_num_outputs(m); i++) {
+      tg_tensor *want = tg_onnx_tensor_from_memory(k->outs[i], k->olen[i]);
       char what[160];
-      snprintf(what, sizeof what, "%s output %u", cname, i);
+      snprintf(what, sizeof what, "%.100s output %u", cname, i);
       CHECK(want, "%s: the stored output does not read: %s", what, tg_error());
       if (want && got[i]) same_tensor(what, got[i], want);
       else CHECK(got[i], "%s is NULL", what);
@@ -158,25 +169,39 @@ static bool run_case(blob *b, const char *filter, int *ran) {
     tg_free(got[i]);
   }
   tg_onnx_free(m);
-  return true;
 }
 
-/* every case whose name starts with filter (NULL: all) */
-static void run_cases(const char *filter) {
+/* the fixture's cases whose name starts with prefix into ks (at most cap); the count, or -1 (skipped or failed:
+ * recorded). *data holds the bytes they point into: free it */
+static int load_cases(const char *prefix, fcase *ks, int cap, uint8_t **data) {
   size_t size = 0;
-  uint8_t *data = read_fixture("onnx_math.bin", &size);
-  if (!data) {
+  *data = read_fixture("onnx_math.bin", &size);
+  if (!*data) {
     test_skip("tests/fixtures/onnx_math.bin not found (run from the repository root or set TG_FIXTURES)");
-    return;
+    return -1;
   }
-  blob b = {data, data + size, true};
+  blob b = {*data, *data + size, true};
   const uint8_t *magic = take(&b, 4);
   uint32_t version = take_u(&b, 4), count = take_u(&b, 4);
   CHECK(b.ok && !memcmp(magic, "TGOX", 4) && version == 1, "onnx_math.bin: not a version 1 fixture");
-  int ran = 0;
-  for (uint32_t i = 0; b.ok && i < count; i++) CHECK(run_case(&b, filter, &ran), "onnx_math.bin: case %u is malformed", i);
+  int n = 0;
+  fcase k;
+  for (uint32_t i = 0; b.ok && i < count; i++) {
+    CHECK(next_case(&b, &k), "onnx_math.bin: case %u is malformed", i);
+    if (b.ok && !strncmp(k.name, prefix, strlen(prefix)) && n < cap) ks[n++] = k;
+  }
   CHECK(b.ok && b.p == b.end, "onnx_math.bin: malformed or trailing bytes");
-  CHECK(ran > 0, "no case matches '%s'", filter ? filter : "");
+  CHECK(n > 0, "no case matches '%s'", prefix);
+  return b.ok && n > 0 ? n : -1;
+}
+
+/* every case whose name starts with prefix */
+static void run_cases(const char *prefix) {
+  fcase ks[64];
+  uint8_t *data = NULL;
+  int n = load_cases(prefix, ks, 64, &data);
+  for (int i = 0; i < n; i++)
+    if (!(ks[i].flags & 4)) run_case(&ks[i]);
   free(data);
 }
 
@@ -214,3 +239,68 @@ TEST(test_onnx_math_cumsum_einsum) {
 TEST(test_onnx_math_refuses_bad_nodes) { run_cases("error_"); }
 
 TEST(test_onnx_math_shape_arithmetic_runs_no_kernel) { run_cases("known_"); }
+
+/* a JIT step: a model run on its inputs */
+typedef struct jit_ctx { tg_onnx *m; const char *names[4]; } jit_ctx;
+
+static tg_status jit_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  jit_ctx *j = ctx;
+  return tg_onnx_run(j->m, nin, j->names, in, out);
+}
+
+/* runs case name (Clip(x, lo, hi) and Pow(x, e)) under tg_jit four times (plain, capture, replays), with new
+ * values of x and, when they are graph inputs (nin 4), of lo, hi and e each time; checks against C */
+static void jit_clip_pow(const char *name, int nin) {
+  fcase k;
+  uint8_t *data = NULL;
+  if (load_cases(name, &k, 1, &data) != 1) {
+    free(data);
+    return;
+  }
+  jit_ctx j = {tg_onnx_load_memory(k.model, k.mlen, NULL), {"x", "lo", "hi", "e"}};
+  tg_jit *jit = j.m ? tg_jit_new(jit_step, &j, nin, 2) : NULL;
+  CHECK(jit, "%s: %s", name, tg_error());
+  const float params[4][3] = {{0.7f, 1.2f, 2}, {0.2f, 0.9f, 3}, {1.0f, 1.5f, 0.5f}, {0.5f, 2.5f, -1}};
+  int64_t shape[2] = {2, 3};
+  for (int call = 0; jit && call < 4; call++) {
+    const float *p = params[nin == 4 ? call : 0];
+    float x[6], lo = p[0], hi = p[1], e = p[2];
+    for (int i = 0; i < 6; i++) x[i] = 0.25f + 0.4f * (float)i + 0.1f * (float)call;
+    tg_tensor *in[4] = {tg_from_data(TG_FLOAT32, 2, shape, x, sizeof x), tg_from_data(TG_FLOAT32, 0, NULL, &lo, 4),
+                        tg_from_data(TG_FLOAT32, 0, NULL, &hi, 4), tg_from_data(TG_FLOAT32, 0, NULL, &e, 4)};
+    tg_tensor *out[2] = {0};
+    tg_status st = tg_jit_call(jit, in, out);
+    CHECK(st == TG_OK, "%s call %d: %s", name, call, tg_error());
+    float clip[6], pw[6], want_clip[6], want_pow[6];
+    for (int i = 0; i < 6; i++) {
+      float v = x[i] < lo ? lo : x[i];
+      want_clip[i] = v > hi ? hi : v;
+      want_pow[i] = powf(x[i], e);
+    }
+    if (st == TG_OK && tg_to_host(out[0], clip, sizeof clip) == TG_OK && tg_to_host(out[1], pw, sizeof pw) == TG_OK) {
+      char what[64];
+      snprintf(what, sizeof what, "%s call %d: clip", name, call);
+      CHECK_CLOSE(what, clip, want_clip, 6);
+      snprintf(what, sizeof what, "%s call %d: pow", name, call);
+      CHECK_CLOSE(what, pw, want_pow, 6);
+    } else {
+      CHECK(st != TG_OK, "%s call %d: reading the outputs: %s", name, call, tg_error());
+    }
+    for (int i = 0; i < 4; i++) tg_free(in[i]);
+    tg_free(out[0]);
+    tg_free(out[1]);
+  }
+  CHECK(!jit || tg_jit_kernels(jit) > 0, "%s: the step was not captured", name);
+  tg_jit_free(jit);
+  tg_onnx_free(j.m);
+  free(data);
+}
+
+/* Clip's bounds and Pow's exponent are taken as constants when the runner holds them (Constant nodes,
+ * initializers), else used as tensors: nothing is read from the device, so a tg_jit capture works, and its
+ * replays compute with the bounds and exponent of each call */
+TEST(test_onnx_math_clip_pow_under_jit) {
+  jit_clip_pow("jit_clip_pow", 4);
+  jit_clip_pow("jit_const_clip_pow", 1);
+  jit_clip_pow("jit_init_clip_pow", 1);
+}

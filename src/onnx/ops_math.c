@@ -46,6 +46,20 @@ static tg_status need(const onnx_node *n, tg_tensor *const *in, int i) {
   return in[i] ? TG_OK : onnx_fail(n, TG_ERR_ARG, "input %d is missing", i);
 }
 
+/* the one value of input i when the runner holds it on the host (a constant or an initializer: a Pow's
+ * exponent, a Clip's bounds), so the op can take it as a constant (x * x for Pow(x, 2)); false for a tensor of
+ * several values or one computed by the graph (then the op works on the tensor: no kernel runs, nothing is read
+ * from the device, and a tg_jit replay computes with the new values) */
+static bool scalar_input(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, int i, double *v) {
+  int64_t count = 0;
+  if (i >= n->nin || !in[i] || tg_numel(in[i]) != 1 || !math_input_known(c, n, in, i)) return false;
+  if (onnx_input_doubles(c, n, in, i, v, 1, &count) != TG_OK || count != 1) {
+    tg_error_clear();
+    return false;
+  }
+  return true;
+}
+
 /* ---- unary operators without attributes: one function, looked up by op_type ------------------------ */
 
 static tg_tensor *isnan_(tg_tensor *t) { return tg_isnan(t); }
@@ -148,7 +162,7 @@ static tg_tensor *legacy_broadcast(onnx_ctx *c, const onnx_node *n, tg_tensor *a
   int an = tg_ndim(a), bn = tg_ndim(b);
   int64_t axis = onnx_attr_int(n, "axis", 0);
   if (axis < 0) axis += an;
-  if (axis < 0 || axis + bn > an) {
+  if (axis < 0 || axis > an - bn) {
     onnx_fail(n, TG_ERR_ARG, "broadcast axis %lld does not fit B (rank %d) into A (rank %d)",
               (long long)onnx_attr_int(n, "axis", 0), bn, an);
     return NULL;
@@ -161,7 +175,8 @@ static tg_tensor *legacy_broadcast(onnx_ctx *c, const onnx_node *n, tg_tensor *a
 }
 
 /* a op b for the arithmetic, comparison, logic and bitwise binary operators; NULL (error set) if op is none */
-static tg_tensor *binary(const onnx_node *n, const char *op, tg_tensor *a, tg_tensor *b) {
+static tg_tensor *binary(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, const char *op, tg_tensor *a,
+                         tg_tensor *b) {
   tg_dtype dt = tg_dtype_of(a);
   if (!strcmp(op, "Add") || !strcmp(op, "Sum")) return math_cast_to(tg_add(a, b), dt);
   if (!strcmp(op, "Sub")) return math_cast_to(tg_sub(a, b), dt);
@@ -173,6 +188,9 @@ static tg_tensor *binary(const onnx_node *n, const char *op, tg_tensor *a, tg_te
     /* ONNX: the base's type, the power truncated (numpy's astype). A float power that an exact computation
      * would make an integer may come out just below it (exp2/log2: 3^6 as 728.9999): within 1e-3 of an
      * integer it is taken as that integer */
+    double e;
+    if (is_float(dt) && in && tg_numel(b) == 1 && tg_ndim(b) <= tg_ndim(a) && scalar_input(c, n, in, 1, &e))
+      return math_cast_to(tg_pow_scalar(a, e), dt);   /* a constant exponent: x * x for 2 */
     tg_tensor *p = tg_pow(a, b);
     if (p && !is_float(dt) && is_float(tg_dtype_of(p))) {
       tg_tensor *near = tg_round(p);
@@ -216,7 +234,7 @@ MATH_OP(op_binary) {
   if (st || (st = need(n, in, 1))) return st;
   tg_tensor *b = legacy_broadcast(c, n, in[0], in[1]);
   if (!b) return tg_error_status();
-  if ((st = math_out(n, out, 0, binary(n, n->op_type, in[0], b)))) return st;
+  if ((st = math_out(n, out, 0, binary(c, n, in, n->op_type, in[0], b)))) return st;
   math_known(c, n, in, out[0]);
   return TG_OK;
 }
@@ -231,7 +249,7 @@ MATH_OP(op_variadic) {
   const char *op = mean ? "Sum" : n->op_type;
   tg_tensor *acc = in[0];
   for (int i = 1; i < n->nin && acc; i++)
-    if (in[i]) acc = binary(n, op, acc, in[i]);
+    if (in[i]) acc = binary(c, n, NULL, op, acc, in[i]);
   if (k == 1) acc = math_copy(acc);
   if (mean && acc) acc = math_cast_to(tg_div_scalar(acc, (double)k), tg_dtype_of(in[0]));
   if ((st = math_out(n, out, 0, acc))) return st;
@@ -289,6 +307,11 @@ MATH_OP(op_clip) {
                                         hi ? onnx_attr_float(n, "max", 0) : NAN));
   }
   tg_dtype dt = tg_dtype_of(x);
+  double lo = NAN, hi = NAN;
+  bool has_lo = n->nin > 1 && in[1], has_hi = n->nin > 2 && in[2];
+  if (is_float(dt) && (has_lo || has_hi) && (!has_lo || (scalar_input(c, n, in, 1, &lo) && !isnan(lo))) &&
+      (!has_hi || (scalar_input(c, n, in, 2, &hi) && !isnan(hi))))
+    return math_out(n, out, 0, tg_clamp(x, lo, hi));   /* constant bounds (a NaN bound is tg_clamp's "none") */
   tg_tensor *r = x;
   if (n->nin > 1 && in[1]) {
     tg_tensor *lo = math_cast_to(in[1], dt);

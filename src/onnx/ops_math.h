@@ -39,10 +39,13 @@ tg_status op_cumsum(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_te
 tg_status op_einsum(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 
 /* ---- values known on the host (ops_math_known.c) ---- */
+/* whether input i's values are on the host already: reading them (onnx_input_ints/_doubles) runs no kernel and
+ * reads no device memory, so it is safe inside a tg_jit capture */
+bool math_input_known(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, int i);
 /* Shape arithmetic: when every input of the node is a small (rank <= 1) integer or bool tensor whose values the
  * runner holds, computes output 0's values on the host as the kernel would and records them with
  * onnx_set_known, so later operators that read them as ints run no kernel. Best effort and silent: any input
- * not known (or not readable without a kernel, as inside a tg_jit capture) leaves the output unrecorded. */
+ * not known leaves the output unrecorded. */
 void math_known(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, const tg_tensor *result);
 
 #endif

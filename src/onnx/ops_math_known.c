@@ -6,11 +6,12 @@
  *
  * The values are computed as the kernel computes them (integer division truncating, results wrapped to the
  * output's type) and recorded with onnx_set_known; the operator's lazy result is built as usual. Only small
- * rank <= 1 integer and bool inputs are considered (shape values); anything unexpected, an input the runner
- * does not know and cannot read without a kernel (inside a tg_jit capture), a division by zero, leaves the
+ * rank <= 1 integer and bool inputs whose values the runner already holds are considered (known values stay
+ * known; nothing is ever read from the device for this); anything unexpected, a division by zero, leaves the
  * output unrecorded: this is an optimization and never fails the node. */
 #include <string.h>
 
+#include "onnx_run.h"
 #include "ops_math.h"
 
 #define KNOWN_CAP 64   /* shape vectors: one value per axis (TG_MAX_DIMS 16), with room for Range-made ones */
@@ -38,10 +39,25 @@ static int64_t wrap(uint64_t v, tg_dtype dt) {
   }
 }
 
-/* input i's values, when it is a small rank <= 1 integer or bool tensor (any float too with floats) that the
- * runner holds or reads without trouble */
+/* Whether input i's values are on the host already (an initializer, a Constant, Shape's output, values recorded
+ * with onnx_set_known or read once before), so that onnx_input_ints/_doubles read them without running a kernel
+ * or reading device memory: such a read inside a tg_jit capture would fail the whole capture, even when the
+ * operator could do without the values. The runner's value table is looked up as onnx_run.c's input_known
+ * does, without its fallback of reading the tensor. (A service onnx_op.h could offer; here until it does.) */
+bool math_input_known(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, int i) {
+  if (i >= n->nin || !in[i] || !n->inputs[i][0]) return false;
+  for (const onnx_ctx *x = c; x; x = x->parent)
+    for (int64_t j = 0; j < x->cap; j++) {
+      const onnx_value *v = &x->vals[j];
+      if (v->name && !strcmp(v->name, n->inputs[i])) return v->known && v->t == in[i];
+    }
+  return false;
+}
+
+/* input i's values, when it is a small rank <= 1 integer or bool tensor (any float too with floats) whose
+ * values the runner holds */
 static bool known_input(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, int i, bool floats, known *k) {
-  if (i >= n->nin || !in[i]) return false;
+  if (!math_input_known(c, n, in, i)) return false;
   tg_dtype dt = tg_dtype_of(in[i]);
   if (!(is_int_or_bool(dt) || (floats && is_float(dt))) || tg_ndim(in[i]) > 1 || tg_numel(in[i]) > KNOWN_CAP)
     return false;
