@@ -123,7 +123,7 @@ TEST(onnx_shape_fixtures_match_onnxruntime) {
   char dir[1024];
   fixture_dir(dir, sizeof dir, "node");
   int passed, n = run_dir(dir, NULL, &passed);
-  CHECK(n >= 25, "%d fixture models in %s (want 25)", n, dir);
+  CHECK(n >= 27, "%d fixture models in %s (want 27)", n, dir);
   CHECK(passed == n, "%d of %d fixture models match", passed, n);
 }
 
@@ -137,7 +137,7 @@ TEST(onnx_shape_backend_node_tests) {
       "test_split_", "test_slice", "test_gather", "test_scatter", "test_tile", "test_constant_pad", "test_edge_pad",
       "test_reflect_pad", "test_shape", "test_size", "test_constantofshape", "test_range", "test_eyelike",
       "test_tril", "test_triu", "test_onehot", "test_depthtospace", "test_spacetodepth", "test_nonzero",
-      "test_compress", "test_reversesequence", NULL};
+      "test_compress", "test_reversesequence", "test_unique", NULL};
   int passed, n = run_dir(node, ops, &passed);
   if (n < 0) {
     test_skip("ONNX backend test data not found at %s (Debian's libonnx-testdata)", node);

@@ -1,7 +1,8 @@
 /* ops_index.c — ONNX operators that pick or place elements by index: Gather, GatherElements, GatherND,
- * ScatterElements (and the old Scatter), ScatterND, NonZero, Compress, OneHot, ReverseSequence. Each is a
- * composition of tg.h's gather/scatter/getitem calls (lazy); negative indices count from the end, as ONNX's
- * reference implementation (onnx/reference/ops). A Gather of a few indices known on the host is a
+ * ScatterElements (and the old Scatter), ScatterND, NonZero, Compress, OneHot, ReverseSequence, Unique. Each
+ * is a composition of tg.h's gather/scatter/getitem calls, lazy except where the output's shape depends on
+ * values (NonZero, Compress's condition, Unique read them on the host); negative indices count from the end,
+ * as ONNX's reference implementation (onnx/reference/ops). A Gather of a few indices known on the host is a
  * concatenation of shrinks (views, no one-hot select), and of host-known data a host-known result. */
 #include <stdlib.h>
 #include <string.h>
@@ -49,9 +50,10 @@ tg_status onnx_op_gather(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
   if (oshape_known(c, n, in, 1, kv, SHAPE_KNOWN_CAP, &kc)) {
     for (int64_t j = 0; j < kc; j++) {
       if (kv[j] < -dim || kv[j] >= dim) {
+        int64_t bad = kv[j];
         free(kv);
         return oshape_close(onnx_fail(n, TG_ERR_ARG, "index %lld is out of range for axis %d of size %lld",
-                                     (long long)kv[j], ax, (long long)dim));
+                                      (long long)bad, ax, (long long)dim));
       }
       if (kv[j] < 0) kv[j] += dim;
     }
@@ -288,4 +290,93 @@ tg_status onnx_op_reverse_sequence(onnx_ctx *c, const onnx_node *n, tg_tensor *c
   tg_tensor *len = tg_reshape(tg_cast(in[1], TG_INT64), nd, bs);
   tg_tensor *idx = tg_where(tg_lt(t, len), tg_sub(tg_add_scalar(len, -1), t), t);
   return oshape_end(n, tg_gather(x, (int)ta, tg_expand(idx, nd, tg_shape_ptr(x))), out, 0);
+}
+
+/* ---- Unique: the distinct slices along an axis (or the distinct elements), found on the host ---- */
+
+typedef struct uniq_keys {
+  int64_t rows, len;        /* rows to compare, each of len values */
+  const int64_t *iv;        /* integer dtypes: exact values */
+  const double *dv;         /* float dtypes */
+  int64_t outer, inner, D;  /* row j's values: x[o, j, i] for o < outer, i < inner (x as (outer, D, inner)) */
+} uniq_keys;
+
+/* row a against row b: lexicographic over their values, as numpy's unique compares rows */
+static int uniq_cmp(const uniq_keys *k, int64_t a, int64_t b) {
+  for (int64_t o = 0; o < k->outer; o++)
+    for (int64_t i = 0; i < k->inner; i++) {
+      int64_t pa = (o * k->D + a) * k->inner + i, pb = (o * k->D + b) * k->inner + i;
+      if (k->iv ? k->iv[pa] != k->iv[pb] : k->dv[pa] != k->dv[pb])
+        return k->iv ? (k->iv[pa] < k->iv[pb] ? -1 : 1) : (k->dv[pa] < k->dv[pb] ? -1 : 1);
+    }
+  return 0;
+}
+
+/* a stable merge sort of the row numbers idx[0..n) by uniq_cmp (tmp: room for n) */
+static void uniq_sort(const uniq_keys *k, int64_t *idx, int64_t *tmp, int64_t n) {
+  if (n < 2) return;
+  int64_t h = n / 2, i = 0, j = h, o = 0;
+  uniq_sort(k, idx, tmp, h);
+  uniq_sort(k, idx + h, tmp, n - h);
+  while (i < h && j < n) tmp[o++] = uniq_cmp(k, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+  while (i < h) tmp[o++] = idx[i++];
+  while (j < n) tmp[o++] = idx[j++];
+  memcpy(idx, tmp, (size_t)n * sizeof *idx);
+}
+
+tg_status onnx_op_unique(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  tg_tensor *x = in[0];
+  int nd = tg_ndim(x);
+  bool has_axis = onnx_attr_has(n, "axis"), sorted = onnx_attr_int(n, "sorted", 1) != 0;
+  int ax = has_axis ? oshape_axis(n, onnx_attr_int(n, "axis", 0), nd) : 0;
+  if (ax < 0) return TG_ERR_ARG;
+  int64_t N = tg_numel(x), cnt, D = has_axis ? tg_shape(x, ax) : N;
+  bool isint = oshape_int_dtype(tg_dtype_of(x));
+  /* the values, then per row: sorted order, scratch, group of each row, first row and count of each group */
+  int64_t *iv = isint ? mem_alloc((size_t)(N ? N : 1) * sizeof *iv) : NULL;
+  double *dv = isint ? NULL : mem_alloc((size_t)(N ? N : 1) * sizeof *dv);
+  int64_t *w = mem_alloc((size_t)(D ? D : 1) * 6 * sizeof *w);
+  tg_status st = TG_OK;
+  if ((isint ? !iv : !dv) || !w) st = onnx_fail(n, TG_ERR_NOMEM, "%lld values", (long long)N);
+  else if (isint) st = onnx_input_ints(c, n, in, 0, iv, N, &cnt);
+  else st = onnx_input_doubles(c, n, in, 0, dv, N, &cnt);
+  if (st) {
+    free(iv), free(dv), free(w);
+    return st;
+  }
+  uniq_keys k = {D, D ? N / D : 0, iv, dv, 1, 1, D};
+  if (has_axis) {
+    k.outer = oshape_numel(ax, tg_shape_ptr(x));
+    k.inner = oshape_numel(nd - ax - 1, tg_shape_ptr(x) + ax + 1);
+  }
+  int64_t *order = w, *tmp = w + D, *group = w + 2 * D, *first = w + 3 * D, *count = w + 4 * D, *rank = w + 5 * D, U = 0;
+  for (int64_t j = 0; j < D; j++) order[j] = j;
+  uniq_sort(&k, order, tmp, D);
+  for (int64_t j = 0; j < D; j++) {   /* groups in sorted order; the stable sort puts each group's first row first */
+    if (j == 0 || uniq_cmp(&k, order[j - 1], order[j])) first[U] = order[j], count[U++] = 0;
+    group[order[j]] = U - 1;
+    count[U - 1]++;
+  }
+  if (!sorted) {   /* groups renumbered in the order of their first rows */
+    int64_t *firstof = tmp, next = 0;
+    for (int64_t j = 0; j < D; j++) firstof[j] = -1;
+    for (int64_t g = 0; g < U; g++) firstof[first[g]] = g;
+    for (int64_t j = 0; j < D; j++)
+      if (firstof[j] >= 0) rank[firstof[j]] = next++;
+    for (int64_t g = 0; g < U; g++) order[rank[g]] = first[g];
+    memcpy(first, order, (size_t)U * sizeof *first);
+    for (int64_t g = 0; g < U; g++) order[rank[g]] = count[g];
+    memcpy(count, order, (size_t)U * sizeof *count);
+    for (int64_t j = 0; j < D; j++) group[j] = rank[group[j]];
+  }
+  oshape_begin();
+  tg_tensor *src = has_axis ? x : tg_reshape(x, 1, &N);
+  tg_tensor *fi = tg_from_data(TG_INT64, 1, &U, first, (size_t)U * sizeof *first);
+  tg_tensor *r[4] = {tg_index_select(src, ax, fi), fi, tg_from_data(TG_INT64, 1, &D, group, (size_t)D * sizeof *group),
+                     tg_from_data(TG_INT64, 1, &U, count, (size_t)U * sizeof *count)};
+  free(iv), free(dv), free(w);
+  for (int i = 0; i < 4; i++)
+    if (!r[i]) return oshape_end(n, NULL, out, 0);
+  for (int i = 0; i < n->nout && i < 4; i++) out[i] = n->outputs[i][0] ? tg_keep(r[i]) : NULL;
+  return oshape_close(TG_OK);
 }

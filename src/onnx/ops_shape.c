@@ -546,6 +546,7 @@ const onnx_op_def onnx_ops_shape[] = {
     {"Compress", "", 9, onnx_op_compress},
     {"OneHot", "", 9, onnx_op_onehot},
     {"ReverseSequence", "", 10, onnx_op_reverse_sequence},
+    {"Unique", "", 11, onnx_op_unique},
     {"Transpose", "", 1, onnx_op_transpose},
     {"Tile", "", 6, onnx_op_tile},
     {"Pad", "", 2, onnx_op_pad},

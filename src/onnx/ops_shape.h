@@ -57,6 +57,7 @@ tg_status onnx_op_scatter_nd(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
 tg_status onnx_op_nonzero(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_op_compress(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_op_onehot(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+tg_status onnx_op_unique(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_op_reverse_sequence(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 
 /* ops_layout.c */
