@@ -179,6 +179,58 @@ else
   [ "$rc" -eq 0 ] && ok || bad "llama --model DIR/x with DIR/tok512.bin -> exit $rc: ${err:0:200}"
 fi
 
+# ---- onnx ---------------------------------------------------------------------------------------------------
+O=$B/examples/onnx
+expect_help "$O" --out --no-save --bench --seed --dim
+printf 'not a model' >"$tmp/m.onnx"
+expect_usage_error "no model" "$O"
+expect_usage_error --bench "$O" "$tmp/m.onnx" --bench abc
+expect_usage_error --bench "$O" "$tmp/m.onnx" --bench 0
+expect_usage_error --bench "$O" "$tmp/m.onnx" --bench
+expect_usage_error --seed "$O" "$tmp/m.onnx" --seed -1
+expect_usage_error --dim "$O" "$tmp/m.onnx" --dim N
+expect_usage_error --dim "$O" "$tmp/m.onnx" --dim =3
+expect_usage_error --dim "$O" "$tmp/m.onnx" --dim N=0
+expect_usage_error --dim "$O" "$tmp/m.onnx" --dim N=3x
+expect_usage_error --bogus "$O" "$tmp/m.onnx" --bogus
+expect_usage_error /nonexistent "$O" /nonexistent/m.onnx
+expect_usage_error /nonexistent "$O" "$tmp/m.onnx" /nonexistent/x.npy
+expect_usage_error /nonexistent "$O" "$tmp/m.onnx" --out /nonexistent
+expect_usage_error --no-save "$O" "$tmp/m.onnx" --out "$tmp" --no-save
+run "$O" "$tmp/m.onnx" --no-save   # not a model: a failure while running, named
+if [ "$rc" -ne 1 ] || ! grep -qF "$tmp/m.onnx" "$tmp/err"; then bad "onnx on a file that is not a model -> exit $rc: ${err:0:200}"
+else ok
+fi
+node=/usr/share/libonnx-testdata/data/node
+if [ ! -r "$node/test_relu/model.onnx" ] || [ ! -r "$node/test_add/model.onnx" ]; then
+  echo "skipped: the onnx runs that need Debian's libonnx-testdata (not found in $node)"
+else
+  expect_usage_error --dim "$O" "$node/test_relu/model.onnx" --dim batch=2   # the model names no dimension
+  expect_usage_error "2 input files" "$O" "$node/test_relu/model.onnx" "$tmp/m.onnx" "$tmp/m.onnx"
+  # a run on random inputs writes y.npy; relu of that output is the same array, byte for byte
+  mkdir -p "$tmp/o1" "$tmp/o2"
+  run "$O" "$node/test_relu/model.onnx" --out "$tmp/o1" --seed 3
+  r1=$rc
+  run "$O" "$node/test_relu/model.onnx" "$tmp/o1/y.npy" --out "$tmp/o2"
+  if [ "$r1" -ne 0 ] || [ "$rc" -ne 0 ] || ! cmp -s "$tmp/o1/y.npy" "$tmp/o2/y.npy" || ! grep -q "o1/y.npy" "$tmp/out"; then
+    bad "onnx test_relu on its own output -> exit $r1, $rc; files $(ls "$tmp/o1" "$tmp/o2" | paste -sd " "): ${err:0:200}"
+  else ok
+  fi
+  # two inputs from files under --bench: x + x is twice x (both files are test_relu's output)
+  run "$O" "$node/test_add/model.onnx" "$tmp/o1/y.npy" "$tmp/o1/y.npy" --out "$tmp/o2" --bench 3
+  if [ "$rc" -ne 0 ] || ! grep -q "^bench: 3 runs .*median [0-9.]* ms, best [0-9.]* ms" "$tmp/out" ||
+     ! grep -q "max [0-9.e+-]*" "$tmp/out"; then
+    bad "onnx test_add --bench 3 -> exit $rc: ${out:0:300} ${err:0:200}"
+  else ok
+  fi
+  # an input file of another dtype is a message naming the input and both dtypes
+  run "$O" "$node/test_add/model.onnx" "$tmp/o1/y.npy" "$PWD/tests/fixtures/npy/int32.npy" --no-save
+  if [ "$rc" -ne 1 ] || ! grep -q "int32" "$tmp/err" || ! grep -q "float32" "$tmp/err"; then
+    bad "onnx with an int32 file for a float32 input -> exit $rc: ${err:0:200}"
+  else ok
+  fi
+fi
+
 # ---- fused and the benchmarks (only their command lines: none of them runs here) -----------------------------
 expect_help "$B/examples/fused"
 expect_usage_error --bogus "$B/examples/fused" --bogus

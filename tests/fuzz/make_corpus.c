@@ -2,7 +2,8 @@
  * fuzzer starts deep inside each parser. The files are committed under tests/fuzz/corpus/<target>/;
  * `scripts/fuzz.sh --corpus` rebuilds this program and writes them again (byte for byte the same).
  *
- *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer, DIR/gguf, DIR/onnx
+ *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer, DIR/gguf, DIR/onnx,
+ *                        DIR/npy
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -271,6 +272,32 @@ static void make_gguf(void) {
   gguf_file("packed-v2", 2, 1, packed, 2);
 }
 
+/* ---- npy: magic, version, header length, a dict padded with spaces to 64 bytes, the elements ----------- */
+
+static void npy(const char *name, int major, const char *dict, const void *data, size_t n) {
+  buf b = {0};
+  size_t pre = major == 1 ? 10 : 12, hl = strlen(dict), total = (pre + hl + 1 + 63) / 64 * 64;
+  add(&b, "\x93NUMPY", 6);
+  add_u8(&b, (uint8_t)major);
+  add_u8(&b, 0);
+  for (size_t i = 0; i < pre - 8; i++) add_u8(&b, (uint8_t)((total - pre) >> (8 * i)));
+  add(&b, dict, hl);
+  while (b.n < total - 1) add_u8(&b, ' ');
+  add_u8(&b, '\n');
+  add(&b, data, n);
+  put("npy", name, b.b, b.n);
+}
+
+static void make_npy(void) {
+  float f[6] = {-1.5f, 0, 0.25f, 1e-3f, 65504, 7};
+  uint8_t be[12] = {0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3};
+  npy("float32", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", f, sizeof f);
+  npy("be_fortran", 1, "{'descr': '>i4', 'fortran_order': True, 'shape': (3, 1), }", be, sizeof be);
+  npy("v2", 2, "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", f, 6);
+  npy("v3_bool_scalar", 3, "{'descr': '|b1', 'fortran_order': False, 'shape': (), }", "\1", 1);
+  npy("empty", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 0, 5), }", NULL, 0);
+}
+
 /* ---- onnx: small models (the runner's own operators) and TensorProto files ---------------------------------- */
 
 static void put_pbw(const char *name, pbw *w) {
@@ -407,6 +434,7 @@ int main(int argc, char **argv) {
   make_llama();
   make_tokenizer();
   make_gguf();
+  make_npy();
   make_onnx();
   return ok ? 0 : 1;
 }

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# onnx.sh — whole-model inference latency: tgc (examples/onnx --bench N, under tg_jit) next to onnxruntime (CPU),
+# both with 2 threads, on the same models and inputs in one run, and whether their outputs agree. Usage:
+#   bench/onnx.sh [RUNS [MODEL...]]   (default 20 timed runs each after warm-up; MODELs: names to run, e.g. mlp)
+# tgc gets ONNX_BENCH_TIMEOUT seconds per model (default 900; its first run compiles every kernel).
+# The models (bench/onnx_models.py, the onnx package's helper API, random weights): a ResNet-18-shaped
+# convolutional network (batch 1, 3x224x224), a small MLP (batch 32, a named dimension) and a transformer block
+# (128 tokens, 256 wide), plus the onnx wheel's light_* model tests (onnx/backend/test/data/light; Debian's
+# libonnx-testdata has none). Python: $PYTHON if set (it needs numpy, onnx, onnxruntime), else a venv made in
+# build/bench-venv with them installed from PyPI. A model tgc cannot load or run is a row saying why.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs="${1:-20}"
+shift || true
+only=" $* "
+limit="${ONNX_BENCH_TIMEOUT:-900}"
+case "$runs" in ''|*[!0-9]*|0) echo "onnx.sh: RUNS must be a positive whole number, got '$runs'" >&2; exit 2;; esac
+threads=2
+
+if [ -z "${PYTHON:-}" ]; then
+  venv=build/bench-venv
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q numpy onnx onnxruntime
+  fi
+  PYTHON=$venv/bin/python
+fi
+"$PYTHON" -c "import numpy, onnx, onnxruntime" || { echo "onnx.sh: $PYTHON lacks numpy, onnx or onnxruntime" >&2; exit 1; }
+make -j"$(nproc)" build/examples/onnx >/dev/null
+
+dir=build/bench-onnx
+rm -rf "$dir"
+mkdir -p "$dir"
+"$PYTHON" bench/onnx_models.py "$dir" >"$dir/models.tsv"
+ort_version=$("$PYTHON" -c "import onnxruntime; print(onnxruntime.__version__)")
+
+echo "latency per run in ms: median (best) of $runs runs after warm-up; $threads threads each (TG_THREADS=$threads;"
+echo "onnxruntime $ort_version intra_op_num_threads=$threads); ratio = onnxruntime / tgc (> 1: tgc faster);"
+echo "diff = the largest |tgc - onnxruntime| over the outputs"
+printf '%-20s %18s %18s %8s %10s\n' model "tgc JIT" onnxruntime ratio "diff"
+while IFS=$'\t' read -r name model inputs dims; do
+  [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || continue
+  IFS=, read -r -a ins <<<"$inputs"
+  out="$dir/$name.tgc"
+  mkdir -p "$out"
+  # shellcheck disable=SC2086
+  TG_THREADS=$threads timeout "$limit" ./build/examples/onnx "$model" "${ins[@]}" $dims --out "$out" --bench "$runs" \
+    >"$dir/$name.log" 2>&1 && rc=0 || rc=$?
+  if [ "$rc" -eq 124 ]; then
+    printf '%-20s tgc: not done in %s s (ONNX_BENCH_TIMEOUT); %s\n' "$name" "$limit" "$(grep '^first run' "$dir/$name.log")"
+    continue
+  elif [ "$rc" -ne 0 ]; then
+    printf '%-20s tgc failed: %s\n' "$name" "$(grep '^onnx:' "$dir/$name.log" | head -1 | cut -c1-110)"
+    continue
+  fi
+  line=$(grep '^bench:' "$dir/$name.log")
+  tgc_med=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<<"$line")
+  tgc_best=$(sed -n 's/.*best \([0-9.]*\) ms.*/\1/p' <<<"$line")
+  if ! ort=$("$PYTHON" bench/onnx_ort.py "$model" "$out" "$runs" "$threads" "${ins[@]}" 2>"$dir/$name.ort.log"); then
+    printf '%-20s %11.2f (%5.2f) onnxruntime failed: %s\n' "$name" "$tgc_med" "$tgc_best" "$(tail -1 "$dir/$name.ort.log" | cut -c1-80)"
+    continue
+  fi
+  mode=jit
+  grep -q "under tg_jit" <<<"$line" || mode=eager
+  "$PYTHON" - "$name" "$tgc_med" "$tgc_best" "$ort" "$mode" <<'PY'
+import json, sys
+name, med, best, r = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), json.loads(sys.argv[4])
+diff = f"{r['max_abs_diff']:.2e}" if r["compared"] else "-"
+note = f"  not compared: {'; '.join(r['missing'])}" if r["missing"] else ""
+if sys.argv[5] != "jit":
+    note += "  (tgc eager: tg_jit could not capture the model, see its log)"
+print(f"{name:<20} {med:11.2f} ({best:5.2f}) {r['ms_median']:10.2f} ({r['ms_best']:5.2f}) {r['ms_median'] / med:7.2f}x {diff:>10}{note}")
+PY
+done <"$dir/models.tsv"
+echo "logs, models, inputs and outputs: $dir"
