@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx_model.h"
 #include "ops_shape.h"
 #include "../uop/uop.h"
 
@@ -422,7 +423,7 @@ tg_status onnx_op_slice(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, t
 
 /* ---- ConstantOfShape, Range ---- */
 
-static bool host_scalar(tg_tensor *t, int64_t *iv, double *dv);
+static bool attr_scalar(const onnx_attr *a, tg_dtype dt, int64_t *iv, double *dv);
 
 
 tg_status onnx_op_constant_of_shape(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
@@ -440,9 +441,9 @@ tg_status onnx_op_constant_of_shape(onnx_ctx *c, const onnx_node *n, tg_tensor *
   int64_t ones[TG_MAX_DIMS], total = oshape_numel((int)cnt, shape), iv;
   double dv;
   for (int i = 0; i < TG_MAX_DIMS; i++) ones[i] = 1;
-  /* the value read on the host (the attribute is realized: no kernel; inside a tg_jit capture the read is
-   * refused and the lazy broadcast of the attribute stands) makes a constant, and an integer one is known */
-  if (host_scalar(v, &iv, &dv)) {
+  /* the value read from the attribute's bytes (nothing read back from a device, so it works inside a tg_jit
+   * capture) makes a constant, and an integer one is known */
+  if (attr_scalar(onnx_attr_find(n, "value"), dt, &iv, &dv)) {
     if (oshape_int_dtype(dt) && total <= SHAPE_KNOWN_CAP) {
       int64_t *kv = mem_alloc((size_t)(total ? total : 1) * sizeof *kv);
       if (!kv) return oshape_close(onnx_fail(n, TG_ERR_NOMEM, "%lld values", (long long)total));
@@ -459,15 +460,14 @@ tg_status onnx_op_constant_of_shape(onnx_ctx *c, const onnx_node *n, tg_tensor *
 
 /* the one value of t read on the host as an integer and a double, when t's dtype is an integer, bool, float32
  * or float64 and the read succeeds (no error left behind either way) */
-static bool host_scalar(tg_tensor *t, int64_t *iv, double *dv) {
+/* the one value of a tensor attribute (its dtype dt) as an integer and a double, when dt is an integer, bool,
+ * float32 or float64 */
+static bool attr_scalar(const onnx_attr *a, tg_dtype dt, int64_t *iv, double *dv) {
   union { uint8_t b[8]; int8_t i8; int16_t i16; int32_t i32; int64_t i64; uint16_t u16; uint32_t u32; uint64_t u64;
           float f; double d; } u = {{0}};
-  tg_dtype dt = tg_dtype_of(t);
   if (!oshape_int_dtype(dt) && dt != TG_FLOAT32 && dt != TG_FLOAT64) return false;
-  if (tg_to_host(t, u.b, tg_dtype_size(dt)) != TG_OK) {
-    tg_error_clear();
-    return false;
-  }
+  if (!a || a->type != ONNX_ATTR_TENSOR || !a->t->data || a->t->nbytes < tg_dtype_size(dt)) return false;
+  memcpy(u.b, a->t->data, tg_dtype_size(dt));
   switch (dt) {
     case TG_BOOL: case TG_UINT8: *iv = u.b[0]; break;
     case TG_INT8: *iv = u.i8; break;
