@@ -22,6 +22,7 @@ typedef struct lower_ctx {
   int nbufs, cap;
   uop_map memo;
   int next_range;
+  int next_placeholder;  /* ids of the placeholder ranges of padded indices (negative: never a loop's) */
   tg_dtype idt;
   bool oom;
 } lower_ctx;
@@ -111,6 +112,37 @@ static uop *lower_reduce(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   return uop_new(OP_REDUCE, (tg_dtype)n->dtype, nr + 1, s, (uop_arg){.i = n->arg.i}, 0, NULL);
 }
 
+/* whether u's expression uses one of the placeholders ph[0..n) */
+static bool uses_placeholder(uop *u, uop *const *ph, int n) {
+  int m;
+  uop **order = uop_toposort(u, &m);
+  bool y = !order;   /* out of memory: keep the gate */
+  for (int i = 0; order && i < m && !y; i++)
+    for (int k = 0; k < n && !y; k++) y = ph[k] && order[i] == ph[k];
+  free(order);
+  return y;
+}
+
+/* Under a pad, the loads of the padded source are gated by valid & mask for memory safety; the pad's result is
+ * where(mask, v, 0), so their values outside the mask do not matter. A load whose index does not depend on the
+ * padded axes (a convolution's weight) is as safe under valid alone: it loses the mask, which on a vectorized
+ * axis made it a per-lane loop of scalar loads. */
+static uop *ungate_unpadded_loads(uop *v, uop *gate, uop *valid, uop *const *ph, int n) {
+  int m;
+  uop **order = uop_toposort(v, &m);
+  if (!order) return NULL;
+  bool always = uop_is_const(valid) && valid->arg.i;
+  for (int i = 0; i < m && v; i++) {
+    uop *u = order[i];
+    if (u->op != OP_LOAD || u->nsrc != 3 || u->src[2] != gate || uses_placeholder(u->src[1], ph, n)) continue;
+    uop *s[3] = {u->src[0], u->src[1], valid};
+    uop *nu = uop_new(OP_LOAD, (tg_dtype)u->dtype, always ? 2 : 3, s, u->arg, u->naux, u->aux);
+    v = nu ? uop_substitute(v, u, nu) : NULL;
+  }
+  free(order);
+  return v;
+}
+
 static uop *lower_uncached(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   uop *in[TG_MAX_DIMS];
   if (n != c->root && (umap_get(c->realized, n) || node_has_storage(n))) return load(c, n, idx, valid);
@@ -167,7 +199,32 @@ static uop *lower_uncached(lower_ctx *c, uop *n, uop **idx, uop *valid) {
         }
       }
       mask = uop_simplify(mask);
-      uop *v = lower(c, src, in, uop_simplify(and_(valid, mask)));
+      /* The source is read only where the mask holds, where a padded axis's index in[i] lies in [0, size): the
+       * source is lowered over placeholders of exactly that range, simplified (the reshapes' div/mod of a padded
+       * convolution's output fold away given it), then the placeholders become in[i] again. Without the ranges
+       * the index arithmetic kept a chain of div/mod per load in the inner loop: a 3x3 convolution computed into
+       * a padded buffer (ResNet's layers) ran 500x slower than the same convolution unpadded. */
+      uop *ph[TG_MAX_DIMS] = {0}, *pin[TG_MAX_DIMS];
+      bool any = false;
+      for (int i = 0; i < n->ndim; i++) {
+        pin[i] = in[i];
+        if (i == at || n->aux[2 * i] < 0 || n->aux[2 * i + 1] < 0 || (!n->aux[2 * i] && !n->aux[2 * i + 1]) ||
+            src->shape[i] < 2)
+          continue;
+        uop *bound = ic(c, src->shape[i]);
+        int64_t type = AX_GLOBAL;
+        pin[i] = ph[i] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_placeholder--}, 1, &type);
+        if (!ph[i]) return NULL;
+        any = true;
+      }
+      uop *gate = uop_simplify(and_(valid, mask));
+      uop *v = lower(c, src, any ? pin : in, gate);
+      if (any && v) {
+        v = uop_simplify(v);
+        v = v ? ungate_unpadded_loads(v, gate, valid, ph, n->ndim) : NULL;
+        for (int i = 0; i < n->ndim && v; i++)
+          if (ph[i]) v = uop_substitute(v, ph[i], in[i]);
+      }
       return uop_where(mask, v, uop_const_int((tg_dtype)n->dtype, 0));
     }
     case OP_REDUCE_AXIS: return lower_reduce(c, n, idx, valid);
@@ -323,7 +380,7 @@ uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs) {
 }
 
 uop *lower_window_kernel(uop *root, const window_write *w, const uop_map *realized, uop ***bufs, int *nbufs) {
-  lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32};
+  lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32, .next_placeholder = -2};
   *bufs = NULL;
   *nbufs = 0;
   uop *ast = uop_simplify(lower_into(&c, root, w));
@@ -342,7 +399,7 @@ uop *lower_window_kernel(uop *root, const window_write *w, const uop_map *realiz
 #define FUSE_ROW_MIN 16
 
 bool lower_row_fusable(uop *root, const uop_map *realized, uop *u, int64_t row_max) {
-  lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32};
+  lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32, .next_placeholder = -2};
   uop *ast = lower_into(&c, root, NULL);
   bool ok = ast != NULL;
   uint64_t rows = 0;  /* P: the loops u is indexed by */
