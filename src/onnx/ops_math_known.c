@@ -11,8 +11,8 @@
  * output unrecorded: this is an optimization and never fails the node. */
 #include <string.h>
 
-#include "onnx_run.h"
 #include "ops_math.h"
+#include "uop/uop.h"
 
 #define KNOWN_CAP 64   /* shape vectors: one value per axis (TG_MAX_DIMS 16), with room for Range-made ones */
 
@@ -24,34 +24,12 @@ typedef struct known {
 static bool is_int_or_bool(tg_dtype dt) { return dt == TG_BOOL || (dt >= TG_INT8 && dt <= TG_INT64) || (dt >= TG_UINT8 && dt <= TG_UINT32); }
 static bool is_float(tg_dtype dt) { return dt == TG_FLOAT16 || dt == TG_BFLOAT16 || dt == TG_FLOAT32 || dt == TG_FLOAT64; }
 
-/* v as a value of dt (the kernel's wrap-around; conversions to narrower signed types are modular in gcc and
- * clang, which is what the generated C does too) */
-static int64_t wrap(uint64_t v, tg_dtype dt) {
-  switch (dt) {
-    case TG_BOOL: return v != 0;
-    case TG_INT8: return (int8_t)v;
-    case TG_INT16: return (int16_t)v;
-    case TG_INT32: return (int32_t)v;
-    case TG_UINT8: return (uint8_t)v;
-    case TG_UINT16: return (uint16_t)v;
-    case TG_UINT32: return (uint32_t)v;
-    default: return (int64_t)v;
-  }
-}
 
-/* Whether input i's values are on the host already (an initializer, a Constant, Shape's output, values recorded
- * with onnx_set_known or read once before), so that onnx_input_ints/_doubles read them without running a kernel
- * or reading device memory: such a read inside a tg_jit capture would fail the whole capture, even when the
- * operator could do without the values. The runner's value table is looked up as onnx_run.c's input_known
- * does, without its fallback of reading the tensor. (A service onnx_op.h could offer; here until it does.) */
+/* Whether input i's values are on the host already (onnx_input_known), so that onnx_input_ints/_doubles read them
+ * without running a kernel: such a read inside a tg_jit capture would fail the whole capture, even when the
+ * operator could do without the values. */
 bool math_input_known(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, int i) {
-  if (i >= n->nin || !in[i] || !n->inputs[i][0]) return false;
-  for (const onnx_ctx *x = c; x; x = x->parent)
-    for (int64_t j = 0; j < x->cap; j++) {
-      const onnx_value *v = &x->vals[j];
-      if (v->name && !strcmp(v->name, n->inputs[i])) return v->known && v->t == in[i];
-    }
-  return false;
+  return i < n->nin && in[i] && onnx_input_known(c, n, i);
 }
 
 /* input i's values, when it is a small rank <= 1 integer or bool tensor (any float too with floats) whose
@@ -87,9 +65,9 @@ static const struct { const char *op; kop k; } binary_ops[] = {
 static bool apply(kop op, int64_t a, int64_t b, tg_dtype dt, int64_t *r) {
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
   switch (op) {
-    case K_ADD: *r = wrap(ua + ub, dt); return true;
-    case K_SUB: *r = wrap(ua - ub, dt); return true;
-    case K_MUL: *r = wrap(ua * ub, dt); return true;
+    case K_ADD: *r = dtype_wrap_int(dt, (int64_t)(ua + ub)); return true;
+    case K_SUB: *r = dtype_wrap_int(dt, (int64_t)(ua - ub)); return true;
+    case K_MUL: *r = dtype_wrap_int(dt, (int64_t)(ua * ub)); return true;
     case K_DIV:
     case K_MOD:
     case K_FMOD:
@@ -100,7 +78,7 @@ static bool apply(kop op, int64_t a, int64_t b, tg_dtype dt, int64_t *r) {
         *r = a % b;
         if (op == K_MOD && *r != 0 && ((*r < 0) != (b < 0))) *r += b;   /* python's sign: the divisor's */
       }
-      *r = wrap((uint64_t)*r, dt);
+      *r = dtype_wrap_int(dt, (int64_t)((uint64_t)*r));
       return true;
     case K_MAX: *r = a > b ? a : b; return true;
     case K_MIN: *r = a < b ? a : b; return true;
@@ -134,7 +112,7 @@ static bool evaluate(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_d
   if (!strcmp(op, "Cast") || !strcmp(op, "CastLike")) {
     /* float inputs too: a Cast back to int64 of shape values that went through float */
     if (!known_input(c, n, in, 0, dt != TG_BOOL, r)) return false;   /* 0.5 is true, its truncation false */
-    for (int64_t i = 0; i < r->n; i++) r->v[i] = wrap((uint64_t)r->v[i], dt);
+    for (int64_t i = 0; i < r->n; i++) r->v[i] = dtype_wrap_int(dt, (int64_t)((uint64_t)r->v[i]));
     return true;
   }
   if (!strcmp(op, "Neg") || !strcmp(op, "Abs") || !strcmp(op, "Sign") || !strcmp(op, "Not")) {
@@ -142,8 +120,8 @@ static bool evaluate(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_d
     for (int64_t i = 0; i < r->n; i++) {
       int64_t v = r->v[i];
       uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-      r->v[i] = !strcmp(op, "Neg") ? wrap(0 - (uint64_t)v, dt)
-                : !strcmp(op, "Abs") ? wrap(m, dt)
+      r->v[i] = !strcmp(op, "Neg") ? dtype_wrap_int(dt, (int64_t)(0 - (uint64_t)v))
+                : !strcmp(op, "Abs") ? dtype_wrap_int(dt, (int64_t)(m))
                 : !strcmp(op, "Sign") ? (v > 0) - (v < 0)
                 : !v;
     }
@@ -157,7 +135,7 @@ static bool evaluate(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_d
     if (bcast_len(t.n, a.n) < 0 || len < 0) return false;
     r->n = len;
     for (int64_t i = 0; i < len; i++)
-      r->v[i] = wrap((uint64_t)(t.v[t.n == 1 ? 0 : i] ? a.v[a.n == 1 ? 0 : i] : b.v[b.n == 1 ? 0 : i]), dt);
+      r->v[i] = dtype_wrap_int(dt, (int64_t)((uint64_t)(t.v[t.n == 1 ? 0 : i] ? a.v[a.n == 1 ? 0 : i] : b.v[b.n == 1 ? 0 : i])));
     return true;
   }
   if (!strncmp(op, "Reduce", 6)) {

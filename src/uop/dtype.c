@@ -163,3 +163,16 @@ uint16_t float_to_bf16(float f) {  /* round to nearest even; nan stays nan */
   if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 64u);
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
+
+int64_t dtype_wrap_int(tg_dtype dt, int64_t v) {
+  switch (dt) {
+    case TG_BOOL: return v != 0;
+    case TG_INT8: return (int8_t)v;
+    case TG_INT16: return (int16_t)v;
+    case TG_INT32: return (int32_t)v;
+    case TG_UINT8: return (uint8_t)v;
+    case TG_UINT16: return (uint16_t)v;
+    case TG_UINT32: return (uint32_t)v;
+    default: return v;
+  }
+}

@@ -170,19 +170,6 @@ static bool may_wrap(uop *u) {
 
 /* ---- constant folding ----------------------------------------------------------------------------------- */
 
-static int64_t wrap_int(tg_dtype dt, int64_t v) {
-  switch (dt) {
-    case TG_BOOL: return v != 0;
-    case TG_INT8: return (int8_t)v;
-    case TG_INT16: return (int16_t)v;
-    case TG_INT32: return (int32_t)v;
-    case TG_UINT8: return (uint8_t)v;
-    case TG_UINT16: return (uint16_t)v;
-    case TG_UINT32: return (uint32_t)v;
-    default: return v;
-  }
-}
-
 static uop *fold_int(uop *u, uop **s) {
   tg_dtype dt = (tg_dtype)u->dtype;
   int64_t a = s[0]->arg.i, b = u->nsrc > 1 ? s[1]->arg.i : 0, r;
@@ -210,7 +197,7 @@ static uop *fold_int(uop *u, uop **s) {
     case OP_SHR: if (b < 0 || b > 63) return NULL; r = uns ? (int64_t)((uint64_t)a >> b) : a >> b; break;
     default: return NULL;
   }
-  return uop_const_int(dt, wrap_int(dt, r));
+  return uop_const_int(dt, dtype_wrap_int(dt, r));
 }
 
 static uop *rule_fold_const(void *ctx, uop *u, uop **cap) {

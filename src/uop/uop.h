@@ -124,6 +124,9 @@ const char *dtype_c_name(tg_dtype dt);
 tg_dtype dtype_promote(tg_dtype a, tg_dtype b);  /* tinygrad's least upper dtype */
 double dtype_min(tg_dtype dt);
 double dtype_max(tg_dtype dt);
+/* v as a value of the integer (or bool) dtype dt: two's-complement wrap-around as the generated C converts (64-bit
+ * dtypes unchanged) */
+int64_t dtype_wrap_int(tg_dtype dt, int64_t v);
 double dtype_cast_value(tg_dtype dt, double v);  /* v as the dtype would hold it */
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
