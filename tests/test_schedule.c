@@ -423,3 +423,45 @@ TEST(test_schedule_reduce_seen_through_a_growing_pad_is_stored) {
   tg_variable_free(pos);
   tg_scope_end();
 }
+
+/* plain C: y[co][i][j] = sum over ci, a, b of w[co][ci][a][b] * x[ci][i + a - p][j + b - p] (0 outside x) */
+static void conv_chw_ref(const float *x, int ci, int h, int wd, const float *w, int co, int p, float *y) {
+  for (int o = 0; o < co; o++)
+    for (int i = 0; i < h; i++)
+      for (int j = 0; j < wd; j++) {
+        double acc = 0;
+        for (int c = 0; c < ci; c++)
+          for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+              int yy = i + a - p, xx = j + b - p;
+              if (yy >= 0 && yy < h && xx >= 0 && xx < wd) acc += (double)w[((o * ci + c) * 3 + a) * 3 + b] * x[(c * h + yy) * wd + xx];
+            }
+        y[(o * h + i) * wd + j] = (float)acc;
+      }
+}
+
+/* A convolution whose output the next, padded convolution reads is computed into the padded buffer in one kernel
+ * (lower.c lowers the padded source over the padded axes' exact ranges and drops the pad's mask from loads that
+ * do not depend on them): the border must stay zero and every value must match the two convolutions in plain C,
+ * at sizes that are not multiples of the vector width. */
+TEST(test_schedule_conv_into_a_padded_conv_matches_plain_c) {
+  enum { C0 = 3, C1 = 5, C2 = 4, HH = 9, WW = 13 };
+  static float x[C0 * HH * WW], w1[C1 * C0 * 9], w2[C2 * C1 * 9], mid[C1 * HH * WW], want[C2 * HH * WW],
+      got[C2 * HH * WW];
+  for (int i = 0; i < C0 * HH * WW; i++) x[i] = (float)((i * 37 + 11) % 23) / 11.0f - 1.0f;
+  for (int i = 0; i < C1 * C0 * 9; i++) w1[i] = (float)((i * 17 + 5) % 19) / 9.0f - 1.0f;
+  for (int i = 0; i < C2 * C1 * 9; i++) w2[i] = (float)((i * 29 + 3) % 13) / 6.0f - 1.0f;
+  conv_chw_ref(x, C0, HH, WW, w1, C1, 1, mid);
+  for (int i = 0; i < C1 * HH * WW; i++) mid[i] = mid[i] > 0 ? mid[i] : 0;
+  conv_chw_ref(mid, C1, HH, WW, w2, C2, 1, want);
+  tg_scope_begin();
+  tg_tensor *xt = tg_from_data(TG_FLOAT32, 4, (int64_t[]){1, C0, HH, WW}, x, sizeof x);
+  tg_tensor *k1 = tg_from_data(TG_FLOAT32, 4, (int64_t[]){C1, C0, 3, 3}, w1, sizeof w1);
+  tg_tensor *k2 = tg_from_data(TG_FLOAT32, 4, (int64_t[]){C2, C1, 3, 3}, w2, sizeof w2);
+  tg_conv_opts o = tg_conv_defaults();
+  o.padding = TG_INTS(1);
+  tg_tensor *y = tg_conv2d(tg_relu(tg_conv2d(xt, k1, NULL, o)), k2, NULL, o);
+  CHECK(y && tg_to_host(y, got, sizeof got) == TG_OK, "conv chain: %s", tg_error());
+  if (y) check_close_f32("conv(relu(conv(x, pad 1)), pad 1)", got, want, C2 * HH * WW, 1e-4, 1e-4, __FILE__, __LINE__);
+  tg_scope_end();
+}
