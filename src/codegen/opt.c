@@ -508,6 +508,9 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
       REFUSE("%s: PACK must be the last action", opt_name(o.op));
   if ((o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP) && !ks->tg.has_local)
     REFUSE("%s: the CPU has no workgroups or local memory (a GPU action)", opt_name(o.op));
+  /* the panel is filled by the loops of the kernel as they run: on a GPU its work items would fill one buffer
+   * side by side without a barrier (BEAM on PoCL picked such a matmul: rows read from other rows' panels) */
+  if (o.op == OPT_PACK && ks->tg.has_local) REFUSE("PACK: cache blocking for the CPU, not for a GPU's work items");
   if (o.op == OPT_LOCAL) REFUSE("LOCAL: not built yet (output work items are grouped by the renderer)");
   bool on_reduce = o.op == OPT_UNROLL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP;
   int lim = on_reduce ? nred : o.op == OPT_PADTO ? nout + nred : nout;
