@@ -990,13 +990,15 @@ void tg_gguf_writer_free(tg_gguf_writer *w);    /* NULL is fine */
 /* key = an integer of type (TG_GGUF_UINT8 .. TG_GGUF_INT64; TG_ERR_ARG when value does not fit it) */
 tg_status tg_gguf_set_int(tg_gguf_writer *w, const char *key, tg_gguf_type type, int64_t value);
 tg_status tg_gguf_set_float(tg_gguf_writer *w, const char *key, tg_gguf_type type, double value);  /* FLOAT32/64 */
-tg_status tg_gguf_set_bool(tg_gguf_writer *w, const char *key, bool value);
+tg_status tg_gguf_set_bool(tg_gguf_writer *w, const char *key, bool value);       /* key = a bool */
 tg_status tg_gguf_set_string(tg_gguf_writer *w, const char *key, const char *s);  /* NUL-terminated */
-/* arrays of n values: integers of elem_type, floats (FLOAT32/64), NUL-terminated strings */
+/* key = an array of n integers of elem_type (each must fit it); v may be NULL when n is 0 */
 tg_status tg_gguf_set_array_int(tg_gguf_writer *w, const char *key, tg_gguf_type elem_type, const int64_t *v,
                                 int64_t n);
+/* key = an array of n floats stored as elem_type, FLOAT32 or FLOAT64 */
 tg_status tg_gguf_set_array_float(tg_gguf_writer *w, const char *key, tg_gguf_type elem_type, const double *v,
                                   int64_t n);
+/* key = an array of n NUL-terminated strings */
 tg_status tg_gguf_set_array_string(tg_gguf_writer *w, const char *key, const char *const *v, int64_t n);
 /* tensor name of shape (tgc's order: the last axis is ggml's row) from ndim-dim float32 data, stored as type:
  * F32, F16 and BF16 rounded to nearest even, the block formats quantized as ggml's reference quantizers
@@ -1008,8 +1010,8 @@ tg_status tg_gguf_writer_save(tg_gguf_writer *w, const char *path);   /* TG_ERR_
 /* a llama2.c checkpoint and its tokenizer.bin as a GGUF file of architecture "llama", as llama.cpp's
  * convert-llama2c-to-ggml writes it (hyperparameters, the SentencePiece vocabulary with scores and token
  * types, tensors token_embd.weight, blk.N.attn_q.weight, ..., output.weight unless the classifier is shared);
- * the 2-d weights as type (F32, F16, BF16, Q8_0, Q4_0, ...; a block format needs dims multiples of 32, else
- * those tensors stay F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for "llama"
+ * the 2-d weights as type (F32, F16, BF16, Q8_0, Q4_0, ...; with a block format, a weight whose rows are not
+ * whole blocks of 32 stays F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for "llama"
  * (pairs of adjacent elements rotated) */
 tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, const char *out_gguf,
                              tg_ggml_type type);

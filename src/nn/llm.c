@@ -266,15 +266,21 @@ tg_status tg_llm_reset(tg_llm *m) {
     tg_set_error(TG_ERR_ARG, "tg_llm_reset: the model is NULL");
     return TG_ERR_ARG;
   }
-  tg_status st = TG_OK;
+  /* zeros written as a window over all rows, in place: the decode step's replays hold the caches' buffers.
+   * tg_assign(kc, zeros) would not do: the zeros of K and V are one node, realized into one new buffer that
+   * both caches then share (copy on write), and every later eager write (a prefill) went to a copy the
+   * replays never read */
+  tg_variable *all = tg_variable_new("all", 0, 0);
+  tg_status st = all ? TG_OK : tg_error_status();
   tg_scope_begin();
   for (int64_t l = 0; st == TG_OK && l < m->c.n_layers; l++) {
     llm_layer *y = &m->layers[l];
-    st = tg_assign(y->kc, tg_zeros_like(y->kc));
-    if (st == TG_OK) st = tg_assign(y->vc, tg_zeros_like(y->vc));
+    st = tg_assign_at(y->kc, 0, all, tg_zeros_like(y->kc));
+    if (st == TG_OK) st = tg_assign_at(y->vc, 0, all, tg_zeros_like(y->vc));
     if (st == TG_OK) st = tg_realize_many(2, (tg_tensor *[]){y->kc, y->vc});
   }
   tg_scope_end();
+  tg_variable_free(all);
   if (st == TG_OK) m->next_pos = 0;
   return st;
 }
