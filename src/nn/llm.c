@@ -117,7 +117,8 @@ static tg_tensor *forward(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *
   int64_t hd = c->head_dim, half = hd / 2, nh = c->n_heads, nkv = c->n_kv_heads, rep = nh / nkv, T = c->max_seq;
   bool neox = c->rope_neox;
   tg_tensor *p0 = tg_variable_tensor(start);
-  tg_tensor *posi = tg_add(tg_arange(TG_INT32, 0, (double)n, 1), p0);                     /* (n,) */
+  /* (n,): positions (one token: the variable itself, which the step's kernels read inline) */
+  tg_tensor *posi = n == 1 ? tg_reshape(p0, 1, (int64_t[]){1}) : tg_add(tg_arange(TG_INT32, 0, (double)n, 1), p0);
   /* RoPE: the angle of pair i at position p is p * freq[i], computed in the kernel */
   tg_tensor *ang = tg_mul(tg_reshape(tg_cast(posi, TG_FLOAT32), 2, (int64_t[]){n, 1}), m->freq);  /* (n, half) */
   int64_t ashape[4] = {n, 1, neox ? 1 : half, neox ? half : 1}, full[4] = {n, 1, neox ? 2 : half, neox ? half : 2};
@@ -128,8 +129,9 @@ static tg_tensor *forward(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *
   /* the causal mask (n*rep, T): row i*rep + r (query i, head r of its group) sees keys 0 .. start+i */
   tg_tensor *seen = tg_le(tg_reshape(tg_arange(TG_INT32, 0, (double)T, 1), 2, (int64_t[]){1, T}),
                           tg_reshape(posi, 2, (int64_t[]){n, 1}));                          /* (n, T) */
-  seen = tg_reshape(tg_expand(tg_reshape(seen, 3, (int64_t[]){n, 1, T}), 3, (int64_t[]){n, rep, T}), 2,
-                    (int64_t[]){n * rep, T});
+  if (n > 1)  /* one token: (1, T) broadcasts over the rep rows (expanded, it was a kernel of its own) */
+    seen = tg_reshape(tg_expand(tg_reshape(seen, 3, (int64_t[]){n, 1, T}), 3, (int64_t[]){n, rep, T}), 2,
+                      (int64_t[]){n * rep, T});
   /* NULL is a valid mask for attention (none): a mask that failed to build must stop the forward here */
   if (!seen || !cs || !sn) {
     *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
