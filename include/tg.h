@@ -1023,8 +1023,8 @@ tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, c
  * neox RoPE, head_dim from attention.key_length). Grouped-query attention, SwiGLU, RMSNorm with the file's eps,
  * the file's RoPE base; no output.weight: the output is token_embd. Quantized weights stay quantized (read
  * through tg_gguf_tensor). The KV caches (max_seq, kv_dim) per layer are float32. tg_llm_step is one tg_jit
- * replay (JIT=0: eager) whose position is a tg_variable; tg_llm_prefill is one batched forward over n tokens
- * with a causal mask (kernels compiled per n, cached). llama2.c checkpoints (tg_llama_*) run this code. */
+ * replay (JIT=0: eager) whose position is a tg_variable; tg_llm_prefill is one batched forward per 256 tokens
+ * with a causal mask (kernels compiled per chunk length, cached). llama2.c checkpoints (tg_llama_*) run this code. */
 typedef struct tg_llm tg_llm;
 typedef struct tg_llm_config {
   char arch[32];                 /* "llama", "qwen2", "qwen3" */
@@ -1043,8 +1043,9 @@ tg_llm *tg_llm_load(const char *path, int64_t max_seq);
 tg_llm *tg_llm_from_gguf(tg_gguf *g, int64_t max_seq);
 tg_llm_config tg_llm_config_of(const tg_llm *m);   /* all 0 for NULL */
 int64_t tg_llm_pos(const tg_llm *m);                /* the next position (tokens in the cache); -1 for NULL */
-/* tokens[0..n) at positions pos .. pos+n-1 in one forward (TG_ERR_ARG past max_seq or a token outside the
- * vocabulary); logits (vocab_size floats, NULL: not wanted) of the last token; runs kernels */
+/* tokens[0..n) at positions pos .. pos+n-1, batched (TG_ERR_ARG past max_seq or a token outside the
+ * vocabulary, nothing run); logits (vocab_size floats, NULL: not wanted) of the last token; runs kernels. A
+ * failure while running leaves the chunks already done in the cache (tg_llm_pos says how far) */
 tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *logits);
 /* one token at the next position: its logits (vocab_size floats); runs kernels */
 tg_status tg_llm_step(tg_llm *m, int32_t token, float *logits);

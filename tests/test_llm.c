@@ -151,6 +151,17 @@ TEST(test_llm_prefill_equals_single_steps) {
   CHECK(tg_llm_step(m, -1, pre) == TG_ERR_ARG && tg_llm_prefill(m, many, 0, pre) == TG_ERR_ARG, "bad calls");
   CHECK(tg_llm_pos(m) == 12, "the refused calls moved the position: %lld", (long long)tg_llm_pos(m));
   tg_llm_free(m);
+  /* 300 tokens: a prefill in two chunks (256 + 44) against 300 steps */
+  m = tg_llm_load(path, 300);
+  CHECK_T(m);
+  int32_t *toks = malloc(300 * sizeof *toks);
+  for (int i = 0; toks && i < 300; i++) toks[i] = i ? (int32_t)((i * 37 + 11) % 512) : 1;
+  for (int i = 0; toks && i < 300; i++) CHECK(tg_llm_step(m, toks[i], steps[0]) == TG_OK, "step %d: %s", i, tg_error());
+  CHECK(toks && tg_llm_reset(m) == TG_OK && tg_llm_prefill(m, toks, 300, pre) == TG_OK && tg_llm_pos(m) == 300,
+        "prefill of 300: %s", tg_error());
+  check_close_f32("prefill of 300 tokens in chunks", pre, steps[0], 512, 1e-4, 0, __FILE__, __LINE__);
+  free(toks);
+  tg_llm_free(m);
   test_remove_dir(dir);
 }
 

@@ -18,6 +18,8 @@
 #include "nn/llm.h"
 #include "tensor/tensor.h"
 
+#define PREFILL_CHUNK 256
+
 static void layer_free(llm_layer *l) {
   tg_tensor *all[] = {l->att_norm, l->wq, l->wk, l->wv, l->wo, l->bq, l->bk, l->bv, l->q_norm, l->k_norm,
                       l->ffn_norm, l->w1, l->w2, l->w3, l->kc, l->vc};
@@ -242,11 +244,11 @@ tg_status tg_llm_step(tg_llm *m, int32_t token, float *logits) {
   return st;
 }
 
-tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *logits) {
-  tg_status st = check_tokens(m, "tg_llm_prefill", tokens, n);
-  if (st != TG_OK) return st;
+/* n tokens in one forward at the next position: the logits of the last, when wanted */
+static tg_status prefill_chunk(tg_llm *m, const int32_t *tokens, int64_t n, float *logits) {
   /* a window of n rows must fit for every value of its start: the variable's bound is max_seq - n */
   tg_variable *start = tg_variable_new("start", 0, m->c.max_seq - n);
+  tg_status st;
   if (!start || (st = tg_variable_bind(start, m->next_pos)) != TG_OK) {
     tg_variable_free(start);
     return tg_error_status();
@@ -260,6 +262,17 @@ tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *log
   tg_scope_end();
   tg_variable_free(start);
   if (st == TG_OK) m->next_pos += n;
+  return st;
+}
+
+tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *logits) {
+  tg_status st = check_tokens(m, "tg_llm_prefill", tokens, n);
+  /* chunks of at most PREFILL_CHUNK tokens: the attention scores are (n_heads, n, max_seq) floats, 1 GB for a
+   * 2048-token prompt of a 32-head model with a 4096 cache in one forward; 128 MB in chunks of 256 */
+  for (int64_t at = 0; st == TG_OK && at < n; at += PREFILL_CHUNK) {
+    int64_t k = n - at < PREFILL_CHUNK ? n - at : PREFILL_CHUNK;
+    st = prefill_chunk(m, tokens + at, k, at + k == n ? logits : NULL);
+  }
   return st;
 }
 
