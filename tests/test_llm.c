@@ -11,6 +11,7 @@
 
 #include "ref_llm.h"
 #include "test.h"
+#include "uop/uop.h"
 
 #define NSTEPS 64
 
@@ -373,5 +374,40 @@ TEST(test_llm_refuses_bad_files) {
   CHECK(!tg_llm_load(NULL, 0) && !tg_llm_from_gguf(NULL, 0) && tg_llm_pos(NULL) == -1 && tg_llm_kernels(NULL) == 0,
         "NULLs");
   tg_llm_free(NULL);
+  test_remove_dir(dir);
+}
+
+/* every allocation of loading a small model fails in turn: an error (TG_ERR_NOMEM, or what the failed
+ * allocation made of it), nothing leaks (LeakSanitizer); the run without a failure steps */
+TEST(test_llm_load_survives_every_allocation_failure) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  if (!test_temp_dir(dir, sizeof dir)) {
+    CHECK(false, "no temporary directory");
+    return;
+  }
+  snprintf(path, sizeof path, "%.4000s/r.gguf", dir);
+  arch_case a = {"qwen3", 32, 64, 1, 2, 1, 16, 40, 10000, 1e-6, false, true, false, false, TG_GGML_Q8_0};
+  rng_state = 5;
+  tg_gguf *g = write_model(&a, path) ? tg_gguf_open(path) : NULL;
+  CHECK_T(g);
+  int sites = 0;
+  for (int64_t k = 1; k < 100000; k++) {
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_llm *m = tg_llm_from_gguf(g, 8);
+    bool fired = mem_failed();
+    mem_fail_at(0);
+    if (!fired) {
+      float lg[40];
+      CHECK(m && tg_llm_step(m, 3, lg) == TG_OK, "no failure, yet: %s", tg_error());
+      tg_llm_free(m);
+      break;
+    }
+    sites++;
+    CHECK(m || (tg_error_status() != TG_OK && tg_error()[0]), "allocation %lld failed: no error", (long long)k);
+    tg_llm_free(m);
+  }
+  CHECK(sites > 20, "only %d allocation sites", sites);
+  tg_gguf_close(g);
   test_remove_dir(dir);
 }
