@@ -1002,8 +1002,8 @@ tg_status tg_gguf_set_array_float(tg_gguf_writer *w, const char *key, tg_gguf_ty
 tg_status tg_gguf_set_array_string(tg_gguf_writer *w, const char *key, const char *const *v, int64_t n);
 /* tensor name of shape (tgc's order: the last axis is ggml's row) from ndim-dim float32 data, stored as type:
  * F32, F16 and BF16 rounded to nearest even, the block formats quantized as ggml's reference quantizers
- * (quantize_row_*_ref; the gguf package's gguf.quants.quantize gives the same bytes). A block format needs the
- * last axis a multiple of 32 (TG_ERR_ARG) */
+ * (quantize_row_*_ref; the gguf package's gguf.quants.quantize gives the same bytes). Sizes may be 0; at most
+ * 2^40 elements; a block format needs the last axis a multiple of 32 (TG_ERR_ARG) */
 tg_status tg_gguf_add_tensor(tg_gguf_writer *w, const char *name, int ndim, const int64_t *shape,
                              const float *data, tg_ggml_type type);
 tg_status tg_gguf_writer_save(tg_gguf_writer *w, const char *path);   /* TG_ERR_IO naming path on failure */

@@ -359,7 +359,11 @@ TEST(test_llm_refuses_bad_files) {
   a.arch = "llama";
   a.heads = 3;   /* 64 / 3 heads, 2 KV heads */
   if (write_model(&a, path)) CHECK(!tg_llm_load(path, 0) && strstr(tg_error(), "heads"), "bad heads: %s", tg_error());
+  a.heads = 128;   /* 64 / 128 heads: a head size of 0 */
+  a.kv_heads = 128;
+  if (write_model(&a, path)) CHECK(!tg_llm_load(path, 0) && strstr(tg_error(), "heads of 0"), "head size 0: %s", tg_error());
   a.heads = 4;
+  a.kv_heads = 2;
   a.qk_norm = true;   /* fine for llama: extra tensors are ignored */
   if (write_model(&a, path)) {
     tg_llm *m = tg_llm_load(path, 0);

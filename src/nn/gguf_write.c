@@ -317,7 +317,7 @@ tg_status tg_gguf_add_tensor(tg_gguf_writer *w, const char *name, int ndim, cons
   }
   int64_t n = 1;
   for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 1 || shape[i] > ((int64_t)1 << 40) / n) {
+    if (shape[i] < 0 || (n && shape[i] > ((int64_t)1 << 40) / n)) {  /* empty tensors are fine */
       tg_set_error(TG_ERR_ARG, "%s: '%.128s': size %lld of axis %d", op, name, (long long)shape[i], i);
       return TG_ERR_ARG;
     }
