@@ -301,6 +301,9 @@ TEST(test_llm_random_llama3_qwen2_qwen3_match_the_reference) {
     /* llama in Q8_0 (and a Q4_0 qwen2): quantized weights against the reference on their dequantized values */
     {"llama", 64, 96, 2, 4, 2, 0, 40, 10000, 1e-5, false, false, false, false, TG_GGML_Q8_0},
     {"qwen2", 64, 96, 1, 4, 2, 0, 40, 10000, 1e-6, true, false, true, false, TG_GGML_Q4_0},
+    /* F16 and BF16 weights (the embedding too: its rows enter the first RMSNorm as float32) */
+    {"qwen3", 64, 96, 1, 4, 2, 32, 40, 1e6, 1e-6, false, true, true, false, TG_GGML_F16},
+    {"llama", 64, 96, 1, 4, 4, 0, 40, 10000, 1e-5, false, false, false, false, TG_GGML_BF16},
   };
   char dir[PATH_MAX], path[PATH_MAX];
   if (!test_temp_dir(dir, sizeof dir)) {

@@ -139,7 +139,8 @@ static tg_tensor *forward(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *
     *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
     return NULL;
   }
-  tg_tensor *x = tg_embedding(m->emb, tokens);  /* (n, dim) */
+  /* (n, dim) in float32: an F16 or BF16 embedding would otherwise carry its dtype into the first RMSNorm */
+  tg_tensor *x = tg_cast(tg_embedding(m->emb, tokens), TG_FLOAT32);
   for (int64_t l = 0; *st == TG_OK && l < c->n_layers; l++) {
     llm_layer *y = &m->layers[l];
     tg_tensor *h = rmsnorm(x, y->att_norm, c->norm_eps);
