@@ -1011,8 +1011,8 @@ tg_status tg_gguf_writer_save(tg_gguf_writer *w, const char *path);   /* TG_ERR_
  * convert-llama2c-to-ggml writes it (hyperparameters, the SentencePiece vocabulary with scores and token
  * types, tensors token_embd.weight, blk.N.attn_q.weight, ..., output.weight unless the classifier is shared);
  * the 2-d weights as type (F32, F16, BF16, Q8_0, Q4_0, ...; with a block format, a weight whose rows are not
- * whole blocks of 32 stays F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for "llama"
- * (pairs of adjacent elements rotated) */
+ * whole blocks of 32 stays F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for
+ * "llama" (pairs of adjacent elements rotated) */
 tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, const char *out_gguf,
                              tg_ggml_type type);
 
@@ -1024,7 +1024,9 @@ tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, c
  * the file's RoPE base; no output.weight: the output is token_embd. Quantized weights stay quantized (read
  * through tg_gguf_tensor). The KV caches (max_seq, kv_dim) per layer are float32. tg_llm_step is one tg_jit
  * replay (JIT=0: eager) whose position is a tg_variable; tg_llm_prefill is one batched forward per 256 tokens
- * with a causal mask (kernels compiled per chunk length, cached). llama2.c checkpoints (tg_llama_*) run this code. */
+ * with a causal mask (kernels compiled per chunk length, cached). Attention reads all max_seq rows of the caches,
+ * those past the position masked: a step costs O(max_seq), so pick max_seq for the text you need. llama2.c
+ * checkpoints (tg_llama_*) run this code. */
 typedef struct tg_llm tg_llm;
 typedef struct tg_llm_config {
   char arch[32];                 /* "llama", "qwen2", "qwen3" */
@@ -1037,7 +1039,7 @@ typedef struct tg_llm_config {
 } tg_llm_config;
 /* the GGUF file at path (opened and closed here: the weights keep its mapping alive); max_seq 0: the file's
  * context length capped at 4096, else at most the context length; NULL on error (TG_ERR_IO for the file,
- * TG_ERR_ARG for an architecture or tensor tgc does not run, named) */
+ * TG_ERR_ARG for an architecture or tensor tgc does not run, named); runs kernels (the caches are zeroed) */
 tg_llm *tg_llm_load(const char *path, int64_t max_seq);
 /* as tg_llm_load from an open reader; g may be closed afterwards (the tensors keep the mapping) */
 tg_llm *tg_llm_from_gguf(tg_gguf *g, int64_t max_seq);

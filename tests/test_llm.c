@@ -107,7 +107,8 @@ TEST(test_llm_stories_f32_gguf_matches_llama2c_and_tg_llama) {
       CHECK(false, "step %d: %s", pos, tg_error());
       break;
     }
-    if (pos < 8 || pos == NSTEPS - 1) check_close_f32("logits against tg_llama's", a, b, 512, 1e-4, 0, __FILE__, __LINE__);
+    if (pos < 8 || pos == NSTEPS - 1)
+      check_close_f32("logits against tg_llama's", a, b, 512, 1e-4, 0, __FILE__, __LINE__);
     token = pos + 1 < nprompt ? prompt[pos + 1] : argmax(a, 512);
     got[pos] = token;
     want[pos] = next_ids[pos];
@@ -364,7 +365,8 @@ TEST(test_llm_refuses_bad_files) {
   if (write_model(&a, path)) CHECK(!tg_llm_load(path, 0) && strstr(tg_error(), "heads"), "bad heads: %s", tg_error());
   a.heads = 128;   /* 64 / 128 heads: a head size of 0 */
   a.kv_heads = 128;
-  if (write_model(&a, path)) CHECK(!tg_llm_load(path, 0) && strstr(tg_error(), "heads of 0"), "head size 0: %s", tg_error());
+  if (write_model(&a, path))
+    CHECK(!tg_llm_load(path, 0) && strstr(tg_error(), "heads of 0"), "head size 0: %s", tg_error());
   a.heads = 4;
   a.kv_heads = 2;
   a.qk_norm = true;   /* fine for llama: extra tensors are ignored */

@@ -178,7 +178,8 @@ static bytes *new_array(tg_gguf_writer *w, const char *op, const char *key, tg_g
                         int64_t n, bool ok_type) {
   if (!ok_type || n < 0 || (n && !v)) {
     tg_set_error(TG_ERR_ARG, "%s: key '%.128s': %lld elements of %s%s", op, key ? key : "(null)", (long long)n,
-                 tg_gguf_type_name(elem), !ok_type ? ": a type this call does not write" : ": bad count or NULL values");
+                 tg_gguf_type_name(elem), !ok_type ? ": a type this call does not write"
+                                                   : ": bad count or NULL values");
     return NULL;
   }
   bytes *b = new_kv(w, op, key);

@@ -70,7 +70,8 @@ static tg_status write_meta(tg_gguf_writer *w, const tg_llama_config *c, char **
   if (st == TG_OK) st = tg_gguf_set_float(w, "llama.attention.layer_norm_rms_epsilon", TG_GGUF_FLOAT32, 1e-5);
   if (st == TG_OK) st = tg_gguf_set_float(w, "llama.rope.freq_base", TG_GGUF_FLOAT32, 10000);
   if (st == TG_OK) st = tg_gguf_set_string(w, "tokenizer.ggml.model", "llama");
-  if (st == TG_OK) st = tg_gguf_set_array_string(w, "tokenizer.ggml.tokens", (const char *const *)pieces, c->vocab_size);
+  if (st == TG_OK)
+    st = tg_gguf_set_array_string(w, "tokenizer.ggml.tokens", (const char *const *)pieces, c->vocab_size);
   if (st == TG_OK) st = tg_gguf_set_array_float(w, "tokenizer.ggml.scores", TG_GGUF_FLOAT32, scores, c->vocab_size);
   if (st == TG_OK) st = tg_gguf_set_array_int(w, "tokenizer.ggml.token_type", TG_GGUF_INT32, types, c->vocab_size);
   return st;
