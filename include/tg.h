@@ -1008,8 +1008,9 @@ tg_status tg_gguf_add_tensor(tg_gguf_writer *w, const char *name, int ndim, cons
                              const float *data, tg_ggml_type type);
 tg_status tg_gguf_writer_save(tg_gguf_writer *w, const char *path);   /* TG_ERR_IO naming path on failure */
 /* a llama2.c checkpoint and its tokenizer.bin as a GGUF file of architecture "llama", as llama.cpp's
- * convert-llama2c-to-ggml writes it (hyperparameters, the SentencePiece vocabulary with scores and token
- * types, tensors token_embd.weight, blk.N.attn_q.weight, ..., output.weight unless the classifier is shared);
+ * convert-llama2c-to-ggml writes it (hyperparameters; the SentencePiece vocabulary with scores and token
+ * types: ids 0, 1, 2 named <unk>, <s>, </s>, spaces in pieces written as U+2581; tensors token_embd.weight,
+ * blk.N.attn_q.weight, ..., output.weight unless the classifier is shared);
  * the 2-d weights as type (F32, F16, BF16, Q8_0, Q4_0, ...; with a block format, a weight whose rows are not
  * whole blocks of 32 stays F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for
  * "llama" (pairs of adjacent elements rotated) */

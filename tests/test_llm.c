@@ -82,7 +82,10 @@ TEST(test_llm_stories_f32_gguf_matches_llama2c_and_tg_llama) {
   size_t len = 0;
   const char *s = g ? tg_gguf_get_string(g, "tokenizer.ggml.model", &len) : NULL;
   CHECK(s && !strcmp(s, "llama") && tg_gguf_get_int(g, "llama.rope.dimension_count", &v) == TG_OK && v == 8 &&
+        tg_gguf_array_int(g, "tokenizer.ggml.token_type", 0, &v) == TG_OK && v == 2 &&
         tg_gguf_array_int(g, "tokenizer.ggml.token_type", 1, &v) == TG_OK && v == 3 &&
+        !strcmp(tg_gguf_array_string(g, "tokenizer.ggml.tokens", 2, NULL), "</s>") &&
+        !strcmp(tg_gguf_array_string(g, "tokenizer.ggml.tokens", 403, NULL), "\xe2\x96\x81Once") &&
         tg_gguf_array_int(g, "tokenizer.ggml.token_type", 3, &v) == TG_OK && v == 6 &&
         tg_gguf_array_int(g, "tokenizer.ggml.token_type", 300, &v) == TG_OK && v == 1 &&
         tg_gguf_find_tensor(g, "output.weight") < 0 && tg_gguf_find_tensor(g, "blk.4.ffn_down.weight") >= 0,
