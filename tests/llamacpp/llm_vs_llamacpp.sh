@@ -6,6 +6,7 @@
 # first differ. Expect F32 within 1e-4 and the same greedy tokens for every type; the logits of F16 and the
 # quantized types differ more (measured: F16 8e-3, Q8_0 0.27, Q4_0 0.33), since llama.cpp rounds the
 # activations to F16 or 8 bits for its dot products and tgc computes with the dequantized weights in float32.
+# Then small random-weight llama3-, qwen2- and qwen3-style models written by tg_gguf_writer, F32 and Q8_0.
 #
 #   tests/llamacpp/llm_vs_llamacpp.sh          LLAMA_CPP_DIR: a llama.cpp checkout with build/ (cmake, static
 #                                              libraries); default ~/.cache/tgc/llama.cpp (src/ and build/)
@@ -37,5 +38,16 @@ for t in F32:0 F16:1 Q8_0:8 Q4_0:2; do
   # shellcheck disable=SC2086
   ids=$("$T/llamacpp_run" "$T/$name.gguf" 64 "$T/$name.logits" $PROMPT 2>/dev/null)
   # shellcheck disable=SC2086
-  printf '%-5s %s\n' "$name" "$("$T/tgc_run" --compare "$T/$name.gguf" "$T/$name.logits" $ids)"
+  printf '%-11s %s\n' "$name" "$("$T/tgc_run" --compare "$T/$name.gguf" "$T/$name.logits" $ids)"
+done
+# small random-weight models written by tg_gguf_writer: llama3-style (GQA, rope_freqs), qwen2-style (biases,
+# tied output, neox RoPE), qwen3-style (q/k norms, head_dim 32 from key_length)
+for kind in llama3 qwen2 qwen3; do
+  for t in F32:0 Q8_0:8; do
+    name=$kind-${t%%:*}
+    "$T/tgc_run" --random "$kind" "$T/$name.gguf" "${t##*:}"
+    ids=$("$T/llamacpp_run" "$T/$name.gguf" 32 "$T/$name.logits" 1 7 3 30 2 11 2>/dev/null)
+    # shellcheck disable=SC2086
+    printf '%-11s %s\n' "$name" "$("$T/tgc_run" --compare "$T/$name.gguf" "$T/$name.logits" $ids)"
+  done
 done
