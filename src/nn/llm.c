@@ -274,7 +274,8 @@ tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *log
    * 2048-token prompt of a 32-head model with a 4096 cache in one forward; 128 MB in chunks of 256 */
   for (int64_t at = 0; st == TG_OK && at < n; at += PREFILL_CHUNK) {
     int64_t k = n - at < PREFILL_CHUNK ? n - at : PREFILL_CHUNK;
-    st = prefill_chunk(m, tokens + at, k, at + k == n ? logits : NULL);
+    if (k == 1 && logits) st = tg_llm_step(m, tokens[at], logits);  /* the captured step: nothing to compile */
+    else st = prefill_chunk(m, tokens + at, k, at + k == n ? logits : NULL);
   }
   return st;
 }
