@@ -161,6 +161,13 @@ static inline tg_status dp_init(dp_step *d, model *m, const tg_params *params, t
   return TG_OK;
 }
 
+/* elements of the vector one step all-reduces: every gradient and the loss */
+static inline int64_t dp_numel(const dp_step *d) {
+  int64_t n = 0;
+  for (int i = 0; d->sizes && i <= d->n; i++) n += d->sizes[i];
+  return n;
+}
+
 /* the same parameters on every rank: rank 0's values */
 static inline tg_status dp_broadcast_params(const tg_params *params) {
   tg_status st = TG_OK;
