@@ -28,7 +28,7 @@ run() {
 }
 limit=120
 
-tests=(one-rank collectives mismatch data-parallel kill kill-recovery hang)
+tests=(one-rank collectives collectives-3 mismatch data-parallel kill kill-recovery hang)
 if ! command -v mpirun >/dev/null 2>&1; then
   echo "skipped: mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then rebuild)"
   skip=${#tests[@]}
@@ -46,6 +46,11 @@ else
   if [ $rc = 0 ] && [ "$(grep -c " of 2: .* 0 failed" "$tmp/out")" = 2 ]; then
     ok "all-reduce and broadcast of every dtype and size 0, 2 ranks ($(grep -m1 -o '[0-9]* checks' "$tmp/out") each)"
   else bad "collectives (status $rc)"; fi
+
+  # 3 ranks: uneven chunks, and a rank whose own values are not among the first two summed
+  run mpirun -np 3 --oversubscribe "$B/tests/mpi/dist_test" collectives
+  if [ $rc = 0 ] && [ "$(grep -c " of 3: .* 0 failed" "$tmp/out")" = 3 ]; then ok "the same collectives on 3 ranks"
+  else bad "collectives on 3 ranks (status $rc)"; fi
 
   run "${MPIRUN[@]}" "$B/tests/mpi/dist_test" mismatch
   if [ $rc = 0 ] && grep -q "rank 0 has a tensor of float32 (3, 4), rank 1 one of float32 (4, 3)" "$tmp/out" &&
