@@ -32,12 +32,12 @@ tests=(one-rank collectives collectives-3 mismatch data-parallel kill kill-recov
 if ! command -v mpirun >/dev/null 2>&1; then
   echo "skipped: mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then rebuild)"
   skip=${#tests[@]}
+elif [ -x "$B/tests/mpi/dist_test" ] && run "$B/tests/mpi/dist_test" && grep -q "built without MPI" "$tmp/out"; then
+  echo "skipped: the library was built without MPI (install libopenmpi-dev and rebuild)"
+  skip=${#tests[@]}
 elif [ ! -x "$B/tests/mpi/dist_test" ] || [ ! -x "$B/tests/mpi/dp_mnist" ]; then
   echo "FAIL: $B/tests/mpi/dist_test or dp_mnist is missing: run make first"
   fail=${#tests[@]}
-elif run "$B/tests/mpi/dist_test" && grep -q "built without MPI" "$tmp/out"; then
-  echo "skipped: the library was built without MPI (install libopenmpi-dev and rebuild)"
-  skip=${#tests[@]}
 else
   # one-rank: not started by mpirun, the collectives are the identity (the run just above)
   if [ $rc = 0 ] && grep -q "rank 0 of 1: .* 0 failed" "$tmp/out"; then ok "one rank without mpirun"; else bad "one rank without mpirun (status $rc)"; fi
