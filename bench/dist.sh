@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # dist.sh — data parallelism over MPI on this machine, in one run:
 #  1. the MNIST training step (examples/mnist.c, batch 512, Adam) as 1 process x 2 threads next to 2 processes x
-#     1 thread (mpirun -np 2 mnist --dist): median step time, the communication per step (the all-reduce,
-#     including waiting for the slower rank) and its share of the step; ratio = 1 process's step / 2 processes'
+#     1 thread (mpirun -np 2 mnist --dist): median step time, the communication per step (the all-reduces after
+#     a barrier) and its share of the step, the wait for the slower rank at that barrier; ratio = 1 process's
+#     step / 2 processes'
 #     (> 1: data parallel faster);
 #  2. all-reduce bandwidth of float32 sums, 4 KB and 64 KB, then 1 MB..MAX_MB: tg_dist_all_reduce next to Open MPI's
 #     own MPI_Allreduce on a raw buffer (bench/allreduce.c; ratio = MPI's time / tgc's, target >= 0.9).
@@ -25,12 +26,12 @@ one=$(TG_THREADS=2 ./build/examples/mnist --steps "$steps" --data "$data" --no-s
 two=$(TG_THREADS=1 "${mpirun[@]}" ./build/examples/mnist --dist --steps "$steps" --data "$data" --no-save 2>/dev/null)
 one_ms=$(echo "$one" | median_ms)
 two_ms=$(echo "$two" | median_ms)
-comm=$(echo "$two" | sed -n 's/communication: median \([0-9.]*\) ms per step (\([0-9.]*\)%.*/\1 \2/p')
+comm=$(echo "$two" | sed -n 's/communication: median \([0-9.]*\) ms per step (\([0-9.]*\)%.*waiting for the slower rank: median \([0-9.]*\) ms.*/\1 \2 \3/p')
 echo
 echo "MNIST step, batch 512 ($steps steps, median after the first)"
-printf '%-28s %10s %12s %8s %10s\n' setup ms/step "comm ms" "comm %" ratio
-printf '%-28s %10.1f %12s %8s %9.2fx\n' "1 process x 2 threads" "$one_ms" - - 1
-printf '%-28s %10.1f %12.2f %7.1f%% %9.2fx\n' "2 processes x 1 thread" "$two_ms" ${comm:-nan nan} \
+printf '%-28s %10s %12s %8s %10s %10s\n' setup ms/step "comm ms" "comm %" "wait ms" ratio
+printf '%-28s %10.1f %12s %8s %10s %9.2fx\n' "1 process x 2 threads" "$one_ms" - - - 1
+printf '%-28s %10.1f %12.2f %7.2f%% %10.2f %9.2fx\n' "2 processes x 1 thread" "$two_ms" ${comm:-nan nan nan} \
   "$(awk -v a="$one_ms" -v b="$two_ms" 'BEGIN { print a / b }')"
 echo "test accuracy: $(echo "$one" | sed -n 's/test accuracy: //p') (1 process), $(echo "$two" | sed -n 's/test accuracy: //p') (2 processes)"
 echo

@@ -270,9 +270,11 @@ int main(int argc, char **argv) {
     int64_t pos = 0, epoch = 0;
     double t0 = now_s(), loss_v = 0, steady_s = 0;
     double *step_s = calloc((size_t)steps + 1, sizeof *step_s), *comm_s = calloc((size_t)steps + 1, sizeof *comm_s);
-    if (!step_s || !comm_s) {
+    double *wait_s = calloc((size_t)steps + 1, sizeof *wait_s);
+    if (!step_s || !comm_s || !wait_s) {
       free(step_s);
       free(comm_s);
+      free(wait_s);
       fprintf(stderr, "mnist: out of memory\n");
       tg_jit_free(jit);
       goto done;
@@ -291,13 +293,14 @@ int main(int argc, char **argv) {
       tg_status st = tg_dataset_batch(&train, perm, pos + lo, hi - lo, &x, &y);
       pos += batch;
       tg_tensor *loss = NULL, *in[2] = {x, y};
-      double comm0 = dp.comm_s;
+      double comm0 = dp.comm_s, wait0 = dp.wait_s;
       if (st == TG_OK) st = dist ? dp_run(&dp, x, y, &loss_v) : tg_jit_call(jit, in, &loss);
       if (st != TG_OK) {
         fprintf(stderr, "\nmnist: rank %d: step %lld: %s\n", rank, s, tg_error());
         tg_scope_end();
         free(step_s);
         free(comm_s);
+        free(wait_s);
         tg_jit_free(jit);
         goto done;
       }
@@ -306,6 +309,7 @@ int main(int argc, char **argv) {
       tg_scope_end();
       step_s[s] = now_s() - ts;
       comm_s[s] = dp.comm_s - comm0;
+      wait_s[s] = dp.wait_s - wait0;
       /* rate and ETA from the steps after the first two: the first call of a tg_jit step runs it and compiles
        * every kernel, the second captures it; both take many times a replay (averaging them in made the first
        * ETAs about 8x too high). Until a third step is done the ETA is unknown. */
@@ -329,15 +333,18 @@ int main(int argc, char **argv) {
     if (steps > 1 && rank == 0) {  /* steady state: the first step compiles the kernels */
       qsort(step_s + 1, (size_t)steps - 1, sizeof *step_s, cmp_double);
       printf("median step after the first: %.1f ms (first step %.1f s)\n", step_s[1 + (steps - 1) / 2] * 1e3, step_s[0]);
-      if (dist) {  /* the all-reduce's time includes waiting for the slowest rank */
+      if (dist) {  /* the all-reduces' time, and before them the wait for the slowest rank */
         qsort(comm_s + 1, (size_t)steps - 1, sizeof *comm_s, cmp_double);
-        double c = comm_s[1 + (steps - 1) / 2];
-        printf("communication: median %.2f ms per step (%.1f%% of the median step), all-reduce of %.2f MB\n",
-               c * 1e3, 100 * c / step_s[1 + (steps - 1) / 2], (double)dp_numel(&dp) * 4 / 1e6);
+        qsort(wait_s + 1, (size_t)steps - 1, sizeof *wait_s, cmp_double);
+        double c = comm_s[1 + (steps - 1) / 2], w = wait_s[1 + (steps - 1) / 2], m = step_s[1 + (steps - 1) / 2];
+        printf("communication: median %.2f ms per step (%.2f%% of the median step), all-reduce of %.2f MB; waiting "
+               "for the slower rank: median %.2f ms (%.1f%%)\n", c * 1e3, 100 * c / m, (double)dp_numel(&dp) * 4 / 1e6,
+               w * 1e3, 100 * w / m);
       }
     }
     free(step_s);
     free(comm_s);
+    free(wait_s);
     if (save) {
       if (tg_safetensors_save(out, params) != TG_OK) {
         fprintf(stderr, "mnist: saving %s: %s\n", out, tg_error());

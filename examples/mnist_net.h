@@ -76,6 +76,7 @@ typedef struct dp_step {
   int64_t *sizes;        /* their element counts, then 1 for the loss */
   tg_jit *grads, *apply;
   double comm_s;         /* seconds spent in tg_dist_all_reduce so far */
+  double wait_s;         /* seconds spent waiting for the slowest rank before it (a barrier) */
 } dp_step;
 
 /* in = {images, labels} of this rank's slice; out = {every gradient flattened, then the loss: one vector} */
@@ -185,7 +186,11 @@ static inline double dp_now(void) {
 static inline tg_status dp_run(dp_step *d, tg_tensor *x, tg_tensor *y, double *loss) {
   tg_tensor *in[2] = {x, y}, *flat = NULL;
   tg_status st = tg_jit_call(d->grads, in, &flat);
+  /* a barrier first, so that the time of the all-reduce is the transfer, not the wait for a slower rank */
+  double tw = dp_now();
+  if (st == TG_OK) st = tg_dist_barrier();
   double t0 = dp_now();
+  d->wait_s += t0 - tw;
   if (st == TG_OK) st = tg_dist_all_reduce(flat, TG_DIST_MEAN);
   /* the ranks' running statistics differ (each saw its own slice): all take their mean */
   tg_tensor *stats[4] = {d->m->bn1.running_mean, d->m->bn1.running_var, d->m->bn2.running_mean, d->m->bn2.running_var};
