@@ -2,8 +2,8 @@
  * one rank). Modes:
  *   collectives  all-reduce (sum, mean) and broadcast of random tensors of every dtype and of size 0, against
  *                the sum each rank computes itself from every rank's seed; a non-contiguous tensor; barrier
- *   mismatch     rank 0 passes (3, 4), the others (4, 3): every rank gets TG_ERR_ARG naming both shapes, and
- *                the next collective still works
+ *   mismatch     rank 0 passes (3, 4), the others (4, 3), then float32 (3, 4) against int64 (100000): every
+ *                rank gets TG_ERR_ARG naming both, and the next collective still works
  *   kill, hang   the last rank kills itself (SIGKILL) or sleeps before a collective: the others must fail
  *                within the timeout (TG_DIST_TIMEOUT) with a message naming it; exit status 3 when they do
  * Exit status 0 when every check passed; each rank prints its failures and one summary line.
@@ -240,6 +240,15 @@ static void mismatch(void) {
           "mismatched shapes: status %d, message \"%s\"", st, e);
     printf("rank %d: %s\n", R, e);
   }
+  tg_error_clear();
+  tg_free(t);
+  /* a small tensor (its bytes travel with the header) against a large one of another dtype */
+  t = R == 0 ? tg_zeros(TG_FLOAT32, 2, (int64_t[]){3, 4}) : tg_zeros(TG_INT64, 1, (int64_t[]){100000});
+  st = tg_dist_all_reduce(t, TG_DIST_SUM);
+  e = tg_error();
+  if (N > 1)
+    CHECK(st == TG_ERR_ARG && strstr(e, "float32 (3, 4)") && strstr(e, "int64 (100000)"),
+          "mismatched sizes: status %d, message \"%s\"", st, e);
   tg_error_clear();
   tg_free(t);
   t = tg_ones(TG_FLOAT32, 1, (int64_t[]){5});
