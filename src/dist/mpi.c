@@ -27,6 +27,7 @@
 #include "engine/engine.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
+#include "uop/env.h"
 #include "uop/uop.h"
 
 enum { ST_NONE, ST_LOCAL, ST_MPI, ST_BROKEN, ST_FINALIZED };
@@ -575,6 +576,22 @@ static tg_status all_reduce(unsigned char *p, tg_dtype dt, int64_t n, int mean, 
   return st;
 }
 
+/* DEBUG=2: a line per collective, as a line per kernel */
+static void debug_line(int op, tg_tensor *t, size_t nbytes, double t0, tg_status st) {
+  if (env_get()->debug < 2) return;
+  double ms = (now_s() - t0) * 1e3;
+  char shape[400] = "";
+  if (t) {
+    int64_t h[HDR_LEN] = {0};
+    h[3] = tg_dtype_of(t);
+    h[4] = tg_ndim(t);
+    for (int i = 0; i < tg_ndim(t) && i < TG_MAX_DIMS; i++) h[6 + i] = tg_shape(t, i);
+    shape_text(shape, sizeof shape, h);
+  }
+  fprintf(stderr, "dist: rank %d/%d %-18s %-28s %10zu bytes %9.3f ms %7.2f GB/s%s\n", rank, size, op_name(op), shape,
+          nbytes, ms, ms > 0 ? (double)nbytes / ms / 1e6 : 0.0, st == TG_OK ? "" : " (failed)");
+}
+
 static void fill_header(int64_t *h, int op, tg_tensor *t, int64_t arg) {
   memset(h, 0, HDR_LEN * sizeof *h);
   h[0] = 0x7467646973740001LL;
@@ -641,6 +658,7 @@ tg_status tg_dist_all_reduce(tg_tensor *t, tg_dist_op op) {
     tg_status st2 = view_close(&v, st == TG_OK && !local);
     if (st == TG_OK) st = st2;
   }
+  debug_line(OP_ALLREDUCE, t, v.nbytes, t0, st);
   pthread_mutex_unlock(&dist_mu);
   return st;
 }
@@ -692,6 +710,7 @@ tg_status tg_dist_broadcast(tg_tensor *t, int root) {
     tg_status st2 = view_close(&v, st == TG_OK && !local && rank != root);
     if (st == TG_OK) st = st2;
   }
+  debug_line(OP_BCAST, t, v.nbytes, t0, st);
   pthread_mutex_unlock(&dist_mu);
   return st;
 }
