@@ -1107,7 +1107,8 @@ tg_status tg_memory_set_limit(const char *device, size_t bytes);
  * libopenmpi-dev); otherwise tg_dist_init fails with TG_ERR_DEVICE saying so, and the rest as below.
  * Collectives: every rank calls the same ones in the same order with tensors of one dtype and shape; a header
  * swapped first refuses a mismatch on every rank (TG_ERR_ARG naming both ranks' dtypes and shapes). Each
- * waits for its peers at most the timeout (tg_dist_set_timeout, else TG_DIST_TIMEOUT seconds, else 60): a
+ * waits for its peers at most the timeout (tg_dist_set_timeout, else TG_DIST_TIMEOUT seconds, else 60;
+ * counted from when its own tensor is computed; a slower peer may still be computing or compiling): a
  * peer that exited or hangs is TG_ERR_IO naming the operation, the peer and the seconds waited, never a hang.
  * After such a failure every collective fails (the ranks are out of step): finalize and exit. A collective
  * realizes its tensor (runs kernels) and is refused inside a tg_jit step being captured. */

@@ -269,6 +269,12 @@ static tg_status reqs_wait(int op, reqs *q, double t0, tg_status (*on_done)(void
     if (idle < 20000) sched_yield();
     else nanosleep(&(struct timespec){0, 50000}, NULL);
   }
+  /* given up: pending receives are cancelled, so that no late message writes into memory the caller frees */
+  for (int i = 0; st != TG_OK && i < q->n; i++) {
+    if (q->r[i] == MPI_REQUEST_NULL) continue;
+    if (q->info[i].recv) MPI_Cancel(&q->r[i]);
+    MPI_Request_free(&q->r[i]);
+  }
   free(idx);
   return st;
 }
@@ -633,7 +639,6 @@ tg_status tg_dist_all_reduce(tg_tensor *t, tg_dist_op op) {
   }
   pthread_mutex_lock(&dist_mu);
   bool local = false;
-  double t0 = now_s();
   tg_status st = begin(OP_ALLREDUCE, t, true, &local);
   host_view v = {0};
   bool opened = false;
@@ -641,6 +646,7 @@ tg_status tg_dist_all_reduce(tg_tensor *t, tg_dist_op op) {
     st = view_open("tg_dist_all_reduce", t, &v, true);
     opened = st == TG_OK;
   }
+  double t0 = now_s();  /* the timeout counts from here: computing t (compiling its kernels) may take long */
   bool small = v.nbytes <= INLINE_BYTES;
   if (st == TG_OK && !local) {
     int64_t h[HDR_LEN];
@@ -666,7 +672,6 @@ tg_status tg_dist_all_reduce(tg_tensor *t, tg_dist_op op) {
 tg_status tg_dist_broadcast(tg_tensor *t, int root) {
   pthread_mutex_lock(&dist_mu);
   bool local = false;
-  double t0 = now_s();
   tg_status st = begin(OP_BCAST, t, true, &local);
   if (st == TG_OK && (root < 0 || root >= size)) {
     tg_set_error(TG_ERR_ARG, "tg_dist_broadcast: root %d is not a rank of %d", root, size);
@@ -678,6 +683,7 @@ tg_status tg_dist_broadcast(tg_tensor *t, int root) {
     st = view_open("tg_dist_broadcast", t, &v, rank == root);
     opened = st == TG_OK;
   }
+  double t0 = now_s();
   bool small = v.nbytes <= INLINE_BYTES;
   if (st == TG_OK && !local) {
     int64_t h[HDR_LEN];
