@@ -1182,6 +1182,40 @@ tg_status tg_memory_empty_cache(const char *device);           /* frees the cach
  * limit and what is in use; the realize that asked runs nothing, and every existing tensor stays usable. */
 tg_status tg_memory_set_limit(const char *device, size_t bytes);
 
+/* ---- distributed: data parallelism over MPI (src/dist/) ------------------------------------------------ */
+/* Several processes, on one machine or many, each run the same program under an MPI launcher
+ * (`mpirun -np 2 prog`, README) and exchange tensors. Built only when MPI was found at build time (Open MPI:
+ * libopenmpi-dev); otherwise tg_dist_init fails with TG_ERR_DEVICE saying so, and the rest as below.
+ * Collectives: every rank calls the same ones in the same order with tensors of one dtype and shape; a header
+ * swapped first refuses a mismatch on every rank (TG_ERR_ARG naming both ranks' dtypes and shapes). Each
+ * waits for its peers at most the timeout (tg_dist_set_timeout, else TG_DIST_TIMEOUT seconds, else 60;
+ * counted from when its own tensor is computed; a slower peer may still be computing or compiling): a
+ * peer that exited or hangs is TG_ERR_IO naming the operation, the peer and the seconds waited, never a hang.
+ * After such a failure every collective fails (the ranks are out of step): finalize and exit. A collective
+ * realizes its tensor (runs kernels) and is refused inside a tg_jit step being captured. */
+/* joins the job the launcher started (MPI_Init unless the program did it); again: TG_OK. Not started by a
+ * launcher: one rank (size 1), MPI untouched, and the collectives return at once. TG_ERR_DEVICE without MPI */
+tg_status tg_dist_init(void);
+bool tg_dist_available(void);   /* whether the library was built with MPI */
+int tg_dist_rank(void);         /* this process's rank, 0..size-1 (0 before tg_dist_init) */
+int tg_dist_size(void);         /* the number of ranks (1 before tg_dist_init) */
+typedef enum tg_dist_op {
+  TG_DIST_SUM,   /* the sum over the ranks (integers wrap; bool: logical or) */
+  TG_DIST_MEAN   /* the sum divided by the size (integers: rounded toward zero, 64-bit ones from the wrapped sum; not bool) */
+} tg_dist_op;
+/* t takes the sum (or mean) of its values on every rank, in place (its buffer is overwritten; tensors viewing
+ * that buffer see it too). Every rank gets the same bits: element i is summed in rank order 0..n-1 (float16
+ * and bfloat16 in float32, rounded once), whatever the timing. Any dtype; a size-0 tensor only checks shapes */
+tg_status tg_dist_all_reduce(tg_tensor *t, tg_dist_op op);
+/* t takes root's value on every rank, in place; 0 <= root < size, the same on every rank */
+tg_status tg_dist_broadcast(tg_tensor *t, int root);
+tg_status tg_dist_barrier(void);   /* returns when every rank has called it (or fails after the timeout) */
+/* leaves MPI (MPI_Finalize if tg_dist_init called MPI_Init; not after a failed collective, which may leave
+ * messages in flight); TG_OK, also when never initialized. MPI cannot start again in the process */
+tg_status tg_dist_finalize(void);
+tg_status tg_dist_set_timeout(double seconds);  /* the wait limit of every later collective; > 0, else TG_ERR_ARG */
+double tg_dist_timeout(void);                   /* the wait limit in seconds */
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif
