@@ -45,6 +45,10 @@ if [ -n "$torch_rss" ]; then printf '%-26s %12s %14s %10s\n' "PyTorch eager" "$t
 else echo "PyTorch eager              $torch_note"; fi
 echo "the captured step's planned arena: ${arena:-?} MB; activations its backward reads: $act MB (the floor)"
 
+# what the PyTorch rows start from: the interpreter with torch imported and nothing else
+base_rss=$(peak_mb "$py" -c "import torch" || true)
+echo "PyTorch's process with torch imported and nothing run: ${base_rss:-not installed} MB (included in its rows below)"
+
 # the MLP step and the transformer block: bench/workloads --memory runs tgc's side alone (no limit arrays),
 # workload_peers.py --torch-only PyTorch's
 for w in mlp transformer; do
