@@ -247,6 +247,35 @@ static bool row_kernel(kernel_state *ks, int lanes) {
   return true;
 }
 
+/* whether e uses r only inside divisions (x / B, x linear in r by 1, B > 1 constant); *b: the largest such B */
+static bool only_in_blocks(uop *e, uop *r, int64_t *b) {
+  if (e == r) return false;
+  if (!uop_uses(e, r)) return true;
+  int64_t k;
+  if (e->op == OP_IDIV && uop_is_const(e->src[1]) && e->src[1]->arg.i > 1 && lin_coef(e->src[0], r, &k) && k == 1) {
+    *b = e->src[1]->arg.i > *b ? e->src[1]->arg.i : *b;
+    return true;
+  }
+  for (int i = 0; i < e->nsrc; i++)
+    if (!only_in_blocks(e->src[i], r, b)) return false;
+  return true;
+}
+
+/* A reduce loop r read in blocks: a hot load whose index uses r only as r / B (a quantized weight's scale, one
+ * per block of 32 values: gguf_quant.c), B dividing r's size. Returns the largest such B up to max, 0 when none.
+ * UNROLL by B makes the block one straight run: r / B folds to the outer loop, so that load is made once per
+ * block, not per value, and the values' r % B become constants (their loads contiguous, expand.c's lane). */
+static int64_t block_of(const hot *h, uop *r, int64_t size, int64_t max) {
+  int64_t best = 0;
+  for (int l = 0; l < h->nloads; l++) {
+    int64_t b = 0;
+    if (uop_uses(h->loads[l]->src[1], r) && only_in_blocks(h->loads[l]->src[1], r, &b) && b <= max && size % b == 0 &&
+        b > best)
+      best = b;
+  }
+  return best;
+}
+
 /* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
  * can make that load contiguous; false when that PACK then does not apply */
 static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
@@ -266,6 +295,19 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
   if (row_kernel(ks, lanes)) return true;
+
+  /* 0. a reduce read in blocks (see block_of) is unrolled by its block: as many accumulators (vectors of the
+   * machine's lanes when the block is whole vectors), which the register tile of step 2 then multiplies */
+  int64_t block_regs = 1;
+  for (int i = nout; i < nout + nred; i++) {
+    int64_t b = block_of(&h, ax[i].r, ax[i].size, 32), hw = ks->tg.vec_bytes / 4;
+    if (b && try_opt(ks, OPT_UNROLL, i - nout, b)) {
+      block_regs = hw >= 2 && b % hw == 0 ? b / hw : b;
+      find_hot(ks->ast, &h);
+      n = ks_axes(ks, ax, &nout, &nred);
+      break;
+    }
+  }
 
   /* 1. the vector loop; when there is none, an output loop with a contiguous store that is not a multiple
    * of the vector is padded to one (masked loads and stores at its edge) and the choice made again */
@@ -311,7 +353,7 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   int64_t tile_id = -1;
   if (nred && !vec_on_reduce) {
     n = ks_axes(ks, ax, &nout, &nred);
-    int vec_regs = 1;
+    int vec_regs = (int)block_regs;
     for (int i = 0; i < n; i++)
       if (ax[i].type == AX_UPCAST) vec_regs *= (int)(ax[i].size / (vec_id >= 0 ? lanes : 1));
     int best = -1, best_reuse = 0, vi = -1;
