@@ -11,8 +11,8 @@
  * marked as a contiguous vector access (arg.i 1, 2 when aligned; index = base); any other index that depends on the
  * lane is a gather or scatter. The lane is chosen where that gives contiguous accesses: an UPCAST loop with a
  * contiguous store, else an UNROLL loop with contiguous loads. A kernel with a value the vector path does not
- * cover (dtypes other than float32/int32/int64/bool, and 8- and 16-bit integers loaded and computed but not
- * stored) keeps all its lanes scalar.
+ * cover (dtypes other than float32/int32/int64/bool, 8- and 16-bit integers loaded and computed but not
+ * stored, float16 loaded to be converted to float32) keeps all its lanes scalar.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +145,14 @@ static bool vec_supported(uop *ast, uop *lane) {
     if (over && !umap_get(&vec, u->src[0])) ok = false;
     if (!over && !umap_put(&vec, u, (void *)1)) ok = false;
     if (u->op == OP_STORE) { ok &= vec_dtype(u->src[2]->dtype) && u->src[2]->dtype != TG_BOOL; continue; }
+    if (u->dtype == TG_FLOAT16) {  /* loaded (into float32 lanes) to be converted to float32, nothing else */
+      ok &= u->op == OP_LOAD;
+      continue;
+    }
+    if (u->op == OP_CAST && u->src[0]->dtype == TG_FLOAT16) {
+      ok &= u->dtype == TG_FLOAT32;
+      continue;
+    }
     if (small_int(u->dtype)) {
       if (u->op == OP_REDUCE || u->op == OP_DEFINE_ACC) ok = false;
       if (u->op == OP_CAST) ok &= vec_dtype(u->src[0]->dtype) || small_int(u->src[0]->dtype);

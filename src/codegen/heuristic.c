@@ -247,31 +247,57 @@ static bool row_kernel(kernel_state *ks, int lanes) {
   return true;
 }
 
-/* whether e uses r only inside divisions (x / B, x linear in r by 1, B > 1 constant); *b: the largest such B */
-static bool only_in_blocks(uop *e, uop *r, int64_t *b) {
-  if (e == r) return false;
-  if (!uop_uses(e, r)) return true;
-  int64_t k;
-  if (e->op == OP_IDIV && uop_is_const(e->src[1]) && e->src[1]->arg.i > 1 && lin_coef(e->src[0], r, &k) && k == 1) {
-    *b = e->src[1]->arg.i > *b ? e->src[1]->arg.i : *b;
-    return true;
-  }
-  for (int i = 0; i < e->nsrc; i++)
-    if (!only_in_blocks(e->src[i], r, b)) return false;
-  return true;
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) { int64_t t = a % b; a = b; b = t; }
+  return a;
 }
 
-/* A reduce loop r read in blocks: a hot load whose index uses r only as r / B (a quantized weight's scale, one
- * per block of 32 values: gguf_quant.c), B dividing r's size. Returns the largest such B up to max, 0 when none.
- * UNROLL by B makes the block one straight run: r / B folds to the outer loop, so that load is made once per
- * block, not per value, and the values' r % B become constants (their loads contiguous, expand.c's lane). */
+/* whether x is r plus a sum that is a multiple of m for every value of its loops */
+static bool r_plus_multiple(uop *x, uop *r, int64_t m) {
+  if (x == r) return true;
+  if (x->op != OP_ADD) return false;
+  for (int i = 0; i < 2; i++) {
+    uop *o = x->src[1 - i];
+    int64_t k;
+    bool mult = uop_is_const(o) ? o->arg.i % m == 0
+                                : o->op == OP_MUL && uop_is_const(o->src[1]) && o->src[1]->arg.i % m == 0 && !uop_uses(o, r);
+    if (mult && lin_coef(x->src[i], r, &k) && k == 1 && r_plus_multiple(x->src[i], r, m)) return true;
+  }
+  return false;
+}
+
+/* the grain of index e in loop r: the largest g such that e is the same for every r in [g t, g t + g) (0: e
+ * does not use r; 1: it changes with every r). Seen through divisions: (r + m) / B and ((r + m) % M) / B for B
+ * dividing M and m a multiple of M (a block's scale: Q8_0's k / 32, a K-quant's sub-block (k % 256) / 32) */
+static int64_t grain(uop *e, uop *r) {
+  if (e == r) return 1;
+  if (!uop_uses(e, r)) return 0;
+  if (e->op == OP_IDIV && uop_is_const(e->src[1]) && e->src[1]->arg.i > 1) {
+    int64_t b = e->src[1]->arg.i;
+    uop *x = e->src[0];
+    if (r_plus_multiple(x, r, b)) return b;
+    if (x->op == OP_MOD && uop_is_const(x->src[1]) && x->src[1]->arg.i % b == 0 &&
+        r_plus_multiple(x->src[0], r, x->src[1]->arg.i))
+      return b;
+  }
+  int64_t g = 0;
+  for (int i = 0; i < e->nsrc; i++) {
+    int64_t s = grain(e->src[i], r);
+    g = !g ? s : !s ? g : gcd64(g, s);
+  }
+  return g;
+}
+
+/* A reduce loop r read in blocks: a hot load whose index is the same over runs of B iterations of r (a
+ * quantized weight's scale, one per block of 32 values: gguf_quant.c), B dividing r's size. Returns the
+ * largest such B up to max, 0 when none. UNROLL by B makes the block one straight run: that load is made once
+ * per block, not per value, and the values' indices within the block become constants (their loads
+ * contiguous: expand.c's lane) */
 static int64_t block_of(const hot *h, uop *r, int64_t size, int64_t max) {
   int64_t best = 0;
   for (int l = 0; l < h->nloads; l++) {
-    int64_t b = 0;
-    if (uop_uses(h->loads[l]->src[1], r) && only_in_blocks(h->loads[l]->src[1], r, &b) && b <= max && size % b == 0 &&
-        b > best)
-      best = b;
+    int64_t b = grain(h->loads[l]->src[1], r);
+    if (b > 1 && b <= max && size % b == 0 && b > best) best = b;
   }
   return best;
 }
@@ -285,11 +311,13 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   if (!n) return true;
   hot h;
   find_hot(ks->ast, &h);
-  /* vector lanes only for the dtypes the vector path has (expand.c); other kernels get scalar register tiles
-   * (a 8x32 tile of float16 would be 256 scalar accumulators) */
+  /* vector lanes only for the dtypes the vector path has (expand.c; float16 loads, converted in the load);
+   * other kernels get scalar register tiles (a 8x32 tile of float16 would be 256 scalar accumulators) */
   int lanes = ks->tg.vec_bytes / 4;
   for (int i = 0; i < h.nloads; i++)
-    if (h.loads[i]->dtype != TG_FLOAT32 && h.loads[i]->dtype != TG_INT32 && h.loads[i]->dtype != TG_INT64) lanes = 1;
+    if (h.loads[i]->dtype != TG_FLOAT32 && h.loads[i]->dtype != TG_INT32 && h.loads[i]->dtype != TG_INT64 &&
+        h.loads[i]->dtype != TG_FLOAT16)
+      lanes = 1;
   for (int i = 0; i < h.nstores; i++)
     if (h.stores[i]->src[2]->dtype != TG_FLOAT32 && h.stores[i]->src[2]->dtype != TG_INT32) lanes = 1;
   double work = 1;

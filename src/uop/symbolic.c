@@ -379,6 +379,48 @@ static int64_t gcd(int64_t a, int64_t b) {
   return a;
 }
 
+/* x = g*y + b with 0 <= b < g and g dividing c (x >= 0, so y >= 0): x // c -> y // (c/g) and x % c ->
+ * (y % (c/g))*g + b. An index unrolled by a block of g within a larger one: (32*r + 5) // 256 -> r // 8 (a
+ * K-quant's block of 256 read 32 values at a time). g is the largest divisor of c that is the gcd of the
+ * coefficients of some of the terms and leaves the others and the constant in [0, g); NULL when none */
+static uop *divmod_blocks(const sum *s, tg_dtype dt, int64_t c, bool is_mod) {
+  int64_t best = 1;
+  for (int i = 0; i < s->n; i++) {
+    int64_t g = gcd(s->t[i].k, c);
+    if (g <= best || g >= c) continue;
+    term *big = mem_alloc((size_t)(s->n + 1) * sizeof *big), *small = mem_alloc((size_t)(s->n + 1) * sizeof *small);
+    int nb = 0, ns = 0;
+    if (big && small) {
+      for (int j = 0; j < s->n; j++) {
+        if (s->t[j].k % g == 0) big[nb++] = s->t[j];
+        else small[ns++] = s->t[j];
+      }
+      int64_t cb = floordiv(s->c, g) * g;
+      uop *b = sum_build(dt, small, ns, s->c - cb);
+      if (nb && b && uop_vmin(b) >= 0 && uop_vmax(b) < g) best = g;
+    }
+    free(big);
+    free(small);
+  }
+  if (best == 1) return NULL;
+  int64_t g = best, cb = floordiv(s->c, g) * g;
+  term *big = mem_alloc((size_t)(s->n + 1) * sizeof *big), *small = mem_alloc((size_t)(s->n + 1) * sizeof *small);
+  uop *r = NULL;
+  if (big && small) {
+    int nb = 0, ns = 0;
+    for (int j = 0; j < s->n; j++) {
+      if (s->t[j].k % g == 0) big[nb++] = (term){s->t[j].x, s->t[j].k / g};
+      else small[ns++] = s->t[j];
+    }
+    uop *y = sum_build(dt, big, nb, cb / g), *m = uop_const_int(dt, c / g);
+    r = !is_mod ? uop_binary(OP_IDIV, y, m)
+                : uop_binary(OP_ADD, uop_binary(OP_MUL, uop_binary(OP_MOD, y, m), uop_const_int(dt, g)), sum_build(dt, small, ns, s->c - cb));
+  }
+  free(big);
+  free(small);
+  return r;
+}
+
 /* x // c and x % c for x >= 0, c > 0: take the multiples of c out of the sum */
 static uop *divmod_fold(uop *u, bool is_mod) {
   uop *x = u->src[0], *cu = u->src[1];
@@ -450,6 +492,7 @@ static uop *divmod_fold(uop *u, bool is_mod) {
   }
   free(q);
   free(rem);
+  if (!r) r = divmod_blocks(&s, dt, c, is_mod);
 out:
   free(s.t);
   return r == u ? NULL : r;
