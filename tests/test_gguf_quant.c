@@ -3,7 +3,11 @@
  * dequantize-then-multiply in C; and the fusion: the dequantize is no kernel of its own. */
 #include <stdlib.h>
 
+#include "codegen/opt.h"
 #include "nn/gguf.h"
+#include "render/render.h"
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
 #include "test.h"
 #include "test_gguf.h"
 
@@ -244,5 +248,52 @@ TEST(test_gguf_quantized_matmul_every_type) {
     CHECK(k1 == 1, "%s: a matrix-vector product ran %d kernels, expected 1 (the dequantize fused)", name, k1);
     int k3 = quantized_matmul(gguf_block_types[i], 3);
     CHECK(k3 == 2, "%s: a 3-row product ran %d kernels, expected 2 (the dequantized weight stored once)", name, k3);
+  }
+}
+
+/* The speed structure of a decode step's product x (1, k) @ W^T on a CPU with 16-float vectors: the heuristic
+ * unrolls the reduce by the weight's (sub-)block, so the block's scale is computed once, and its values are
+ * vector lanes: one widening load of the packed bytes (tg_ld_u8), unpacked and converted in vectors, multiplied
+ * into vector accumulators (no per-lane loop). F16 weights: one converting load (tg_ld_f16). */
+static char *matvec_source(uint32_t type, kernel_info *info) {
+  const gguf_type_info *ti = gguf_type_of(type);
+  int64_t n = 16, k = 512;
+  /* realized inputs (buffers, not constants the scheduler could fold) */
+  tg_tensor *x = tg_ones(TG_FLOAT32, 2, (int64_t[]){1, k});
+  tg_tensor *b = type == GGML_F16 ? tg_ones(TG_FLOAT16, 2, (int64_t[]){n, k})
+                                  : tg_zeros(TG_UINT8, 2, (int64_t[]){n * k / ti->block, ti->size});
+  if (tg_realize(x) != TG_OK || tg_realize(b) != TG_OK) return NULL;
+  tg_tensor *w = type == GGML_F16 ? tg_cast(b, TG_FLOAT32) : tg_reshape(gguf_dequantize(b, type), 2, (int64_t[]){n, k});
+  tg_tensor *y = tg_matmul(x, tg_transpose(w, 0, 1));
+  schedule s;
+  if (!y || schedule_create(1, &y->u, &s) != TG_OK) return NULL;
+  char *src = NULL;
+  if (s.nkernels == 1) {
+    kernel_state ks;
+    ks_init(&ks, s.kernels[s.nkernels - 1].ast, (opt_target){.nthreads = 2, .vec_bytes = 64});
+    hand_coded_optimizations(&ks);
+    memset(info, 0, sizeof *info);
+    uop *fin = codegen_finish(&ks, info);
+    linear_program lp = {0};
+    src = fin && linearize(fin, &lp, info) ? render_c(info->name, &lp, info) : NULL;
+    linear_program_free(&lp);
+  }
+  schedule_free(&s);
+  return src;
+}
+
+TEST(test_gguf_quantized_matvec_is_vector_code) {
+  REQUIRE_CPU();
+  for (int i = 0; i <= 8; i++) {
+    uint32_t type = i < 8 ? gguf_block_types[i] : GGML_F16;
+    tg_scope_begin();
+    kernel_info info;
+    char *src = matvec_source(type, &info);
+    const char *load = type == GGML_F16 ? "tg_ld_f16(" : "tg_ld_u8(";
+    CHECK(src && strstr(src, load) && strstr(src, "tg_float_v acc") && !strstr(src, "[l_] = "),
+          "%s: not vector code with a widening load %s (opts %s):\n%s", gguf_type_of(type)->name, load, info.opts,
+          src ? src : tg_error());
+    free(src);
+    tg_scope_end();
   }
 }

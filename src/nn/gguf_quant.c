@@ -81,11 +81,21 @@ static tg_tensor *nibbles32(tg_tensor *blk, int64_t nb, int64_t off) {
 }
 
 /* Q5_0, Q5_1: the 32 unsigned 5-bit values, (nb, 2, 16), with qh at off and qs after it: value i's fifth bit is
- * bit i % 8 of qh's byte i / 8 */
+ * bit i of qh read as a little-endian 32-bit word. The word is built from its 4 bytes once per block (they are
+ * broadcast to the values, as the scale is) and shifted by i: reading byte i / 8 per value instead is a gather
+ * in a vector kernel (lanes 0-7 and 8-15 read different bytes) */
 static tg_tensor *fives32(tg_tensor *blk, int64_t nb, int64_t off) {
-  tg_tensor *qh = tg_reshape(spread(cols(blk, off, off + 4), SHAPE(nb, 2, 2, 1), (int64_t[]){nb, 2, 2, 8}), SHAPE(nb, 2, 16));
-  tg_tensor *bit = tg_reshape(tg_bitwise_and_scalar(tg_arange(TG_UINT8, 0, 16, 1), 7), SHAPE(1, 16));
-  return tg_bitwise_or(nibbles32(blk, nb, off + 4), tg_lshift_scalar(field(qh, bit, 1), 4));
+  /* an int32 word (a vector of int32 lanes where it is shifted), its top byte signed and multiplied by 2^24:
+   * a shift into the sign bit would overflow */
+  tg_tensor *word = NULL;
+  for (int b = 0; b < 4; b++) {
+    tg_tensor *byte = spread(cols(blk, off + b, off + b + 1), SHAPE(nb, 1, 1), (int64_t[]){nb, 2, 16});
+    byte = b < 3 ? tg_lshift_scalar(tg_cast(byte, TG_INT32), 8 * b) : tg_mul_scalar(tg_cast(tg_bitcast(byte, TG_INT8), TG_INT32), 16777216);
+    word = word ? tg_bitwise_or(word, byte) : byte;
+  }
+  tg_tensor *bit = tg_reshape(tg_arange(TG_INT32, 0, 32, 1), SHAPE(2, 16));
+  tg_tensor *five = tg_cast(field(word, bit, 1), TG_UINT8);
+  return tg_bitwise_or(nibbles32(blk, nb, off + 4), tg_lshift_scalar(five, 4));
 }
 
 /* Q4_K, Q5_K: the 6-bit scale (mins false) or min of sub-block s = 2c + h at every value, (nb, 4, 2, 32). The 12
