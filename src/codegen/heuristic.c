@@ -311,15 +311,24 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   if (!n) return true;
   hot h;
   find_hot(ks->ast, &h);
-  /* vector lanes only for the dtypes the vector path has (expand.c; float16 loads, converted in the load);
+  /* vector lanes only for the dtypes the vector path has (expand.c; float16 and 8- and 16-bit integer loads,
+   * widened in the load);
    * other kernels get scalar register tiles (a 8x32 tile of float16 would be 256 scalar accumulators) */
   int lanes = ks->tg.vec_bytes / 4;
   for (int i = 0; i < h.nloads; i++)
     if (h.loads[i]->dtype != TG_FLOAT32 && h.loads[i]->dtype != TG_INT32 && h.loads[i]->dtype != TG_INT64 &&
-        h.loads[i]->dtype != TG_FLOAT16)
+        h.loads[i]->dtype != TG_FLOAT16 && h.loads[i]->dtype != TG_UINT8 && h.loads[i]->dtype != TG_INT8 &&
+        h.loads[i]->dtype != TG_UINT16 && h.loads[i]->dtype != TG_INT16)
       lanes = 1;
   for (int i = 0; i < h.nstores; i++)
     if (h.stores[i]->src[2]->dtype != TG_FLOAT32 && h.stores[i]->src[2]->dtype != TG_INT32) lanes = 1;
+  /* nor reduces of other dtypes (a max over uint8 values): no vector accumulators for them */
+  int norder;
+  uop **order = uop_toposort(ks->ast, &norder);
+  for (int i = 0; order && i < norder; i++)
+    if (order[i]->op == OP_REDUCE && order[i]->dtype != TG_FLOAT32 && order[i]->dtype != TG_INT32 && order[i]->dtype != TG_INT64)
+      lanes = 1;
+  free(order);
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
   if (row_kernel(ks, lanes)) return true;
