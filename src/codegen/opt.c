@@ -338,7 +338,6 @@ static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
   return r ? kernel_simplify(r) : NULL;
 }
 
-#define PACK_MAX_ELEMS 65536  /* 256 KiB of float32: a quarter of a Zen 5 L2, and room on a thread's stack */
 
 static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, bool upcast_last, char *why) {
   uop *before[KS_MAX_AXES];

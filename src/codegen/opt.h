@@ -24,6 +24,10 @@
 
 #include "codegen/codegen.h"
 
+/* the largest panel PACK copies, in elements: 256 KiB of float32, a quarter of a Zen 5 L2, and room on a
+ * thread's stack */
+#define PACK_MAX_ELEMS 65536
+
 typedef enum opt_op {
   OPT_UPCAST, OPT_UNROLL, OPT_THREAD, OPT_PADTO, OPT_SWAP, OPT_PACK, OPT_LOCAL, OPT_GROUP, OPT_GROUPTOP, OPT_COUNT
 } opt_op;
