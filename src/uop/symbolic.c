@@ -524,6 +524,8 @@ static const rule symbolic_rules[] = {
     {"(MUL x 1)", rule_identity},
     {"(MUL x 0)", rule_zero_int},
     {"(IDIV x 1)", rule_identity},
+    {"(SHL x 0)", rule_identity},  /* a shift by an unrolled arange's first value (a nibble's shift of 0) */
+    {"(SHR x 0)", rule_identity},
     {"(WHERE _ x x)", rule_identity},
     {"(WHERE c:CONST a b)", rule_where_const},
     {"(WHERE _ _ _)", rule_where_gated_load},
