@@ -74,6 +74,76 @@ static void load_kinds(const hot *h, uop *r, int *reuse, int *contig, int *gathe
   }
 }
 
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) { int64_t t = a % b; a = b; b = t; }
+  return a;
+}
+
+/* whether x is r plus a sum that is a multiple of m for every value of its loops */
+static bool r_plus_multiple(uop *x, uop *r, int64_t m) {
+  if (x == r) return true;
+  if (x->op != OP_ADD) return false;
+  for (int i = 0; i < 2; i++) {
+    uop *o = x->src[1 - i];
+    int64_t k;
+    bool mult = uop_is_const(o) ? o->arg.i % m == 0
+                                : o->op == OP_MUL && uop_is_const(o->src[1]) && o->src[1]->arg.i % m == 0 && !uop_uses(o, r);
+    if (mult && lin_coef(x->src[i], r, &k) && k == 1 && r_plus_multiple(x->src[i], r, m)) return true;
+  }
+  return false;
+}
+
+/* the grain of index e in loop r: the largest g such that e is the same for every r in [g t, g t + g) (0: e
+ * does not use r; 1: it changes with every r). Seen through divisions: (r + m) / B and ((r + m) % M) / B for B
+ * dividing M and m a multiple of M (a block's scale: Q8_0's k / 32, a K-quant's sub-block (k % 256) / 32) */
+static int64_t grain(uop *e, uop *r) {
+  if (e == r) return 1;
+  if (!uop_uses(e, r)) return 0;
+  if (e->op == OP_IDIV && uop_is_const(e->src[1]) && e->src[1]->arg.i > 1) {
+    int64_t b = e->src[1]->arg.i;
+    uop *x = e->src[0];
+    if (r_plus_multiple(x, r, b)) return b;
+    if (x->op == OP_MOD && uop_is_const(x->src[1]) && x->src[1]->arg.i % b == 0 &&
+        r_plus_multiple(x->src[0], r, x->src[1]->arg.i))
+      return b;
+  }
+  int64_t g = 0;
+  for (int i = 0; i < e->nsrc; i++) {
+    int64_t s = grain(e->src[i], r);
+    g = !g ? s : !s ? g : gcd64(g, s);
+  }
+  return g;
+}
+
+/* A reduce loop r read in blocks: a hot load whose index is the same over runs of B iterations of r (a
+ * quantized weight's scale, one per block of 32 values: gguf_quant.c), B dividing r's size. Returns the
+ * largest such B up to max, 0 when none. UNROLL by B makes the block one straight run: that load is made once
+ * per block, not per value, and the values' indices within the block become constants (their loads
+ * contiguous: expand.c's lane) */
+static int64_t block_of(const hot *h, uop *r, int64_t size, int64_t max) {
+  int64_t best = 0;
+  for (int l = 0; l < h->nloads; l++) {
+    int64_t b = grain(h->loads[l]->src[1], r);
+    if (b > 1 && b <= max && size % b == 0 && b > best) best = b;
+  }
+  return best;
+}
+
+/* load_kinds for a vector loop of `lanes`: a load whose index is the same over aligned runs of a multiple of
+ * the lanes (grain) is the same in every lane of a vector, a broadcast, not a gather (Q6_K's scale of 16
+ * values in a dequantize kernel) */
+static void load_kinds_vec(const hot *h, uop *r, int lanes, int *reuse, int *contig, int *gather) {
+  load_kinds(h, r, reuse, contig, gather);
+  for (int i = 0; i < h->nloads && *gather; i++) {
+    int64_t k, g;
+    uop *l = h->loads[i];
+    if ((!lin_coef(l->src[1], r, &k) || (k != 0 && k != 1)) && (g = grain(l->src[1], r)) > 1 && g % lanes == 0) {
+      (*gather)--;
+      (*reuse)++;
+    }
+  }
+}
+
 static bool store_contiguous(const hot *h, uop *r) {
   if (!h->nstores) return false;
   for (int i = 0; i < h->nstores; i++) {
@@ -138,7 +208,7 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
   int64_t vec_id = -1;
   for (int i = 0; i < nout && lanes >= 2; i++) {
     int re, co, ga;
-    load_kinds(&h, ax[i].r, &re, &co, &ga);
+    load_kinds_vec(&h, ax[i].r, lanes, &re, &co, &ga);
     if (ax[i].size % lanes || !store_contiguous(&h, ax[i].r) || (ga && !(pack_t && nred && nout >= 2))) continue;
     if (!ga) pack_t = false;
     int64_t id = ax[i].r->arg.i;
@@ -251,61 +321,6 @@ static bool row_kernel(kernel_state *ks, int lanes) {
         break;
   }
   return true;
-}
-
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) { int64_t t = a % b; a = b; b = t; }
-  return a;
-}
-
-/* whether x is r plus a sum that is a multiple of m for every value of its loops */
-static bool r_plus_multiple(uop *x, uop *r, int64_t m) {
-  if (x == r) return true;
-  if (x->op != OP_ADD) return false;
-  for (int i = 0; i < 2; i++) {
-    uop *o = x->src[1 - i];
-    int64_t k;
-    bool mult = uop_is_const(o) ? o->arg.i % m == 0
-                                : o->op == OP_MUL && uop_is_const(o->src[1]) && o->src[1]->arg.i % m == 0 && !uop_uses(o, r);
-    if (mult && lin_coef(x->src[i], r, &k) && k == 1 && r_plus_multiple(x->src[i], r, m)) return true;
-  }
-  return false;
-}
-
-/* the grain of index e in loop r: the largest g such that e is the same for every r in [g t, g t + g) (0: e
- * does not use r; 1: it changes with every r). Seen through divisions: (r + m) / B and ((r + m) % M) / B for B
- * dividing M and m a multiple of M (a block's scale: Q8_0's k / 32, a K-quant's sub-block (k % 256) / 32) */
-static int64_t grain(uop *e, uop *r) {
-  if (e == r) return 1;
-  if (!uop_uses(e, r)) return 0;
-  if (e->op == OP_IDIV && uop_is_const(e->src[1]) && e->src[1]->arg.i > 1) {
-    int64_t b = e->src[1]->arg.i;
-    uop *x = e->src[0];
-    if (r_plus_multiple(x, r, b)) return b;
-    if (x->op == OP_MOD && uop_is_const(x->src[1]) && x->src[1]->arg.i % b == 0 &&
-        r_plus_multiple(x->src[0], r, x->src[1]->arg.i))
-      return b;
-  }
-  int64_t g = 0;
-  for (int i = 0; i < e->nsrc; i++) {
-    int64_t s = grain(e->src[i], r);
-    g = !g ? s : !s ? g : gcd64(g, s);
-  }
-  return g;
-}
-
-/* A reduce loop r read in blocks: a hot load whose index is the same over runs of B iterations of r (a
- * quantized weight's scale, one per block of 32 values: gguf_quant.c), B dividing r's size. Returns the
- * largest such B up to max, 0 when none. UNROLL by B makes the block one straight run: that load is made once
- * per block, not per value, and the values' indices within the block become constants (their loads
- * contiguous: expand.c's lane) */
-static int64_t block_of(const hot *h, uop *r, int64_t size, int64_t max) {
-  int64_t best = 0;
-  for (int l = 0; l < h->nloads; l++) {
-    int64_t b = grain(h->loads[l]->src[1], r);
-    if (b > 1 && b <= max && size % b == 0 && b > best) best = b;
-  }
-  return best;
 }
 
 /* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
