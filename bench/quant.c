@@ -3,7 +3,8 @@
  *   x (m, k) @ W^T, W (n, k) stored as ggml blocks (Q8_0, Q4_0, Q4_K, Q6_K) or float16, dequantized inside the
  *   kernels that read it (src/nn/gguf_quant.c), next to the same product on a float32 W.
  *   Shapes: m = 1 (a decode step's matrix-vector product) for (n, k) = (4096, 4096) and (11008, 4096) (a llama
- *   feed-forward's up projection); m = 16 and 128 (prefill) for (4096, 4096); m = 512 for F32, Q8_0, Q4_0.
+ *   feed-forward's up projection); m = 16 and 128 (prefill) for (4096, 4096); m = 512 for F32, Q8_0, Q4_0, and
+ *   m = 128 for (4096, 11008) (the down projection) for those three.
  *
  * Reported per (shape, type): the median ms of a product and its GB/s, the bytes of the weight read (blocks as
  * stored, float32 4 bytes a weight) over the median time; m = 1 is bound by that read. The peer (llama.cpp's
@@ -101,9 +102,10 @@ int main(int argc, char **argv) {
       return ARGS_EXIT;
     }
   }
-  /* m = 512 (a long prompt's prefill): F32, Q8_0 and Q4_0 only, it takes seconds a type */
+  /* m = 512 (a long prompt's prefill) and the down projection's prefill: F32, Q8_0 and Q4_0 only (seconds a type) */
   static const struct { int64_t m, n, k; bool all; } shapes[] = {
-      {1, 4096, 4096, true}, {1, 11008, 4096, true}, {16, 4096, 4096, true}, {128, 4096, 4096, true}, {512, 4096, 4096, false}};
+      {1, 4096, 4096, true}, {1, 11008, 4096, true}, {16, 4096, 4096, true}, {128, 4096, 4096, true}, {512, 4096, 4096, false},
+      {128, 4096, 11008, false}};
   static const uint32_t types[] = {GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_0, GGML_Q4_K, GGML_Q6_K};
   note("x (m, k) @ W^T, W (n, k) quantized; %s threads (TG_THREADS), load %.1f; ms median (best), GB/s of the weight\n",
        getenv("TG_THREADS") ? getenv("TG_THREADS") : "all", loadavg1());

@@ -187,6 +187,9 @@ TEST(test_symbolic_block_inside_a_larger_block_folds) {
   CHECK(uop_simplify(idiv(x, c(256))) == uop_simplify(idiv(r0, c(8))), "(32*r0 + r1) // 256 is not r0 // 8");
   CHECK(uop_simplify(idiv(x5, c(256))) == uop_simplify(idiv(r0, c(8))), "(32*r0 + 5) // 256 is not r0 // 8");
   CHECK(uop_simplify(idiv(mod(x, c(256)), c(32))) == uop_simplify(mod(r0, c(8))), "((32*r0 + r1) %% 256) // 32 is not r0 %% 8");
+  uop *r2 = var(2, 512);  /* a (.., 2, 16) view read as rows of 32: (r2//32)*32 + ((r2//16)%2)*16 + r2%16 is r2 */
+  CHECK(uop_simplify(add(add(mul(idiv(r2, c(32)), c(32)), mul(mod(idiv(r2, c(16)), c(2)), c(16))), mod(r2, c(16)))) == r2,
+        "(r2//32)*32 + ((r2//16)%%2)*16 + r2%%16 is not r2");
   uop *u8 = uop_cast(r1, TG_UINT8);
   CHECK(uop_simplify(uop_binary(OP_SHR, u8, uop_const_int(TG_UINT8, 0))) == uop_simplify(u8), "x >> 0 is not x");
   CHECK(uop_simplify(uop_binary(OP_SHL, r1, c(0))) == r1, "x << 0 is not x");

@@ -214,11 +214,11 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
     int64_t id = ax[i].r->arg.i;
     int64_t amt = ax[i].size % (2 * lanes) == 0 && (nred || ax[i].size >= 8 * lanes) ? 2 * lanes : lanes;
     /* a load strided along the vector loop is packed transposed (step 4), a panel of the vector loop times the
-     * reduce: one vector wide when two would not fit (x (m, 4096) @ W^T: 16 x 4096 packs, 32 x 4096 does not,
-     * and the kernel without a panel ran 2.5x slower at m = 128) */
+     * reduce: one vector wide when two would not fit (x (m, 11008) @ W^T: 16 x 11008 packs, 32 x 11008 does
+     * not, and the kernel without a panel ran 3-5x slower at m = 128) */
     int64_t red = 1;
     for (int r = nout; r < nout + nred; r++) red *= ax[r].size;
-    if (ga && amt > lanes && amt * red > PACK_MAX_ELEMS) amt = lanes;
+    if (ga && amt > lanes && amt * red > PACK_T_MAX_ELEMS) amt = lanes;
     if (try_opt(ks, OPT_UPCAST, i, amt)) vec_id = id;
     break;
   }

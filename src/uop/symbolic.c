@@ -321,8 +321,28 @@ static uop *sum_build(tg_dtype dt, term *t, int n, int64_t c) {
   return c ? uop_binary(OP_ADD, r, uop_const_int(dt, c)) : r;
 }
 
-/* (x//c)*k*c + (x%c)*k -> x*k */
+/* (x//c)*k*c + (x%c)*k -> x*k, and ((x//a)%b)*k*a + (x%a)*k -> (x%(a*b))*k: a row of a (.., b, a) view read
+ * through its (.., b*a) reshape (a Q4_0 weight's 2 x 16 values stored as a row of 32) */
 static void sum_merge_divmod(sum *s) {
+  for (int i = 0; i < s->n; i++) {
+    uop *m = s->t[i].x;
+    if (m->op != OP_MOD || !uop_is_const(m->src[1]) || m->src[0]->op != OP_IDIV || !uop_is_const(m->src[0]->src[1]) ||
+        s->t[i].k == 0)
+      continue;
+    uop *x = m->src[0]->src[0];
+    int64_t a = m->src[0]->src[1]->arg.i, b = m->src[1]->arg.i;
+    if (a <= 0 || b <= 0 || s->t[i].k % a || uop_vmin(x) < 0) continue;
+    int64_t k = s->t[i].k / a;
+    for (int j = 0; j < s->n; j++) {
+      uop *r = s->t[j].x;
+      if (r->op == OP_MOD && r->src[0] == x && uop_is_const(r->src[1]) && r->src[1]->arg.i == a && s->t[j].k == k) {
+        s->t[i].k = 0;
+        s->t[j].k = 0;
+        sum_push(s, uop_binary(OP_MOD, x, uop_const_int((tg_dtype)x->dtype, a * b)), k);
+        return;
+      }
+    }
+  }
   for (int i = 0; i < s->n; i++) {
     uop *d = s->t[i].x;
     if (d->op != OP_IDIV || !uop_is_const(d->src[1]) || s->t[i].k == 0) continue;
