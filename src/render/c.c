@@ -83,17 +83,18 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
     for (int l = 0; l < lanes; l++) put(o, "%ss", l ? "," : "");
     put(o, "}; }\n");
   }
-  /* 8- and 16-bit integers loaded into int lanes, widened in the load: one vpmovzxbd (the compilers' own
-   * __builtin_convertvector of a byte vector, gcc 12, inserted the 16 bytes one at a time: 18 ms for a 4096^2
-   * Q8_0 matrix-vector product, where the widening load gives ...) */
+  /* 8- and 16-bit integers loaded into int lanes, widened in the load: one vpmovzxbd. gcc 12's
+   * __builtin_convertvector of a byte vector inserted the 16 bytes one at a time (a 4096^2 Q8_0 matrix-vector
+   * product: 18 ms, 1.6 ms with the widening load); clang has no such builtins and converts well. Float16: one
+   * vcvtph2ps (F16C; AVX-512F for 16 lanes), in both compilers */
   static const char *const sn[4] = {"u8", "i8", "u16", "i16"}, *const sc[4] = {"unsigned char", "signed char", "unsigned short", "short"};
   static const char *const mv[4] = {"zxbd", "sxbd", "zxwd", "sxwd"};
   for (int t = 0; t < 4; t++)
     put(o, "typedef %s tg_%s_vu __attribute__((vector_size(%d), aligned(1), may_alias));\n", sc[t], sn[t], (t < 2 ? 1 : 2) * lanes);
   if (lanes == 16 || lanes == 8) {
-    put(o, "#if defined(%s)\ntypedef char tg_c16_ __attribute__((vector_size(16)));\n"
-           "typedef short tg_s%d_ __attribute__((vector_size(%d)));\ntypedef long long tg_q2_ __attribute__((vector_size(16)));\n",
-        lanes == 16 ? "__AVX512F__" : "__AVX2__", lanes, 2 * lanes);
+    put(o, "typedef char tg_c16_ __attribute__((vector_size(16)));\ntypedef short tg_s%d_ __attribute__((vector_size(%d)));\n"
+           "typedef long long tg_q2_ __attribute__((vector_size(16)));\n#if defined(%s) && !defined(__clang__)\n",
+        lanes, 2 * lanes, lanes == 16 ? "__AVX512F__" : "__AVX2__");
     for (int t = 0; t < 4; t++) {
       put(o, "static inline tg_int_v tg_ld_%s(const %s *p) { ", sn[t], sc[t]);
       if (lanes == 16 && t < 2) put(o, "return __builtin_ia32_pmov%s512_mask((tg_c16_)*(const tg_%s_vu*)p, tg_bc_int(0), 0xffff); }\n", mv[t], sn[t]);
@@ -101,13 +102,12 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
       else if (t < 2) put(o, "long long q; __builtin_memcpy(&q, p, 8); return __builtin_ia32_pmov%s256((tg_c16_)(tg_q2_){q, 0}); }\n", mv[t]);
       else put(o, "return __builtin_ia32_pmov%s256((tg_s8_)*(const tg_%s_vu*)p); }\n", mv[t], sn[t]);
     }
-    /* float16: vcvtph2ps (F16C; AVX-512F for 16 lanes) */
+    put(o, "#define TG_HAVE_LDSMALL 1\n#endif\n");
     if (lanes == 16)
-      put(o, "static inline tg_float_v tg_ld_f16(const tg_half *p) { return __builtin_ia32_vcvtph2ps512_mask((tg_s16_)*(const tg_i16_vu*)p, tg_bc_float(0), 0xffff, 4); }\n");
+      put(o, "#if defined(__AVX512F__)\nstatic inline tg_float_v tg_ld_f16(const tg_half *p) { return __builtin_ia32_vcvtph2ps512_mask((tg_s16_)*(const tg_i16_vu*)p, tg_bc_float(0), 0xffff, 4); }\n");
     else
-      put(o, "#if defined(__F16C__)\nstatic inline tg_float_v tg_ld_f16(const tg_half *p) { return __builtin_ia32_vcvtph2ps256((tg_s8_)*(const tg_i16_vu*)p); }\n"
-             "#define TG_HAVE_LDF16 1\n#endif\n");
-    put(o, "#define TG_HAVE_LDSMALL 1\n%s#endif\n", lanes == 16 ? "#define TG_HAVE_LDF16 1\n" : "");
+      put(o, "#if defined(__F16C__)\nstatic inline tg_float_v tg_ld_f16(const tg_half *p) { return __builtin_ia32_vcvtph2ps256((tg_s8_)*(const tg_i16_vu*)p); }\n");
+    put(o, "#define TG_HAVE_LDF16 1\n#endif\n");
   }
   put(o, "#ifndef TG_HAVE_LDSMALL\n");
   for (int t = 0; t < 4; t++)
