@@ -87,15 +87,21 @@ static bool step(const job *j) {
 }
 
 int main(int argc, char **argv) {
+  args_prog = "quant";
   long long reps = 9;
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) json_mode = true;
     else if (!strcmp(argv[i], "--reps")) {
       if (!args_int(argc, argv, &i, 1, 64, &reps)) return ARGS_EXIT;
-    } else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("usage: %s [--json] [--reps N] [--only WORD]\n", argv[0]);
+    } else if (!strcmp(argv[i], "--only")) {
+      if (!(only = args_value(argc, argv, &i, "a type name or a word of a shape: Q4_0, m=16, 11008"))) return ARGS_EXIT;
+    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: %s [--json] [--reps N] [--only WORD]\n"
+             "  --json       one JSON line per result on stdout, nothing else there\n"
+             "  --reps N     timed products per result, 1..64 (default 9)\n"
+             "  --only WORD  only the type WORD (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K) or the shapes containing WORD\n",
+             argv[0]);
       return 0;
     } else {
       args_unknown(argv[i]);
