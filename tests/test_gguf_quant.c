@@ -297,3 +297,45 @@ TEST(test_gguf_quantized_matvec_is_vector_code) {
     tg_scope_end();
   }
 }
+
+/* F16 weights (their products are vector code with a converting load: the test above): x (m, k) @ W^T against
+ * the float16 values in double precision, k odd (a masked last vector) and whole vectors, m = 1 and 3 */
+TEST(test_gguf_f16_weight_products_match_reference) {
+  static const int64_t ks[3] = {37, 96, 515};
+  for (int ki = 0; ki < 3; ki++)
+    for (int64_t m = 1; m <= 3; m += 2) {
+      int64_t n = 21, k = ks[ki];
+      uint8_t *wb = malloc((size_t)(n * k) * 2);
+      float *x = malloc((size_t)(m * k) * sizeof *x), *want = malloc((size_t)(m * n) * sizeof *want),
+            *got = malloc((size_t)(m * n) * sizeof *got);
+      if (!wb || !x || !want || !got) { CHECK(false, "malloc"); free(wb); free(x); free(want); free(got); return; }
+      for (int64_t i = 0; i < n * k; i++) {
+        uint16_t h = (uint16_t)((rnd() & 1) << 15 | (8 + rnd() % 14) << 10 | (rnd() & 1023));
+        wb[2 * i] = (uint8_t)h;
+        wb[2 * i + 1] = (uint8_t)(h >> 8);
+      }
+      for (int64_t i = 0; i < m * k; i++) x[i] = (float)((int)(rnd() % 2001) - 1000) / 1000.0f;
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+          double acc = 0;
+          for (int64_t c = 0; c < k; c++) acc += (double)x[i * k + c] * (double)gguf_ref_half(wb + 2 * (j * k + c));
+          want[i * n + j] = (float)acc;
+        }
+      tg_scope_begin();
+      tg_tensor *w = tg_from_data(TG_FLOAT16, 2, (int64_t[]){n, k}, wb, (size_t)(n * k) * 2);
+      tg_tensor *xt = tg_from_data(TG_FLOAT32, 2, (int64_t[]){m, k}, x, (size_t)(m * k) * sizeof *x);
+      tg_tensor *y = tg_matmul(xt, tg_transpose(tg_cast(w, TG_FLOAT32), 0, 1));
+      if (y && tg_to_host(y, got, (size_t)(m * n) * sizeof *got) == TG_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "(%lld, %lld) @ F16 (%lld, %lld)^T", (long long)m, (long long)k, (long long)n, (long long)k);
+        check_close_f32(what, got, want, m * n, 1e-4, 1e-4, __FILE__, __LINE__);
+      } else {
+        CHECK(false, "F16 product: %s", tg_error());
+      }
+      tg_scope_end();
+      free(wb);
+      free(x);
+      free(want);
+      free(got);
+    }
+}
