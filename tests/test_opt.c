@@ -629,7 +629,7 @@ TEST(test_opt_small_integers_are_vector_lanes_that_wrap) {
         int64_t v = raw[r * K + k];
         v = v * 3 + 7;
         v = dt == TG_UINT8 ? (uint8_t)v : dt == TG_INT8 ? (int8_t)(uint8_t)v : dt == TG_UINT16 ? (uint16_t)v : (int16_t)(uint16_t)v;
-        v = v << 1;
+        v = v * 2;  /* << 1, without shifting a negative value in C */
         v = dt == TG_UINT8 ? (uint8_t)v : dt == TG_INT8 ? (int8_t)(uint8_t)v : dt == TG_UINT16 ? (uint16_t)v : (int16_t)(uint16_t)v;
         v = v >> 2;
         acc += (double)(float)v * sc[r * (K / 32) + k / 32];

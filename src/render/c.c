@@ -55,13 +55,14 @@ static const char *small_vu(tg_dtype dt) {
 /* the function that loads a vector of dt widened to its lanes' type: small integers, float16 */
 static const char *widening_load(tg_dtype dt) { return dt == TG_FLOAT16 ? "tg_ld_f16" : small_vu(dt); }
 
-/* e (int lanes) brought back into the small integer type dt's range, as C's conversion to dt wraps it */
+/* e (int lanes) brought back into the small integer type dt's range, as C's conversion to dt wraps it (signed:
+ * the low bits with their top bit's sign, by xor and subtract: no shift of a negative value) */
 static char *narrow(tg_dtype dt, char *e) {
   char *r = !e ? NULL
             : dt == TG_UINT8 ? fmt("(%s&255)", e)
             : dt == TG_UINT16 ? fmt("(%s&65535)", e)
-            : dt == TG_INT8 ? fmt("((%s<<24)>>24)", e)
-            : fmt("((%s<<16)>>16)", e);
+            : dt == TG_INT8 ? fmt("(((%s&255)^128)-128)", e)
+            : fmt("(((%s&65535)^32768)-32768)", e);
   free(e);
   return r;
 }
