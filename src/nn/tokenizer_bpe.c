@@ -3,7 +3,7 @@
  * pair with the lowest merge rank merges (the leftmost on ties) until no pair has a merge. With ignore_merges
  * (llama3) a word that is a token is that token, merged or not, as HF tokenizers and llama.cpp do.
  *
- * The file spells every byte as a printable character (GPT-2's bytes_to_unicode: "Ġ" for a space); the
+ * The merge loop is tokenizer_merge.c's. The file spells every byte as a printable character (GPT-2's bytes_to_unicode: "Ġ" for a space); the
  * tokenizer keeps the bytes themselves, so the merges table maps pairs of token ids, and decoding is a copy.
  */
 #include <stdlib.h>
@@ -99,63 +99,46 @@ tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g) {
   return TG_OK;
 }
 
-/* the merge rank of symbols i, i+1 (INT32_MAX if none) and the token they become */
-static int32_t pair_rank(const tg_tokenizer *t, const int32_t *id, int64_t i, int32_t *result) {
-  const tok_merge *m = merge_find(t, id[i], id[i + 1]);
-  *result = m ? m->result : -1;
-  return m ? m->rank : INT32_MAX;
+/* a pair merges as the merges table says, the lowest rank first */
+static bool bpe_pair(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, double *prio,
+                     int32_t *result) {
+  const tok_merge *m = merge_find(t, a->id, b->id);
+  if (!m) return false;
+  *prio = -(double)m->rank;
+  *result = m->result;
+  return true;
 }
 
-/* the tokens of one word text[0, len) at out[*n]; id, rank, res: room for len symbols */
-static void encode_word(const tg_tokenizer *t, const char *text, int64_t len, int32_t *out, int64_t *n, int32_t *id,
-                        int32_t *rank, int32_t *res) {
+/* the tokens of one word text[0, len) at out[*n]; sym: room for len symbols */
+static tg_status encode_word(const tg_tokenizer *t, const char *text, int64_t len, int32_t *out, int64_t *n,
+                             tok_sym *sym) {
   if (t->ignore_merges) {
-    int32_t w = tok_lookup(t, text, (int32_t)len);
+    int32_t w = len <= t->max_len ? tok_lookup(t, text, (int32_t)len) : -1;
     if (w >= 0 && t->type[w] != TOK_CONTROL) {
       out[(*n)++] = w;
-      return;
+      return TG_OK;
     }
   }
-  int64_t ns = len;
-  for (int64_t i = 0; i < len; i++) id[i] = t->byte_id[(unsigned char)text[i]];
-  for (int64_t i = 0; i + 1 < ns; i++) rank[i] = pair_rank(t, id, i, &res[i]);
-  for (;;) {
-    int64_t at = -1;
-    int32_t best = INT32_MAX;
-    for (int64_t i = 0; i + 1 < ns; i++)
-      if (rank[i] < best) {
-        best = rank[i];
-        at = i;
-      }
-    if (at < 0) break;
-    id[at] = res[at];
-    size_t tail = (size_t)(ns - at - 2);
-    memmove(id + at + 1, id + at + 2, tail * sizeof *id);
-    memmove(rank + at + 1, rank + at + 2, tail * sizeof *rank);
-    memmove(res + at + 1, res + at + 2, tail * sizeof *res);
-    ns--;
-    if (at > 0) rank[at - 1] = pair_rank(t, id, at - 1, &res[at - 1]);
-    if (at + 1 < ns) rank[at] = pair_rank(t, id, at, &res[at]);
-  }
+  for (int32_t i = 0; i < len; i++) sym[i] = (tok_sym){i, 1, i - 1, i + 1 < len ? i + 1 : -1, t->byte_id[(unsigned char)text[i]]};
+  if (tok_merge_symbols(t, text, sym, len, bpe_pair) != TG_OK) return TG_ERR_NOMEM;
   /* a symbol is a token, or a byte without one: <unk> if the vocabulary has it, else dropped (llama.cpp) */
-  for (int64_t i = 0; i < ns; i++) {
-    if (id[i] >= 0) out[(*n)++] = id[i];
+  for (int32_t i = 0; i >= 0; i = sym[i].next) {
+    if (sym[i].id >= 0) out[(*n)++] = sym[i].id;
     else if (t->unk >= 0) out[(*n)++] = t->unk;
   }
+  return TG_OK;
 }
 
 tg_status tok_bpe_encode(const tg_tokenizer *t, const char *text, int64_t len, int32_t *out, int64_t *n) {
-  size_t cap = (size_t)(len > 0 ? len : 1);
-  int32_t *id = mem_alloc(cap * sizeof *id), *rank = mem_alloc(cap * sizeof *rank), *res = mem_alloc(cap * sizeof *res);
-  if (!id || !rank || !res) {
-    free(id), free(rank), free(res);
-    return TG_ERR_NOMEM;
-  }
-  for (int64_t at = 0; at < len;) {
+  if (len > INT32_MAX / 4) return TG_ERR_NOMEM;
+  tok_sym *sym = mem_alloc((size_t)(len > 0 ? len : 1) * sizeof *sym);
+  if (!sym) return TG_ERR_NOMEM;
+  tg_status st = TG_OK;
+  for (int64_t at = 0; at < len && st == TG_OK;) {
     int64_t w = tok_pre_next(t->pre, text, len, at);
-    encode_word(t, text + at, w, out, n, id, rank, res);
+    st = encode_word(t, text + at, w, out, n, sym);
     at += w;
   }
-  free(id), free(rank), free(res);
-  return TG_OK;
+  free(sym);
+  return st;
 }
