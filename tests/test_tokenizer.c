@@ -186,6 +186,25 @@ TEST(test_tokenizer_gguf_spm_matches_llama2c_tok512) {
     CHECK(same, "'%s': %lld tokens, llama2.c %lld; first: %d %d %d / %d %d %d", s, (long long)na, (long long)nb,
           a[1], na > 2 ? a[2] : -1, na > 3 ? a[3] : -1, b[1], nb > 2 ? b[2] : -1, nb > 3 ? b[3] : -1);
   }
+  /* 300 random strings of letters, spaces, newlines, punctuation and two-byte characters */
+  static const char *bits[] = {"a", "e", "o", "t", "h", "n", "s", "l", "d", "y", " ", " ", "  ", "\n", ".", ",",
+                               "!", "'", "1", "7", "T", "L", "\xc3\xa9", "\xce\xbb", "was", "the", " and", "Lily"};
+  unsigned seed = 512;
+  for (int r = 0; r < 300; r++) {
+    char s[256] = "";
+    size_t k = 0;
+    for (int w = 0; w < r % 40; w++) {
+      seed = seed * 1103515245u + 12345u;
+      const char *b = bits[(seed >> 16) % (sizeof bits / sizeof *bits)];
+      memcpy(s + k, b, strlen(b) + 1);
+      k += strlen(b);
+    }
+    int32_t a[300], b[300];
+    int64_t na = tg_tokenizer_encode(t, s, true, true, a, 300), nb = tg_tokenizer_encode(ref, s, true, true, b, 300);
+    CHECK(na == nb && na > 0 && !memcmp(a, b, (size_t)na * sizeof *a), "random '%s': %lld tokens, llama2.c %lld", s,
+          (long long)na, (long long)nb);
+    CHECK(round_trip(t, s, a, na - 1, true), "decode(encode('%s')) differs", s);
+  }
   /* the GGUF's control tokens: plain text for encode, tokens for encode_special */
   int32_t ids[64];
   int64_t n = tg_tokenizer_encode_special(t, "<s>Hi</s>", false, ids, 64);

@@ -83,6 +83,7 @@ bool tok_finish(tg_tokenizer *t, const char *op) {
     for (int64_t i = 0; i < t->vocab; i++)
       if ((t->type[i] == TOK_CONTROL || t->type[i] == TOK_USER) && t->pieces[i].len) t->special[t->nspecial++] = t->pieces[i];
     qsort(t->special, (size_t)ns, sizeof *t->special, special_cmp);
+    for (int32_t i = 0; i < ns; i++) t->special_first[(unsigned char)t->special[i].s[0]] = true;
   }
   if (t->eos >= 0) t->eog[t->eos] = true;
   return true;
@@ -98,6 +99,7 @@ int tok_byte_piece(const piece *p) {
 
 /* the special token text[at...] begins with (the longest), NULL if none */
 static const piece *special_at(const tg_tokenizer *t, const char *text, int64_t at, int64_t len, bool control) {
+  if (!t->special_first[(unsigned char)text[at]]) return NULL;
   for (int32_t i = 0; i < t->nspecial; i++) {
     const piece *p = &t->special[i];
     if (p->len <= len - at && !memcmp(text + at, p->s, (size_t)p->len) && (control || t->type[p->id] == TOK_USER))

@@ -34,6 +34,7 @@ struct tg_tokenizer {
   int32_t byte_id[256];   /* SPM byte fallback <0xNN>; BPE the token of each single byte; -1 if none */
   piece *special;         /* control and user-defined tokens, longest first, for encode_special */
   int32_t nspecial;
+  bool special_first[256];  /* the first bytes of the specials: the split looks for one only at these */
   bool *eog;              /* per id: ends generation */
   tok_merge *merges;      /* BPE: nmerge_slots slots (a power of two), left -1 when empty */
   int64_t nmerge_slots;

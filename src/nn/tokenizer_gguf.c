@@ -122,7 +122,10 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
     int64_t type = TOK_NORMAL;
     double score = 0;
     if ((ntypes >= 0 && tg_gguf_array_int(g, "tokenizer.ggml.token_type", i, &type) != TG_OK) ||
-        (nscores >= 0 && tg_gguf_array_float(g, "tokenizer.ggml.scores", i, &score) != TG_OK)) goto fail;
+        (nscores >= 0 && tg_gguf_array_float(g, "tokenizer.ggml.scores", i, &score) != TG_OK)) {
+      tg_set_error(TG_ERR_IO, "%s: the type or score of token %lld is not a number", op, (long long)i);
+      goto fail;
+    }
     if (type < TOK_NORMAL || type > TOK_BYTE) type = TOK_NORMAL;  /* llama.cpp: undefined types are normal */
     t->type[i] = (uint8_t)type;
     t->scores[i] = (float)score;
@@ -178,7 +181,6 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
   if (bpe && tok_bpe_merges(t, g) != TG_OK) goto fail;
   return t;
 fail:
-  if (tg_error()[0] == 0) tg_set_error(TG_ERR_IO, "%s: a malformed tokenizer", op);
   tg_tokenizer_free(t);
   return NULL;
 }
