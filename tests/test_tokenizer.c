@@ -311,3 +311,44 @@ TEST(test_tokenizer_gguf_refuses_bad_metadata) {
   tg_error_clear();
   free(w.p);
 }
+
+/* ---- byte-level BPE: ignore_merges (llama3) and merge order, on a vocabulary written here ------------------ */
+
+static tg_tokenizer *bpe_from(const char *pre) {
+  const char *tok[] = {"a", "b", "c", "\xc4\xa0", "bc", "ab", "abc", "\xc4\xa0" "a"};
+  const char *merges[] = {"b c", "a b", "\xc4\xa0 a"};
+  gw w = {0};
+  gw_header(&w, 4);
+  gw_kv_str(&w, "tokenizer.ggml.model", "gpt2");
+  gw_kv_str(&w, "tokenizer.ggml.pre", pre);
+  gw_arr(&w, "tokenizer.ggml.tokens", TG_GGUF_STRING, 8);
+  for (int i = 0; i < 8; i++) gw_str(&w, tok[i]);
+  gw_arr(&w, "tokenizer.ggml.merges", TG_GGUF_STRING, 3);
+  for (int i = 0; i < 3; i++) gw_str(&w, merges[i]);
+  tg_gguf *g = gguf_open_bytes("bpe.gguf", w.p, w.n);
+  free(w.p);
+  tg_tokenizer *t = g ? tg_tokenizer_from_gguf(g) : NULL;
+  CHECK(t, "%s: %s", pre, tg_error());
+  tg_gguf_close(g);
+  return t;
+}
+
+TEST(test_tokenizer_gguf_bpe_merge_order_and_ignore_merges) {
+  tg_tokenizer *l3 = bpe_from("llama-bpe"), *q2 = bpe_from("qwen2");
+  if (!l3 || !q2) goto done;
+  int32_t ids[16];
+  /* "b c" ranks first, and "a bc" is no merge: qwen2 stops at a|bc; llama3 takes the word "abc" whole */
+  int64_t n = tg_tokenizer_encode(q2, "abc", false, false, ids, 16);
+  CHECK(ids_are(ids, n, (int32_t[]){0, 4}, 2), "qwen2 abc: %lld: %d %d", (long long)n, ids[0], ids[1]);
+  n = tg_tokenizer_encode(l3, "abc", true, true, ids, 16);
+  CHECK(ids_are(ids, n, (int32_t[]){6}, 1), "llama3 abc: %lld: %d", (long long)n, ids[0]);
+  /* " abc" is no token: Ġ a b c -> Ġ a bc -> Ġa bc; a byte without a token (d) is dropped, as in llama.cpp */
+  n = tg_tokenizer_encode(l3, " abcd", false, false, ids, 16);
+  CHECK(ids_are(ids, n, (int32_t[]){7, 4}, 2), "llama3 ' abcd': %lld: %d %d", (long long)n, ids[0], ids[1]);
+  CHECK(!strcmp(tg_tokenizer_decode(l3, 0, 7), " a") && tg_tokenizer_find(l3, " a") == 7 &&
+        tg_tokenizer_find(l3, "\xc4\xa0" "a") == -1 && tg_tokenizer_bos(l3) == -1 && tg_tokenizer_add_bos(l3) &&
+        !tg_tokenizer_add_bos(q2), "decode, find, flags");
+done:
+  tg_tokenizer_free(l3);
+  tg_tokenizer_free(q2);
+}
