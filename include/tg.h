@@ -915,7 +915,8 @@ tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab_size);
  * points (or byte tokens, <unk> when the vocabulary has none), then merges of the best-scoring pair, as
  * llama2.c's encode and llama.cpp do it. BPE: the pre-tokenizer's words, each merged by rank. Text spelling
  * a control token is plain text (a user-defined token's text becomes that token, as in llama.cpp); invalid
- * UTF-8 is kept byte for byte. Needs cap >= strlen(text) + 3; returns the count, negative (a tg_status) on
+ * UTF-8 is kept byte for byte. Needs cap >= strlen(text) + 3 (more only for SPM text holding one-byte special
+ * tokens, a space prefix after each: TG_ERR_ARG says how many); returns the count, negative (a tg_status) on
  * error */
 int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens, int64_t cap);
 /* the text of token following prev: SPM drops the space prefix after BOS and gives <0xNN> as that byte; BPE

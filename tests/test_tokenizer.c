@@ -222,10 +222,10 @@ TEST(test_tokenizer_gguf_spm_matches_llama2c_tok512) {
 /* ---- small vocabularies: special tokens, flags, malformed metadata ------------------------------------------ */
 
 static const char *small_tok[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "ab", "\xe2\x96\x81" "ab",
-                                  "<0x63>", "<|im_start|>", "<|im_end|>", "[U]", "<0x0A>"};
-static const float small_score[] = {0, 0, 0, -1, -2, -3, -0.5f, -0.25f, 0, 0, 0, 0, 0};
-static const int32_t small_type[] = {2, 3, 3, 1, 1, 1, 1, 1, 6, 3, 3, 4, 6};
-static const vocab small = {13, small_tok, small_score, small_type};
+                                  "<0x63>", "<|im_start|>", "<|im_end|>", "[U]", "<0x0A>", "|"};
+static const float small_score[] = {0, 0, 0, -1, -2, -3, -0.5f, -0.25f, 0, 0, 0, 0, 0, 0};
+static const int32_t small_type[] = {2, 3, 3, 1, 1, 1, 1, 1, 6, 3, 3, 4, 6, 4};
+static const vocab small = {14, small_tok, small_score, small_type};
 
 static void no_prefix(gw *w) {
   gw_kv_bool(w, "tokenizer.ggml.add_space_prefix", false);
@@ -258,6 +258,12 @@ TEST(test_tokenizer_gguf_spm_special_tokens_and_flags) {
   CHECK(!strcmp(tg_tokenizer_decode(t, 9, 7), " ab") && !strcmp(tg_tokenizer_decode(t, 7, 8), "c") &&
         !strcmp(tg_tokenizer_decode(t, 7, 10), "<|im_end|>"), "decode");
   CHECK(tg_tokenizer_encode(t, "ab", false, false, ids, 4) < 0 && strstr(tg_error(), "room"), "small cap");
+  /* a one-byte user-defined token, a space prefix after each: 4 more tokens than bytes, the error says so */
+  CHECK(tg_tokenizer_encode(t, "a|a|a|a", false, false, ids, 10) == TG_ERR_ARG && strstr(tg_error(), "may need 11"),
+        "one-byte specials: %s", tg_error());
+  n = tg_tokenizer_encode(t, "a|a|a|a", false, false, ids, 11);
+  CHECK(ids_are(ids, n, (int32_t[]){3, 4, 13, 3, 4, 13, 3, 4, 13, 3, 4}, 11), "one-byte specials: %lld tokens",
+        (long long)n);
   tg_error_clear();
   tg_tokenizer_free(t);
 

@@ -108,9 +108,17 @@ static const piece *special_at(const tg_tokenizer *t, const char *text, int64_t 
   return NULL;
 }
 
-/* the tokens of text between special tokens (user-defined ones always, as llama.cpp; control ones when
- * `control`): each stretch of plain text goes to the encoder of the kind; SPM's space prefix starts the text
- * and follows every special token, as llama.cpp does it */
+/* the end of the plain text from at (up to the next special token, user-defined ones always, as llama.cpp;
+ * control ones when `control`) and that token into *sp (NULL at the end of the text) */
+static int64_t next_special(const tg_tokenizer *t, const char *text, int64_t at, int64_t len, bool control,
+                            const piece **sp) {
+  *sp = NULL;
+  while (at < len && !(t->nspecial && (*sp = special_at(t, text, at, len, control)))) at++;
+  return at;
+}
+
+/* the tokens of text: each stretch of plain text goes to the encoder of the kind, each special token is itself;
+ * SPM's space prefix starts the text and follows every special token, as llama.cpp does it */
 static int64_t encode(const char *op, const tg_tokenizer *t, const char *text, bool bos, bool eos, bool control,
                       int32_t *tokens, int64_t cap) {
   if (!t || !text || !tokens) {
@@ -122,25 +130,30 @@ static int64_t encode(const char *op, const tg_tokenizer *t, const char *text, b
     tg_set_error(TG_ERR_ARG, "%s: a text of %lld bytes is longer than 2^28", op, (long long)len);
     return TG_ERR_ARG;
   }
-  if (cap < 0 || cap < len + 3) {  /* BOS, the space prefix, a token per byte at most, EOS */
-    tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens; a text of %lld bytes may need %lld", op, (long long)cap,
-                 (long long)len, (long long)len + 3);
+  /* the most tokens: BOS, EOS, a token per byte at most, a prefix per stretch of SPM text, a token per special
+   * (len + 3 unless one-byte specials, each with a prefix after it, are in the text) */
+  int64_t need = (bos && t->bos >= 0) + (eos && t->eos >= 0) + len, nspecial = 0, nprefix = 0;
+  const piece *sp;
+  for (int64_t at = 0; at < len; at += sp ? sp->len : 0) {
+    int64_t end = next_special(t, text, at, len, control, &sp);
+    nprefix += end > at && t->kind == TOK_SPM && t->add_space_prefix;
+    if (sp) need += 1 - sp->len;
+    nspecial += sp != NULL;
+    at = end;
+  }
+  need += nprefix;
+  if (need < len + 3) need = len + 3;
+  if (cap < need) {
+    tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens; a text of %lld bytes%s may need %lld", op, (long long)cap,
+                 (long long)len, nspecial ? " with special tokens" : "", (long long)need);
     return TG_ERR_ARG;
   }
   int64_t n = 0;
   if (bos && t->bos >= 0) tokens[n++] = t->bos;
   bool prefix = true;
-  for (int64_t at = 0; at < len;) {
-    int64_t end = at;
-    const piece *sp = NULL;
-    while (end < len && !(t->nspecial && (sp = special_at(t, text, end, len, control)))) end++;
+  for (int64_t at = 0; at < len; at += sp ? sp->len : 0) {
+    int64_t end = next_special(t, text, at, len, control, &sp);
     if (end > at) {
-      /* each special token is at least a byte, so only the prefixes after one-byte specials can run over */
-      if (n + (end - at) + 2 > cap) {
-        tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens is not enough for this text's special tokens", op,
-                     (long long)cap);
-        return TG_ERR_ARG;
-      }
       tg_status st = t->kind == TOK_SPM ? tok_spm_encode(t, text + at, end - at, prefix && t->add_space_prefix, tokens, &n)
                                         : tok_bpe_encode(t, text + at, end - at, tokens, &n);
       if (st != TG_OK) {
@@ -148,15 +161,7 @@ static int64_t encode(const char *op, const tg_tokenizer *t, const char *text, b
         return st;
       }
     }
-    if (sp) {
-      if (n + 2 > cap) {
-        tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens is not enough for this text's special tokens", op,
-                     (long long)cap);
-        return TG_ERR_ARG;
-      }
-      tokens[n++] = sp->id;
-      end += sp->len;
-    }
+    if (sp) tokens[n++] = sp->id;
     prefix = sp != NULL;
     at = end;
   }
