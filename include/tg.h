@@ -929,8 +929,9 @@ void tg_tokenizer_free(tg_tokenizer *t);             /* NULL is fine */
 typedef struct tg_gguf tg_gguf;  /* a GGUF reader (see "GGUF files" below) */
 /* a tokenizer from a GGUF file's tokenizer.ggml.* metadata: model "llama" (SentencePiece-style: token scores,
  * byte fallback <0xNN>, add_space_prefix) or "gpt2" (byte-level BPE with tokenizer.ggml.merges and the
- * pre-tokenizer tokenizer.ggml.pre names: "llama-bpe"/"llama3", "qwen2"/"deepseek-r1-qwen", "default"/"gpt2").
- * NULL with TG_ERR_IO/TG_ERR_ARG naming what is missing or unsupported. Independent of g afterwards (copies). */
+ * pre-tokenizer tokenizer.ggml.pre names, as llama.cpp reads them: "llama-bpe"/"llama3"/"llama-v3",
+ * "qwen2"/"deepseek-r1-qwen", "gpt-2"/"gpt2", "default" or none: llama.cpp's default). NULL with
+ * TG_ERR_IO/TG_ERR_ARG naming what is missing or unsupported. Independent of g afterwards (copies). */
 tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g);
 /* as tg_tokenizer_encode, but text that spells a special (control/user-defined) token, e.g. "<|im_start|>",
  * becomes that token (chat templates need this; the longest one where several begin at the same byte); no EOS */

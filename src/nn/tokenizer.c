@@ -66,6 +66,11 @@ static int special_cmp(const void *a, const void *b) {
   return x->len != y->len ? (x->len < y->len) - (x->len > y->len) : (x->id > y->id) - (x->id < y->id);
 }
 
+/* a control or user-defined token with text */
+static bool is_special(const tg_tokenizer *t, int64_t i) {
+  return (t->type[i] == TOK_CONTROL || t->type[i] == TOK_USER) && t->pieces[i].len;
+}
+
 bool tok_finish(tg_tokenizer *t, const char *op) {
   t->max_len = 0;
   for (int64_t i = 0; i < t->vocab; i++)
@@ -73,7 +78,7 @@ bool tok_finish(tg_tokenizer *t, const char *op) {
   memcpy(t->sorted, t->pieces, (size_t)t->vocab * sizeof *t->sorted);
   qsort(t->sorted, (size_t)t->vocab, sizeof *t->sorted, piece_cmp);
   int32_t ns = 0;
-  for (int64_t i = 0; i < t->vocab; i++) ns += (t->type[i] == TOK_CONTROL || t->type[i] == TOK_USER) && t->pieces[i].len;
+  for (int64_t i = 0; i < t->vocab; i++) ns += is_special(t, i);
   if (ns) {
     t->special = mem_alloc((size_t)ns * sizeof *t->special);
     if (!t->special) {
@@ -81,7 +86,7 @@ bool tok_finish(tg_tokenizer *t, const char *op) {
       return false;
     }
     for (int64_t i = 0; i < t->vocab; i++)
-      if ((t->type[i] == TOK_CONTROL || t->type[i] == TOK_USER) && t->pieces[i].len) t->special[t->nspecial++] = t->pieces[i];
+      if (is_special(t, i)) t->special[t->nspecial++] = t->pieces[i];
     qsort(t->special, (size_t)ns, sizeof *t->special, special_cmp);
     for (int32_t i = 0; i < ns; i++) t->special_first[(unsigned char)t->special[i].s[0]] = true;
   }
@@ -154,7 +159,8 @@ static int64_t encode(const char *op, const tg_tokenizer *t, const char *text, b
   for (int64_t at = 0; at < len; at += sp ? sp->len : 0) {
     int64_t end = next_special(t, text, at, len, control, &sp);
     if (end > at) {
-      tg_status st = t->kind == TOK_SPM ? tok_spm_encode(t, text + at, end - at, prefix && t->add_space_prefix, tokens, &n)
+      bool pre = prefix && t->add_space_prefix;
+      tg_status st = t->kind == TOK_SPM ? tok_spm_encode(t, text + at, end - at, pre, tokens, &n)
                                         : tok_bpe_encode(t, text + at, end - at, tokens, &n);
       if (st != TG_OK) {
         tg_set_error(st, "%s: out of memory", op);

@@ -8,7 +8,7 @@
 
 typedef enum tok_kind { TOK_SPM, TOK_BPE } tok_kind;
 /* the pre-tokenizer regexes of byte-level BPE vocabularies (tokenizer_pre.c) */
-typedef enum tok_pre { TOK_PRE_GPT2, TOK_PRE_LLAMA3, TOK_PRE_QWEN2 } tok_pre;
+typedef enum tok_pre { TOK_PRE_GPT2, TOK_PRE_LLAMA3, TOK_PRE_QWEN2, TOK_PRE_DEFAULT } tok_pre;
 /* llama.cpp's token types (tokenizer.ggml.token_type) */
 enum { TOK_NORMAL = 1, TOK_UNKNOWN = 2, TOK_CONTROL = 3, TOK_USER = 4, TOK_UNUSED = 5, TOK_BYTE = 6 };
 

@@ -3,8 +3,9 @@
  * pair with the lowest merge rank merges (the leftmost on ties) until no pair has a merge. With ignore_merges
  * (llama3) a word that is a token is that token, merged or not, as HF tokenizers and llama.cpp do.
  *
- * The merge loop is tokenizer_merge.c's. The file spells every byte as a printable character (GPT-2's bytes_to_unicode: "Ġ" for a space); the
- * tokenizer keeps the bytes themselves, so the merges table maps pairs of token ids, and decoding is a copy.
+ * The merge loop is tokenizer_merge.c's. The file spells every byte as a printable character (GPT-2's
+ * bytes_to_unicode: "Ġ" for a space); the tokenizer keeps the bytes themselves, so the merges table maps pairs
+ * of token ids, and decoding is a copy.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +120,8 @@ static tg_status encode_word(const tg_tokenizer *t, const char *text, int64_t le
       return TG_OK;
     }
   }
-  for (int32_t i = 0; i < len; i++) sym[i] = (tok_sym){i, 1, i - 1, i + 1 < len ? i + 1 : -1, t->byte_id[(unsigned char)text[i]]};
+  for (int32_t i = 0; i < len; i++)
+    sym[i] = (tok_sym){i, 1, i - 1, i + 1 < len ? i + 1 : -1, t->byte_id[(unsigned char)text[i]]};
   if (tok_merge_symbols(t, text, sym, len, bpe_pair) != TG_OK) return TG_ERR_NOMEM;
   /* a symbol is a token, or a byte without one: <unk> if the vocabulary has it, else dropped (llama.cpp) */
   for (int32_t i = 0; i >= 0; i = sym[i].next) {

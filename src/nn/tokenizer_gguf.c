@@ -68,17 +68,20 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
   }
   bool spm = !strcmp(model, "llama"), bpe = !strcmp(model, "gpt2");
   if (!spm && !bpe) {
-    tg_set_error(TG_ERR_ARG, "%s: tokenizer.ggml.model '%.64s' is not supported (\"llama\" and \"gpt2\" are)", op, model);
+    tg_set_error(TG_ERR_ARG, "%s: tokenizer.ggml.model '%.64s' is not supported (\"llama\" and \"gpt2\" are)", op,
+                 model);
     return NULL;
   }
-  tok_pre pre = TOK_PRE_GPT2;
+  /* llama.cpp's names (llama-vocab.cpp) of the pre-tokenizers written here; none: its "default" */
+  tok_pre pre = TOK_PRE_DEFAULT;
   if (bpe && tg_gguf_kv_type(g, "tokenizer.ggml.pre") != TG_GGUF_NONE) {
     const char *p = tg_gguf_get_string(g, "tokenizer.ggml.pre", NULL);
-    if (p && (!strcmp(p, "llama-bpe") || !strcmp(p, "llama3"))) pre = TOK_PRE_LLAMA3;
+    if (p && (!strcmp(p, "llama-bpe") || !strcmp(p, "llama3") || !strcmp(p, "llama-v3"))) pre = TOK_PRE_LLAMA3;
     else if (p && (!strcmp(p, "qwen2") || !strcmp(p, "deepseek-r1-qwen"))) pre = TOK_PRE_QWEN2;
-    else if (!p || (strcmp(p, "default") && strcmp(p, "gpt2") && strcmp(p, "gpt-2"))) {
+    else if (p && (!strcmp(p, "gpt-2") || !strcmp(p, "gpt2"))) pre = TOK_PRE_GPT2;
+    else if (!p || strcmp(p, "default")) {
       tg_set_error(TG_ERR_ARG, "%s: the pre-tokenizer tokenizer.ggml.pre '%.64s' is not supported (llama-bpe, "
-                   "llama3, qwen2, deepseek-r1-qwen, default, gpt2 are)", op, p ? p : "(not a string)");
+                   "llama3, llama-v3, qwen2, deepseek-r1-qwen, gpt-2, gpt2, default are)", op, p ? p : "(not a string)");
       return NULL;
     }
   }
@@ -165,9 +168,10 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
   if (eot >= 0) t->eog[eot] = true;
   if (eom >= 0) t->eog[eom] = true;
   for (int32_t i = 0; i < t->nspecial; i++)
-    for (size_t k = 0; k < sizeof eog_texts / sizeof *eog_texts; k++)
-      if (t->special[i].len == (int32_t)strlen(eog_texts[k]) && !memcmp(t->special[i].s, eog_texts[k], strlen(eog_texts[k])))
-        t->eog[t->special[i].id] = true;
+    for (size_t k = 0; k < sizeof eog_texts / sizeof *eog_texts; k++) {
+      const piece *p = &t->special[i];
+      if (p->len == (int32_t)strlen(eog_texts[k]) && !memcmp(p->s, eog_texts[k], (size_t)p->len)) t->eog[p->id] = true;
+    }
   for (int b = 0; b < 256; b++) {
     if (spm) {  /* <0xNN> byte tokens, else the byte itself as a piece (llama.cpp's fallback) */
       char hex[8];
