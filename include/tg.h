@@ -936,8 +936,9 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g);
 /* as tg_tokenizer_encode, but text that spells a special (control/user-defined) token, e.g. "<|im_start|>",
  * becomes that token (chat templates need this; the longest one where several begin at the same byte); no EOS */
 int64_t tg_tokenizer_encode_special(const tg_tokenizer *t, const char *text, bool bos, int32_t *tokens, int64_t cap);
-int32_t tg_tokenizer_bos(const tg_tokenizer *t);   /* the BOS id, -1 if none (llama2.c files: 1) */
-int32_t tg_tokenizer_eos(const tg_tokenizer *t);   /* the EOS id, -1 if none (llama2.c files: 2) */
+/* the BOS id, -1 if none (llama2.c files, and SPM GGUFs without tokenizer.ggml.bos_token_id as in llama.cpp: 1) */
+int32_t tg_tokenizer_bos(const tg_tokenizer *t);
+int32_t tg_tokenizer_eos(const tg_tokenizer *t);   /* the EOS id, -1 if none (llama2.c files, SPM GGUFs: 2) */
 /* whether a prompt starts with BOS: tokenizer.ggml.add_bos_token, else llama.cpp's default (SPM and llama3:
  * yes; llama2.c files: yes); false for NULL */
 bool tg_tokenizer_add_bos(const tg_tokenizer *t);

@@ -242,10 +242,10 @@ TEST(test_tokenizer_gguf_spm_special_tokens_and_flags) {
   tg_tokenizer *t = spm_from(&small, 0, NULL);
   CHECK_T(t);
   int32_t ids[64];
-  /* no bos/eos keys: none; " " "a" "b" "c" -> "▁ab" + byte token of 'c'; 'd' has none: <unk> */
-  CHECK(tg_tokenizer_bos(t) == -1 && tg_tokenizer_eos(t) == -1 && tg_tokenizer_add_bos(t), "defaults");
+  /* no bos/eos keys: llama.cpp's 1 and 2; " " "a" "b" "c" -> "▁ab" + byte token of 'c'; 'd' has none: <unk> */
+  CHECK(tg_tokenizer_bos(t) == 1 && tg_tokenizer_eos(t) == 2 && tg_tokenizer_add_bos(t), "defaults");
   int64_t n = tg_tokenizer_encode(t, "abcd", true, true, ids, 64);
-  CHECK(ids_are(ids, n, (int32_t[]){7, 8, 0}, 3), "abcd: %lld: %d %d %d", (long long)n, ids[0], ids[1], ids[2]);
+  CHECK(ids_are(ids, n, (int32_t[]){1, 7, 8, 0, 2}, 5), "abcd: %lld: %d %d %d", (long long)n, ids[0], ids[1], ids[2]);
   /* control tokens are text for encode; user-defined [U] is a token either way; a space prefix follows each */
   n = tg_tokenizer_encode_special(t, "<|im_start|>ab[U]\n<|im_end|>", false, ids, 64);
   CHECK(ids_are(ids, n, (int32_t[]){9, 7, 11, 3, 12, 10}, 6), "encode_special: %lld: %d %d %d %d %d %d", (long long)n,
@@ -277,10 +277,14 @@ TEST(test_tokenizer_gguf_spm_special_tokens_and_flags) {
 
 static void bad_model(gw *w) { gw_kv_str(w, "tokenizer.ggml.model", "t5"); }
 static void bad_bos(gw *w) { gw_kv_u32(w, "tokenizer.ggml.bos_token_id", 99); }
+static void bad_bos_type(gw *w) { gw_kv_str(w, "tokenizer.ggml.bos_token_id", "1"); }
 static void bad_flag(gw *w) { gw_kv_u32(w, "tokenizer.ggml.add_bos_token", 1); }
 
 TEST(test_tokenizer_gguf_refuses_bad_metadata) {
-  CHECK(!spm_from(&small, 1, bad_bos) && strstr(tg_error(), "bos_token_id"), "bos past the vocabulary: %s", tg_error());
+  tg_tokenizer *t = spm_from(&small, 1, bad_bos);  /* past the vocabulary: the default stays, as in llama.cpp */
+  CHECK(t && tg_tokenizer_bos(t) == 1, "bos past the vocabulary: %s", tg_error());
+  tg_tokenizer_free(t);
+  CHECK(!spm_from(&small, 1, bad_bos_type) && strstr(tg_error(), "bos_token_id"), "a string bos: %s", tg_error());
   CHECK(!spm_from(&small, 1, bad_flag) && strstr(tg_error(), "add_bos_token"), "int flag: %s", tg_error());
   /* a second tokenizer.ggml.model key is refused by the reader itself; a lone t5 model by from_gguf */
   gw w = {0};

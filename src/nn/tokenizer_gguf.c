@@ -14,15 +14,16 @@
 
 static const char *op = "tg_tokenizer_from_gguf";
 
-/* an optional integer key into *out (unchanged when absent); false with an error for a bad value */
+/* an optional token id key into *out: unchanged when absent or outside the vocabulary (llama.cpp keeps its
+ * default then); false with an error when it is not an integer */
 static bool opt_id(const tg_gguf *g, const char *key, int64_t vocab, int32_t *out) {
   if (tg_gguf_kv_type(g, key) == TG_GGUF_NONE) return true;
   int64_t v;
-  if (tg_gguf_get_int(g, key, &v) != TG_OK || v < -1 || v >= vocab) {
-    tg_set_error(TG_ERR_IO, "%s: %s is not a token id in [0, %lld)", op, key, (long long)vocab);
+  if (tg_gguf_get_int(g, key, &v) != TG_OK) {
+    tg_set_error(TG_ERR_IO, "%s: %s is not an integer", op, key);
     return false;
   }
-  *out = (int32_t)v;
+  if (v >= 0 && v < vocab) *out = (int32_t)v;
   return true;
 }
 
@@ -153,14 +154,17 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
     t->pieces[i] = (piece){d, n, (int32_t)i};
     used += (size_t)n + 1;
   }
-  if (spm) t->unk = 0;
+  if (spm) {  /* llama.cpp's defaults for a SentencePiece vocabulary */
+    t->unk = 0;
+    t->bos = vocab > 1 ? 1 : -1;
+    t->eos = vocab > 2 ? 2 : -1;
+  }
   if (!opt_id(g, "tokenizer.ggml.bos_token_id", vocab, &t->bos) ||
       !opt_id(g, "tokenizer.ggml.eos_token_id", vocab, &t->eos) ||
       !opt_id(g, "tokenizer.ggml.unknown_token_id", vocab, &t->unk) ||
       !opt_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos) ||
       !opt_bool(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix))
     goto fail;
-  if (spm && vocab <= t->unk) t->unk = -1;
   int32_t eot = -1, eom = -1;
   if (!opt_id(g, "tokenizer.ggml.eot_token_id", vocab, &eot) || !opt_id(g, "tokenizer.ggml.eom_token_id", vocab, &eom))
     goto fail;
