@@ -209,3 +209,72 @@ TEST(test_tokenizer_bpe_round_trips_any_bytes) {
   CHECK(!strcmp(tg_tokenizer_decode(t, 0, eot), "<|eot_id|>"), "a control token decodes to its text");
   tg_tokenizer_free(t);
 }
+
+/* a whole file into a new NUL-terminated buffer (*n its length), NULL if unreadable */
+static char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *b = NULL;
+  long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)len + 1))) {
+    *n = fread(b, 1, (size_t)len, f);
+    b[*n] = 0;
+  }
+  fclose(f);
+  return b;
+}
+
+/* llama.cpp's own tokenizer tests (its models/ggml-vocab-<name>.gguf: real vocabularies, Llama 3, Qwen2,
+ * Llama 2, Phi-3 and GPT-2, with .inp texts and .out ids as tests/test-tokenizer-0 reads them: no BOS, special
+ * tokens not parsed), from $TG_LLAMA_CPP_VOCABS or ~/.cache/tgc/llama.cpp/src/models (a llama.cpp checkout's
+ * models/); skipped when absent */
+TEST(test_tokenizer_gguf_matches_llama_cpp_vocab_tests) {
+  char dir[PATH_MAX], path[PATH_MAX + 64], out_path[PATH_MAX + 128];
+  const char *env = getenv("TG_LLAMA_CPP_VOCABS"), *home = getenv("HOME");
+  if (env) snprintf(dir, sizeof dir, "%s", env);
+  else snprintf(dir, sizeof dir, "%s/.cache/tgc/llama.cpp/src/models", home ? home : "");
+  static const char *names[] = {"llama-bpe", "qwen2", "llama-spm", "phi-3", "gpt-2"};
+  int found = 0;
+  for (size_t v = 0; v < sizeof names / sizeof *names; v++) {
+    snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf", dir, names[v]);
+    snprintf(out_path, sizeof out_path, "%s.out", path);
+    size_t ni = 0, no = 0;
+    char *inp = NULL, *out = slurp(out_path, &no);
+    if (out) {
+      char inp_path[PATH_MAX + 128];
+      snprintf(inp_path, sizeof inp_path, "%s.inp", path);
+      inp = slurp(inp_path, &ni);
+    }
+    tg_gguf *g = inp ? tg_gguf_open(path) : NULL;
+    tg_tokenizer *t = g ? tg_tokenizer_from_gguf(g) : NULL;
+    tg_gguf_close(g);
+    CHECK(!inp || t, "%s: %s", path, tg_error());
+    if (t) {
+      found++;
+      static const char sep[] = "\n__ggml_vocab_test__\n";
+      static int32_t ids[1 << 14];
+      static char got[1 << 16];
+      char *s = inp, *o = out;
+      int cases = 0;
+      for (;;) {
+        char *next = strstr(s, sep), *eol = strchr(o, '\n');
+        if (next) *next = 0;
+        if (eol) *eol = 0;
+        int64_t n = tg_tokenizer_encode(t, s, false, false, ids, 1 << 14);
+        size_t k = 0;
+        got[0] = 0;
+        for (int64_t i = 0; i < n && k + 16 < sizeof got; i++) k += (size_t)snprintf(got + k, sizeof got - k, " %d", ids[i]);
+        CHECK(n >= 0 && !strcmp(got, o), "%s '%s':\n    got %s\n    llama.cpp %s", names[v], s, got, o);
+        cases++;
+        if (!next || !eol) break;
+        s = next + sizeof sep - 1;
+        o = eol + 1;
+      }
+      CHECK(cases > 30, "%s: %d cases", names[v], cases);
+    }
+    tg_tokenizer_free(t);
+    free(inp);
+    free(out);
+  }
+  if (!found) test_skip("llama.cpp's vocabulary tests (models/ggml-vocab-*.gguf) not in %s (set TG_LLAMA_CPP_VOCABS)", dir);
+}
