@@ -25,7 +25,8 @@ struct tg_tokenizer {
   int32_t max_len;        /* the longest piece, in bytes */
   char *bytes;            /* every piece, NUL-terminated, back to back */
   piece *pieces;          /* by id */
-  piece *sorted;          /* by bytes, for lookups */
+  int32_t *index;         /* ids by a hash of their bytes (open addressing, -1 empty; tok_lookup) */
+  int64_t nindex;         /* its slots, a power of two at least twice the vocabulary */
   float *scores;          /* SPM: a merge's priority (higher first) */
   uint8_t *type;          /* TOK_NORMAL ... per id */
   int32_t bos, eos, unk;  /* -1 when absent */
@@ -41,9 +42,9 @@ struct tg_tokenizer {
   char raw[256][2];       /* the one-byte strings <0xNN> tokens decode to */
 };
 
-/* a new empty tokenizer for vocab tokens (pieces, sorted, scores, type, eog allocated), NULL on no memory */
+/* a new empty tokenizer for vocab tokens (pieces, index, scores, type, eog allocated), NULL on no memory */
 tg_tokenizer *tok_alloc(const char *op, int64_t vocab, size_t text_bytes);
-/* sorts the lookup table, fills byte_id and the specials once the pieces are in; false on no memory */
+/* fills the lookup table and the specials once the pieces are in; false on no memory */
 bool tok_finish(tg_tokenizer *t, const char *op);
 /* the id of the piece with exactly these bytes, -1 if none */
 int32_t tok_lookup(const tg_tokenizer *t, const char *s, int32_t len);

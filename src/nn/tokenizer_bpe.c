@@ -39,9 +39,12 @@ int32_t tok_bpe_unmap(const char *s, int64_t len, char *out) {
   return n;
 }
 
+/* splitmix64's finalizer of the pair: every bit of both ids reaches the low bits the table masks */
 static uint64_t merge_hash(int32_t a, int32_t b) {
-  uint64_t h = (uint64_t)(uint32_t)a * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uint32_t)b * 0xC2B2AE3D27D4EB4Full;
-  return h ^ (h >> 29);
+  uint64_t h = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  return h ^ (h >> 31);
 }
 
 /* the merge of tokens a, b, NULL if none */
