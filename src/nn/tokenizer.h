@@ -31,7 +31,8 @@ struct tg_tokenizer {
   uint8_t *type;          /* TOK_NORMAL ... per id */
   int32_t bos, eos, unk;  /* -1 when absent */
   bool add_bos, add_space_prefix, ignore_merges;
-  bool fold_u2581;        /* SPM from a GGUF: "▁" in a text is a space (the file's pieces spell spaces so) */
+  bool fold_u2581;        /* SPM from a GGUF (llama.cpp's rules): "▁" in a text is a space (the file's pieces
+                           * spell spaces so), a lead byte says how long its symbol is */
   int32_t byte_id[256];   /* SPM byte fallback <0xNN>; BPE the token of each single byte; -1 if none */
   piece *special;         /* control and user-defined tokens, longest first, for encode_special */
   int32_t nspecial;
