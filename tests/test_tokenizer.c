@@ -344,16 +344,18 @@ TEST(test_tokenizer_gguf_refuses_bad_metadata) {
 /* ---- byte-level BPE: ignore_merges (llama3) and merge order, on a vocabulary written here ------------------ */
 
 static tg_tokenizer *bpe_from(const char *pre) {
-  const char *tok[] = {"a", "b", "c", "\xc4\xa0", "bc", "ab", "abc", "\xc4\xa0" "a"};
-  const char *merges[] = {"b c", "a b", "\xc4\xa0 a"};
+  const char *tok[] = {"a", "b", "c", "\xc4\xa0", "bc", "ab", "abc", "\xc4\xa0" "a", "abcdefghij"};
+  /* the last merge's sides are no tokens, each twice the longest token (they overran the buffer that joins
+   * them once) */
+  const char *merges[] = {"b c", "a b", "\xc4\xa0 a", "aaaaaaaaaaaaaaaaaaaa bbbbbbbbbbbbbbbbbbbb"};
   gw w = {0};
   gw_header(&w, 4);
   gw_kv_str(&w, "tokenizer.ggml.model", "gpt2");
   gw_kv_str(&w, "tokenizer.ggml.pre", pre);
-  gw_arr(&w, "tokenizer.ggml.tokens", TG_GGUF_STRING, 8);
-  for (int i = 0; i < 8; i++) gw_str(&w, tok[i]);
-  gw_arr(&w, "tokenizer.ggml.merges", TG_GGUF_STRING, 3);
-  for (int i = 0; i < 3; i++) gw_str(&w, merges[i]);
+  gw_arr(&w, "tokenizer.ggml.tokens", TG_GGUF_STRING, 9);
+  for (int i = 0; i < 9; i++) gw_str(&w, tok[i]);
+  gw_arr(&w, "tokenizer.ggml.merges", TG_GGUF_STRING, 4);
+  for (int i = 0; i < 4; i++) gw_str(&w, merges[i]);
   tg_gguf *g = gguf_open_bytes("bpe.gguf", w.p, w.n);
   free(w.p);
   tg_tokenizer *t = g ? tg_tokenizer_from_gguf(g) : NULL;

@@ -71,7 +71,7 @@ tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g) {
   int64_t slots = 16;
   while (slots < 2 * n) slots *= 2;
   t->merges = mem_alloc((size_t)slots * sizeof *t->merges);
-  char *buf = mem_alloc(2 * (size_t)t->max_len + 8);
+  char *buf = mem_alloc(4 * (size_t)t->max_len + 8);  /* both sides unmapped, each at most 2 max_len bytes */
   if (!t->merges || !buf) {
     free(buf);
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory for %lld merges", op, (long long)n);
@@ -90,7 +90,8 @@ tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g) {
       return TG_ERR_IO;
     }
     int64_t la = sp - s, lb = (int64_t)len - la - 1;
-    if (la > t->max_len * 2 || lb > t->max_len * 2) continue;  /* longer than any token spelled out: no merge */
+    /* a token's spelling is at most twice its bytes (two-byte characters): longer sides are no tokens */
+    if (la > (int64_t)t->max_len * 2 || lb > (int64_t)t->max_len * 2) continue;
     int32_t na = tok_bpe_unmap(s, la, buf), nb = tok_bpe_unmap(sp + 1, lb, buf + na);
     int32_t a = tok_lookup(t, buf, na), b = tok_lookup(t, buf + na, nb), r = tok_lookup(t, buf, na + nb);
     /* a merge of parts or into a result outside the vocabulary can never apply to tokens: skipped */
