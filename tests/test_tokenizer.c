@@ -1,8 +1,9 @@
 /* test_tokenizer.c — tokenizers from GGUF metadata (src/nn/tokenizer_gguf.c): a GGUF holding tok512.bin's
  * vocabulary, written here as llama.cpp's converter writes a SentencePiece model ("▁" for spaces, token_type
  * 6 for <0xNN>, 3 for <unk> <s> </s>), encodes every test string as tg_tokenizer_load(tok512.bin) does (llama2.c's
- * run.c, itself checked by test_llama.c); small vocabularies written here check special tokens, end of
- * generation, lookups and malformed metadata. The byte-level BPE fixtures are in test_tokenizer_bpe.c. */
+ * run.c, itself checked by test_llama.c), 26 tricky strings and 300 random ones; small vocabularies written
+ * here check special tokens, the capacity rule, end of generation, lookups, malformed metadata, and BPE's merge
+ * order and ignore_merges. The fixtures from other implementations are in test_tokenizer_bpe.c. */
 #include <limits.h>
 #include <stdlib.h>
 
