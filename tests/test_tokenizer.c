@@ -87,7 +87,7 @@ static const char *corpus[] = {
   "new\nline\n\nand two", "\r\n", "don't DON'T you'll I'M", "caf\xc3\xa9 na\xc3\xafve", "e\xcc\x81",
   "\xe4\xbd\xa0\xe5\xa5\xbd\xe4\xb8\x96\xe7\x95\x8c", "emoji \xf0\x9f\x98\x80!", "\xe2\x96\x81x\xe2\x96\x81",
   "<s> </s> <unk>", "bad \xff\xfe utf8 \xc3", "!!!???...", "x=(a+b)*c; // comment", "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-  "The quick brown fox jumps over the lazy dog.", "", "\xef\xbb\xbf" "bom",
+  "The quick brown fox jumps over the lazy dog.", "", "\357\273\277bom",
 };
 
 static int32_t read_i32(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
@@ -236,7 +236,7 @@ TEST(test_tokenizer_gguf_spm_matches_llama2c_tok512) {
 
 /* ---- small vocabularies: special tokens, flags, malformed metadata ------------------------------------------ */
 
-static const char *small_tok[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "ab", "\xe2\x96\x81" "ab",
+static const char *small_tok[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "ab", "\342\226\201ab",
                                   "<0x63>", "<|im_start|>", "<|im_end|>", "[U]", "<0x0A>", "|"};
 static const float small_score[] = {0, 0, 0, -1, -2, -3, -0.5f, -0.25f, 0, 0, 0, 0, 0, 0};
 static const int32_t small_type[] = {2, 3, 3, 1, 1, 1, 1, 1, 6, 3, 3, 4, 6, 4};
@@ -345,7 +345,7 @@ TEST(test_tokenizer_gguf_refuses_bad_metadata) {
 /* ---- byte-level BPE: ignore_merges (llama3) and merge order, on a vocabulary written here ------------------ */
 
 static tg_tokenizer *bpe_from(const char *pre) {
-  const char *tok[] = {"a", "b", "c", "\xc4\xa0", "bc", "ab", "abc", "\xc4\xa0" "a", "abcdefghij"};
+  const char *tok[] = {"a", "b", "c", "\xc4\xa0", "bc", "ab", "abc", "\304\240a", "abcdefghij"};
   /* the last merge's sides are no tokens, each twice the longest token (they overran the buffer that joins
    * them once) */
   const char *merges[] = {"b c", "a b", "\xc4\xa0 a", "aaaaaaaaaaaaaaaaaaaa bbbbbbbbbbbbbbbbbbbb"};
