@@ -64,10 +64,11 @@ tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g);
 /* a symbol of the merge loop: bytes [start, start + len) of the text (len 0: merged away), its token (-1 if
  * none), its neighbours (-1 at the ends) */
 typedef struct tok_sym { int32_t start, len, prev, next, id; } tok_sym;
-/* a pair of symbols that can merge: higher prio first, then the leftmost; size: the two lengths when pushed */
-typedef struct tok_pair { double prio; int32_t left, right, size, result; } tok_pair;
+/* a pair of symbols that can merge, the left one and its next: higher prio first, then the leftmost; size: the
+ * two lengths when pushed (16 bytes: the heap of a long text is most of the merge loop's memory traffic) */
+typedef struct tok_pair { float prio; int32_t left, size, result; } tok_pair;
 /* whether symbols a, b (adjacent, of text) merge, with what priority into which token */
-typedef bool (*tok_pair_fn)(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, double *prio,
+typedef bool (*tok_pair_fn)(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, float *prio,
                             int32_t *result);
 /* merges sym[0, n) (linked in order) best pair first until no pair merges; sym[0] stays the first; TG_OK or
  * TG_ERR_NOMEM */

@@ -105,11 +105,11 @@ tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g) {
 }
 
 /* a pair merges as the merges table says, the lowest rank first */
-static bool bpe_pair(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, double *prio,
+static bool bpe_pair(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, float *prio,
                      int32_t *result) {
   const tok_merge *m = merge_find(t, a->id, b->id);
   if (!m) return false;
-  *prio = -(double)m->rank;
+  *prio = -(float)m->rank;  /* exact: ranks are below 2^24 */
   *result = m->result;
   return true;
 }

@@ -13,7 +13,7 @@
 #include "uop/uop.h"
 
 /* a pair merges into the piece that spells both (scored above run.c's threshold, -1e10), by its score */
-static bool spm_pair(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, double *prio,
+static bool spm_pair(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, float *prio,
                      int32_t *result) {
   int32_t id = tok_lookup(t, text + a->start, a->len + b->len);
   if (id < 0 || !(t->scores[id] > -1e10f)) return false;
