@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/jit.h"
 #include "engine/memplan.h"
+#include "engine/schedule_cache.h"
 #include "engine/search.h"
 #include "render/render.h"
 #include "runtime/device.h"
@@ -31,6 +32,7 @@ typedef struct compiled {
 
 static uop_map kcache;         /* kernel AST -> compiled, for kcache_dev */
 static const device *kcache_dev;
+static const device *sched_dev;  /* of the schedule cache */
 static tg_stats stats;
 static _Thread_local uint64_t last_kernels TG_TLS_FAST;  /* of this thread's last realize */
 
@@ -480,9 +482,23 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   uop_map made = {0};  /* realized node -> buffer made in this run */
   tg_status st = targets ? TG_OK : TG_ERR_NOMEM;
   for (int i = 0; i < n && targets; i++) targets[i] = ts[i]->u == outs[i] ? ts[i]->assign_target : NULL;
+  if (dev != sched_dev) {  /* the cache holds one device's schedules */
+    sched_cache_clear();
+    sched_dev = dev;
+  }
+  bool cached = false;
   for (int attempt = 0; attempt < 2 && st == TG_OK; attempt++) {
-    /* the second attempt, without window writes, when the first found no order to run them in place */
-    st = schedule_create_assign(n, outs, attempt ? NULL : targets, &s);
+    /* the second attempt, without window writes, when the first found no order to run them in place. A graph
+     * of a structure seen before takes its schedule from the cache; what depends on the buffers themselves
+     * (in place or not, the kernel order that follows) is planned below every time. */
+    sched_query q;
+    if (n && (st = sched_cache_query(n, outs, attempt ? NULL : targets, &q)) != TG_OK) break;
+    cached = n && sched_cache_get(&q, &s, &st);
+    if (!cached && st == TG_OK) {
+      st = schedule_create_assign(n, outs, attempt ? NULL : targets, &s);
+      if (st == TG_OK && n) st = sched_cache_put(&q, &s);
+    }
+    if (n) sched_query_free(&q);
     if (st != TG_OK) break;
     if (plan_in_place(&s, dev, ts, n, &made, &inplace, &korder, &st)) break;
     schedule_free(&s);
@@ -494,6 +510,7 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   free(targets);
   if (st != TG_OK) goto out;
   if (s.nkernels) stats.schedules++;
+  if (s.nkernels && cached) stats.schedules_cached++;
   double t_sched = engine_now_ms() - t0;
   if ((st = plan_intermediates(dev, &s, n, korder, inplace, &made)) != TG_OK) goto out;
   for (int i = 0; i < s.nrealized; i++) {
@@ -597,8 +614,8 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   }
   last_kernels = (uint64_t)s.nkernels;
   if (dbg >= 1 && s.nkernels)
-    fprintf(stderr, "scheduled %d kernel%s in %.2f ms; %s memory in use %.2f MB\n", s.nkernels,
-            s.nkernels == 1 ? "" : "s", t_sched, dev->name, (double)memory_in_use(dev) / 1e6);
+    fprintf(stderr, "scheduled %d kernel%s in %.2f ms%s; %s memory in use %.2f MB\n", s.nkernels,
+            s.nkernels == 1 ? "" : "s", t_sched, cached ? " (cached)" : "", dev->name, (double)memory_in_use(dev) / 1e6);
   /* outputs keep their buffers; tensors on them now read the buffer directly. So does an output whose value
    * was cached on its node (an equal graph realized before): the cache is dropped at the next in-place write
    * or JIT capture, and a tensor left on the computed node would then compute it again, inside a capture as a
@@ -739,6 +756,7 @@ tg_status tg_collect(void) {
   lib_region_begin();  /* no realize or JIT replay runs meanwhile: the pool may stop */
   kcache_clear();
   uop_gc_remove_roots(mark_kcache, NULL);
+  sched_cache_clear();
   uop_gc();
   runtime_shutdown();
   lib_region_end();
