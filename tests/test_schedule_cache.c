@@ -104,8 +104,15 @@ TEST(test_schedule_cache_assign_loops) {
     tg_scope_end();
   }
   CHECK(cached() - c0 >= 3, "x = x + 1 was scheduled anew %d times of 5", (int)(5 - (cached() - c0)));
+  /* x + 1 realized as a new tensor is the same value graph with no assign target: not the same schedule */
+  c0 = cached();
+  tg_tensor *z = tg_add(x, one);
+  CHECK(tg_realize(z) == TG_OK, "%s", tg_error());
+  CHECK(cached() == c0, "a value without an assign target took the in-place assign's schedule");
   CHECK(tg_to_host(x, got, sizeof got) == TG_OK, "%s", tg_error());
   for (int i = 0; i < 8; i++) CHECK(got[i] == h[i] + 5, "x[%d] = %g", i, got[i]);
+  CHECK(tg_to_host(z, got, sizeof got) == TG_OK, "%s", tg_error());
+  for (int i = 0; i < 8; i++) CHECK(got[i] == h[i] + 6, "z[%d] = %g", i, got[i]);
   /* y = y * 2 + x: the same shapes, another target; then x's own update keeps working */
   for (int i = 0; i < 3; i++) {
     tg_scope_begin();

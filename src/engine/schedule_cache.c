@@ -33,7 +33,7 @@ static entry *entries;
 static int nentries, cap_entries;
 static int64_t cache_nodes;
 static uop_map by_key;        /* key -> entry number + 1 */
-static uint64_t tick, hits;
+static uint64_t tick;
 static bool rooted, narrow_at_fill;
 
 static bool is_leaf(uop *u) { return uop_storage(u) != NULL || u->op == OP_BUFFER; }
@@ -70,8 +70,6 @@ void sched_cache_clear(void) {
   if (rooted) uop_gc_remove_roots(mark_entries, NULL);
   rooted = false;
 }
-
-uint64_t sched_cache_hits(void) { return hits; }
 
 void sched_query_free(sched_query *q) {
   free(q->leaves);
@@ -274,7 +272,6 @@ bool sched_cache_get(const sched_query *q, schedule *s, tg_status *st) {
     return false;
   }
   e->used = ++tick;
-  hits++;
   return true;
 }
 

@@ -32,7 +32,5 @@ tg_status sched_cache_put(sched_query *q, const schedule *s);
 void sched_query_free(sched_query *q);
 /* forgets every schedule (tg_collect, another device) */
 void sched_cache_clear(void);
-/* realizes that found their schedule in the cache */
-uint64_t sched_cache_hits(void);
 
 #endif
