@@ -384,22 +384,30 @@ static tg_status plan_intermediates(const device *dev, const schedule *s, int no
   tg_status st = pos && items && nodes ? TG_OK : TG_ERR_NOMEM;
   int n = 0;
   for (int p = 0; st == TG_OK && p < s->nkernels; p++) pos[korder[p]] = p;
+  /* each node's writer and last reader, in one pass over the kernels (index + 1 in the maps) */
+  uop_map writer_of = {0}, last_of = {0};
+  for (int k = 0; st == TG_OK && k < s->nkernels; k++) {
+    if (!umap_get(&writer_of, s->kernels[k].output) && !umap_put(&writer_of, s->kernels[k].output, (void *)(intptr_t)(k + 1)))
+      st = TG_ERR_NOMEM;
+    for (int j = 1; st == TG_OK && j < s->kernels[k].nbufs; j++) {
+      intptr_t l = (intptr_t)umap_get(&last_of, s->kernels[k].bufs[j]);
+      if (pos[k] + 1 > l && !umap_put(&last_of, s->kernels[k].bufs[j], (void *)(intptr_t)(pos[k] + 1))) st = TG_ERR_NOMEM;
+    }
+  }
   for (int i = 0; st == TG_OK && i < s->nrealized; i++) {
     uop *r = s->realized[i];
     bool keep = umap_get(made, r) == NULL;
     for (int o = 0; o < nout && keep; o++) keep = s->roots[o] != r;  /* an output keeps a buffer of its own */
-    int writer = -1;
-    for (int k = 0; k < s->nkernels && writer < 0; k++)
-      if (s->kernels[k].output == r) writer = k;
+    int writer = (int)(intptr_t)umap_get(&writer_of, r) - 1;
     if (!keep || writer < 0 || inplace[writer] || s->kernels[writer].window_into) continue;
-    int last = pos[writer];
-    for (int k = 0; k < s->nkernels; k++)
-      for (int j = 1; j < s->kernels[k].nbufs; j++)
-        if (s->kernels[k].bufs[j] == r && pos[k] > last) last = pos[k];
+    int last = pos[writer], l = (int)(intptr_t)umap_get(&last_of, r) - 1;
+    if (l > last) last = l;
     size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
     items[n] = (plan_item){.nbytes = nb ? nb : 1, .first = pos[writer], .last = last};
     nodes[n++] = r;
   }
+  umap_free(&writer_of);
+  umap_free(&last_of);
   size_t size = st == TG_OK && n >= 2 ? memplan_assign(items, n, 64) : 0;
   if (size == (size_t)-1) st = TG_ERR_NOMEM;
   tg_buffer *arena = st == TG_OK && size ? buffer_new(dev, size) : NULL;

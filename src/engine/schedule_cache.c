@@ -18,7 +18,9 @@
 
 #include "engine/schedule_cache.h"
 
-#define CACHE_MAX 256             /* entries */
+#ifndef CACHE_MAX
+#define CACHE_MAX 256             /* entries (-DCACHE_MAX=4 builds exercise eviction) */
+#endif
 #define CACHE_NODES (1 << 20)     /* canonical nodes kept alive, all entries together */
 #define STANDIN_MAGIC 0x5c4edc0deLL
 
