@@ -48,8 +48,8 @@ static bool run_f(int64_t r, int64_t c, bool same) {
   CHECK(tg_realize_many(2, out) == TG_OK, "%s", tg_error());
   bool hit = cached() > c0;
   f_ref(ha, hb, r, c, ws, wm);
-  CHECK(tg_to_host(out[0], s, (size_t)r * sizeof *s) == TG_OK && tg_to_host(out[1], m, (size_t)r * sizeof *m) == TG_OK,
-        "%s", tg_error());
+  CHECK(tg_to_host(out[0], s, (size_t)r * sizeof *s) == TG_OK, "%s", tg_error());
+  CHECK(tg_to_host(out[1], m, (size_t)r * sizeof *m) == TG_OK, "%s", tg_error());
   CHECK_CLOSE("sum", s, ws, r);
   CHECK_CLOSE("max", m, wm, r);
   free(ha); free(hb); free(s); free(m); free(ws); free(wm);
@@ -59,7 +59,8 @@ static bool run_f(int64_t r, int64_t c, bool same) {
 
 TEST(test_schedule_cache_same_structure_hits_with_new_buffers) {
   run_f(7, 33, false);
-  for (int i = 0; i < 3; i++) CHECK(run_f(7, 33, false), "round %d: the same graph over new buffers was scheduled again", i);
+  for (int i = 0; i < 3; i++)
+    CHECK(run_f(7, 33, false), "round %d: the same graph over new buffers was scheduled again", i);
 }
 
 TEST(test_schedule_cache_other_structures_miss) {

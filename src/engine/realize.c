@@ -387,11 +387,12 @@ static tg_status plan_intermediates(const device *dev, const schedule *s, int no
   /* each node's writer and last reader, in one pass over the kernels (index + 1 in the maps) */
   uop_map writer_of = {0}, last_of = {0};
   for (int k = 0; st == TG_OK && k < s->nkernels; k++) {
-    if (!umap_get(&writer_of, s->kernels[k].output) && !umap_put(&writer_of, s->kernels[k].output, (void *)(intptr_t)(k + 1)))
+    const sched_kernel *sk = &s->kernels[k];
+    if (!umap_get(&writer_of, sk->output) && !umap_put(&writer_of, sk->output, (void *)(intptr_t)(k + 1)))
       st = TG_ERR_NOMEM;
-    for (int j = 1; st == TG_OK && j < s->kernels[k].nbufs; j++) {
-      intptr_t l = (intptr_t)umap_get(&last_of, s->kernels[k].bufs[j]);
-      if (pos[k] + 1 > l && !umap_put(&last_of, s->kernels[k].bufs[j], (void *)(intptr_t)(pos[k] + 1))) st = TG_ERR_NOMEM;
+    for (int j = 1; st == TG_OK && j < sk->nbufs; j++) {
+      intptr_t l = (intptr_t)umap_get(&last_of, sk->bufs[j]);
+      if (pos[k] + 1 > l && !umap_put(&last_of, sk->bufs[j], (void *)(intptr_t)(pos[k] + 1))) st = TG_ERR_NOMEM;
     }
   }
   for (int i = 0; st == TG_OK && i < s->nrealized; i++) {
@@ -496,17 +497,9 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   }
   bool cached = false;
   for (int attempt = 0; attempt < 2 && st == TG_OK; attempt++) {
-    /* the second attempt, without window writes, when the first found no order to run them in place. A graph
-     * of a structure seen before takes its schedule from the cache; what depends on the buffers themselves
-     * (in place or not, the kernel order that follows) is planned below every time. */
-    sched_query q;
-    if (n && (st = sched_cache_query(n, outs, attempt ? NULL : targets, &q)) != TG_OK) break;
-    cached = n && sched_cache_get(&q, &s, &st);
-    if (!cached && st == TG_OK) {
-      st = schedule_create_assign(n, outs, attempt ? NULL : targets, &s);
-      if (st == TG_OK && n) st = sched_cache_put(&q, &s);
-    }
-    if (n) sched_query_free(&q);
+    /* the second attempt, without window writes, when the first found no order to run them in place. The
+     * schedule may come from the cache; in place or not (the buffers' business) is planned every time. */
+    st = schedule_cached(n, outs, attempt ? NULL : targets, &s, &cached);
     if (st != TG_OK) break;
     if (plan_in_place(&s, dev, ts, n, &made, &inplace, &korder, &st)) break;
     schedule_free(&s);
@@ -623,7 +616,8 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   last_kernels = (uint64_t)s.nkernels;
   if (dbg >= 1 && s.nkernels)
     fprintf(stderr, "scheduled %d kernel%s in %.2f ms%s; %s memory in use %.2f MB\n", s.nkernels,
-            s.nkernels == 1 ? "" : "s", t_sched, cached ? " (cached)" : "", dev->name, (double)memory_in_use(dev) / 1e6);
+            s.nkernels == 1 ? "" : "s", t_sched, cached ? " (cached)" : "", dev->name,
+            (double)memory_in_use(dev) / 1e6);
   /* outputs keep their buffers; tensors on them now read the buffer directly. So does an output whose value
    * was cached on its node (an equal graph realized before): the cache is dropped at the next in-place write
    * or JIT capture, and a tensor left on the computed node would then compute it again, inside a capture as a

@@ -344,3 +344,18 @@ tg_status sched_cache_put(sched_query *q, const schedule *s) {
   cache_nodes += nodes;
   return TG_OK;
 }
+
+tg_status schedule_cached(int n, uop *const *outs, uop *const *targets, schedule *s, bool *cached) {
+  *cached = false;
+  if (!n) return schedule_create_assign(n, outs, targets, s);
+  sched_query q;
+  tg_status st = sched_cache_query(n, outs, targets, &q);
+  if (st != TG_OK) return st;
+  *cached = sched_cache_get(&q, s, &st);
+  if (!*cached && st == TG_OK) {
+    st = schedule_create_assign(n, outs, targets, s);
+    if (st == TG_OK && (st = sched_cache_put(&q, s)) != TG_OK) schedule_free(s);
+  }
+  sched_query_free(&q);
+  return st;
+}

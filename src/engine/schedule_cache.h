@@ -30,6 +30,8 @@ bool sched_cache_get(const sched_query *q, schedule *s, tg_status *st);
 /* remembers s, made for q's graph; TG_ERR_NOMEM when out of memory (nothing remembered) */
 tg_status sched_cache_put(sched_query *q, const schedule *s);
 void sched_query_free(sched_query *q);
+/* schedule_create_assign through the cache: *cached tells whether the schedule came from it */
+tg_status schedule_cached(int n, uop *const *outs, uop *const *targets, schedule *s, bool *cached);
 /* forgets every schedule (tg_collect, another device) */
 void sched_cache_clear(void);
 
