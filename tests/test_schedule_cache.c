@@ -202,3 +202,51 @@ TEST(test_schedule_cache_random_stays_fresh) {
   }
   tg_scope_end();
 }
+
+/* a value realized before is a leaf of the graphs built on it: a*b realized, then a*b + 1 reads it; over new
+ * a, b (a*b not realized) the graph computes the product itself and is another structure */
+TEST(test_schedule_cache_realized_values_are_leaves) {
+  tg_scope_begin();
+  float ha[12], hb[12], got[12];
+  for (int round = 0; round < 3; round++) {
+    tg_tensor *a = rand_t(3, 4, ha), *b = rand_t(3, 4, hb);
+    if (round == 0) CHECK(tg_realize(tg_mul(a, b)) == TG_OK, "%s", tg_error());  /* cached on the a*b node */
+    tg_tensor *y = tg_add(tg_mul(a, b), tg_full(TG_FLOAT32, 2, (int64_t[]){3, 4}, 1.0));
+    uint64_t c0 = cached();
+    CHECK(tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+    if (round == 1) CHECK(cached() == c0, "a graph computing a*b took the schedule of one reading it");
+    if (round == 2) CHECK(cached() > c0, "the same graph again missed");
+    for (int i = 0; i < 12; i++)
+      CHECK(fabsf(got[i] - (ha[i] * hb[i] + 1)) < 1e-6f, "round %d [%d] = %g", round, i, got[i]);
+  }
+  tg_scope_end();
+}
+
+static tg_status step_fn(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  tg_tensor *two = tg_full(TG_FLOAT32, 1, (int64_t[]){16}, 2.0);
+  out[0] = tg_sum(tg_relu(tg_sub(tg_mul(in[0], two), in[1])), 0, NULL, false);
+  return out[0] ? TG_OK : tg_error_status();
+}
+
+/* a step run eagerly first (its schedule cached), then captured by tg_jit: the capture sees every kernel */
+TEST(test_schedule_cache_then_jit_capture) {
+  tg_scope_begin();
+  tg_jit *j = tg_jit_new(step_fn, NULL, 2, 1);
+  CHECK(j != NULL, "%s", tg_error());
+  for (int call = 0; call < 6; call++) {
+    float hx[16], hy[16], got;
+    tg_tensor *in[2];
+    for (int i = 0; i < 16; i++) { hx[i] = frand(); hy[i] = frand(); }
+    in[0] = tg_from_data(TG_FLOAT32, 1, (int64_t[]){16}, hx, sizeof hx);
+    in[1] = tg_from_data(TG_FLOAT32, 1, (int64_t[]){16}, hy, sizeof hy);
+    tg_tensor *out = NULL;
+    tg_status st = call < 2 ? step_fn(NULL, 2, in, 1, &out) : tg_jit_call(j, in, &out);
+    CHECK(st == TG_OK && tg_to_host(out, &got, sizeof got) == TG_OK, "call %d: %s", call, tg_error());
+    double want = 0;
+    for (int i = 0; i < 16; i++) want += hx[i] * 2 - hy[i] > 0 ? hx[i] * 2 - hy[i] : 0;
+    CHECK(fabs(got - want) < 1e-5, "call %d: %g, want %g", call, got, want);
+  }
+  CHECK(tg_jit_kernels(j) >= 1, "the capture saw %d kernels", tg_jit_kernels(j));
+  tg_jit_free(j);
+  tg_scope_end();
+}
