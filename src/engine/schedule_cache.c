@@ -57,6 +57,7 @@ static void mark_entries(void *ctx) {
       for (int j = 0; j < sk->nbufs; j++) uop_mark(sk->bufs[j]);
     }
     for (int j = 0; j < e->s.nrealized; j++) uop_mark(e->s.realized[j]);
+    for (int j = 0; j < e->key->nsrc / 2; j++) uop_mark(e->s.roots[j]);
   }
 }
 
