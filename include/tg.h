@@ -1183,6 +1183,8 @@ typedef struct tg_stats {
   uint64_t kernels_compiled;  /* C compiler invocations */
   uint64_t disk_cache_hits;   /* kernels loaded from the on-disk cache */
   uint64_t schedules;         /* tg_realize calls that scheduled work */
+  uint64_t schedules_cached;  /* of those, the ones whose schedule came from the cache: a graph of the same
+                               * structure (ops, shapes, dtypes, over other buffers) was scheduled before */
   uint64_t buffers_allocated;
   uint64_t uops_live;         /* interned IR nodes alive now */
 } tg_stats;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 
+#include "engine/schedule_cache.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 #include "test.h"
@@ -419,6 +420,7 @@ TEST(test_fault_every_allocation_of_jit_captured_steps) {
     float losses[JIT_CALLS] = {0};
     if (!mlp_new(&m)) { CHECK(false, "%s", tg_error()); break; }
     tg_error_clear();
+    sched_cache_clear();  /* each round schedules anew: the scheduler's allocations are swept too */
     mem_fail_at(k);
     tg_status st = jit_steps(&m, losses);
     bool fired = mem_failed();

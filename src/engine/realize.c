@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/jit.h"
 #include "engine/memplan.h"
+#include "engine/schedule_cache.h"
 #include "engine/search.h"
 #include "render/render.h"
 #include "runtime/device.h"
@@ -31,6 +32,7 @@ typedef struct compiled {
 
 static uop_map kcache;         /* kernel AST -> compiled, for kcache_dev */
 static const device *kcache_dev;
+static const device *sched_dev;  /* of the schedule cache */
 static tg_stats stats;
 static _Thread_local uint64_t last_kernels TG_TLS_FAST;  /* of this thread's last realize */
 
@@ -382,22 +384,31 @@ static tg_status plan_intermediates(const device *dev, const schedule *s, int no
   tg_status st = pos && items && nodes ? TG_OK : TG_ERR_NOMEM;
   int n = 0;
   for (int p = 0; st == TG_OK && p < s->nkernels; p++) pos[korder[p]] = p;
+  /* each node's writer and last reader, in one pass over the kernels (index + 1 in the maps) */
+  uop_map writer_of = {0}, last_of = {0};
+  for (int k = 0; st == TG_OK && k < s->nkernels; k++) {
+    const sched_kernel *sk = &s->kernels[k];
+    if (!umap_get(&writer_of, sk->output) && !umap_put(&writer_of, sk->output, (void *)(intptr_t)(k + 1)))
+      st = TG_ERR_NOMEM;
+    for (int j = 1; st == TG_OK && j < sk->nbufs; j++) {
+      intptr_t l = (intptr_t)umap_get(&last_of, sk->bufs[j]);
+      if (pos[k] + 1 > l && !umap_put(&last_of, sk->bufs[j], (void *)(intptr_t)(pos[k] + 1))) st = TG_ERR_NOMEM;
+    }
+  }
   for (int i = 0; st == TG_OK && i < s->nrealized; i++) {
     uop *r = s->realized[i];
     bool keep = umap_get(made, r) == NULL;
     for (int o = 0; o < nout && keep; o++) keep = s->roots[o] != r;  /* an output keeps a buffer of its own */
-    int writer = -1;
-    for (int k = 0; k < s->nkernels && writer < 0; k++)
-      if (s->kernels[k].output == r) writer = k;
+    int writer = (int)(intptr_t)umap_get(&writer_of, r) - 1;
     if (!keep || writer < 0 || inplace[writer] || s->kernels[writer].window_into) continue;
-    int last = pos[writer];
-    for (int k = 0; k < s->nkernels; k++)
-      for (int j = 1; j < s->kernels[k].nbufs; j++)
-        if (s->kernels[k].bufs[j] == r && pos[k] > last) last = pos[k];
+    int last = pos[writer], l = (int)(intptr_t)umap_get(&last_of, r) - 1;
+    if (l > last) last = l;
     size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
     items[n] = (plan_item){.nbytes = nb ? nb : 1, .first = pos[writer], .last = last};
     nodes[n++] = r;
   }
+  umap_free(&writer_of);
+  umap_free(&last_of);
   size_t size = st == TG_OK && n >= 2 ? memplan_assign(items, n, 64) : 0;
   if (size == (size_t)-1) st = TG_ERR_NOMEM;
   tg_buffer *arena = st == TG_OK && size ? buffer_new(dev, size) : NULL;
@@ -480,9 +491,15 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   uop_map made = {0};  /* realized node -> buffer made in this run */
   tg_status st = targets ? TG_OK : TG_ERR_NOMEM;
   for (int i = 0; i < n && targets; i++) targets[i] = ts[i]->u == outs[i] ? ts[i]->assign_target : NULL;
+  if (dev != sched_dev) {  /* the cache holds one device's schedules */
+    sched_cache_clear();
+    sched_dev = dev;
+  }
+  bool cached = false;
   for (int attempt = 0; attempt < 2 && st == TG_OK; attempt++) {
-    /* the second attempt, without window writes, when the first found no order to run them in place */
-    st = schedule_create_assign(n, outs, attempt ? NULL : targets, &s);
+    /* the second attempt, without window writes, when the first found no order to run them in place. The
+     * schedule may come from the cache; in place or not (the buffers' business) is planned every time. */
+    st = schedule_cached(n, outs, attempt ? NULL : targets, &s, &cached);
     if (st != TG_OK) break;
     if (plan_in_place(&s, dev, ts, n, &made, &inplace, &korder, &st)) break;
     schedule_free(&s);
@@ -494,6 +511,7 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   free(targets);
   if (st != TG_OK) goto out;
   if (s.nkernels) stats.schedules++;
+  if (s.nkernels && cached) stats.schedules_cached++;
   double t_sched = engine_now_ms() - t0;
   if ((st = plan_intermediates(dev, &s, n, korder, inplace, &made)) != TG_OK) goto out;
   for (int i = 0; i < s.nrealized; i++) {
@@ -597,8 +615,9 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   }
   last_kernels = (uint64_t)s.nkernels;
   if (dbg >= 1 && s.nkernels)
-    fprintf(stderr, "scheduled %d kernel%s in %.2f ms; %s memory in use %.2f MB\n", s.nkernels,
-            s.nkernels == 1 ? "" : "s", t_sched, dev->name, (double)memory_in_use(dev) / 1e6);
+    fprintf(stderr, "scheduled %d kernel%s in %.2f ms%s; %s memory in use %.2f MB\n", s.nkernels,
+            s.nkernels == 1 ? "" : "s", t_sched, cached ? " (cached)" : "", dev->name,
+            (double)memory_in_use(dev) / 1e6);
   /* outputs keep their buffers; tensors on them now read the buffer directly. So does an output whose value
    * was cached on its node (an equal graph realized before): the cache is dropped at the next in-place write
    * or JIT capture, and a tensor left on the computed node would then compute it again, inside a capture as a
@@ -739,6 +758,7 @@ tg_status tg_collect(void) {
   lib_region_begin();  /* no realize or JIT replay runs meanwhile: the pool may stop */
   kcache_clear();
   uop_gc_remove_roots(mark_kcache, NULL);
+  sched_cache_clear();
   uop_gc();
   runtime_shutdown();
   lib_region_end();

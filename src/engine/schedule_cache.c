@@ -1,0 +1,362 @@
+/* schedule_cache.c — schedules remembered by graph structure (schedule_cache.h).
+ *
+ * The key is the graph itself in canonical form: every storage leaf becomes a stand-in node (a PARAM with a
+ * marker in its aux, never built elsewhere) numbered by its first place in a depth-first walk from the
+ * outputs, and the nodes above are rebuilt over the stand-ins. Nodes are interned, so two graphs have one
+ * canonical node exactly when they match node for node (ops, dtypes, shapes, args, aux, consts, and which
+ * leaf each reads: a buffer read twice is one leaf in both); no hash is trusted alone. A stand-in also names
+ * the earlier leaf that holds the same buffer (a window write must not read its own target), the leaf's op
+ * and whether it has storage yet.
+ *
+ * An entry keeps the schedule over canonical nodes: the kernels' ASTs as they are (they name buffers by PARAM
+ * index only), stand-ins where the schedule named leaves, canonical nodes for the values it stores. A hit
+ * binds stand-ins back to the new graph's leaves; the stored values stay canonical nodes, which serve the
+ * realize only as keys of the buffers it makes (their dtype and shape are the real ones). No entry holds a
+ * buffer: evicted entries and graphs free everything once collected. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/schedule_cache.h"
+
+#ifndef CACHE_MAX
+#define CACHE_MAX 256             /* entries (-DCACHE_MAX=4 builds exercise eviction) */
+#endif
+#define CACHE_NODES (1 << 20)     /* canonical nodes kept alive, all entries together */
+#define STANDIN_MAGIC 0x5c4edc0deLL
+
+typedef struct entry {
+  uop *key;
+  schedule s;        /* over canonical nodes */
+  int64_t nodes;     /* size of the canonical graph (the budget) */
+  uint64_t used;     /* last hit or insertion, for LRU */
+} entry;
+
+static entry *entries;
+static int nentries, cap_entries;
+static int64_t cache_nodes;
+static uop_map by_key;        /* key -> entry number + 1 */
+static uint64_t tick;
+static bool rooted, narrow_at_fill;
+
+static bool is_leaf(uop *u) { return uop_storage(u) != NULL || u->op == OP_BUFFER; }
+static bool enter_graph(uop *u, void *ctx) { return !is_leaf(u); }
+
+static bool is_standin(const uop *u) {
+  return u->op == OP_PARAM && u->naux == 4 && u->aux[0] == STANDIN_MAGIC && u->nsrc == 0;
+}
+
+static void mark_entries(void *ctx) {
+  for (int i = 0; i < nentries; i++) {
+    const entry *e = &entries[i];
+    uop_mark(e->key);
+    for (int k = 0; k < e->s.nkernels; k++) {
+      const sched_kernel *sk = &e->s.kernels[k];
+      uop_mark(sk->ast);
+      uop_mark(sk->output);
+      uop_mark(sk->window_into);
+      for (int j = 0; j < sk->nbufs; j++) uop_mark(sk->bufs[j]);
+    }
+    for (int j = 0; j < e->s.nrealized; j++) uop_mark(e->s.realized[j]);
+    for (int j = 0; j < e->key->nsrc / 2; j++) uop_mark(e->s.roots[j]);
+  }
+}
+
+static void entry_free(entry *e) { schedule_free(&e->s); }
+
+void sched_cache_clear(void) {
+  for (int i = 0; i < nentries; i++) entry_free(&entries[i]);
+  free(entries);
+  entries = NULL;
+  nentries = cap_entries = 0;
+  cache_nodes = 0;
+  umap_free(&by_key);
+  if (rooted) uop_gc_remove_roots(mark_entries, NULL);
+  rooted = false;
+}
+
+void sched_query_free(sched_query *q) {
+  free(q->leaves);
+  umap_free(&q->canon);
+  memset(q, 0, sizeof *q);
+}
+
+typedef struct leaf_ref { const void *buf; int i; } leaf_ref;
+
+static int by_buf(const void *x, const void *y) {
+  const leaf_ref *a = x, *b = y;
+  if (a->buf != b->buf) return (uintptr_t)a->buf < (uintptr_t)b->buf ? -1 : 1;
+  return a->i - b->i;
+}
+
+/* uop_replace_src of u over its sources' images in m; NULL when one has none or out of memory */
+static uop *rebuild(uop *u, const uop_map *m) {
+  uop *tmp[8], **src = u->nsrc <= 8 ? tmp : mem_alloc((size_t)u->nsrc * sizeof *src);
+  if (!src) return NULL;
+  bool ok = true;
+  for (int k = 0; k < u->nsrc && ok; k++) ok = (src[k] = umap_get(m, u->src[k])) != NULL;
+  uop *v = ok ? (u->nsrc ? uop_replace_src(u, u->nsrc, src) : u) : NULL;
+  if (src != tmp) free(src);
+  return v;
+}
+
+tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_query *q) {
+  memset(q, 0, sizeof *q);
+  /* one root over outputs and targets; a missing target is a constant no target can be (a 0-d int8 -1) */
+  uop **roots = mem_alloc(((size_t)n * 2 + 1) * sizeof *roots);
+  uop *none = uop_const_int(TG_INT8, -1);
+  uop *sink = NULL, **order = NULL;
+  leaf_ref *refs = NULL;
+  int nn = 0;
+  tg_status st = TG_ERR_NOMEM;
+  if (!roots || !none) goto out;
+  for (int i = 0; i < n; i++) {
+    roots[i] = outs[i];
+    roots[n + i] = targets && targets[i] ? targets[i] : none;
+  }
+  if (!(sink = uop_new(OP_SINK, TG_BOOL, 2 * n, roots, (uop_arg){.i = -3}, 0, NULL))) goto out;
+  if (!(order = uop_toposort_filtered(sink, enter_graph, NULL, &nn))) goto out;
+  if (!(q->leaves = mem_alloc(((size_t)nn + 1) * sizeof *q->leaves))) goto out;
+  for (int i = 0; i < nn; i++)
+    if (is_leaf(order[i])) q->leaves[q->nleaves++] = order[i];
+  /* which earlier leaf holds the same buffer */
+  if (!(refs = mem_alloc(((size_t)q->nleaves + 1) * sizeof *refs))) goto out;
+  for (int i = 0; i < q->nleaves; i++) refs[i] = (leaf_ref){uop_storage(q->leaves[i]), i};
+  qsort(refs, (size_t)q->nleaves, sizeof *refs, by_buf);
+  int *alias = mem_alloc(((size_t)q->nleaves + 1) * sizeof *alias);
+  if (!alias) goto out;
+  for (int i = 0; i < q->nleaves; i++)
+    alias[refs[i].i] = refs[i].buf && i > 0 && refs[i - 1].buf == refs[i].buf ? alias[refs[i - 1].i] : refs[i].i;
+  bool ok = true;
+  for (int i = 0, leaf = 0; i < nn && ok; i++) {
+    uop *u = order[i], *c;
+    if (is_leaf(u)) {
+      int64_t aux[4] = {STANDIN_MAGIC, u->op, uop_storage(u) != NULL, alias[leaf]};
+      c = uop_new_shaped(OP_PARAM, (tg_dtype)u->dtype, 0, NULL, (uop_arg){.i = leaf}, 4, aux, u->ndim, u->shape);
+      leaf++;
+    } else {
+      c = rebuild(u, &q->canon);
+    }
+    ok = c && umap_put(&q->canon, u, c);
+  }
+  free(alias);
+  if (!ok) goto out;
+  q->key = umap_get(&q->canon, sink);
+  st = TG_OK;
+out:
+  if (st != TG_OK) {
+    sched_query_free(q);
+    if (tg_error_status() != TG_ERR_NOMEM) tg_set_error(TG_ERR_NOMEM, "tg_realize: out of memory");
+  }
+  free(roots);
+  free(order);
+  free(refs);
+  return st;
+}
+
+/* ---- the schedule over canonical nodes, and back -------------------------------------------------------------- */
+
+/* a copy of s with every node reference passed through fn (NULL: failure); false when out of memory or fn
+ * failed. */
+typedef uop *(*node_fn)(void *ctx, uop *u);
+
+static bool copy_schedule(const schedule *s, schedule *out, node_fn fn, void *ctx) {
+  memset(out, 0, sizeof *out);
+  out->kernels = mem_calloc((size_t)s->nkernels + 1, sizeof *out->kernels);
+  out->realized = mem_calloc((size_t)s->nrealized + 1, sizeof *out->realized);
+  if (!out->kernels || !out->realized) goto fail;
+  out->nkernels = s->nkernels;
+  for (int k = 0; k < s->nkernels; k++) {
+    const sched_kernel *a = &s->kernels[k];
+    sched_kernel *b = &out->kernels[k];
+    b->ast = a->ast;
+    b->nbufs = a->nbufs;
+    if (!(b->bufs = mem_alloc(((size_t)a->nbufs + 1) * sizeof *b->bufs))) goto fail;
+    for (int j = 0; j < a->nbufs; j++)
+      if (!(b->bufs[j] = fn(ctx, a->bufs[j]))) goto fail;
+    if (!(b->output = fn(ctx, a->output))) goto fail;
+    if (a->window_into && !(b->window_into = fn(ctx, a->window_into))) goto fail;
+  }
+  out->nrealized = s->nrealized;
+  for (int i = 0; i < s->nrealized; i++)
+    if (!(out->realized[i] = fn(ctx, s->realized[i]))) goto fail;
+  return true;
+fail:
+  schedule_free(out);
+  return false;
+}
+
+/* roots are copied apart: schedule.roots has one entry per output, which the schedule does not count */
+static bool copy_roots(const schedule *s, schedule *out, int n, node_fn fn, void *ctx) {
+  out->roots = mem_calloc((size_t)n + 1, sizeof *out->roots);
+  if (!out->roots) return false;
+  for (int i = 0; i < n; i++)
+    if (!(out->roots[i] = fn(ctx, s->roots[i]))) return false;
+  return true;
+}
+
+/* to canonical: the query's map, or (a node the scheduler made, as a split reduce) rebuilt over it */
+typedef struct to_canon { sched_query *q; bool bad, foreign; } to_canon;
+
+static bool enter_uncanonical(uop *u, void *ctx) {
+  return !umap_get(&((sched_query *)ctx)->canon, u) && !is_leaf(u);
+}
+
+static uop *canon_of(void *ctx, uop *u) {
+  to_canon *t = ctx;
+  uop *c = umap_get(&t->q->canon, u);
+  if (c || t->bad) return c;
+  int nn;
+  uop **order = uop_toposort_filtered(u, enter_uncanonical, t->q, &nn);
+  if (!order) return NULL;
+  for (int i = 0; i < nn && !t->bad; i++) {
+    uop *x = order[i];
+    if (umap_get(&t->q->canon, x)) continue;
+    /* a leaf outside the walk (the schedule read storage its graph does not reach): not cacheable */
+    if (is_leaf(x)) t->foreign = true;
+    uop *v = is_leaf(x) ? NULL : rebuild(x, &t->q->canon);
+    if (!v || !umap_put(&t->q->canon, x, v)) t->bad = true;
+  }
+  free(order);
+  return t->bad ? NULL : umap_get(&t->q->canon, u);
+}
+
+/* from canonical: stand-ins to the query's leaves, stored values as they are, other nodes (a window write's
+ * target view) rebuilt over the leaves */
+typedef struct from_canon { const sched_query *q; uop_map memo; } from_canon;
+
+static bool enter_unbound(uop *u, void *ctx) { return !umap_get(&((from_canon *)ctx)->memo, u) && !is_standin(u); }
+
+static uop *bind_of(void *ctx, uop *u) {
+  from_canon *f = ctx;
+  uop *c = umap_get(&f->memo, u);
+  if (c) return c;
+  int nn;
+  uop **order = uop_toposort_filtered(u, enter_unbound, f, &nn);
+  if (!order) return NULL;
+  bool ok = true;
+  for (int i = 0; i < nn && ok; i++) {
+    uop *x = order[i], *v;
+    if (umap_get(&f->memo, x)) continue;
+    if (is_standin(x)) v = x->arg.i >= 0 && x->arg.i < f->q->nleaves ? f->q->leaves[x->arg.i] : NULL;
+    else v = rebuild(x, &f->memo);
+    ok = v && umap_put(&f->memo, x, v);
+  }
+  free(order);
+  return ok ? umap_get(&f->memo, u) : NULL;
+}
+
+static int find(uop *key) {
+  intptr_t i = (intptr_t)umap_get(&by_key, key);
+  return (int)i - 1;
+}
+
+bool sched_cache_get(const sched_query *q, schedule *s, tg_status *st) {
+  memset(s, 0, sizeof *s);
+  *st = TG_OK;
+  if (narrow_at_fill != lower_narrow_indices) sched_cache_clear();  /* kernels are lowered otherwise */
+  int i = q->key ? find(q->key) : -1;
+  if (i < 0) return false;
+  entry *e = &entries[i];
+  from_canon f = {q, {0}};
+  bool ok = true;
+  /* stored values stay canonical: keys of the buffers the realize makes */
+  for (int r = 0; r < e->s.nrealized && ok; r++) ok = umap_put(&f.memo, e->s.realized[r], e->s.realized[r]);
+  int nroots = q->key->nsrc / 2;
+  ok = ok && copy_schedule(&e->s, s, bind_of, &f);
+  if (ok && !copy_roots(&e->s, s, nroots, bind_of, &f)) {
+    schedule_free(s);
+    ok = false;
+  }
+  umap_free(&f.memo);
+  if (!ok) {
+    memset(s, 0, sizeof *s);
+    *st = TG_ERR_NOMEM;
+    if (tg_error_status() != TG_ERR_NOMEM) tg_set_error(TG_ERR_NOMEM, "tg_realize: out of memory");
+    return false;
+  }
+  e->used = ++tick;
+  return true;
+}
+
+static int by_tick(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* drops the least recently used quarter of the entries (at least one) and rebuilds the by_key */
+static bool evict(void) {
+  int drop = nentries / 4 + 1;
+  uint64_t *t = mem_alloc(((size_t)nentries + 1) * sizeof *t);
+  if (!t) return false;
+  for (int i = 0; i < nentries; i++) t[i] = entries[i].used;
+  qsort(t, (size_t)nentries, sizeof *t, by_tick);
+  uint64_t cut = t[(drop < nentries ? drop : nentries) - 1];  /* ticks are distinct */
+  free(t);
+  int w = 0;
+  for (int i = 0; i < nentries; i++) {
+    if (entries[i].used <= cut) {
+      cache_nodes -= entries[i].nodes;
+      entry_free(&entries[i]);
+    } else {
+      entries[w++] = entries[i];
+    }
+  }
+  nentries = w;
+  umap_free(&by_key);
+  for (int i = 0; i < nentries; i++)
+    if (!umap_put(&by_key, entries[i].key, (void *)(intptr_t)(i + 1))) {
+      sched_cache_clear();
+      return false;
+    }
+  return true;
+}
+
+tg_status sched_cache_put(sched_query *q, const schedule *s) {
+  if (!q->key || find(q->key) >= 0) return TG_OK;
+  if (nentries && narrow_at_fill != lower_narrow_indices) sched_cache_clear();
+  narrow_at_fill = lower_narrow_indices;
+  if (!rooted) {
+    if (!uop_gc_add_roots(mark_entries, NULL)) return TG_ERR_NOMEM;
+    rooted = true;
+  }
+  int64_t nodes = (int64_t)q->canon.n;
+  while (nentries && (nentries >= CACHE_MAX || cache_nodes + nodes > CACHE_NODES))
+    if (!evict()) return TG_ERR_NOMEM;
+  if (nentries == cap_entries) {
+    int nc = cap_entries ? cap_entries * 2 : 16;
+    entry *ne = mem_realloc(entries, (size_t)nc * sizeof *ne);
+    if (!ne) return TG_ERR_NOMEM;
+    entries = ne;
+    cap_entries = nc;
+  }
+  to_canon t = {q, false, false};
+  entry e = {.key = q->key, .nodes = nodes, .used = ++tick};
+  int nroots = q->key->nsrc / 2;
+  if (!copy_schedule(s, &e.s, canon_of, &t)) return t.foreign ? TG_OK : TG_ERR_NOMEM;
+  if (!copy_roots(s, &e.s, nroots, canon_of, &t)) {
+    schedule_free(&e.s);
+    return t.foreign ? TG_OK : TG_ERR_NOMEM;
+  }
+  if (!umap_put(&by_key, e.key, (void *)(intptr_t)(nentries + 1))) {
+    schedule_free(&e.s);
+    return TG_ERR_NOMEM;
+  }
+  entries[nentries++] = e;
+  cache_nodes += nodes;
+  return TG_OK;
+}
+
+tg_status schedule_cached(int n, uop *const *outs, uop *const *targets, schedule *s, bool *cached) {
+  *cached = false;
+  if (!n) return schedule_create_assign(n, outs, targets, s);
+  sched_query q;
+  tg_status st = sched_cache_query(n, outs, targets, &q);
+  if (st != TG_OK) return st;
+  *cached = sched_cache_get(&q, s, &st);
+  if (!*cached && st == TG_OK) {
+    st = schedule_create_assign(n, outs, targets, s);
+    if (st == TG_OK && (st = sched_cache_put(&q, s)) != TG_OK) schedule_free(s);
+  }
+  sched_query_free(&q);
+  return st;
+}

@@ -1,0 +1,38 @@
+/* schedule_cache.h — schedules remembered by graph structure (tinygrad's schedule cache).
+ *
+ * Eager loops (a training step, a decoding step) build a graph of the same structure every time over other
+ * buffers. Its schedule (kernel ASTs, their order, which nodes are stored, window writes) depends on the
+ * structure only, so it is made once: a realize looks its graph up by its canonical form and gets the
+ * schedule back bound to its own storage leaves. What depends on the buffers themselves (which kernels write
+ * in place, the intermediates' arena) is planned again by the realize.
+ */
+#ifndef TG_SCHEDULE_CACHE_H
+#define TG_SCHEDULE_CACHE_H
+
+#include "schedule/schedule.h"
+
+/* a realize's graph in canonical form: the outputs (and assign targets) with every storage leaf (BUFFER
+ * nodes, values realized before) replaced by a stand-in holding its position in a fixed walk order, its
+ * dtype, shape, kind and which earlier leaf shares its buffer. Interned, so equal structures are one node. */
+typedef struct sched_query {
+  uop *key;        /* the canonical graph */
+  int nleaves;
+  uop **leaves;    /* the storage leaves in walk order */
+  uop_map canon;   /* graph node -> its canonical node */
+} sched_query;
+
+/* the canonical form of outs[0..n) with their assign targets (targets NULL, or entries NULL: none);
+ * TG_ERR_NOMEM (tg_error set) when out of memory */
+tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_query *q);
+/* true when a graph of q's structure was scheduled before: *s is that schedule with q's leaves bound
+ * (schedule_free frees it). false when not (or on an allocation failure: *s empty, *st TG_ERR_NOMEM). */
+bool sched_cache_get(const sched_query *q, schedule *s, tg_status *st);
+/* remembers s, made for q's graph; TG_ERR_NOMEM when out of memory (nothing remembered) */
+tg_status sched_cache_put(sched_query *q, const schedule *s);
+void sched_query_free(sched_query *q);
+/* schedule_create_assign through the cache: *cached tells whether the schedule came from it */
+tg_status schedule_cached(int n, uop *const *outs, uop *const *targets, schedule *s, bool *cached);
+/* forgets every schedule (tg_collect, another device) */
+void sched_cache_clear(void);
+
+#endif
