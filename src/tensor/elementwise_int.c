@@ -11,9 +11,11 @@
 
 /* ---- node helpers ----------------------------------------------------------------------------------------- */
 
-static uop *cf(uop *x, double v) { return mk_const_like(x, v); }
+/* NULL in, NULL out: a node that failed to build (out of memory) propagates to the op's result */
+static uop *cf(uop *x, double v) { return x ? mk_const_like(x, v) : NULL; }
 /* an integer constant of x's dtype and shape, wrapped as the dtype wraps (-1 is all ones in any width) */
 static uop *ci(uop *x, int64_t v) {
+  if (!x) return NULL;
   uop *c = uop_const_int((tg_dtype)x->dtype, v);
   if (!c || x->ndim == 0) return c;
   int64_t ones[TG_MAX_DIMS];
