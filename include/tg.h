@@ -1009,6 +1009,81 @@ int64_t tg_gguf_find_tensor(const tg_gguf *g, const char *name);  /* its index; 
  * NULL with TG_ERR_ARG for an absent name or a type tgc does not read (named) */
 tg_tensor *tg_gguf_tensor(tg_gguf *g, const char *name);
 
+/* ---- GGUF writer (a file tg_gguf_open, llama.cpp and the gguf package read) ---------------------------- */
+/* Metadata and tensors are collected in memory (tensors quantized when added), then written by
+ * tg_gguf_writer_save as GGUF version 3 with alignment 32, through a temporary file renamed to path. Keys and
+ * tensor names are unique (a repeat is TG_ERR_ARG); values are copied. */
+typedef struct tg_gguf_writer tg_gguf_writer;
+/* ggml's tensor types the writer produces, numbered as ggml numbers them (tg_gguf_info.type) */
+typedef enum tg_ggml_type {
+  TG_GGML_F32 = 0, TG_GGML_F16 = 1, TG_GGML_Q4_0 = 2, TG_GGML_Q4_1 = 3, TG_GGML_Q5_0 = 6, TG_GGML_Q5_1 = 7,
+  TG_GGML_Q8_0 = 8, TG_GGML_BF16 = 30
+} tg_ggml_type;
+tg_gguf_writer *tg_gguf_writer_new(void);       /* an empty writer, or NULL */
+void tg_gguf_writer_free(tg_gguf_writer *w);    /* NULL is fine */
+/* key = an integer of type (TG_GGUF_UINT8 .. TG_GGUF_INT64; TG_ERR_ARG when value does not fit it) */
+tg_status tg_gguf_set_int(tg_gguf_writer *w, const char *key, tg_gguf_type type, int64_t value);
+tg_status tg_gguf_set_float(tg_gguf_writer *w, const char *key, tg_gguf_type type, double value);  /* FLOAT32/64 */
+tg_status tg_gguf_set_bool(tg_gguf_writer *w, const char *key, bool value);
+tg_status tg_gguf_set_string(tg_gguf_writer *w, const char *key, const char *s);  /* NUL-terminated */
+/* arrays of n values: integers of elem_type, floats (FLOAT32/64), NUL-terminated strings */
+tg_status tg_gguf_set_array_int(tg_gguf_writer *w, const char *key, tg_gguf_type elem_type, const int64_t *v,
+                                int64_t n);
+tg_status tg_gguf_set_array_float(tg_gguf_writer *w, const char *key, tg_gguf_type elem_type, const double *v,
+                                  int64_t n);
+tg_status tg_gguf_set_array_string(tg_gguf_writer *w, const char *key, const char *const *v, int64_t n);
+/* tensor name of shape (tgc's order: the last axis is ggml's row) from ndim-dim float32 data, stored as type:
+ * F32, F16 and BF16 rounded to nearest even, the block formats quantized as ggml's reference quantizers
+ * (quantize_row_*_ref; the gguf package's gguf.quants.quantize gives the same bytes). A block format needs the
+ * last axis a multiple of 32 (TG_ERR_ARG) */
+tg_status tg_gguf_add_tensor(tg_gguf_writer *w, const char *name, int ndim, const int64_t *shape,
+                             const float *data, tg_ggml_type type);
+tg_status tg_gguf_writer_save(tg_gguf_writer *w, const char *path);   /* TG_ERR_IO naming path on failure */
+/* a llama2.c checkpoint and its tokenizer.bin as a GGUF file of architecture "llama", as llama.cpp's
+ * convert-llama2c-to-ggml writes it (hyperparameters, the SentencePiece vocabulary with scores and token
+ * types, tensors token_embd.weight, blk.N.attn_q.weight, ..., output.weight unless the classifier is shared);
+ * the 2-d weights as type (F32, F16, BF16, Q8_0, Q4_0, ...; a block format needs dims multiples of 32, else
+ * those tensors stay F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for "llama"
+ * (pairs of adjacent elements rotated) */
+tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, const char *out_gguf,
+                             tg_ggml_type type);
+
+/* ---- nn: language models from GGUF ----------------------------------------------------------------- */
+/* A decoder-only transformer from a GGUF file's metadata and tensors, as tinygrad's llm runner: llama (llama
+ * 2 and 3, TinyLlama, stories; RoPE on adjacent pairs, llama3 frequency factors from rope_freqs.weight, linear
+ * scaling from llama.rope.scaling.*), qwen2 (q/k/v biases, RoPE on halves: neox), qwen3 (q/k RMSNorm per head,
+ * neox RoPE, head_dim from attention.key_length). Grouped-query attention, SwiGLU, RMSNorm with the file's eps,
+ * the file's RoPE base; no output.weight: the output is token_embd. Quantized weights stay quantized (read
+ * through tg_gguf_tensor). The KV caches (max_seq, kv_dim) per layer are float32. tg_llm_step is one tg_jit
+ * replay (JIT=0: eager) whose position is a tg_variable; tg_llm_prefill is one batched forward over n tokens
+ * with a causal mask (kernels compiled per n, cached). llama2.c checkpoints (tg_llama_*) run this code. */
+typedef struct tg_llm tg_llm;
+typedef struct tg_llm_config {
+  char arch[32];                 /* "llama", "qwen2", "qwen3" */
+  int64_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim, vocab_size;
+  int64_t context;               /* the file's context length */
+  int64_t max_seq;               /* this model's KV cache length (positions 0 .. max_seq-1) */
+  double rope_base, norm_eps;
+  bool rope_neox;                /* RoPE on (x[i], x[i + head_dim/2]) instead of (x[2i], x[2i+1]) */
+  bool tied_output;              /* the output projection is token_embd */
+} tg_llm_config;
+/* the GGUF file at path (opened and closed here: the weights keep its mapping alive); max_seq 0: the file's
+ * context length capped at 4096, else at most the context length; NULL on error (TG_ERR_IO for the file,
+ * TG_ERR_ARG for an architecture or tensor tgc does not run, named) */
+tg_llm *tg_llm_load(const char *path, int64_t max_seq);
+/* as tg_llm_load from an open reader; g may be closed afterwards (the tensors keep the mapping) */
+tg_llm *tg_llm_from_gguf(tg_gguf *g, int64_t max_seq);
+tg_llm_config tg_llm_config_of(const tg_llm *m);   /* all 0 for NULL */
+int64_t tg_llm_pos(const tg_llm *m);                /* the next position (tokens in the cache); -1 for NULL */
+/* tokens[0..n) at positions pos .. pos+n-1 in one forward (TG_ERR_ARG past max_seq or a token outside the
+ * vocabulary); logits (vocab_size floats, NULL: not wanted) of the last token; runs kernels */
+tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *logits);
+/* one token at the next position: its logits (vocab_size floats); runs kernels */
+tg_status tg_llm_step(tg_llm *m, int32_t token, float *logits);
+tg_status tg_llm_reset(tg_llm *m);          /* empties the caches (runs kernels): the next position is 0 */
+int tg_llm_kernels(const tg_llm *m);        /* kernels of the captured decode step (0 before the capture) */
+void tg_llm_free(tg_llm *m);                /* NULL is fine */
+
 /* ---- arrays as .npy files (numpy's format, version 1.0-3.0) ------------------------------------------- */
 /* reads a .npy file (little- or big-endian; C or Fortran order; bool, ints, uints, float16/32/64, bfloat16 as
  * ml_dtypes writes it as '<V2' is refused): a new realized tensor, or NULL (TG_ERR_IO: unreadable or malformed,
