@@ -939,19 +939,45 @@ tg_status tg_llama_step(tg_llama *m, int32_t token, int64_t pos, float *logits);
 tg_status tg_llama_reset(tg_llama *m);   /* empties the caches (runs kernels): the next position is 0 */
 int tg_llama_kernels(const tg_llama *m);  /* kernels of the captured step (0 before the capture) */
 void tg_llama_free(tg_llama *m);          /* NULL is fine */
-/* llama2.c's tokenizer file (int32 max token length, then per token a float32 score, an int32 length, bytes) */
+/* A tokenizer: text to token ids and back. Two kinds: SentencePiece-style (llama2.c's tokenizer file, a GGUF
+ * with tokenizer.ggml.model "llama") and byte-level BPE (a GGUF with model "gpt2"). */
 typedef struct tg_tokenizer tg_tokenizer;
-/* vocab_size: the model's; the file must hold exactly that many tokens (else TG_ERR_IO); NULL on error */
+/* llama2.c's tokenizer file (int32 max token length, then per token a float32 score, an int32 length, bytes);
+ * vocab_size: the model's; the file must hold exactly that many tokens (else TG_ERR_IO); NULL on error */
 tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab_size);
-/* llama2.c's encode: BOS (1) if bos, a dummy-prefix space, code points (or byte tokens), then merges of the
- * best-scoring pair (a byte token past the vocabulary: <unk>, 0); EOS (2) if eos. Needs cap >= strlen(text)
- * + 3; returns the count, negative (a tg_status) on error */
+/* text to tokens: BOS first if bos (and the vocabulary has one), EOS last if eos. SPM: a space prefix, code
+ * points (or byte tokens, <unk> when the vocabulary has none), then merges of the best-scoring pair, as
+ * llama2.c's encode and llama.cpp do it. BPE: the pre-tokenizer's words, each merged by rank. Text spelling
+ * a control token is plain text (a user-defined token's text becomes that token, as in llama.cpp); invalid
+ * UTF-8 is kept byte for byte. Needs cap >= strlen(text) + 3; returns the count, negative (a tg_status) on
+ * error */
 int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens, int64_t cap);
-/* the text of token following prev (the space after BOS stripped, <0xNN> as that byte); owned by t (see
- * Contracts); NULL for a token outside the vocabulary */
+/* the text of token following prev: SPM drops the space prefix after BOS and gives <0xNN> as that byte; BPE
+ * gives the bytes the token stands for, perhaps part of a UTF-8 sequence (fine when streaming); control
+ * tokens give their text ("<s>", "<|im_end|>"). Owned by t (see Contracts); NULL for a token outside the
+ * vocabulary */
 const char *tg_tokenizer_decode(const tg_tokenizer *t, int32_t prev, int32_t token);
 int64_t tg_tokenizer_vocab(const tg_tokenizer *t);   /* -1 for NULL */
 void tg_tokenizer_free(tg_tokenizer *t);             /* NULL is fine */
+typedef struct tg_gguf tg_gguf;  /* a GGUF reader (see "GGUF files" below) */
+/* a tokenizer from a GGUF file's tokenizer.ggml.* metadata: model "llama" (SentencePiece-style: token scores,
+ * byte fallback <0xNN>, add_space_prefix) or "gpt2" (byte-level BPE with tokenizer.ggml.merges and the
+ * pre-tokenizer tokenizer.ggml.pre names: "llama-bpe"/"llama3", "qwen2"/"deepseek-r1-qwen", "default"/"gpt2").
+ * NULL with TG_ERR_IO/TG_ERR_ARG naming what is missing or unsupported. Independent of g afterwards (copies). */
+tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g);
+/* as tg_tokenizer_encode, but text that spells a special (control/user-defined) token, e.g. "<|im_start|>",
+ * becomes that token (chat templates need this; the longest one where several begin at the same byte); no EOS */
+int64_t tg_tokenizer_encode_special(const tg_tokenizer *t, const char *text, bool bos, int32_t *tokens, int64_t cap);
+int32_t tg_tokenizer_bos(const tg_tokenizer *t);   /* the BOS id, -1 if none (llama2.c files: 1) */
+int32_t tg_tokenizer_eos(const tg_tokenizer *t);   /* the EOS id, -1 if none (llama2.c files: 2) */
+/* whether a prompt starts with BOS: tokenizer.ggml.add_bos_token, else llama.cpp's default (SPM and llama3:
+ * yes; llama2.c files: yes); false for NULL */
+bool tg_tokenizer_add_bos(const tg_tokenizer *t);
+bool tg_tokenizer_is_eog(const tg_tokenizer *t, int32_t token);  /* ends generation: EOS, EOT, <|im_end|>, ... */
+/* a control or user-defined token (a chat marker, BOS, EOS: text a user would rather not see) */
+bool tg_tokenizer_is_special(const tg_tokenizer *t, int32_t token);
+/* the id of a token's text, -1 if none (SPM: "▁" or " " for a space; BPE: the bytes, " the", not "Ġthe") */
+int32_t tg_tokenizer_find(const tg_tokenizer *t, const char *piece);
 
 /* ---- GGUF files (ggml's and llama.cpp's format, versions 2 and 3) ------------------------------------ */
 /* tg_gguf_open maps the file read-only and checks all of it before it returns: the header, every metadata

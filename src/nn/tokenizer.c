@@ -1,30 +1,13 @@
-/* tokenizer.c — llama2.c's tokenizer: a SentencePiece-derived vocabulary read from its binary format, the
- * greedy merge encoder and the piece decoder, matching run.c's encode() and decode() token for token.
- *
- * The file is user input: int32 max token length, then per token a float32 score, an int32 length and that
- * many bytes. Every length is checked against the bytes left and against the maximum, so the merge buffer
- * (two pieces) can never overflow. Pieces are compared with their lengths, not as C strings.
+/* tokenizer.c — what every tokenizer shares once a loader has filled it (llama2.c's file: tokenizer_llama2.c,
+ * a GGUF's metadata: tokenizer_gguf.c): the piece lookup, the split of a text at the special tokens it spells,
+ * BOS/EOS around the encoder of the kind (SentencePiece-style: tokenizer_spm.c, byte-level BPE:
+ * tokenizer_bpe.c), and the decoder. Pieces are compared with their lengths, not as C strings.
  */
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "nn/data.h"
+#include "nn/tokenizer.h"
 #include "uop/uop.h"
-
-typedef struct piece { const char *s; int32_t len, id; } piece;
-
-struct tg_tokenizer {
-  int64_t vocab;
-  int32_t max_len;
-  char *bytes;         /* every piece, NUL-terminated, back to back */
-  piece *pieces;       /* by id */
-  piece *sorted;       /* by bytes, for lookups */
-  float *scores;
-  char raw[256][2];    /* the one-byte strings <0xNN> tokens decode to */
-};
 
 static int piece_cmp(const void *a, const void *b) {
   const piece *x = a, *y = b;
@@ -33,8 +16,8 @@ static int piece_cmp(const void *a, const void *b) {
   return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* the id of the piece with exactly these bytes, -1 if none */
-static int32_t lookup(const tg_tokenizer *t, const char *s, int32_t len) {
+int32_t tok_lookup(const tg_tokenizer *t, const char *s, int32_t len) {
+  if (len > t->max_len) return -1;
   piece key = {s, len, 0};
   const piece *p = bsearch(&key, t->sorted, (size_t)t->vocab, sizeof *p, piece_cmp);
   return p ? p->id : -1;
@@ -46,193 +29,142 @@ void tg_tokenizer_free(tg_tokenizer *t) {
   free(t->pieces);
   free(t->sorted);
   free(t->scores);
+  free(t->type);
+  free(t->special);
+  free(t->eog);
+  free(t->merges);
   free(t);
 }
 
-/* reads n bytes at *off of buf (size len) into dst; false with an error naming what ran short */
-static bool take(const char *path, const unsigned char *buf, size_t len, size_t *off, void *dst, size_t n,
-                 const char *what, int64_t tok) {
-  if (len - *off < n) {
-    char where[48] = "";
-    if (tok >= 0) snprintf(where, sizeof where, " of token %lld", (long long)tok);
-    tg_set_error(TG_ERR_IO, "tg_tokenizer_load: %s: truncated: the file ends inside %s%s (at byte %zu of %zu)", path,
-                 what, where, *off, len);
-    return false;
+tg_tokenizer *tok_alloc(const char *op, int64_t vocab, size_t text_bytes) {
+  tg_tokenizer *t = mem_calloc(1, sizeof *t);
+  if (t) {
+    t->vocab = vocab;
+    t->bos = t->eos = t->unk = -1;
+    t->pieces = mem_calloc((size_t)vocab, sizeof *t->pieces);
+    t->sorted = mem_calloc((size_t)vocab, sizeof *t->sorted);
+    t->scores = mem_calloc((size_t)vocab, sizeof *t->scores);
+    t->type = mem_calloc((size_t)vocab, sizeof *t->type);
+    t->eog = mem_calloc((size_t)vocab, sizeof *t->eog);
+    t->bytes = mem_alloc(text_bytes + (size_t)vocab + 1);  /* the pieces plus their NULs */
   }
-  memcpy(dst, buf + *off, n);
-  *off += n;
+  if (!t || !t->pieces || !t->sorted || !t->scores || !t->type || !t->eog || !t->bytes) {
+    tg_set_error(TG_ERR_NOMEM, "%s: out of memory for %lld tokens", op, (long long)vocab);
+    tg_tokenizer_free(t);
+    return NULL;
+  }
+  for (int b = 0; b < 256; b++) {
+    t->raw[b][0] = (char)b;
+    t->byte_id[b] = -1;
+  }
+  return t;
+}
+
+/* longest first, so that encode_special takes "<|im_start|>" before a shorter special that begins it */
+static int special_cmp(const void *a, const void *b) {
+  const piece *x = a, *y = b;
+  return x->len != y->len ? (x->len < y->len) - (x->len > y->len) : (x->id > y->id) - (x->id < y->id);
+}
+
+bool tok_finish(tg_tokenizer *t, const char *op) {
+  t->max_len = 0;
+  for (int64_t i = 0; i < t->vocab; i++)
+    if (t->pieces[i].len > t->max_len) t->max_len = t->pieces[i].len;
+  memcpy(t->sorted, t->pieces, (size_t)t->vocab * sizeof *t->sorted);
+  qsort(t->sorted, (size_t)t->vocab, sizeof *t->sorted, piece_cmp);
+  int32_t ns = 0;
+  for (int64_t i = 0; i < t->vocab; i++) ns += (t->type[i] == TOK_CONTROL || t->type[i] == TOK_USER) && t->pieces[i].len;
+  if (ns) {
+    t->special = mem_alloc((size_t)ns * sizeof *t->special);
+    if (!t->special) {
+      tg_set_error(TG_ERR_NOMEM, "%s: out of memory for %d special tokens", op, ns);
+      return false;
+    }
+    for (int64_t i = 0; i < t->vocab; i++)
+      if ((t->type[i] == TOK_CONTROL || t->type[i] == TOK_USER) && t->pieces[i].len) t->special[t->nspecial++] = t->pieces[i];
+    qsort(t->special, (size_t)ns, sizeof *t->special, special_cmp);
+  }
+  if (t->eos >= 0) t->eog[t->eos] = true;
   return true;
 }
 
-static unsigned char *read_file(const char *op, const char *path, size_t max, size_t *n) {
-  struct stat sb;
-  if (stat(path, &sb) != 0) {
-    tg_set_error(TG_ERR_IO, "%s: %s: %s", op, path, strerror(errno));
-    return NULL;
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    tg_set_error(TG_ERR_IO, "%s: %s: not a regular file", op, path);
-    return NULL;
-  }
-  if ((uint64_t)sb.st_size > max) {
-    tg_set_error(TG_ERR_IO, "%s: %s: %lld bytes is more than this format can hold (%zu)", op, path,
-                 (long long)sb.st_size, max);
-    return NULL;
-  }
-  FILE *f = fopen(path, "rb");
-  unsigned char *buf = mem_alloc((size_t)sb.st_size + 1);
-  size_t got = f && buf ? fread(buf, 1, (size_t)sb.st_size, f) : 0;
-  bool ok = f && buf && got == (size_t)sb.st_size && getc(f) == EOF;
-  if (!ok) tg_set_error(!buf ? TG_ERR_NOMEM : TG_ERR_IO, "%s: %s: %s", op, path,
-                        !f ? strerror(errno) : !buf ? "out of memory" : "the file changed size while being read");
-  if (f) fclose(f);
-  if (!ok) {
-    free(buf);
-    return NULL;
-  }
-  *n = (size_t)sb.st_size;
-  return buf;
-}
-
 /* the byte a piece "<0xNN>" stands for, -1 if it is not one */
-static int byte_piece(const piece *p) {
+int tok_byte_piece(const piece *p) {
   static const char hex[] = "0123456789ABCDEF";
   if (p->len != 6 || memcmp(p->s, "<0x", 3) || p->s[5] != '>') return -1;
   const char *h = strchr(hex, p->s[3]), *l = strchr(hex, p->s[4]);
   return h && l && p->s[3] && p->s[4] ? (int)((h - hex) * 16 + (l - hex)) : -1;
 }
 
-tg_tokenizer *data_tokenizer(const char *path, const unsigned char *buf, size_t len, int64_t vocab) {
-  static const char *op = "tg_tokenizer_load";
-  if (vocab < 3 || vocab > (1 << 24)) {
-    tg_set_error(TG_ERR_ARG, "%s: the vocabulary size must be in [3, 2^24]", op);
-    return NULL;
+/* the special token text[at...] begins with (the longest), NULL if none */
+static const piece *special_at(const tg_tokenizer *t, const char *text, int64_t at, int64_t len, bool control) {
+  for (int32_t i = 0; i < t->nspecial; i++) {
+    const piece *p = &t->special[i];
+    if (p->len <= len - at && !memcmp(text + at, p->s, (size_t)p->len) && (control || t->type[p->id] == TOK_USER))
+      return p;
   }
-  size_t off = 0;
-  tg_tokenizer *t = mem_calloc(1, sizeof *t);
-  if (t) {
-    t->vocab = vocab;
-    t->pieces = mem_calloc((size_t)vocab, sizeof *t->pieces);
-    t->sorted = mem_calloc((size_t)vocab, sizeof *t->sorted);
-    t->scores = mem_calloc((size_t)vocab, sizeof *t->scores);
-    t->bytes = mem_alloc(len + (size_t)vocab);  /* the pieces are at most the file's bytes, plus their NULs */
-  }
-  if (!t || !t->pieces || !t->sorted || !t->scores || !t->bytes) {
-    tg_set_error(TG_ERR_NOMEM, "%s: out of memory for %lld tokens", op, (long long)vocab);
-    goto fail;
-  }
-  if (!take(path, buf, len, &off, &t->max_len, 4, "the header", -1)) goto fail;
-  if (t->max_len < 1 || t->max_len > (1 << 20)) {
-    tg_set_error(TG_ERR_IO, "%s: %s: max token length %d is not in [1, 2^20]", op, path, t->max_len);
-    goto fail;
-  }
-  size_t used = 0;
-  for (int64_t i = 0; i < vocab; i++) {
-    piece *p = &t->pieces[i];
-    if (!take(path, buf, len, &off, &t->scores[i], 4, "the score", i) ||
-        !take(path, buf, len, &off, &p->len, 4, "the length", i))
-      goto fail;
-    if (p->len < 0 || p->len > t->max_len) {
-      tg_set_error(TG_ERR_IO, "%s: %s: token %lld has length %d, outside [0, %d] (the max the header gives)", op,
-                   path, (long long)i, p->len, t->max_len);
-      goto fail;
-    }
-    char *s = t->bytes + used;
-    if (!take(path, buf, len, &off, s, (size_t)p->len, "the bytes", i)) goto fail;
-    s[p->len] = 0;
-    used += (size_t)p->len + 1;
-    p->s = s;
-    p->id = (int32_t)i;
-  }
-  if (off != len) {
-    tg_set_error(TG_ERR_IO, "%s: %s: %zu bytes after the %lld tokens (a different vocabulary size?)", op, path,
-                 len - off, (long long)vocab);
-    goto fail;
-  }
-  memcpy(t->sorted, t->pieces, (size_t)vocab * sizeof *t->sorted);
-  qsort(t->sorted, (size_t)vocab, sizeof *t->sorted, piece_cmp);
-  for (int b = 0; b < 256; b++) t->raw[b][0] = (char)b;
-  return t;
-fail:
-  tg_tokenizer_free(t);
   return NULL;
 }
 
-tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab) {
-  static const char *op = "tg_tokenizer_load";
-  if (!path || vocab < 3 || vocab > (1 << 24)) {
-    tg_set_error(TG_ERR_ARG, "%s: %s", op, !path ? "path is NULL" : "the vocabulary size must be in [3, 2^24]");
-    return NULL;
-  }
-  size_t len = 0;
-  unsigned char *buf = read_file(op, path, (size_t)1 << 31, &len);
-  if (!buf) return NULL;
-  tg_tokenizer *t = data_tokenizer(path, buf, len, vocab);
-  free(buf);
-  return t;
-}
-
-int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens,
-                            int64_t cap) {
-  static const char *op = "tg_tokenizer_encode";
+/* the tokens of text between special tokens (user-defined ones always, as llama.cpp; control ones when
+ * `control`): each stretch of plain text goes to the encoder of the kind; SPM's space prefix starts the text
+ * and follows every special token, as llama.cpp does it */
+static int64_t encode(const char *op, const tg_tokenizer *t, const char *text, bool bos, bool eos, bool control,
+                      int32_t *tokens, int64_t cap) {
   if (!t || !text || !tokens) {
     tg_set_error(TG_ERR_ARG, "%s: %s is NULL", op, !t ? "the tokenizer" : !text ? "the text" : "tokens");
     return TG_ERR_ARG;
   }
-  size_t need = strlen(text) + 3;  /* BOS, the dummy prefix, a token per byte at most, EOS */
-  if (cap < 0 || (uint64_t)cap < need) {
-    tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens; a text of %zu bytes may need %zu", op, (long long)cap,
-                 need - 3, need);
+  int64_t len = (int64_t)strlen(text);
+  if (cap < 0 || cap < len + 3) {  /* BOS, the space prefix, a token per byte at most, EOS */
+    tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens; a text of %lld bytes may need %lld", op, (long long)cap,
+                 (long long)len, (long long)len + 3);
     return TG_ERR_ARG;
   }
-  char *buf = mem_alloc((size_t)t->max_len * 2 + 1);
-  if (!buf) {
-    tg_set_error(TG_ERR_NOMEM, "%s: out of memory", op);
-    return TG_ERR_NOMEM;
-  }
   int64_t n = 0;
-  if (bos) tokens[n++] = 1;
-  /* SentencePiece's add_dummy_prefix: the text starts with a space, as run.c does it */
-  if (text[0]) {
-    int32_t sp = lookup(t, " ", 1);
-    if (sp >= 0) tokens[n++] = sp;
-  }
-  /* one token per UTF-8 code point when the vocabulary has it, else one byte token (id byte + 3) per byte */
-  for (const unsigned char *c = (const unsigned char *)text; *c;) {
-    int32_t k = 1;
-    while (k < 4 && (c[k] & 0xC0) == 0x80) k++;
-    int32_t id = k <= t->max_len ? lookup(t, (const char *)c, k) : -1;
-    if (id >= 0) {
-      tokens[n++] = id;
-    } else {
-      for (int32_t i = 0; i < k; i++) tokens[n++] = c[i] + 3 < t->vocab ? c[i] + 3 : 0;
-    }
-    c += k;
-  }
-  /* merge the adjacent pair whose merged piece scores best (the first such pair on ties) until none is left */
-  for (;;) {
-    float best = -1e10f;
-    int64_t at = -1;
-    int32_t best_id = -1;
-    for (int64_t i = 0; i + 1 < n; i++) {
-      const piece *a = &t->pieces[tokens[i]], *b = &t->pieces[tokens[i + 1]];
-      memcpy(buf, a->s, (size_t)a->len);
-      memcpy(buf + a->len, b->s, (size_t)b->len);
-      int32_t id = a->len + b->len <= t->max_len ? lookup(t, buf, a->len + b->len) : -1;
-      if (id >= 0 && t->scores[id] > best) {
-        best = t->scores[id];
-        at = i;
-        best_id = id;
+  if (bos && t->bos >= 0) tokens[n++] = t->bos;
+  bool prefix = true;
+  for (int64_t at = 0; at < len;) {
+    int64_t end = at;
+    const piece *sp = NULL;
+    while (end < len && !(t->nspecial && (sp = special_at(t, text, end, len, control)))) end++;
+    if (end > at) {
+      /* each special token is at least a byte, so only the prefixes after one-byte specials can run over */
+      if (n + (end - at) + 2 > cap) {
+        tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens is not enough for this text's special tokens", op,
+                     (long long)cap);
+        return TG_ERR_ARG;
+      }
+      tg_status st = t->kind == TOK_SPM ? tok_spm_encode(t, text + at, end - at, prefix && t->add_space_prefix, tokens, &n)
+                                        : tok_bpe_encode(t, text + at, end - at, tokens, &n);
+      if (st != TG_OK) {
+        tg_set_error(st, "%s: out of memory", op);
+        return st;
       }
     }
-    if (at < 0) break;
-    tokens[at] = best_id;
-    memmove(tokens + at + 1, tokens + at + 2, (size_t)(n - at - 2) * sizeof *tokens);
-    n--;
+    if (sp) {
+      if (n + 2 > cap) {
+        tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens is not enough for this text's special tokens", op,
+                     (long long)cap);
+        return TG_ERR_ARG;
+      }
+      tokens[n++] = sp->id;
+      end += sp->len;
+    }
+    prefix = sp != NULL;
+    at = end;
   }
-  if (eos) tokens[n++] = 2;
-  free(buf);
+  if (eos && t->eos >= 0) tokens[n++] = t->eos;
   return n;
+}
+
+int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens,
+                            int64_t cap) {
+  return encode("tg_tokenizer_encode", t, text, bos, eos, false, tokens, cap);
+}
+
+int64_t tg_tokenizer_encode_special(const tg_tokenizer *t, const char *text, bool bos, int32_t *tokens, int64_t cap) {
+  return encode("tg_tokenizer_encode_special", t, text, bos, false, true, tokens, cap);
 }
 
 const char *tg_tokenizer_decode(const tg_tokenizer *t, int32_t prev, int32_t token) {
@@ -241,10 +173,45 @@ const char *tg_tokenizer_decode(const tg_tokenizer *t, int32_t prev, int32_t tok
     return NULL;
   }
   const piece *p = &t->pieces[token];
-  int b = byte_piece(p);
+  if (t->kind == TOK_BPE) return p->s;
+  int b = t->type[token] == TOK_BYTE ? tok_byte_piece(p) : -1;
   if (b >= 0) return t->raw[b];
   /* after BOS, SentencePiece's decoder strips the leading space of the dummy prefix */
-  return prev == 1 && p->s[0] == ' ' ? p->s + 1 : p->s;
+  return prev >= 0 && prev == t->bos && p->s[0] == ' ' ? p->s + 1 : p->s;
 }
 
 int64_t tg_tokenizer_vocab(const tg_tokenizer *t) { return t ? t->vocab : -1; }
+int32_t tg_tokenizer_bos(const tg_tokenizer *t) { return t ? t->bos : -1; }
+int32_t tg_tokenizer_eos(const tg_tokenizer *t) { return t ? t->eos : -1; }
+bool tg_tokenizer_add_bos(const tg_tokenizer *t) { return t && t->add_bos; }
+bool tg_tokenizer_is_eog(const tg_tokenizer *t, int32_t token) {
+  return t && token >= 0 && token < t->vocab && t->eog[token];
+}
+bool tg_tokenizer_is_special(const tg_tokenizer *t, int32_t token) {
+  return t && token >= 0 && token < t->vocab && (t->type[token] == TOK_CONTROL || t->type[token] == TOK_USER);
+}
+
+int32_t tg_tokenizer_find(const tg_tokenizer *t, const char *piece) {
+  if (!t || !piece) {
+    tg_set_error(TG_ERR_ARG, "tg_tokenizer_find: %s is NULL", !t ? "the tokenizer" : "the piece");
+    return -1;
+  }
+  size_t len = strlen(piece);
+  if (len > (size_t)t->max_len * 3) return -1;
+  int32_t id = tok_lookup(t, piece, (int32_t)len);
+  if (id >= 0 || !t->fold_u2581 || !strstr(piece, "\xe2\x96\x81")) return id;
+  char *s = mem_alloc(len + 1);  /* the file's spelling: "▁" for a space */
+  if (!s) {
+    tg_set_error(TG_ERR_NOMEM, "tg_tokenizer_find: out of memory");
+    return -1;
+  }
+  int32_t n = 0;
+  for (size_t k = 0; k < len; k++) {
+    bool sp = k + 2 < len && !memcmp(piece + k, "\xe2\x96\x81", 3);
+    s[n++] = sp ? ' ' : piece[k];
+    k += sp ? 2 : 0;
+  }
+  id = tok_lookup(t, s, n);
+  free(s);
+  return id;
+}
