@@ -1,9 +1,11 @@
 # tgc — one build command: `make` builds the static and shared library, the pkg-config file, the tests,
-# the examples and the benchmark. `make test` runs the suite; `make install PREFIX=... [DESTDIR=...]` installs.
+# the examples, the tg-llm command and the benchmark. `make test` runs the suite; `make install PREFIX=...
+# [DESTDIR=...]` installs the library, tg.h, tg.pc and tg-llm.
 CC      ?= cc
 PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
 BUILD   ?= build
 SAN     ?=
 OBJCOPY ?= objcopy
@@ -30,7 +32,8 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 EXAMPLES  := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/run_tests $(BUILD)/onnx_backend $(EXAMPLES) $(BENCHES)
+all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/run_tests $(BUILD)/onnx_backend $(EXAMPLES) $(BENCHES) \
+     $(BUILD)/tg-llm
 
 # Library objects hide every name; include/tg.h gives its declarations default visibility.
 $(LIB_OBJ): VISIBILITY := -fvisibility=hidden
@@ -95,6 +98,10 @@ $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(BUILD)/libtg.a incl
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
 
+# tg-llm, the command a user runs (installed): the public API only, as the examples
+$(BUILD)/tg-llm: tools/tg_llm.c examples/args.h $(BUILD)/libtg.a include/tg.h
+	$(CC) $(CFLAGS) -Iexamples -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
+
 $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h examples/*.h) $(BUILD)/libtg_internal.a include/tg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg_internal.a $(LDLIBS)
@@ -102,8 +109,9 @@ $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h examples/*.h) $(BUILD)/libtg_in
 test: $(BUILD)/run_tests
 	./$(BUILD)/run_tests
 
-install: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+install: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/tg-llm
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR)
+	install -m 755 $(BUILD)/tg-llm $(DESTDIR)$(BINDIR)/
 	install -m 644 include/tg.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/libtg.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(BUILD)/libtg.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
@@ -112,7 +120,7 @@ install: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc
 	install -m 644 $(BUILD)/tg.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 
 uninstall:
-	rm -f $(DESTDIR)$(INCLUDEDIR)/tg.h $(DESTDIR)$(LIBDIR)/libtg.a $(DESTDIR)$(LIBDIR)/libtg.so.$(VERSION) \
+	rm -f $(DESTDIR)$(BINDIR)/tg-llm $(DESTDIR)$(INCLUDEDIR)/tg.h $(DESTDIR)$(LIBDIR)/libtg.a $(DESTDIR)$(LIBDIR)/libtg.so.$(VERSION) \
 	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libtg.so $(DESTDIR)$(LIBDIR)/pkgconfig/tg.pc
 
 clean:
