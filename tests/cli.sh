@@ -183,7 +183,7 @@ fi
 # ---- tg-llm -------------------------------------------------------------------------------------------------
 T=$B/tg-llm
 expect_help "$T" --model --prompt --n-predict --interactive --temp --top-k --top-p --min-p --repeat-penalty \
-  --repeat-last-n --seed --threads --ctx-size
+  --repeat-last-n --seed --threads --ctx-size --verbose-prompt
 for f in --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed -n -t -c; do
   expect_usage_error "$f" "$T" "$f" abc
   expect_usage_error "$f" "$T" "$f"

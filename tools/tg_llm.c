@@ -35,7 +35,7 @@ static double now_s(void) {
 typedef struct options {
   const char *model, *prompt, *threads;
   long long n_predict, ctx;
-  bool interactive, seed_given;
+  bool interactive, seed_given, verbose_prompt;
   tg_sampler_opts sampling;
 } options;
 
@@ -64,6 +64,7 @@ static void usage(void) {
          "  -t, --threads N         CPU threads, 1..256 (default: TG_THREADS, else every core)\n"
          "  -c, --ctx-size N        positions in the KV cache, 1..the model's context; 0: the model's, at most\n"
          "                          4096 (default 0)\n"
+         "  --verbose-prompt        print the tokens of the prompt (of each turn with -i) on stderr: id and text\n"
          "  -h, --help              this help\n"
          "Exit status: 0 done, 1 a failure while running (a message says what), 2 a bad command line.\n",
          d.temperature, (long long)d.top_k, d.top_p, d.min_p, d.repeat_penalty, (long long)d.repeat_last_n);
@@ -92,6 +93,8 @@ static bool parse(int argc, char **argv, options *o, bool *help) {
       ok = args_int(argc, argv, &i, -1, INT32_MAX, &o->n_predict);
     } else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) {
       o->interactive = true;
+    } else if (!strcmp(a, "--verbose-prompt")) {
+      o->verbose_prompt = true;
     } else if (!strcmp(a, "--temp")) {
       ok = args_real(argc, argv, &i, 0, 100, &s->temperature);
     } else if (!strcmp(a, "--top-k")) {
@@ -255,7 +258,7 @@ typedef struct run {
   /* statistics over the whole run */
   int64_t prefill_tokens, decode_tokens;
   double prefill_s, decode_s, first_step_s;
-  bool stepped;
+  bool stepped, verbose_prompt;
 } run;
 
 /* prints the text of token after prev: a piece of one ASCII control byte (not whitespace) is dropped, as
@@ -272,6 +275,16 @@ static void print_token(const run *r, int32_t prev, int32_t token, bool hide_spe
 
 /* tokens fed in one prefill: the logits of the last into r->logits */
 static bool prefill(run *r, const tokens *l) {
+  if (r->verbose_prompt) {
+    fprintf(stderr, "tg-llm: %lld prompt tokens:", (long long)l->n);
+    for (int64_t i = 0; i < l->n; i++) {
+      const char *p = tg_tokenizer_decode(r->tok, -1, l->v[i]);
+      fprintf(stderr, " %d '", l->v[i]);
+      for (; p && *p; p++) *p == '\n' ? fputs("\\n", stderr) : fputc(*p, stderr);
+      fprintf(stderr, "'");
+    }
+    fprintf(stderr, "\n");
+  }
   if (tg_llm_pos(r->m) + l->n > r->max_seq) {
     fprintf(stderr, "\ntg-llm: the context is full: %lld positions used, %lld more asked, %lld in all (-c)\n",
             (long long)tg_llm_pos(r->m), (long long)l->n, (long long)r->max_seq);
@@ -362,28 +375,26 @@ static int chat(run *r, const options *o, const chat_template *ct) {
     if (len <= 0) break;
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
     if (!len) break;
+    /* the turn as one text, encoded once with its markers as special tokens (as llama.cpp tokenizes a formatted
+     * chat); the previous reply's last token, drawn but not fed, goes first */
     l.n = 0;
     if (pending >= 0) ok = push_token(&l, pending);
-    if (ok && !first) ok = push_text(&l, r->tok, pending_eog ? ct->between : "", true, false);
-    if (ok && !first && !pending_eog) {  /* the reply stopped at -n: close it as the template would */
-      ok = push_text(&l, r->tok, ct->end, true, false) && push_text(&l, r->tok, ct->between, true, false);
+    if (ok && !first && !pending_eog) ok = push_text(&l, r->tok, ct->end, true, false);  /* stopped at -n */
+    char *turn = NULL;
+    size_t turn_len = 0;
+    FILE *f = ok ? open_memstream(&turn, &turn_len) : NULL;
+    if (f) {
+      if (!first) fputs(ct->between, f);
+      if (first && system && ct->system_pre) fprintf(f, "%s%s%s", ct->system_pre, system, ct->system_post);
+      fputs(ct->user_pre, f);
+      if (first && system && !ct->system_pre) fprintf(f, "%s\n\n", system);  /* no system slot: it leads */
+      fprintf(f, "%s%s", line, ct->user_post);
+      ok = fclose(f) == 0;
+    } else {
+      ok = false;
     }
-    if (ok && (first || ct->bos_each_turn)) ok = push_text(&l, r->tok, "", true, add_bos);
-    if (ok && first && system && ct->system_pre)
-      ok = push_text(&l, r->tok, ct->system_pre, true, false) && push_text(&l, r->tok, system, false, false) &&
-           push_text(&l, r->tok, ct->system_post, true, false);
-    const char *msg = line;
-    char *joined = NULL;
-    if (ok && first && system && !ct->system_pre) {  /* no system slot: the system text leads the first message */
-      joined = malloc(strlen(system) + strlen(line) + 3);
-      if (joined) {
-        sprintf(joined, "%s\n\n%s", system, line);
-        msg = joined;
-      }
-    }
-    ok = ok && push_text(&l, r->tok, ct->user_pre, true, false) && push_text(&l, r->tok, msg, false, false) &&
-         push_text(&l, r->tok, ct->user_post, true, false);
-    free(joined);
+    ok = ok && push_text(&l, r->tok, turn, true, add_bos && (first || ct->bos_each_turn));
+    free(turn);
     if (!ok || !prefill(r, &l)) {
       ok = false;
       break;
@@ -475,6 +486,7 @@ int main(int argc, char **argv) {
   r.vocab = c.vocab_size;
   r.max_seq = c.max_seq;
   r.bos = tg_tokenizer_bos(r.tok);
+  r.verbose_prompt = o.verbose_prompt;
   if (tg_tokenizer_vocab(r.tok) > r.vocab) {
     fprintf(stderr, "tg-llm: %s: the tokenizer has %lld tokens, the model's output %lld\n", path,
             (long long)tg_tokenizer_vocab(r.tok), (long long)r.vocab);
