@@ -1050,13 +1050,15 @@ void tg_gguf_writer_free(tg_gguf_writer *w);    /* NULL is fine */
 /* key = an integer of type (TG_GGUF_UINT8 .. TG_GGUF_INT64; TG_ERR_ARG when value does not fit it) */
 tg_status tg_gguf_set_int(tg_gguf_writer *w, const char *key, tg_gguf_type type, int64_t value);
 tg_status tg_gguf_set_float(tg_gguf_writer *w, const char *key, tg_gguf_type type, double value);  /* FLOAT32/64 */
-tg_status tg_gguf_set_bool(tg_gguf_writer *w, const char *key, bool value);
+tg_status tg_gguf_set_bool(tg_gguf_writer *w, const char *key, bool value);       /* key = a bool */
 tg_status tg_gguf_set_string(tg_gguf_writer *w, const char *key, const char *s);  /* NUL-terminated */
-/* arrays of n values: integers of elem_type, floats (FLOAT32/64), NUL-terminated strings */
+/* key = an array of n integers of elem_type (each must fit it); v may be NULL when n is 0 */
 tg_status tg_gguf_set_array_int(tg_gguf_writer *w, const char *key, tg_gguf_type elem_type, const int64_t *v,
                                 int64_t n);
+/* key = an array of n floats stored as elem_type, FLOAT32 or FLOAT64 */
 tg_status tg_gguf_set_array_float(tg_gguf_writer *w, const char *key, tg_gguf_type elem_type, const double *v,
                                   int64_t n);
+/* key = an array of n NUL-terminated strings */
 tg_status tg_gguf_set_array_string(tg_gguf_writer *w, const char *key, const char *const *v, int64_t n);
 /* tensor name of shape (tgc's order: the last axis is ggml's row) from ndim-dim float32 data, stored as type:
  * F32, F16 and BF16 rounded to nearest even, the block formats quantized as ggml's reference quantizers
@@ -1068,8 +1070,8 @@ tg_status tg_gguf_writer_save(tg_gguf_writer *w, const char *path);   /* TG_ERR_
 /* a llama2.c checkpoint and its tokenizer.bin as a GGUF file of architecture "llama", as llama.cpp's
  * convert-llama2c-to-ggml writes it (hyperparameters, the SentencePiece vocabulary with scores and token
  * types, tensors token_embd.weight, blk.N.attn_q.weight, ..., output.weight unless the classifier is shared);
- * the 2-d weights as type (F32, F16, BF16, Q8_0, Q4_0, ...; a block format needs dims multiples of 32, else
- * those tensors stay F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for "llama"
+ * the 2-d weights as type (F32, F16, BF16, Q8_0, Q4_0, ...; with a block format, a weight whose rows are not
+ * whole blocks of 32 stays F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for "llama"
  * (pairs of adjacent elements rotated) */
 tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, const char *out_gguf,
                              tg_ggml_type type);
@@ -1081,8 +1083,8 @@ tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, c
  * neox RoPE, head_dim from attention.key_length). Grouped-query attention, SwiGLU, RMSNorm with the file's eps,
  * the file's RoPE base; no output.weight: the output is token_embd. Quantized weights stay quantized (read
  * through tg_gguf_tensor). The KV caches (max_seq, kv_dim) per layer are float32. tg_llm_step is one tg_jit
- * replay (JIT=0: eager) whose position is a tg_variable; tg_llm_prefill is one batched forward over n tokens
- * with a causal mask (kernels compiled per n, cached). llama2.c checkpoints (tg_llama_*) run this code. */
+ * replay (JIT=0: eager) whose position is a tg_variable; tg_llm_prefill is one batched forward per 256 tokens
+ * with a causal mask (kernels compiled per chunk length, cached). llama2.c checkpoints (tg_llama_*) run this code. */
 typedef struct tg_llm tg_llm;
 typedef struct tg_llm_config {
   char arch[32];                 /* "llama", "qwen2", "qwen3" */
@@ -1101,8 +1103,9 @@ tg_llm *tg_llm_load(const char *path, int64_t max_seq);
 tg_llm *tg_llm_from_gguf(tg_gguf *g, int64_t max_seq);
 tg_llm_config tg_llm_config_of(const tg_llm *m);   /* all 0 for NULL */
 int64_t tg_llm_pos(const tg_llm *m);                /* the next position (tokens in the cache); -1 for NULL */
-/* tokens[0..n) at positions pos .. pos+n-1 in one forward (TG_ERR_ARG past max_seq or a token outside the
- * vocabulary); logits (vocab_size floats, NULL: not wanted) of the last token; runs kernels */
+/* tokens[0..n) at positions pos .. pos+n-1, batched (TG_ERR_ARG past max_seq or a token outside the
+ * vocabulary, nothing run); logits (vocab_size floats, NULL: not wanted) of the last token; runs kernels. A
+ * failure while running leaves the chunks already done in the cache (tg_llm_pos says how far) */
 tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *logits);
 /* one token at the next position: its logits (vocab_size floats); runs kernels */
 tg_status tg_llm_step(tg_llm *m, int32_t token, float *logits);

@@ -18,6 +18,8 @@
 #include "nn/llm.h"
 #include "tensor/tensor.h"
 
+#define PREFILL_CHUNK 256
+
 static void layer_free(llm_layer *l) {
   tg_tensor *all[] = {l->att_norm, l->wq, l->wk, l->wv, l->wo, l->bq, l->bk, l->bv, l->q_norm, l->k_norm,
                       l->ffn_norm, l->w1, l->w2, l->w3, l->kc, l->vc};
@@ -117,7 +119,8 @@ static tg_tensor *forward(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *
   int64_t hd = c->head_dim, half = hd / 2, nh = c->n_heads, nkv = c->n_kv_heads, rep = nh / nkv, T = c->max_seq;
   bool neox = c->rope_neox;
   tg_tensor *p0 = tg_variable_tensor(start);
-  tg_tensor *posi = tg_add(tg_arange(TG_INT32, 0, (double)n, 1), p0);                     /* (n,) */
+  /* (n,): positions (one token: the variable itself, which the step's kernels read inline) */
+  tg_tensor *posi = n == 1 ? tg_reshape(p0, 1, (int64_t[]){1}) : tg_add(tg_arange(TG_INT32, 0, (double)n, 1), p0);
   /* RoPE: the angle of pair i at position p is p * freq[i], computed in the kernel */
   tg_tensor *ang = tg_mul(tg_reshape(tg_cast(posi, TG_FLOAT32), 2, (int64_t[]){n, 1}), m->freq);  /* (n, half) */
   int64_t ashape[4] = {n, 1, neox ? 1 : half, neox ? half : 1}, full[4] = {n, 1, neox ? 2 : half, neox ? half : 2};
@@ -128,8 +131,9 @@ static tg_tensor *forward(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *
   /* the causal mask (n*rep, T): row i*rep + r (query i, head r of its group) sees keys 0 .. start+i */
   tg_tensor *seen = tg_le(tg_reshape(tg_arange(TG_INT32, 0, (double)T, 1), 2, (int64_t[]){1, T}),
                           tg_reshape(posi, 2, (int64_t[]){n, 1}));                          /* (n, T) */
-  seen = tg_reshape(tg_expand(tg_reshape(seen, 3, (int64_t[]){n, 1, T}), 3, (int64_t[]){n, rep, T}), 2,
-                    (int64_t[]){n * rep, T});
+  if (n > 1)  /* one token: (1, T) broadcasts over the rep rows (expanded, it was a kernel of its own) */
+    seen = tg_reshape(tg_expand(tg_reshape(seen, 3, (int64_t[]){n, 1, T}), 3, (int64_t[]){n, rep, T}), 2,
+                      (int64_t[]){n * rep, T});
   /* NULL is a valid mask for attention (none): a mask that failed to build must stop the forward here */
   if (!seen || !cs || !sn) {
     *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
@@ -240,11 +244,11 @@ tg_status tg_llm_step(tg_llm *m, int32_t token, float *logits) {
   return st;
 }
 
-tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *logits) {
-  tg_status st = check_tokens(m, "tg_llm_prefill", tokens, n);
-  if (st != TG_OK) return st;
+/* n tokens in one forward at the next position: the logits of the last, when wanted */
+static tg_status prefill_chunk(tg_llm *m, const int32_t *tokens, int64_t n, float *logits) {
   /* a window of n rows must fit for every value of its start: the variable's bound is max_seq - n */
   tg_variable *start = tg_variable_new("start", 0, m->c.max_seq - n);
+  tg_status st;
   if (!start || (st = tg_variable_bind(start, m->next_pos)) != TG_OK) {
     tg_variable_free(start);
     return tg_error_status();
@@ -261,20 +265,37 @@ tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *log
   return st;
 }
 
+tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *logits) {
+  tg_status st = check_tokens(m, "tg_llm_prefill", tokens, n);
+  /* chunks of at most PREFILL_CHUNK tokens: the attention scores are (n_heads, n, max_seq) floats, 1 GB for a
+   * 2048-token prompt of a 32-head model with a 4096 cache in one forward; 128 MB in chunks of 256 */
+  for (int64_t at = 0; st == TG_OK && at < n; at += PREFILL_CHUNK) {
+    int64_t k = n - at < PREFILL_CHUNK ? n - at : PREFILL_CHUNK;
+    st = prefill_chunk(m, tokens + at, k, at + k == n ? logits : NULL);
+  }
+  return st;
+}
+
 tg_status tg_llm_reset(tg_llm *m) {
   if (!m) {
     tg_set_error(TG_ERR_ARG, "tg_llm_reset: the model is NULL");
     return TG_ERR_ARG;
   }
-  tg_status st = TG_OK;
+  /* zeros written as a window over all rows, in place: the decode step's replays hold the caches' buffers.
+   * tg_assign(kc, zeros) would not do: the zeros of K and V are one node, realized into one new buffer that
+   * both caches then share (copy on write), and every later eager write (a prefill) went to a copy the
+   * replays never read */
+  tg_variable *all = tg_variable_new("all", 0, 0);
+  tg_status st = all ? TG_OK : tg_error_status();
   tg_scope_begin();
   for (int64_t l = 0; st == TG_OK && l < m->c.n_layers; l++) {
     llm_layer *y = &m->layers[l];
-    st = tg_assign(y->kc, tg_zeros_like(y->kc));
-    if (st == TG_OK) st = tg_assign(y->vc, tg_zeros_like(y->vc));
+    st = tg_assign_at(y->kc, 0, all, tg_zeros_like(y->kc));
+    if (st == TG_OK) st = tg_assign_at(y->vc, 0, all, tg_zeros_like(y->vc));
     if (st == TG_OK) st = tg_realize_many(2, (tg_tensor *[]){y->kc, y->vc});
   }
   tg_scope_end();
+  tg_variable_free(all);
   if (st == TG_OK) m->next_pos = 0;
   return st;
 }

@@ -108,6 +108,7 @@ static bool read_config(tg_gguf *g, int64_t max_seq, tg_llm_config *c) {
 /* tensor name of the shape wanted (rows 0: a 1-d tensor of cols), owned by the caller; NULL when optional and
  * absent (no error), or with an error */
 static tg_tensor *load(tg_gguf *g, const char *name, int64_t rows, int64_t cols, bool optional, bool *ok) {
+  if (!*ok) return NULL;   /* keep the first error */
   int64_t i = tg_gguf_find_tensor(g, name);
   if (i < 0) {
     if (!optional) {
