@@ -116,6 +116,10 @@ static int64_t encode(const char *op, const tg_tokenizer *t, const char *text, b
     return TG_ERR_ARG;
   }
   int64_t len = (int64_t)strlen(text);
+  if (len > (1 << 28)) {
+    tg_set_error(TG_ERR_ARG, "%s: a text of %lld bytes is longer than 2^28", op, (long long)len);
+    return TG_ERR_ARG;
+  }
   if (cap < 0 || cap < len + 3) {  /* BOS, the space prefix, a token per byte at most, EOS */
     tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens; a text of %lld bytes may need %lld", op, (long long)cap,
                  (long long)len, (long long)len + 3);

@@ -58,6 +58,17 @@ tg_status tok_bpe_encode(const tg_tokenizer *t, const char *text, int64_t len, i
 int32_t tok_bpe_unmap(const char *s, int64_t len, char *out);
 /* reads tokenizer.ggml.merges into t->merges; TG_OK or an error naming the bad merge */
 tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g);
+/* a symbol of the merge loop: bytes [start, start + len) of the text (len 0: merged away), its token (-1 if
+ * none), its neighbours (-1 at the ends) */
+typedef struct tok_sym { int32_t start, len, prev, next, id; } tok_sym;
+/* a pair of symbols that can merge: higher prio first, then the leftmost; size: the two lengths when pushed */
+typedef struct tok_pair { double prio; int32_t left, right, size, result; } tok_pair;
+/* whether symbols a, b (adjacent, of text) merge, with what priority into which token */
+typedef bool (*tok_pair_fn)(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, double *prio,
+                            int32_t *result);
+/* merges sym[0, n) (linked in order) best pair first until no pair merges; sym[0] stays the first; TG_OK or
+ * TG_ERR_NOMEM */
+tg_status tok_merge_symbols(const tg_tokenizer *t, const char *text, tok_sym *sym, int64_t n, tok_pair_fn fn);
 /* the length in bytes of the pre-tokenizer's next word at text[at, len) (at < len), at least 1 */
 int64_t tok_pre_next(tok_pre pre, const char *text, int64_t len, int64_t at);
 
