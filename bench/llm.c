@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
   note("%s: %s, %lld layers, dim %lld, vocab %lld; %d threads\n", model, c.arch, (long long)c.n_layers,
        (long long)c.dim, (long long)c.vocab_size, tg_num_threads());
   /* float32 K and V rows of n_kv_heads * head_dim per layer and position */
-  printf("kv cache: %.1f MB\n", 2.0 * c.n_layers * c.max_seq * c.n_kv_heads * c.head_dim * 4 / 1e6);
+  printf("kv cache: %.2f MB\n", 2.0 * c.n_layers * c.max_seq * c.n_kv_heads * c.head_dim * 4 / 1e6);
   if (p > 0) {
     for (int i = -1; i < r; i++) {  /* run -1 is the warm-up (compiles the prefill's kernels) */
       if (tg_llm_reset(m) != TG_OK) die("reset");

@@ -90,15 +90,17 @@ for m in "${MODELS[@]}"; do
   tg_rss=$(awk '{ printf "%.1f", $1 / 1024 }' "$TMP/tg.rss")
   lc_pp="" lc_tg="" lc_rss=""
   if [ -n "$LB" ]; then
-    if /usr/bin/time -f "%M" -o "$TMP/lc.rss" "$LB" -m "$m" -p "$P" -n "$N" -r "$R" -t "$THREADS" -o csv \
-         >"$TMP/lc.csv" 2>"$TMP/lc.err"; then
+    lc_rc=0
+    /usr/bin/time -f "%M" -o "$TMP/lc.rss" "$LB" -m "$m" -p "$P" -n "$N" -r "$R" -t "$THREADS" -o csv \
+      >"$TMP/lc.csv" 2>"$TMP/lc.err" || lc_rc=$?
+    if [ "$lc_rc" -eq 0 ]; then
       # avg_ts by the header's column names, for the row of each test
       read -r lc_pp lc_tg < <(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); c[$i] = i }; next }
         { gsub(/"/, ""); if ($c["n_gen"] == 0) pp = $c["avg_ts"]; else tg = $c["avg_ts"] }
         END { printf "%.2f %.2f\n", pp, tg }' "$TMP/lc.csv")
       lc_rss=$(awk '{ printf "%.1f", $1 / 1024 }' "$TMP/lc.rss")
     else
-      echo "$m: llama-bench failed: $(tail -n 2 "$TMP/lc.err")"
+      echo "$m: llama-bench failed (exit $lc_rc; $(head -n 1 "$TMP/lc.rss")): $(tail -n 2 "$TMP/lc.err")"
     fi
   fi
   printf '%-26s %8s %7s | %9s %9s %6s | %9s %9s %6s | %8s %8s\n' "$(basename "$m")" "$size" "${kv:--}" \
