@@ -268,3 +268,76 @@ TEST(test_sample_refuses_bad_values) {
   tg_sampler_free(s);
   tg_sampler_free(NULL);
 }
+
+/* ---- the chain against a plain reference: sort everything, then cut as llama.cpp's samplers do ---------------- */
+
+typedef struct ref_cand { float logit; int id; } ref_cand;
+
+static int ref_cmp(const void *a, const void *b) {
+  const ref_cand *x = a, *y = b;
+  if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
+  return x->id - y->id;
+}
+
+/* the candidates llama.cpp's top-k, top-p, min-p keep, in order, into out; their count */
+static int ref_chain(const float *logits, int v, int64_t top_k, double top_p, double min_p, ref_cand *out) {
+  for (int i = 0; i < v; i++) out[i] = (ref_cand){logits[i], i};
+  qsort(out, (size_t)v, sizeof *out, ref_cmp);
+  int n = top_k > 0 && top_k < v ? (int)top_k : v;
+  if (top_p < 1) {
+    double z = 0, cum = 0;
+    for (int i = 0; i < n; i++) z += exp((double)out[i].logit - out[0].logit);
+    for (int i = 0; i < n; i++) {
+      cum += exp((double)out[i].logit - out[0].logit) / z;
+      if (cum >= top_p) {
+        n = i + 1;
+        break;
+      }
+    }
+  }
+  if (min_p > 0) {
+    float thr = out[0].logit + logf((float)min_p);
+    int m = 1;
+    while (m < n && out[m].logit >= thr) m++;
+    n = m;
+  }
+  return n;
+}
+
+TEST(test_sample_cuts_match_a_sorting_reference) {
+  enum { V = 5000 };
+  static float logits[V];
+  static ref_cand want[V];
+  static int32_t ids[V];
+  static float probs[V];
+  uint64_t x = 12345;
+  for (int i = 0; i < V; i++) {  /* a coarse grid of values: many ties */
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    logits[i] = (float)((int)(x >> 40) % 200) * 0.05f - 5.0f;
+  }
+  const struct { int64_t k; double p, minp; } cases[] = {
+      {50, 1, 0}, {0, 0.9, 0}, {0, 1, 0.2}, {300, 0.95, 0.05}, {40, 0.5, 0.05}, {0, 0.99, 0.001}, {0, 1, 0},
+      {1, 0.9, 0.5}, {V + 10, 0.3, 0},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    tg_sampler_opts o = plain(0.7);
+    o.top_k = cases[c].k;
+    o.top_p = cases[c].p;
+    o.min_p = cases[c].minp;
+    tg_sampler *s = tg_sampler_new(o, V);
+    CHECK_T(s);
+    int nwant = ref_chain(logits, V, o.top_k, o.top_p, o.min_p, want);
+    int64_t n = tg_sampler_probs(s, logits, ids, probs);
+    CHECK(n == nwant, "case %zu (k %lld p %g min_p %g): %lld candidates, want %d", c, (long long)o.top_k, o.top_p,
+          o.min_p, (long long)n, nwant);
+    double sum = 0, mx = want[0].logit;
+    for (int i = 0; i < nwant; i++) sum += exp((want[i].logit - mx) / 0.7);
+    int bad = 0;
+    for (int i = 0; i < nwant && n == nwant; i++) {
+      double p = exp((want[i].logit - mx) / 0.7) / sum;
+      if ((ids[i] != want[i].id || fabs(probs[i] - p) > 1e-6) && bad++ < 3)
+        CHECK(false, "case %zu: candidate %d is %d (p %.7f), want %d (p %.7f)", c, i, ids[i], probs[i], want[i].id, p);
+    }
+    tg_sampler_free(s);
+  }
+}
