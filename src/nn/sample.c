@@ -1,9 +1,9 @@
 /* sample.c — the next token from a model's logits: llama.cpp's sampler chain (repetition penalty, top-k, top-p,
  * min-p, temperature, a draw) with the sampler's own seeded generator, so a seed fixes the text everywhere.
  *
- * The cuts all keep a prefix of the candidates in order of logit (ties: the lower id first), so they are done
- * while taking candidates one by one off a max-heap of the whole vocabulary: heapify is O(vocab), and only the
- * tokens kept are ever ordered (top-k 40 of a 128K vocabulary: 40 pops, no full sort).
+ * The cuts all keep a prefix of the candidates in order of logit (ties: the lower id first). Exact thresholds
+ * (min-p's; top-p's lower bound) and a one-pass bounded heap for top-k shrink the set first, then the survivors
+ * come off a max-heap one by one until a cut stops: only tokens that are kept get ordered, never the vocabulary.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -135,28 +135,41 @@ tg_status tg_sampler_accept(tg_sampler *s, int32_t token) {
 /* a goes before b: the higher logit, on a tie the lower id */
 static bool before(cand a, cand b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
 
-static void sift_down(cand *h, int64_t n, int64_t i) {
+/* a before b in a heap: the better on top, or the worse (worst_first: the root of a bounded top-k heap) */
+static bool above(cand a, cand b, bool worst_first) { return worst_first ? before(b, a) : before(a, b); }
+
+static void sift_down(cand *h, int64_t n, int64_t i, bool worst_first) {
   for (;;) {
-    int64_t l = 2 * i + 1, best = i;
-    if (l < n && before(h[l], h[best])) best = l;
-    if (l + 1 < n && before(h[l + 1], h[best])) best = l + 1;
-    if (best == i) return;
+    int64_t l = 2 * i + 1, top = i;
+    if (l < n && above(h[l], h[top], worst_first)) top = l;
+    if (l + 1 < n && above(h[l + 1], h[top], worst_first)) top = l + 1;
+    if (top == i) return;
     cand t = h[i];
-    h[i] = h[best];
-    h[best] = t;
-    i = best;
+    h[i] = h[top];
+    h[top] = t;
+    i = top;
   }
+}
+
+static void heapify(cand *h, int64_t n, bool worst_first) {
+  for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down(h, n, i, worst_first);
 }
 
 static cand heap_pop(cand *h, int64_t *n) {
   cand top = h[0];
   h[0] = h[--*n];
-  sift_down(h, *n, 0);
+  sift_down(h, *n, 0, false);
   return top;
 }
 
-/* the candidates into s->kept / s->prob; their count, -1 on error. op names the caller in messages. */
-static int64_t run_chain(tg_sampler *s, const float *logits, const char *op) {
+static int cand_cmp(const void *a, const void *b) {
+  const cand *x = a, *y = b;
+  return before(*x, *y) ? -1 : before(*y, *x) ? 1 : 0;
+}
+
+/* the candidates into s->kept / s->prob, most likely first when `order` (else, with no cut at all, in id order: a
+ * draw needs no order); their count, -1 on error. op names the caller in messages. */
+static int64_t run_chain(tg_sampler *s, const float *logits, bool order, const char *op) {
   if (!s || !logits) {
     tg_set_error(TG_ERR_ARG, "%s: the %s is NULL", op, s ? "logits pointer" : "sampler");
     return -1;
@@ -197,35 +210,53 @@ static int64_t run_chain(tg_sampler *s, const float *logits, const char *op) {
     s->prob[0] = 1.0;
     return 1;
   }
-  int64_t k = o->top_k <= 0 || o->top_k > V ? V : o->top_k;
+  int64_t k = o->top_k <= 0 || o->top_k > V ? V : o->top_k, m = 0;
   bool top_p = o->top_p < 1, min_p = o->min_p > 0;
   float max = h[best].logit;
   float min_logit = min_p ? max + logf((float)o->min_p) : -INFINITY;
-  for (int64_t i = V / 2 - 1; i >= 0; i--) sift_down(h, V, i);
-  int64_t left = V, n = 0;
-  /* top-p normalizes over the top-k set: with a cut there, take all k first; else over the whole vocabulary */
-  double z = 0;
-  if (top_p && k < V) {
-    while (n < k) s->kept[n++] = heap_pop(h, &left);
-    for (int64_t i = 0; i < n; i++) z += exp((double)s->kept[i].logit - max);
-  } else if (top_p) {
-    for (int64_t i = 0; i < V; i++) z += exp((double)h[i].logit - max);
+  if (k == V && !top_p && !min_p) {  /* no cut: every token */
+    memcpy(s->kept, h, (size_t)V * sizeof *h);
+    m = V;
+    if (order) qsort(s->kept, (size_t)V, sizeof *h, cand_cmp);
+    goto temperature;
   }
+  /* Exact prefilters, so that only tokens a cut may keep get ordered: min-p's threshold, and without top-k also
+   * top-p's: the tokens of probability >= (1 - p) / V hold more than p together, so the prefix of the sorted
+   * tokens that reaches p lies among them. Both thresholds are <= max: the best token always passes. */
+  double z = 0, lo = min_logit;
+  if (top_p && k == V) {
+    for (int64_t i = 0; i < V; i++) z += exp((double)h[i].logit - max);
+    double tau = (1 - fmax(o->top_p, 0)) / (2.0 * (double)V);  /* half the bound: a margin for rounding */
+    if (tau > 0) lo = fmax(lo, max + log(tau * z));
+  }
+  int64_t n = 0;
+  for (int64_t i = 0; i < V; i++)
+    if (h[i].logit >= lo) h[n++] = h[i];
+  /* top-k: one pass over a heap of the best k so far whose root is the worst of them */
+  if (k < n) {
+    heapify(h, k, true);
+    for (int64_t i = k; i < n; i++)
+      if (before(h[i], h[0])) {
+        h[0] = h[i];
+        sift_down(h, k, 0, true);
+      }
+    n = k;
+  }
+  if (top_p && k < V)  /* top-p normalizes over the top-k set (llama.cpp's order) */
+    for (int64_t i = 0; i < n; i++) z += exp((double)h[i].logit - max);
+  /* the survivors off a max-heap, best first, until a cut stops */
+  heapify(h, n, false);
   double cum = 0;
-  int64_t m = 0;  /* candidates that pass every cut so far */
-  for (;;) {
-    if (m == n) {
-      if (n == k) break;
-      s->kept[n++] = heap_pop(h, &left);
-    }
-    cand c = s->kept[m];
+  for (int64_t left = n; left > 0;) {
+    cand c = heap_pop(h, &left);
     if (m > 0 && c.logit < min_logit) break;  /* min-p keeps at least one, as llama.cpp's min_keep 1 */
-    m++;
+    s->kept[m++] = c;
     if (top_p) {
       cum += exp((double)c.logit - max) / z;
       if (cum >= o->top_p) break;  /* the token that reaches p is kept */
     }
   }
+temperature:;
   /* the temperature, then the softmax of what is left */
   double sum = 0, inv_t = 1.0 / o->temperature;
   for (int64_t i = 0; i < m; i++) sum += s->prob[i] = exp(((double)s->kept[i].logit - max) * inv_t);
@@ -234,7 +265,7 @@ static int64_t run_chain(tg_sampler *s, const float *logits, const char *op) {
 }
 
 int64_t tg_sampler_probs(tg_sampler *s, const float *logits, int32_t *ids, float *probs) {
-  int64_t n = run_chain(s, logits, "tg_sampler_probs");
+  int64_t n = run_chain(s, logits, true, "tg_sampler_probs");
   for (int64_t i = 0; i < n; i++) {
     if (ids) ids[i] = s->kept[i].id;
     if (probs) probs[i] = (float)s->prob[i];
@@ -243,7 +274,7 @@ int64_t tg_sampler_probs(tg_sampler *s, const float *logits, int32_t *ids, float
 }
 
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits) {
-  int64_t n = run_chain(s, logits, "tg_sampler_sample");
+  int64_t n = run_chain(s, logits, false, "tg_sampler_sample");
   if (n < 0) return -1;
   int32_t token = s->kept[n - 1].id;  /* where rounding leaves u past the last sum */
   if (n > 1) {
