@@ -461,6 +461,7 @@ int main(int argc, char **argv) {
   }
   const char *from = "";
   const chat_template *ct = o.interactive ? template_of(g, r.tok, &from) : NULL;
+  fprintf(stderr, "tg-llm: loading %s\n", path);
   double t0 = now_s();
   r.m = tg_llm_from_gguf(g, 0);
   if (!r.m) {
@@ -498,8 +499,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tg-llm: %s\n", r.sampler ? "out of memory" : tg_error());
     goto done;
   }
-  fprintf(stderr, "tg-llm: %s: %s, %lld layers, dim %lld, %lld heads (%lld kv), vocab %lld, %lld positions; "
-          "loaded in %.2f s; seed %llu\n", path, c.arch, (long long)c.n_layers, (long long)c.dim,
+  fprintf(stderr, "tg-llm: %s, %lld layers, dim %lld, %lld heads (%lld kv), vocab %lld, %lld positions; "
+          "loaded in %.2f s; seed %llu\n", c.arch, (long long)c.n_layers, (long long)c.dim,
           (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.vocab_size, (long long)c.max_seq,
           now_s() - t0, (unsigned long long)o.sampling.seed);
   if (ct) fprintf(stderr, "tg-llm: chat template %s, from %s\n", ct->name, from);
