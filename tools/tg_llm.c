@@ -353,6 +353,7 @@ static int complete(run *r, const options *o) {
   bool eog;
   if (prefill(r, &l) && generate(r, o->n_predict, l.v[l.n - 1], false, &last, &eog)) rc = 0;
   printf("\n");
+  fflush(stdout);  /* the text before the statistics on stderr, also when piped */
   if (rc == 0 && !eog && tg_llm_pos(r->m) >= r->max_seq)
     fprintf(stderr, "tg-llm: stopped at the end of the context (%lld positions, -c)\n", (long long)r->max_seq);
 done:
