@@ -25,15 +25,33 @@ endif
 VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
 SONAME  := libtg.so.$(VERSION_MAJOR)
 
-LIB_SRC   := $(wildcard src/*/*.c)
+# MPI (src/dist/mpi.c, linked against libmpi) when mpicc or pkg-config ompi-c names its flags; without it
+# src/dist/nompi.c gives the same tg_dist_* functions, which fail with a message (install libopenmpi-dev).
+# MPI=0 builds without it even when it is installed.
+MPI ?= auto
+ifneq ($(MPI),0)
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null || pkg-config --libs ompi-c 2>/dev/null)
+endif
+ifeq ($(strip $(MPI_LIBS)),)
+DIST_SKIP := src/dist/mpi.c
+MPI_LIBS  :=
+else
+DIST_SKIP := src/dist/nompi.c
+endif
+
+LIB_SRC   := $(filter-out $(DIST_SKIP),$(wildcard src/*/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LDLIBS    += $(MPI_LIBS)
+$(BUILD)/src/dist/mpi.o: CFLAGS += $(MPI_CFLAGS)
 TEST_SRC  := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 EXAMPLES  := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/mpi/%,$(wildcard tests/mpi/*.c))
 
 all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/run_tests $(BUILD)/onnx_backend $(EXAMPLES) $(BENCHES) \
-     $(BUILD)/tg-llm
+     $(MPI_TESTS) $(BUILD)/tg-llm
 
 # Library objects hide every name; include/tg.h gives its declarations default visibility.
 $(LIB_OBJ): VISIBILITY := -fvisibility=hidden
@@ -80,7 +98,7 @@ $(BUILD)/tg.pc: $(BUILD)/install-dirs include/tg.h Makefile
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call pc_path,$(LIBDIR))' \
 	  'includedir=$(call pc_path,$(INCLUDEDIR))' '' 'Name: tg' \
 	  'Description: tgc, lazy tensors compiled to fused kernels' 'Version: $(VERSION)' \
-	  'Libs: -L$${libdir} -ltg' 'Libs.private: -lz -ldl -lm -pthread' 'Cflags: -I$${includedir}' > $@
+	  'Libs: -L$${libdir} -ltg' 'Libs.private: -lz -ldl -lm -pthread $(MPI_LIBS)' 'Cflags: -I$${includedir}' > $@
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtg_internal.a
 	$(CC) -o $@ $(TEST_OBJ) $(BUILD)/libtg_internal.a $(LDLIBS)
@@ -101,6 +119,14 @@ $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(BUILD)/libtg.a incl
 # tg-llm, the command a user runs (installed): the public API only, as the examples
 $(BUILD)/tg-llm: tools/tg_llm.c examples/args.h $(BUILD)/libtg.a include/tg.h
 	$(CC) $(CFLAGS) -Iexamples -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
+
+# the programs tests/mpi.sh runs under mpirun (public API only)
+$(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard examples/*.h) $(BUILD)/libtg.a include/tg.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iexamples -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
+
+# bench/allreduce.c times Open MPI's own MPI_Allreduce next to tg_dist_all_reduce: it needs mpi.h
+$(BUILD)/bench/allreduce: CFLAGS += $(MPI_CFLAGS) $(if $(strip $(MPI_LIBS)),-DTG_BENCH_MPI)
 
 $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h examples/*.h) $(BUILD)/libtg_internal.a include/tg.h
 	@mkdir -p $(dir $@)

@@ -1,6 +1,7 @@
 """workload_peers.py — the peers' side of bench/workloads.c: PyTorch CPU, tinygrad and numpy on the same workloads.
 
-Run by build/bench/workloads as a subprocess; on its own: python3 bench/workload_peers.py. Prints one JSON line
+Run by build/bench/workloads as a subprocess; on its own: python3 bench/workload_peers.py (--torch-only: PyTorch
+alone, as bench/memory.sh measures its memory). Prints one JSON line
 per (workload, impl): {"workload", "impl", "value", "unit", "threads"}; a missing package or a failing workload
 prints {"skip": impl, "note": why} instead, and {"info": impl, "note": ...} says versions and settings.
 tinygrad BEAM (BEAM=2, a child process of this script) runs only when TG_BENCH_TINYGRAD_BEAM=1.
@@ -239,6 +240,9 @@ def run_tinygrad(impl):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--tinygrad-beam":
         run_tinygrad("tinygrad_beam")
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--torch-only":  # bench/memory.sh: PyTorch's peak memory alone
+        run_torch()
         return
     run_numpy()
     run_torch()

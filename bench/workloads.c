@@ -638,6 +638,8 @@ static void run_tgc(int nt, bool *checks_ok) {
   }
 }
 
+static bool memory_mode;  /* --memory */
+
 /* ---- main --------------------------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -648,14 +650,18 @@ int main(int argc, char **argv) {
       json_mode = true;
     } else if (!strcmp(argv[i], "--beam")) {
       beam_mode = true;
+    } else if (!strcmp(argv[i], "--memory")) {
+      memory_mode = true;
     } else if (!strcmp(argv[i], "--rounds")) {
       if (!args_int(argc, argv, &i, 1, 16, &rounds)) return ARGS_EXIT;
     } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("usage: workloads [--json] [--beam] [--rounds N]\n"
+      printf("usage: workloads [--json] [--beam] [--memory] [--rounds N]\n"
              "tgc next to PyTorch, tinygrad and numpy on model-sized workloads (matmul, softmax, conv2d, an MLP\n"
              "training step, a transformer block) and against the machine's limits.\n"
              "  --json      one JSON line per (workload, implementation) on stdout instead of the tables\n"
              "  --beam      also matmul 1024 and 2048 with BEAM=2 (the search time is printed)\n"
+             "  --memory    tgc only, once, no machine limits: prints its peak memory (tg_memory) for\n"
+             "              bench/memory.sh, which measures the process's peak resident memory around it\n"
              "  --rounds N  tgc and the peers take turns N times, the better round kept, 1..16 (default 2)\n"
              "  -h, --help  this help\n"
              "TG_BENCH_ONLY=mlp,conv2d runs only the workloads whose names contain one of the words.\n");
@@ -664,6 +670,13 @@ int main(int argc, char **argv) {
       args_unknown(argv[i]);
       return ARGS_EXIT;
     }
+  }
+  if (memory_mode) {  /* the workloads alone: no big limit arrays, no peers in this process tree */
+    bool ok = true;
+    run_tgc(tg_num_threads(), &ok);
+    tg_memory_info mi;
+    if (tg_memory(NULL, &mi) == TG_OK) printf("peak memory: %.1f MB of tensors and arenas\n", mi.peak / 1e6);
+    return ok ? 0 : 1;
   }
   double t_start = bench_now_s(), load_start = loadavg1();
   machine_limits lim = {.fma = NAN, .triad = NAN};

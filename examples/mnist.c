@@ -3,7 +3,10 @@
  *   ./build/examples/mnist                      train 70 steps of batch 512, save the weights, evaluate
  *   ./build/examples/mnist --fashion            the same on Fashion-MNIST (weights: fashion-mnist.safetensors)
  *   ./build/examples/mnist --eval FILE          load weights and evaluate
- * --help lists every flag (--steps --batch --lr --seed --data --fashion --out --no-save --eval). The command line
+ *   mpirun -np 2 ./build/examples/mnist --dist  data parallel over MPI: each rank trains on its slice of every
+ *                                               batch, the gradients are averaged (tg_dist_all_reduce), rank 0
+ *                                               evaluates and saves (README: several machines)
+ * --help lists every flag (--steps --batch --lr --seed --data --fashion --out --no-save --eval --dist). The command line
  * is checked whole before any work: a bad flag or value, a --data folder without the files or an --out that
  * cannot be written is a message and exit status 2, and nothing is written.
  * The last line printed is "test accuracy: NN.NN%".
@@ -16,60 +19,8 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "mnist_net.h"
 #include "tg.h"
-
-typedef struct model {
-  tg_nn_conv2d c1, c2, c3, c4;
-  tg_nn_batchnorm bn1, bn2;
-  tg_nn_linear fc;
-} model;
-
-static tg_status model_init(model *m) {
-  tg_status st = TG_OK;
-  tg_conv_opts o = {0};
-  if (!st) st = tg_nn_conv2d_init(&m->c1, 1, 32, TG_INTS(5), true, o);
-  if (!st) st = tg_nn_conv2d_init(&m->c2, 32, 32, TG_INTS(5), true, o);
-  if (!st) st = tg_nn_batchnorm_init(&m->bn1, 32);
-  if (!st) st = tg_nn_conv2d_init(&m->c3, 32, 64, TG_INTS(3), true, o);
-  if (!st) st = tg_nn_conv2d_init(&m->c4, 64, 64, TG_INTS(3), true, o);
-  if (!st) st = tg_nn_batchnorm_init(&m->bn2, 64);
-  if (!st) st = tg_nn_linear_init(&m->fc, 576, 10, true);
-  return st;
-}
-
-static tg_status model_params(const model *m, tg_params *p) {
-  tg_status st = tg_nn_conv2d_params(&m->c1, "layers.0", p);
-  if (!st) st = tg_nn_conv2d_params(&m->c2, "layers.2", p);
-  if (!st) st = tg_nn_batchnorm_params(&m->bn1, "layers.4", p);
-  if (!st) st = tg_nn_conv2d_params(&m->c3, "layers.6", p);
-  if (!st) st = tg_nn_conv2d_params(&m->c4, "layers.8", p);
-  if (!st) st = tg_nn_batchnorm_params(&m->bn2, "layers.10", p);
-  if (!st) st = tg_nn_linear_params(&m->fc, "layers.13", p);
-  return st;
-}
-
-static void model_free(model *m) {
-  tg_nn_conv2d_free(&m->c1);
-  tg_nn_conv2d_free(&m->c2);
-  tg_nn_conv2d_free(&m->c3);
-  tg_nn_conv2d_free(&m->c4);
-  tg_nn_batchnorm_free(&m->bn1);
-  tg_nn_batchnorm_free(&m->bn2);
-  tg_nn_linear_free(&m->fc);
-}
-
-/* (N, 1, 28, 28) uint8 or float -> (N, 10) logits */
-static tg_tensor *forward(model *m, tg_tensor *x) {
-  tg_pool_opts pool = {.kernel = TG_INTS(2)};
-  x = tg_cast(x, TG_FLOAT32);
-  x = tg_relu(tg_nn_conv2d_forward(&m->c1, x));
-  x = tg_relu(tg_nn_conv2d_forward(&m->c2, x));
-  x = tg_max_pool2d(tg_nn_batchnorm_forward(&m->bn1, x), pool);
-  x = tg_relu(tg_nn_conv2d_forward(&m->c3, x));
-  x = tg_relu(tg_nn_conv2d_forward(&m->c4, x));
-  x = tg_max_pool2d(tg_nn_batchnorm_forward(&m->bn2, x), pool);
-  return tg_nn_linear_forward(&m->fc, tg_flatten(x, 1, -1));
-}
 
 /* one training step as the JIT sees it: in = {images, labels}, out = {loss} */
 typedef struct train_ctx { model *m; tg_optim *opt; } train_ctx;
@@ -146,6 +97,7 @@ static void progress(long long step, long long steps, double loss, double sps, d
 /* the help, on stdout: every flag, its range and its default */
 static void usage(void) {
   printf("usage: mnist [--steps N] [--batch N] [--lr X] [--seed N] [--data DIR] [--fashion] [--out FILE | --no-save]\n"
+         "             [--dist]\n"
          "       mnist --eval FILE [--data DIR] [--fashion] [--seed N]\n"
          "Trains tinygrad's beautiful_mnist network with Adam on MNIST, saves the weights, then evaluates them on\n"
          "the test images; the last line is \"test accuracy: NN.NN%%\".\n"
@@ -161,6 +113,9 @@ static void usage(void) {
          "               mnist.safetensors, or fashion-mnist.safetensors with --fashion)\n"
          "  --no-save    do not save the weights\n"
          "  --eval FILE  no training: load the weights in FILE and evaluate them\n"
+         "  --dist       data parallel over MPI, under mpirun (mpirun -np 2 mnist --dist): --batch is the global batch,\n"
+         "               each rank takes its slice; rank 0 prints, evaluates and saves (TG_DIST_TIMEOUT: seconds a rank\n"
+         "               waits for the others, default 60)\n"
          "  -h, --help   this help\n"
          "JIT=0 runs every step eagerly; DEBUG, BEAM, TG_THREADS and TG_DATA are described in the README.\n"
          "Exit status: 0 done, 1 a failure while running, 2 a bad command line (a message names the flag).\n");
@@ -192,7 +147,7 @@ int main(int argc, char **argv) {
   double lr = 0.001;
   const char *data = NULL, *out = NULL, *eval_path = NULL;
   const char *train_flag = NULL;  /* the last flag given that only training reads (an error with --eval) */
-  bool fashion = false, save = true;
+  bool fashion = false, save = true, dist = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool ok = true;
@@ -219,6 +174,9 @@ int main(int argc, char **argv) {
       ok = (eval_path = args_value(argc, argv, &i, "a safetensors file")) != NULL;
     } else if (!strcmp(a, "--fashion")) {
       fashion = true;
+    } else if (!strcmp(a, "--dist")) {
+      train_flag = a;
+      dist = true;
     } else if (!strcmp(a, "--no-save")) {
       train_flag = a;
       save = false;
@@ -237,6 +195,21 @@ int main(int argc, char **argv) {
     return ARGS_EXIT;
   }
   if (!eval_path && save && !out) out = fashion ? "fashion-mnist.safetensors" : "mnist.safetensors";
+  /* --dist: join the job first, so that only rank 0 checks and writes the output */
+  int rank = 0, nranks = 1;
+  if (dist) {
+    if (tg_dist_init() != TG_OK) {
+      fprintf(stderr, "mnist: --dist: %s\n", tg_error());
+      return 1;
+    }
+    rank = tg_dist_rank();
+    nranks = tg_dist_size();
+    if (batch < nranks) {
+      args_error("--batch %lld: fewer images than the %d ranks", batch, nranks);
+      return ARGS_EXIT;
+    }
+    if (rank != 0) save = false;
+  }
   if (!eval_path && save && !args_output_ok("--out", out)) return ARGS_EXIT;
   if (eval_path && !args_input_ok("--eval", eval_path)) return ARGS_EXIT;
   if (data && !data_dir_ok(data)) return ARGS_EXIT;
@@ -256,6 +229,7 @@ int main(int argc, char **argv) {
   tg_params *params = tg_params_new();
   int rc = 1;
   tg_optim *opt = NULL;
+  dp_step dp = {0};
   int64_t *perm = malloc((size_t)train.n * sizeof *perm);
   if (!perm || !params || model_init(&m) != TG_OK || model_params(&m, params) != TG_OK) {
     fprintf(stderr, "mnist: %s\n", tg_error());
@@ -274,20 +248,33 @@ int main(int argc, char **argv) {
       fprintf(stderr, "mnist: %s\n", tg_error());
       goto done;
     }
-    bool tty = isatty(2);
+    bool tty = isatty(2) && rank == 0;
     train_ctx tc = {&m, opt};
-    tg_jit *jit = tg_jit_new(train_step, &tc, 2, 1);  /* JIT=0 runs every step eagerly */
-    if (!jit) {
+    tg_jit *jit = dist ? NULL : tg_jit_new(train_step, &tc, 2, 1);  /* JIT=0 runs every step eagerly */
+    /* --dist: rank 0's initial weights everywhere, and a step of two tg_jit's around one all-reduce */
+    if (dist && (dp_broadcast_params(params) != TG_OK || dp_init(&dp, &m, params, opt) != TG_OK)) {
+      fprintf(stderr, "mnist: rank %d: %s\n", rank, tg_error());
+      goto done;
+    }
+    if (!jit && !dist) {
       fprintf(stderr, "mnist: %s\n", tg_error());
       goto done;
     }
-    printf("training %lld steps of batch %lld on %s (%lld images), %d threads\n", steps, batch,
-           fashion ? "Fashion-MNIST" : "MNIST", (long long)train.n, tg_num_threads());
+    if (rank == 0)
+      printf("training %lld steps of batch %lld on %s (%lld images), %d threads\n", steps, batch,
+             fashion ? "Fashion-MNIST" : "MNIST", (long long)train.n, tg_num_threads());
+    if (dist && rank == 0)
+      printf("data parallel: %d ranks of %d threads, %lld images each per step\n", nranks, tg_num_threads(),
+             batch / nranks);
     tg_shuffle(perm, train.n, (uint64_t)seed);
     int64_t pos = 0, epoch = 0;
     double t0 = now_s(), loss_v = 0, steady_s = 0;
-    double *step_s = calloc((size_t)steps + 1, sizeof *step_s);
-    if (!step_s) {
+    double *step_s = calloc((size_t)steps + 1, sizeof *step_s), *comm_s = calloc((size_t)steps + 1, sizeof *comm_s);
+    double *wait_s = calloc((size_t)steps + 1, sizeof *wait_s);
+    if (!step_s || !comm_s || !wait_s) {
+      free(step_s);
+      free(comm_s);
+      free(wait_s);
       fprintf(stderr, "mnist: out of memory\n");
       tg_jit_free(jit);
       goto done;
@@ -301,43 +288,63 @@ int main(int argc, char **argv) {
       double ts = now_s();
       tg_scope_begin();
       tg_tensor *x, *y;
-      tg_status st = tg_dataset_batch(&train, perm, pos, batch, &x, &y);
+      /* --dist: this rank's slice of the global batch (every rank shuffled alike) */
+      int64_t lo = dist ? batch * rank / nranks : 0, hi = dist ? batch * (rank + 1) / nranks : batch;
+      tg_status st = tg_dataset_batch(&train, perm, pos + lo, hi - lo, &x, &y);
       pos += batch;
       tg_tensor *loss = NULL, *in[2] = {x, y};
-      if (st != TG_OK || tg_jit_call(jit, in, &loss) != TG_OK) {
-        fprintf(stderr, "\nmnist: step %lld: %s\n", s, tg_error());
+      double comm0 = dp.comm_s, wait0 = dp.wait_s;
+      if (st == TG_OK) st = dist ? dp_run(&dp, x, y, &loss_v) : tg_jit_call(jit, in, &loss);
+      if (st != TG_OK) {
+        fprintf(stderr, "\nmnist: rank %d: step %lld: %s\n", rank, s, tg_error());
         tg_scope_end();
         free(step_s);
+        free(comm_s);
+        free(wait_s);
         tg_jit_free(jit);
         goto done;
       }
-      loss_v = tg_item(loss);
+      if (!dist) loss_v = tg_item(loss);
       tg_free(loss);
       tg_scope_end();
       step_s[s] = now_s() - ts;
+      comm_s[s] = dp.comm_s - comm0;
+      wait_s[s] = dp.wait_s - wait0;
       /* rate and ETA from the steps after the first two: the first call of a tg_jit step runs it and compiles
        * every kernel, the second captures it; both take many times a replay (averaging them in made the first
        * ETAs about 8x too high). Until a third step is done the ETA is unknown. */
       long long nsteady = s + 1 - 2;
       if (nsteady > 0) steady_s += step_s[s];
       double el = now_s() - t0, per_step = nsteady > 0 ? steady_s / (double)nsteady : el / (double)(s + 1);
-      progress(s + 1, steps, loss_v, (double)batch / per_step, nsteady > 0 ? per_step * (double)(steps - s - 1) : -1, tty);
+      if (rank == 0)
+        progress(s + 1, steps, loss_v, (double)batch / per_step, nsteady > 0 ? per_step * (double)(steps - s - 1) : -1, tty);
     }
     tg_set_training(false);
     size_t unplanned, arena;
-    if (tg_jit_memory(jit, &unplanned, &arena) == TG_OK)
+    if (jit && tg_jit_memory(jit, &unplanned, &arena) == TG_OK)
       printf("jit: %d kernels per step; intermediates %.1f MB on their own, %.1f MB in the planned arena\n",
              tg_jit_kernels(jit), unplanned / 1e6, arena / 1e6);
     tg_error_clear();  /* not captured (JIT=0, or one step) */
     tg_jit_free(jit);
     double train_s = now_s() - t0;
     if (tty) fprintf(stderr, "\n");
-    printf("trained in %.1f s (%.1f ms/step), final loss %.4f\n", train_s, train_s * 1e3 / (double)steps, loss_v);
-    if (steps > 1) {  /* steady state: the first step compiles the kernels */
+    if (rank == 0)
+      printf("trained in %.1f s (%.1f ms/step), final loss %.4f\n", train_s, train_s * 1e3 / (double)steps, loss_v);
+    if (steps > 1 && rank == 0) {  /* steady state: the first step compiles the kernels */
       qsort(step_s + 1, (size_t)steps - 1, sizeof *step_s, cmp_double);
       printf("median step after the first: %.1f ms (first step %.1f s)\n", step_s[1 + (steps - 1) / 2] * 1e3, step_s[0]);
+      if (dist) {  /* the all-reduces' time, and before them the wait for the slowest rank */
+        qsort(comm_s + 1, (size_t)steps - 1, sizeof *comm_s, cmp_double);
+        qsort(wait_s + 1, (size_t)steps - 1, sizeof *wait_s, cmp_double);
+        double c = comm_s[1 + (steps - 1) / 2], w = wait_s[1 + (steps - 1) / 2], m = step_s[1 + (steps - 1) / 2];
+        printf("communication: median %.2f ms per step (%.2f%% of the median step), all-reduce of %.2f MB; waiting "
+               "for the slower rank: median %.2f ms (%.1f%%)\n", c * 1e3, 100 * c / m, (double)dp_numel(&dp) * 4 / 1e6,
+               w * 1e3, 100 * w / m);
+      }
     }
     free(step_s);
+    free(comm_s);
+    free(wait_s);
     if (save) {
       if (tg_safetensors_save(out, params) != TG_OK) {
         fprintf(stderr, "mnist: saving %s: %s\n", out, tg_error());
@@ -345,6 +352,10 @@ int main(int argc, char **argv) {
       }
       printf("weights saved to %s\n", out);
     }
+  }
+  if (rank != 0) {  /* rank 0 evaluates */
+    rc = 0;
+    goto done;
   }
   double eval_s;
   double acc = evaluate(&m, &test, &eval_s);
@@ -359,6 +370,8 @@ int main(int argc, char **argv) {
     printf("peak memory: %.1f MB of tensors and arenas (%.1f MB in JIT arenas now)\n", mi.peak / 1e6, mi.arenas / 1e6);
   rc = 0;
 done:
+  dp_free(&dp);
+  if (dist) tg_dist_finalize();
   tg_optim_free(opt);
   tg_params_free(params);
   model_free(&m);

@@ -1062,17 +1062,18 @@ tg_status tg_gguf_set_array_float(tg_gguf_writer *w, const char *key, tg_gguf_ty
 tg_status tg_gguf_set_array_string(tg_gguf_writer *w, const char *key, const char *const *v, int64_t n);
 /* tensor name of shape (tgc's order: the last axis is ggml's row) from ndim-dim float32 data, stored as type:
  * F32, F16 and BF16 rounded to nearest even, the block formats quantized as ggml's reference quantizers
- * (quantize_row_*_ref; the gguf package's gguf.quants.quantize gives the same bytes). A block format needs the
- * last axis a multiple of 32 (TG_ERR_ARG) */
+ * (quantize_row_*_ref; the gguf package's gguf.quants.quantize gives the same bytes). Sizes may be 0; at most
+ * 2^40 elements; a block format needs the last axis a multiple of 32 (TG_ERR_ARG) */
 tg_status tg_gguf_add_tensor(tg_gguf_writer *w, const char *name, int ndim, const int64_t *shape,
                              const float *data, tg_ggml_type type);
 tg_status tg_gguf_writer_save(tg_gguf_writer *w, const char *path);   /* TG_ERR_IO naming path on failure */
 /* a llama2.c checkpoint and its tokenizer.bin as a GGUF file of architecture "llama", as llama.cpp's
- * convert-llama2c-to-ggml writes it (hyperparameters, the SentencePiece vocabulary with scores and token
- * types, tensors token_embd.weight, blk.N.attn_q.weight, ..., output.weight unless the classifier is shared);
+ * convert-llama2c-to-ggml writes it (hyperparameters; the SentencePiece vocabulary with scores and token
+ * types: ids 0, 1, 2 named <unk>, <s>, </s>, spaces in pieces written as U+2581; tensors token_embd.weight,
+ * blk.N.attn_q.weight, ..., output.weight unless the classifier is shared);
  * the 2-d weights as type (F32, F16, BF16, Q8_0, Q4_0, ...; with a block format, a weight whose rows are not
- * whole blocks of 32 stays F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for "llama"
- * (pairs of adjacent elements rotated) */
+ * whole blocks of 32 stays F32), the norms F32. Q and K rows keep llama2.c's order, which is llama.cpp's for
+ * "llama" (pairs of adjacent elements rotated) */
 tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, const char *out_gguf,
                              tg_ggml_type type);
 
@@ -1084,7 +1085,9 @@ tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, c
  * the file's RoPE base; no output.weight: the output is token_embd. Quantized weights stay quantized (read
  * through tg_gguf_tensor). The KV caches (max_seq, kv_dim) per layer are float32. tg_llm_step is one tg_jit
  * replay (JIT=0: eager) whose position is a tg_variable; tg_llm_prefill is one batched forward per 256 tokens
- * with a causal mask (kernels compiled per chunk length, cached). llama2.c checkpoints (tg_llama_*) run this code. */
+ * with a causal mask (kernels compiled per chunk length, cached). Attention reads all max_seq rows of the caches,
+ * those past the position masked: a step costs O(max_seq), so pick max_seq for the text you need. llama2.c
+ * checkpoints (tg_llama_*) run this code. */
 typedef struct tg_llm tg_llm;
 typedef struct tg_llm_config {
   char arch[32];                 /* "llama", "qwen2", "qwen3" */
@@ -1097,7 +1100,7 @@ typedef struct tg_llm_config {
 } tg_llm_config;
 /* the GGUF file at path (opened and closed here: the weights keep its mapping alive); max_seq 0: the file's
  * context length capped at 4096, else at most the context length; NULL on error (TG_ERR_IO for the file,
- * TG_ERR_ARG for an architecture or tensor tgc does not run, named) */
+ * TG_ERR_ARG for an architecture or tensor tgc does not run, named); runs kernels (the caches are zeroed) */
 tg_llm *tg_llm_load(const char *path, int64_t max_seq);
 /* as tg_llm_load from an open reader; g may be closed afterwards (the tensors keep the mapping) */
 tg_llm *tg_llm_from_gguf(tg_gguf *g, int64_t max_seq);
@@ -1238,6 +1241,40 @@ tg_status tg_memory_empty_cache(const char *device);           /* frees the cach
  * An allocation that would pass it empties the cache, then fails with TG_ERR_NOMEM naming the request, the
  * limit and what is in use; the realize that asked runs nothing, and every existing tensor stays usable. */
 tg_status tg_memory_set_limit(const char *device, size_t bytes);
+
+/* ---- distributed: data parallelism over MPI (src/dist/) ------------------------------------------------ */
+/* Several processes, on one machine or many, each run the same program under an MPI launcher
+ * (`mpirun -np 2 prog`, README) and exchange tensors. Built only when MPI was found at build time (Open MPI:
+ * libopenmpi-dev); otherwise tg_dist_init fails with TG_ERR_DEVICE saying so, and the rest as below.
+ * Collectives: every rank calls the same ones in the same order with tensors of one dtype and shape; a header
+ * swapped first refuses a mismatch on every rank (TG_ERR_ARG naming both ranks' dtypes and shapes). Each
+ * waits for its peers at most the timeout (tg_dist_set_timeout, else TG_DIST_TIMEOUT seconds, else 60;
+ * counted from when its own tensor is computed; a slower peer may still be computing or compiling): a
+ * peer that exited or hangs is TG_ERR_IO naming the operation, the peer and the seconds waited, never a hang.
+ * After such a failure every collective fails (the ranks are out of step): finalize and exit. A collective
+ * realizes its tensor (runs kernels) and is refused inside a tg_jit step being captured. */
+/* joins the job the launcher started (MPI_Init unless the program did it); again: TG_OK. Not started by a
+ * launcher: one rank (size 1), MPI untouched, and the collectives return at once. TG_ERR_DEVICE without MPI */
+tg_status tg_dist_init(void);
+bool tg_dist_available(void);   /* whether the library was built with MPI */
+int tg_dist_rank(void);         /* this process's rank, 0..size-1 (0 before tg_dist_init) */
+int tg_dist_size(void);         /* the number of ranks (1 before tg_dist_init) */
+typedef enum tg_dist_op {
+  TG_DIST_SUM,   /* the sum over the ranks (integers wrap; bool: logical or) */
+  TG_DIST_MEAN   /* the sum divided by the size (integers: rounded toward zero, 64-bit ones from the wrapped sum; not bool) */
+} tg_dist_op;
+/* t takes the sum (or mean) of its values on every rank, in place (its buffer is overwritten; tensors viewing
+ * that buffer see it too). Every rank gets the same bits: element i is summed in rank order 0..n-1 (float16
+ * and bfloat16 in float32, rounded once), whatever the timing. Any dtype; a size-0 tensor only checks shapes */
+tg_status tg_dist_all_reduce(tg_tensor *t, tg_dist_op op);
+/* t takes root's value on every rank, in place; 0 <= root < size, the same on every rank */
+tg_status tg_dist_broadcast(tg_tensor *t, int root);
+tg_status tg_dist_barrier(void);   /* returns when every rank has called it (or fails after the timeout) */
+/* leaves MPI (MPI_Finalize if tg_dist_init called MPI_Init; not after a failed collective, which may leave
+ * messages in flight); TG_OK, also when never initialized. MPI cannot start again in the process */
+tg_status tg_dist_finalize(void);
+tg_status tg_dist_set_timeout(double seconds);  /* the wait limit of every later collective; > 0, else TG_ERR_ARG */
+double tg_dist_timeout(void);                   /* the wait limit in seconds */
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -59,7 +59,9 @@ echo "  libtg.so and libtg.a export exactly the $(wc -l < "$tmp/api") functions 
 # a user's program that names its own functions as libtg's internals
 src="$root/tests/link/user_program.c"
 echo "== a program defining its own buffer_new, uop_new, tmp, ... ($src)"
-libs_private="-lz -ldl -lm -pthread"
+# the libraries libtg.a needs, from the tg.pc beside it (-lmpi when built with MPI)
+libs_private="$(cat "$libdir/pkgconfig/tg.pc" "$libdir/tg.pc" 2>/dev/null | sed -n 's/^Libs.private: //p' | head -1 || true)"
+[ -n "$libs_private" ] || libs_private="-lz -ldl -lm -pthread"
 if ! $CC -I"$incdir" -o "$tmp/static" "$src" "$libdir/libtg.a" $libs_private 2> "$tmp/static.log"; then
   head -n 8 "$tmp/static.log"
   fail "linking with libtg.a"

@@ -15,6 +15,9 @@ dpkg -s ocl-icd-libopencl1 >/dev/null 2>&1 || need+=(ocl-icd-libopencl1)
 dpkg -s pocl-opencl-icd >/dev/null 2>&1 || need+=(pocl-opencl-icd)
 # ONNX's backend test data (model.onnx + input/output .pb per test) that build/onnx_backend runs
 dpkg -s libonnx-testdata >/dev/null 2>&1 || need+=(libonnx-testdata)
+# Open MPI: the distributed layer (src/dist/mpi.c, linked when mpicc is found) and tests/mpi.sh's mpirun
+dpkg -s libopenmpi-dev >/dev/null 2>&1 || need+=(libopenmpi-dev)
+command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 if [ "${TG_WITH_CLANG:-0}" = 1 ] && ! command -v clang >/dev/null 2>&1; then need+=(clang); fi
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""

@@ -11,6 +11,7 @@
 
 #include "ref_llm.h"
 #include "test.h"
+#include "uop/uop.h"
 
 #define NSTEPS 64
 
@@ -81,7 +82,10 @@ TEST(test_llm_stories_f32_gguf_matches_llama2c_and_tg_llama) {
   size_t len = 0;
   const char *s = g ? tg_gguf_get_string(g, "tokenizer.ggml.model", &len) : NULL;
   CHECK(s && !strcmp(s, "llama") && tg_gguf_get_int(g, "llama.rope.dimension_count", &v) == TG_OK && v == 8 &&
+        tg_gguf_array_int(g, "tokenizer.ggml.token_type", 0, &v) == TG_OK && v == 2 &&
         tg_gguf_array_int(g, "tokenizer.ggml.token_type", 1, &v) == TG_OK && v == 3 &&
+        !strcmp(tg_gguf_array_string(g, "tokenizer.ggml.tokens", 2, NULL), "</s>") &&
+        !strcmp(tg_gguf_array_string(g, "tokenizer.ggml.tokens", 403, NULL), "\xe2\x96\x81Once") &&
         tg_gguf_array_int(g, "tokenizer.ggml.token_type", 3, &v) == TG_OK && v == 6 &&
         tg_gguf_array_int(g, "tokenizer.ggml.token_type", 300, &v) == TG_OK && v == 1 &&
         tg_gguf_find_tensor(g, "output.weight") < 0 && tg_gguf_find_tensor(g, "blk.4.ffn_down.weight") >= 0,
@@ -106,7 +110,8 @@ TEST(test_llm_stories_f32_gguf_matches_llama2c_and_tg_llama) {
       CHECK(false, "step %d: %s", pos, tg_error());
       break;
     }
-    if (pos < 8 || pos == NSTEPS - 1) check_close_f32("logits against tg_llama's", a, b, 512, 1e-4, 0, __FILE__, __LINE__);
+    if (pos < 8 || pos == NSTEPS - 1)
+      check_close_f32("logits against tg_llama's", a, b, 512, 1e-4, 0, __FILE__, __LINE__);
     token = pos + 1 < nprompt ? prompt[pos + 1] : argmax(a, 512);
     got[pos] = token;
     want[pos] = next_ids[pos];
@@ -300,6 +305,9 @@ TEST(test_llm_random_llama3_qwen2_qwen3_match_the_reference) {
     /* llama in Q8_0 (and a Q4_0 qwen2): quantized weights against the reference on their dequantized values */
     {"llama", 64, 96, 2, 4, 2, 0, 40, 10000, 1e-5, false, false, false, false, TG_GGML_Q8_0},
     {"qwen2", 64, 96, 1, 4, 2, 0, 40, 10000, 1e-6, true, false, true, false, TG_GGML_Q4_0},
+    /* F16 and BF16 weights (the embedding too: its rows enter the first RMSNorm as float32) */
+    {"qwen3", 64, 96, 1, 4, 2, 32, 40, 1e6, 1e-6, false, true, true, false, TG_GGML_F16},
+    {"llama", 64, 96, 1, 4, 4, 0, 40, 10000, 1e-5, false, false, false, false, TG_GGML_BF16},
   };
   char dir[PATH_MAX], path[PATH_MAX];
   if (!test_temp_dir(dir, sizeof dir)) {
@@ -358,7 +366,12 @@ TEST(test_llm_refuses_bad_files) {
   a.arch = "llama";
   a.heads = 3;   /* 64 / 3 heads, 2 KV heads */
   if (write_model(&a, path)) CHECK(!tg_llm_load(path, 0) && strstr(tg_error(), "heads"), "bad heads: %s", tg_error());
+  a.heads = 128;   /* 64 / 128 heads: a head size of 0 */
+  a.kv_heads = 128;
+  if (write_model(&a, path))
+    CHECK(!tg_llm_load(path, 0) && strstr(tg_error(), "heads of 0"), "head size 0: %s", tg_error());
   a.heads = 4;
+  a.kv_heads = 2;
   a.qk_norm = true;   /* fine for llama: extra tensors are ignored */
   if (write_model(&a, path)) {
     tg_llm *m = tg_llm_load(path, 0);
@@ -373,5 +386,40 @@ TEST(test_llm_refuses_bad_files) {
   CHECK(!tg_llm_load(NULL, 0) && !tg_llm_from_gguf(NULL, 0) && tg_llm_pos(NULL) == -1 && tg_llm_kernels(NULL) == 0,
         "NULLs");
   tg_llm_free(NULL);
+  test_remove_dir(dir);
+}
+
+/* every allocation of loading a small model fails in turn: an error (TG_ERR_NOMEM, or what the failed
+ * allocation made of it), nothing leaks (LeakSanitizer); the run without a failure steps */
+TEST(test_llm_load_survives_every_allocation_failure) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  if (!test_temp_dir(dir, sizeof dir)) {
+    CHECK(false, "no temporary directory");
+    return;
+  }
+  snprintf(path, sizeof path, "%.4000s/r.gguf", dir);
+  arch_case a = {"qwen3", 32, 64, 1, 2, 1, 16, 40, 10000, 1e-6, false, true, false, false, TG_GGML_Q8_0};
+  rng_state = 5;
+  tg_gguf *g = write_model(&a, path) ? tg_gguf_open(path) : NULL;
+  CHECK_T(g);
+  int sites = 0;
+  for (int64_t k = 1; k < 100000; k++) {
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_llm *m = tg_llm_from_gguf(g, 8);
+    bool fired = mem_failed();
+    mem_fail_at(0);
+    if (!fired) {
+      float lg[40];
+      CHECK(m && tg_llm_step(m, 3, lg) == TG_OK, "no failure, yet: %s", tg_error());
+      tg_llm_free(m);
+      break;
+    }
+    sites++;
+    CHECK(m || (tg_error_status() != TG_OK && tg_error()[0]), "allocation %lld failed: no error", (long long)k);
+    tg_llm_free(m);
+  }
+  CHECK(sites > 20, "only %d allocation sites", sites);
+  tg_gguf_close(g);
   test_remove_dir(dir);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "nn/gguf.h"
+#include "uop/uop.h"
 #include "test.h"
 
 static bool temp_file(char *dir, char *path, const char *name) {
@@ -145,5 +146,42 @@ TEST(test_gguf_writer_quantizes_as_the_gguf_package) {
   CHECK(g, "%s", tg_error());
   tg_gguf_close(g);
   tg_gguf_close(ref);
+  test_remove_dir(dir);
+}
+
+/* every allocation of building and saving a small file fails in turn: TG_ERR_NOMEM with a message, nothing
+ * leaks (LeakSanitizer), no file is left; the run without a failure writes a file that opens */
+TEST(test_gguf_writer_survives_every_allocation_failure) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  if (!temp_file(dir, path, "f.gguf")) return;
+  float data[64];
+  for (int i = 0; i < 64; i++) data[i] = (float)i / 7;
+  int sites = 0;
+  for (int64_t k = 1; k < 10000; k++) {
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_gguf_writer *w = tg_gguf_writer_new();
+    tg_status st = w ? TG_OK : tg_error_status();
+    if (st == TG_OK) st = tg_gguf_set_string(w, "general.architecture", "llama");
+    if (st == TG_OK) st = tg_gguf_set_array_string(w, "s", (const char *[]){"a", "bc"}, 2);
+    if (st == TG_OK) st = tg_gguf_set_array_int(w, "i", TG_GGUF_INT32, (int64_t[]){1, 2, 3}, 3);
+    if (st == TG_OK) st = tg_gguf_add_tensor(w, "q", 2, (int64_t[]){2, 32}, data, TG_GGML_Q4_0);
+    if (st == TG_OK) st = tg_gguf_add_tensor(w, "f", 1, (int64_t[]){64}, data, TG_GGML_F16);
+    if (st == TG_OK) st = tg_gguf_writer_save(w, path);
+    bool fired = mem_failed();
+    mem_fail_at(0);
+    tg_gguf_writer_free(w);
+    if (!fired) {
+      tg_gguf *g = tg_gguf_open(path);
+      CHECK(st == TG_OK && g && tg_gguf_num_tensors(g) == 2 && tg_gguf_num_kv(g) == 3, "no failure, yet: %s",
+            tg_error());
+      tg_gguf_close(g);
+      break;
+    }
+    sites++;
+    CHECK(st == TG_ERR_NOMEM && tg_error()[0] && access(path, F_OK) != 0, "allocation %lld failed: status %d, '%s'",
+          (long long)k, (int)st, tg_error());
+  }
+  CHECK(sites > 8, "only %d allocation sites", sites);
   test_remove_dir(dir);
 }

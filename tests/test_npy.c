@@ -2,6 +2,7 @@
  * tests/fixtures/make_npy_fixtures.py): every dtype, 0-d, size 0, Fortran order, big-endian, versions 2.0 and
  * 3.0 load to the bytes numpy's tobytes() gives (NAME.raw); tg_npy_save writes numpy's bytes exactly; round
  * trips; and malformed files (every truncation, bad headers, dtypes tgc lacks) refused with a message. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -385,6 +386,32 @@ TEST(test_npy_accepts_headers_numpy_reads) {
   CHECK(t && tg_dtype_of(t) == TG_UINT8 && tg_to_host(t, got, 3) == TG_OK && !memcmp(got, u8, 3), "'>u1': %s",
         tg_error());
   tg_free(t);
+}
+
+/* the entries of dir other than . and .. */
+static int entries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  if (d) closedir(d);
+  return n;
+}
+
+/* a save whose last step fails (the target is a folder: the rename over it is refused) leaves no temporary
+ * file behind and the folder as it was */
+TEST(test_npy_save_that_fails_at_the_rename_leaves_nothing) {
+  char dir[512], path[1024];
+  CHECK(test_temp_dir(dir, sizeof dir), "no temporary folder");
+  snprintf(path, sizeof path, "%s/x.npy", dir);
+  CHECK(mkdir(path, 0755) == 0, "mkdir");
+  tg_tensor *f = tg_ones(TG_FLOAT32, 1, (int64_t[]){5});
+  tg_error_clear();
+  CHECK(tg_npy_save(path, f) == TG_ERR_IO && strstr(tg_error(), "x.npy"), "over a folder: %s", tg_error());
+  struct stat sb;
+  CHECK(entries(dir) == 1 && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode), "%d entries left", entries(dir));
+  tg_free(f);
+  rmdir(path);
+  test_remove_dir(dir);
 }
 
 TEST(test_npy_load_refuses_paths_that_are_not_files) {

@@ -465,3 +465,32 @@ TEST(test_schedule_conv_into_a_padded_conv_matches_plain_c) {
   if (y) check_close_f32("conv(relu(conv(x, pad 1)), pad 1)", got, want, C2 * HH * WW, 1e-4, 1e-4, __FILE__, __LINE__);
   tg_scope_end();
 }
+
+/* batchnorm over a matmul's columns: d = x - mean(x) is read by the variance and by the normalization, a
+ * subtraction over two stored values, so each reader computes it again instead of a kernel storing it:
+ * matmul, mean, variance, output (a fifth kernel stored d while the matmul below it was undecided) */
+TEST(test_schedule_cheap_shared_value_is_recomputed_by_its_readers) {
+  enum { M = 40, K = 12, N = 24 };
+  tg_scope_begin();
+  tg_tensor *a = rand_t(2, (int64_t[]){M, K}), *b = rand_t(2, (int64_t[]){K, N});
+  tg_tensor *x = tg_matmul(a, b);
+  tg_tensor *d = tg_sub(x, tg_mean(x, 1, (int[]){0}, true));
+  tg_tensor *v = tg_mean(tg_mul(d, d), 1, (int[]){0}, true);
+  tg_tensor *o = tg_mul(d, tg_rsqrt(tg_add(v, tg_scalar(TG_FLOAT32, 1e-5))));
+  CHECK_T(o);
+  int k = kernels_of(o);
+  CHECK(k == 4, "batchnorm of a matmul took %d kernels, want 4", k);
+  float *ha = host(a), *hb = host(b), *ho = host(o), xm[M * N], want[M * N];
+  ref_matmul(ha, hb, xm, M, K, N);
+  for (int j = 0; j < N; j++) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < M; i++) mean += xm[i * N + j];
+    mean /= M;
+    for (int i = 0; i < M; i++) var += (xm[i * N + j] - mean) * (xm[i * N + j] - mean);
+    var /= M;
+    for (int i = 0; i < M; i++) want[i * N + j] = (float)((xm[i * N + j] - mean) / sqrt(var + 1e-5));
+  }
+  CHECK_CLOSE("batchnorm", ho, want, M * N);
+  free(ha); free(hb); free(ho);
+  tg_scope_end();
+}

@@ -243,6 +243,10 @@ static tg_status plan_memory(tg_jit *j, const device *dev) {
     if (!mine || !use[u].written_first) continue;
     item_of[u] = j->nplan;
     j->plan[j->nplan++] = (plan_item){.nbytes = b->nbytes, .first = use[u].first, .last = use[u].last};
+    if (tg_debug_level() >= 3)  /* what the arena holds: the kernel writing each buffer, its size and life */
+      fprintf(stderr, "jit: arena item %d: %.2f MB written by %s (kernel %d), last read by %s (kernel %d)\n",
+              j->nplan - 1, b->nbytes / 1e6, c->launches[use[u].first].prog->name, use[u].first,
+              c->launches[use[u].last].prog->name, use[u].last);
     j->bytes_unplanned += (b->nbytes + 63) & ~(size_t)63;  /* as the allocator takes it */
   }
   tg_status st = TG_OK;

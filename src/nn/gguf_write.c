@@ -5,12 +5,14 @@
  * quantizers), so save only lays out the header, the tensor infos and the data (alignment 32) and writes
  * them through a temporary file renamed to the path: a reader never sees half a file.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/gguf.h"
+#include "runtime/file_out.h"
 #include "uop/uop.h"
 
 #define ALIGN 32
@@ -178,7 +180,8 @@ static bytes *new_array(tg_gguf_writer *w, const char *op, const char *key, tg_g
                         int64_t n, bool ok_type) {
   if (!ok_type || n < 0 || (n && !v)) {
     tg_set_error(TG_ERR_ARG, "%s: key '%.128s': %lld elements of %s%s", op, key ? key : "(null)", (long long)n,
-                 tg_gguf_type_name(elem), !ok_type ? ": a type this call does not write" : ": bad count or NULL values");
+                 tg_gguf_type_name(elem), !ok_type ? ": a type this call does not write"
+                                                   : ": bad count or NULL values");
     return NULL;
   }
   bytes *b = new_kv(w, op, key);
@@ -317,7 +320,7 @@ tg_status tg_gguf_add_tensor(tg_gguf_writer *w, const char *name, int ndim, cons
   }
   int64_t n = 1;
   for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 1 || shape[i] > ((int64_t)1 << 40) / n) {
+    if (shape[i] < 0 || (n && shape[i] > ((int64_t)1 << 40) / n)) {  /* empty tensors are fine */
       tg_set_error(TG_ERR_ARG, "%s: '%.128s': size %lld of axis %d", op, name, (long long)shape[i], i);
       return TG_ERR_ARG;
     }
@@ -394,27 +397,24 @@ tg_status tg_gguf_writer_save(tg_gguf_writer *w, const char *path) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory", op);
     return TG_ERR_NOMEM;
   }
-  size_t plen = strlen(path) + 16;
-  char *tmp = mem_alloc(plen);
-  if (!tmp) {
-    free(h.p);
-    tg_set_error(TG_ERR_NOMEM, "%s: out of memory", op);
-    return TG_ERR_NOMEM;
+  /* written whole or not at all (file_out.h) */
+  file_out f;
+  tg_status st = TG_OK;
+  if (!file_out_open(&f, path)) {
+    st = f.err == ENOMEM ? TG_ERR_NOMEM : TG_ERR_IO;
+    tg_set_error(st, "%s: %s: cannot create %s: %s", op, path, file_out_tmp(&f), file_out_why(&f));
+  } else {
+    ok = file_out_write(&f, h.p, h.n);
+    for (int64_t i = 0; ok && i < w->nt; i++) {
+      size_t n = w->t[i].data.n, pad = (size_t)(align_up(n) - n);
+      ok = file_out_write(&f, w->t[i].data.p, n) && file_out_write(&f, zeros, pad);
+    }
+    if (!ok || !file_out_commit(&f, true)) {
+      st = TG_ERR_IO;
+      tg_set_error(st, "%s: %s: writing %s failed: %s", op, path, file_out_tmp(&f), file_out_why(&f));
+    }
   }
-  snprintf(tmp, plen, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  ok = f && fwrite(h.p, 1, h.n, f) == h.n;
-  for (int64_t i = 0; ok && i < w->nt; i++) {
-    size_t n = w->t[i].data.n, pad = (size_t)(align_up(n) - n);
-    ok = fwrite(w->t[i].data.p, 1, n, f) == n && fwrite(zeros, 1, pad, f) == pad;
-  }
-  if (f && fclose(f) != 0) ok = false;
-  if (ok && rename(tmp, path) != 0) ok = false;
-  if (!ok) {
-    remove(tmp);
-    tg_set_error(TG_ERR_IO, "%s: %s: could not write the file (through %s)", op, path, tmp);
-  }
-  free(tmp);
+  file_out_discard(&f);
   free(h.p);
-  return ok ? TG_OK : TG_ERR_IO;
+  return st;
 }

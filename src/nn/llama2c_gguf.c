@@ -15,7 +15,30 @@
 #include "tensor/tensor.h"
 
 /* token types as llama.cpp numbers them */
-enum { TOK_NORMAL = 1, TOK_CONTROL = 3, TOK_BYTE = 6 };
+enum { TOK_NORMAL = 1, TOK_UNKNOWN = 2, TOK_CONTROL = 3, TOK_BYTE = 6 };
+
+/* piece i of llama2.c's vocabulary as a SentencePiece token of a GGUF file, NUL-terminated: ids 0, 1, 2 named
+ * <unk>, <s>, </s> and every space written as U+2581 (llama2.c's export turned them into spaces; llama.cpp's
+ * converter turns them back), its type in *type */
+static char *piece_text(int64_t i, const uint8_t *p, int32_t len, int64_t *type) {
+  static const char *special[3] = {"<unk>", "<s>", "</s>"};
+  size_t spaces = 0;
+  for (int32_t k = 0; k < len; k++) spaces += p[k] == ' ';
+  size_t n = i < 3 ? strlen(special[i]) : (size_t)len + 2 * spaces;
+  char *t = mem_alloc(n + 1);
+  if (!t) return NULL;
+  if (i < 3) memcpy(t, special[i], n + 1);
+  for (int32_t k = 0, o = 0; i >= 3 && k < len; k++) {
+    if (p[k] == ' ') memcpy(t + o, "\xe2\x96\x81", 3), o += 3;
+    else t[o++] = (char)p[k];
+  }
+  t[n] = 0;
+  unsigned byte;
+  char end;
+  *type = i == 0 ? TOK_UNKNOWN : i < 3 || len == 0 ? TOK_CONTROL
+        : len == 6 && sscanf(t, "<0x%2X%c", &byte, &end) == 2 && end == '>' ? TOK_BYTE : TOK_NORMAL;
+  return t;
+}
 
 /* llama2.c's tokenizer file: vocab pieces (NUL-terminated copies) and scores, or false with an error */
 static bool read_vocab(const char *path, const uint8_t *b, size_t n, int64_t vocab, char **pieces, double *scores,
@@ -33,19 +56,13 @@ static bool read_vocab(const char *path, const uint8_t *b, size_t n, int64_t voc
     memcpy(&len, b + at + 4, 4);
     at += 8;
     if (len < 0 || (size_t)len > n - at) goto truncated;
-    pieces[i] = mem_alloc((size_t)len + 1);
+    pieces[i] = piece_text(i, b + at, len, &types[i]);
     if (!pieces[i]) {
       tg_set_error(TG_ERR_NOMEM, "tg_llama2c_to_gguf: out of memory");
       return false;
     }
-    memcpy(pieces[i], b + at, (size_t)len);
-    pieces[i][len] = 0;
     at += (size_t)len;
     scores[i] = score;
-    unsigned byte;
-    char end;
-    types[i] = i <= 2 ? TOK_CONTROL : len == 6 && sscanf(pieces[i], "<0x%2X%c", &byte, &end) == 2 && end == '>'
-               ? TOK_BYTE : TOK_NORMAL;
   }
   return true;
 truncated:
@@ -70,7 +87,8 @@ static tg_status write_meta(tg_gguf_writer *w, const tg_llama_config *c, char **
   if (st == TG_OK) st = tg_gguf_set_float(w, "llama.attention.layer_norm_rms_epsilon", TG_GGUF_FLOAT32, 1e-5);
   if (st == TG_OK) st = tg_gguf_set_float(w, "llama.rope.freq_base", TG_GGUF_FLOAT32, 10000);
   if (st == TG_OK) st = tg_gguf_set_string(w, "tokenizer.ggml.model", "llama");
-  if (st == TG_OK) st = tg_gguf_set_array_string(w, "tokenizer.ggml.tokens", (const char *const *)pieces, c->vocab_size);
+  if (st == TG_OK)
+    st = tg_gguf_set_array_string(w, "tokenizer.ggml.tokens", (const char *const *)pieces, c->vocab_size);
   if (st == TG_OK) st = tg_gguf_set_array_float(w, "tokenizer.ggml.scores", TG_GGUF_FLOAT32, scores, c->vocab_size);
   if (st == TG_OK) st = tg_gguf_set_array_int(w, "tokenizer.ggml.token_type", TG_GGUF_INT32, types, c->vocab_size);
   return st;

@@ -4,9 +4,11 @@
  * One forward serves both: n tokens at positions start .. start+n-1, where start is a tg_variable. Decode
  * is n = 1 at m->pos, captured once by tg_jit and replayed (RoPE's angle is pos * freq computed in the
  * kernel, each layer's K and V caches (max_seq, kv_dim) get the new row with tg_assign_at, attention reads
- * all max_seq positions with those after pos masked). Prefill is the same graph over n rows, realized
- * eagerly with a fresh variable bounded by max_seq - n (tg_assign_at needs the window to fit for every
- * value), the mask causal: query i sees keys 0 .. start+i.
+ * all max_seq positions with those after pos masked: O(max_seq) per step; reading only 0..pos needs a loop
+ * bound bound at replay, which the engine does not have: shapes are static). Prefill is the same graph over
+ * n rows (chunks of at most PREFILL_CHUNK), realized eagerly with a fresh variable bounded by max_seq - n
+ * (tg_assign_at needs the window to fit for every value), the mask causal: query i sees keys 0 .. start+i.
+ * The caches are written in place only, never replaced: the captured step holds their buffers.
  *
  * Grouped-query attention puts the rep query heads of a KV head next to the query rows: q (nkv, n*rep, hd)
  * against k (nkv, T, hd), so each KV head's cache is read once for all of its query heads.
@@ -139,7 +141,8 @@ static tg_tensor *forward(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *
     *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
     return NULL;
   }
-  tg_tensor *x = tg_embedding(m->emb, tokens);  /* (n, dim) */
+  /* (n, dim) in float32: an F16 or BF16 embedding would otherwise carry its dtype into the first RMSNorm */
+  tg_tensor *x = tg_cast(tg_embedding(m->emb, tokens), TG_FLOAT32);
   for (int64_t l = 0; *st == TG_OK && l < c->n_layers; l++) {
     llm_layer *y = &m->layers[l];
     tg_tensor *h = rmsnorm(x, y->att_norm, c->norm_eps);
@@ -271,7 +274,8 @@ tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *log
    * 2048-token prompt of a 32-head model with a 4096 cache in one forward; 128 MB in chunks of 256 */
   for (int64_t at = 0; st == TG_OK && at < n; at += PREFILL_CHUNK) {
     int64_t k = n - at < PREFILL_CHUNK ? n - at : PREFILL_CHUNK;
-    st = prefill_chunk(m, tokens + at, k, at + k == n ? logits : NULL);
+    if (k == 1 && logits) st = tg_llm_step(m, tokens[at], logits);  /* the captured step: nothing to compile */
+    else st = prefill_chunk(m, tokens + at, k, at + k == n ? logits : NULL);
   }
   return st;
 }

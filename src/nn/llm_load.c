@@ -76,7 +76,8 @@ static bool read_config(tg_gguf *g, int64_t max_seq, tg_llm_config *c) {
     return false;
   int64_t rope_dim = 0, vlen = 0;
   if (!hp_int(g, arch, "rope.dimension_count", c->head_dim, 2, &rope_dim)) return false;
-  if (c->n_layers > 4096 || c->head_dim % 2 || c->n_heads % c->n_kv_heads || rope_dim != c->head_dim) {
+  if (c->n_layers > 4096 || c->head_dim < 2 || c->head_dim % 2 || c->n_heads % c->n_kv_heads ||
+      rope_dim != c->head_dim) {
     tg_set_error(TG_ERR_ARG, "tg_llm_load: %lld layers, %lld heads of %lld (RoPE over %lld), %lld KV heads: want at "
                  "most 4096 layers, an even head size, RoPE over all of it, heads a multiple of KV heads",
                  (long long)c->n_layers, (long long)c->n_heads, (long long)c->head_dim, (long long)rope_dim,
@@ -142,7 +143,8 @@ static float *rope_factors(tg_gguf *g, const tg_llm_config *c, bool *ok) {
   const char *type = tg_gguf_get_string(g, akey(k, sizeof k, c->arch, "rope.scaling.type"), NULL);
   tg_error_clear();
   double factor = 1;
-  if (type && !strcmp(type, "linear") && !hp_float(g, c->arch, "rope.scaling.factor", 1, &factor)) return *ok = false, NULL;
+  if (type && !strcmp(type, "linear") && !hp_float(g, c->arch, "rope.scaling.factor", 1, &factor))
+    return *ok = false, NULL;
   if (type && strcmp(type, "linear") && strcmp(type, "none") && tg_gguf_find_tensor(g, "rope_freqs.weight") < 0) {
     tg_set_error(TG_ERR_ARG, "tg_llm_load: RoPE scaling '%.32s': tgc knows linear and llama3's rope_freqs", type);
     return *ok = false, NULL;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "nn/npy.h"
+#include "runtime/file_out.h"
 #include "tensor/tensor.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -523,18 +524,6 @@ static size_t header_write(char *out, size_t cap, const char *descr, int ndim, c
   return total;
 }
 
-static bool write_all(int fd, const void *p, size_t n) {
-  const uint8_t *q = p;
-  while (n) {
-    ssize_t r = write(fd, q, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    q += r;
-    n -= (size_t)r;
-  }
-  return true;
-}
-
 tg_status tg_npy_save(const char *path, tg_tensor *t) {
   if (!path) {
     tg_set_error(TG_ERR_ARG, "tg_npy_save: path is NULL");
@@ -560,34 +549,14 @@ tg_status tg_npy_save(const char *path, tg_tensor *t) {
     return st;
   }
   if (NPY_BIG_ENDIAN && tg_dtype_size(dt) > 1) swap_bytes(data, nbytes, tg_dtype_size(dt));
-  /* a temporary name beside the target, then rename: a reader never sees half a file. open() with 0666 (not
-   * mkstemp's 0600) so the file gets the permissions the umask gives new files */
-  static unsigned long counter;
-  size_t plen = strlen(path);
-  char *tmp = mem_alloc(plen + 64);
-  int fd = -1;
-  if (!tmp) {
-    free(data);
-    return SAVE_ERR(TG_ERR_NOMEM, path, "out of memory");
-  }
-  for (int tries = 0; fd < 0 && tries < 100; tries++) {
-    snprintf(tmp, plen + 64, "%s.tmp.%ld.%lu", path, (long)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    st = SAVE_ERR(TG_ERR_IO, path, "cannot create %s: %s", tmp, strerror(errno));
-  } else {
-    bool ok = write_all(fd, head, hn) && write_all(fd, data, nbytes) && fsync(fd) == 0;
-    int err = errno;
-    if (close(fd) != 0 && ok) ok = false, err = errno;
-    if (ok && rename(tmp, path) != 0) ok = false, err = errno;
-    if (!ok) {
-      unlink(tmp);
-      st = SAVE_ERR(TG_ERR_IO, path, "writing %s failed: %s", tmp, strerror(err));
-    }
-  }
-  free(tmp);
+  /* written whole or not at all (file_out.h) */
+  file_out f;
+  if (!file_out_open(&f, path))
+    st = SAVE_ERR(f.err == ENOMEM ? TG_ERR_NOMEM : TG_ERR_IO, path, "cannot create %s: %s", file_out_tmp(&f),
+                  file_out_why(&f));
+  else if (!file_out_write(&f, head, hn) || !file_out_write(&f, data, nbytes) || !file_out_commit(&f, true))
+    st = SAVE_ERR(TG_ERR_IO, path, "writing %s failed: %s", file_out_tmp(&f), file_out_why(&f));
+  file_out_discard(&f);
   free(data);
   return st;
 }

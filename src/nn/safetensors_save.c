@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "nn/safetensors.h"
+#include "runtime/file_out.h"
 #include "tensor/tensor.h"
 
 /* ---- save ----------------------------------------------------------------------------------------------- */
@@ -60,8 +61,6 @@ static void sb_json_string(strbuf *b, const char *s) {
   sb_put(b, "\"", 1);
 }
 
-static bool write_all(FILE *fp, const void *p, size_t n) { return !n || fwrite(p, 1, n, fp) == n; }
-
 static int cmp_size_desc(const void *a, const void *b) {
   const int64_t *x = a, *y = b;  /* (element size, index) pairs */
   return x[0] != y[0] ? (x[0] > y[0] ? -1 : 1) : (x[1] > y[1]) - (x[1] < y[1]);
@@ -88,8 +87,7 @@ tg_status tg_safetensors_save(const char *path, const tg_params *p) {
   uint64_t *offs = mem_alloc(cnt * sizeof *offs);
   tg_tensor **ts = mem_alloc(cnt * sizeof *ts);
   strbuf h = {0};
-  char *tmp = NULL;
-  FILE *fp = NULL;
+  file_out f = {.fd = -1};
   void *host = NULL;
   if (!order || !offs || !ts) {
     st = st_error(TG_ERR_NOMEM, path, "out of memory");
@@ -128,36 +126,19 @@ tg_status tg_safetensors_save(const char *path, const tg_params *p) {
     goto out;
   }
   host = mem_alloc(maxbytes ? (size_t)maxbytes : 1);
-  size_t plen = strlen(path);
-  tmp = mem_alloc(plen + 64);
-  if (!host || !tmp) {
+  if (!host) {
     st = st_error(TG_ERR_NOMEM, path, "out of memory");
     goto out;
   }
-  /* a temporary name beside the target, then rename: a reader never sees half a file. open() with 0666
-   * (not mkstemp's 0600) so the file gets the permissions the umask gives new files. */
-  static unsigned long counter;
-  int fd = -1;
-  for (int tries = 0; fd < 0 && tries < 100; tries++) {
-    snprintf(tmp, plen + 64, "%s.tmp.%ld.%lu", path, (long)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    st = st_error(TG_ERR_IO, path, "cannot create %s: %s", tmp, strerror(errno));
-    free(tmp);
-    tmp = NULL;
-    goto out;
-  }
-  fp = fdopen(fd, "wb");
-  if (!fp) {
-    close(fd);
-    st = st_error(TG_ERR_IO, path, "cannot write %s: %s", tmp, strerror(errno));
+  /* written whole or not at all (file_out.h) */
+  if (!file_out_open(&f, path)) {
+    st = st_error(f.err == ENOMEM ? TG_ERR_NOMEM : TG_ERR_IO, path, "cannot create %s: %s", file_out_tmp(&f),
+                  file_out_why(&f));
     goto out;
   }
   uint8_t len8[8];
   for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)h.n >> (8 * i));
-  if (!write_all(fp, len8, 8) || !write_all(fp, h.s, h.n)) goto io;
+  if (!file_out_write(&f, len8, 8) || !file_out_write(&f, h.s, h.n)) goto io;
   for (int k = 0; k < n; k++) {
     tg_tensor *t = ts[order[2 * k + 1]];
     size_t nb = (size_t)tg_numel(t) * tg_dtype_size(tg_dtype_of(t));
@@ -167,24 +148,13 @@ tg_status tg_safetensors_save(const char *path, const tg_params *p) {
       for (uint8_t *q = host; q < (uint8_t *)host + nb; q += es)
         for (size_t a = 0, z = es - 1; a < z; a++, z--) { uint8_t c = q[a]; q[a] = q[z]; q[z] = c; }
     }
-    if (!write_all(fp, host, nb)) goto io;
+    if (!file_out_write(&f, host, nb)) goto io;
   }
-  if (fflush(fp) != 0 || fsync(fileno(fp)) != 0) goto io;
-  int rc = fclose(fp);
-  fp = NULL;
-  if (rc != 0) goto io;
-  if (rename(tmp, path) != 0) goto io;
-  free(tmp);
-  tmp = NULL;
-  goto out;
+  if (file_out_commit(&f, true)) goto out;
 io:
-  st = st_error(TG_ERR_IO, path, "writing %s failed: %s", tmp, strerror(errno));
+  st = st_error(TG_ERR_IO, path, "writing %s failed: %s", file_out_tmp(&f), file_out_why(&f));
 out:
-  if (fp) fclose(fp);
-  if (tmp) {
-    unlink(tmp);
-    free(tmp);
-  }
+  file_out_discard(&f);
   free(host);
   free(h.s);
   free(ts);

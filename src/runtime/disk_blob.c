@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "runtime/device.h"
+#include "runtime/file_out.h"
 #include "uop/uop.h"
 
 typedef struct blob_header {
@@ -34,30 +35,6 @@ void make_dirs(const char *path) {
   mkdir(p, 0755);
 }
 
-static bool write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
-
-static bool read_all(int fd, void *buf, size_t n) {
-  char *p = buf;
-  while (n) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= (size_t)r;
-  }
-  return true;
-}
-
 disk_blob_status disk_blob_read(const char *path, const char magic[8], uint64_t key, uint64_t key2, size_t max_bytes,
                                 void **data, size_t *nbytes, const char **why) {
   *data = NULL;
@@ -74,12 +51,12 @@ disk_blob_status disk_blob_read(const char *path, const char magic[8], uint64_t 
   void *buf = NULL;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) *why = "is not a regular file";
   else if ((size_t)sb.st_size <= sizeof h || (size_t)sb.st_size - sizeof h > max_bytes) *why = "has a bad size";
-  else if (!read_all(fd, &h, sizeof h)) *why = "cannot be read";
+  else if (!fd_read_all(fd, &h, sizeof h)) *why = "cannot be read";
   else if (memcmp(h.magic, magic, sizeof h.magic)) *why = "has no header of this format (not written by this tgc)";
   else if (h.key != key || h.key2 != key2) *why = "was built from another source";
   else if (h.size != (uint64_t)sb.st_size - sizeof h) *why = "has the wrong size";
   else if (!(buf = mem_alloc((size_t)h.size))) st = DISK_BLOB_MISSING;   /* out of memory is not the file's fault */
-  else if (!read_all(fd, buf, (size_t)h.size)) *why = "cannot be read";
+  else if (!fd_read_all(fd, buf, (size_t)h.size)) *why = "cannot be read";
   else if (hash_bytes(buf, (size_t)h.size, key2) != h.sum) *why = "fails its checksum";
   else st = DISK_BLOB_OK;
   close(fd);
@@ -94,19 +71,13 @@ disk_blob_status disk_blob_read(const char *path, const char magic[8], uint64_t 
 
 bool disk_blob_write(const char *dir, const char *path, const char magic[8], uint64_t key, uint64_t key2,
                      const void *data, size_t nbytes) {
-  char tmp[PATH_MAX];
   make_dirs(dir);
-  int len = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-  if (len < 0 || (size_t)len >= sizeof tmp) return false;
-  int fd = mkstemp(tmp);
-  if (fd < 0) return false;
   blob_header h = {.key = key, .key2 = key2, .size = nbytes, .sum = hash_bytes(data, nbytes, key2)};
   memcpy(h.magic, magic, sizeof h.magic);
-  bool ok = write_all(fd, &h, sizeof h) && write_all(fd, data, nbytes);
-  ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    unlink(tmp);
-    return false;
-  }
-  return true;
+  /* no fsync: a cache file lost in a crash is built again */
+  file_out f;
+  bool ok = file_out_open(&f, path) && file_out_write(&f, &h, sizeof h) && file_out_write(&f, data, nbytes) &&
+            file_out_commit(&f, false);
+  file_out_discard(&f);
+  return ok;
 }

@@ -261,14 +261,70 @@ static bool epilogue_only(uop *root, const uop_map *realized, uop *u) {
   return ok;
 }
 
+/* ---- recomputing cheap shared values ----------------------------------------------------------------------
+ * A value several kernels read is stored when computing it means real work: a reduce below it, not yet
+ * stored. The decision is made readers first, before the reduces below are decided, so a cheap value over a
+ * convolution's output (batchnorm's x - mean, its x * invstd) looked like a convolution and was stored too,
+ * an activation-sized buffer each (MNIST: 26 MB apiece). Once every node is decided, a value stored only for
+ * sharing that is a few adds, multiplies, compares and casts of stored buffers is computed again by each
+ * reader instead (tinygrad's scheduler recomputes elementwise values the same way): reading its inputs costs
+ * each reader about what reading it did. A transcendental (softmax's exp) or a division is worth its store.
+ * Producers are decided before the values built on them, so a value's cost counts what its sources became. */
+#define RECOMPUTE_ALU 4
+#define RECOMPUTE_LEAVES 3
+
+static bool cheap_op(uop_op op) {
+  switch (op) {
+  case OP_CAST: case OP_NEG: case OP_ADD: case OP_MUL: case OP_MAX: case OP_CMPLT: case OP_CMPNE: case OP_CMPEQ:
+  case OP_AND: case OP_OR: case OP_XOR: case OP_WHERE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* u is at most RECOMPUTE_ALU cheap ALU ops over at most RECOMPUTE_LEAVES stored values (constants free) */
+static bool cheap_to_recompute(uop *u, const uop_map *realized) {
+  uop *stack[2 * RECOMPUTE_ALU * 3 + 4];
+  int sp = 0, alu = 0, leaves = 0;
+  stack[sp++] = u;
+  while (sp) {
+    uop *x = stack[--sp];
+    if (x->op == OP_CONST) continue;
+    if (x != u && (node_has_storage(x) || umap_get(realized, x))) {
+      if (++leaves > RECOMPUTE_LEAVES) return false;
+      continue;
+    }
+    if (x->op >= OP_RESHAPE && x->op <= OP_FLIP) {  /* a view: loads at other indices (a mean per channel) */
+      if ((size_t)sp >= sizeof stack / sizeof *stack) return false;
+      stack[sp++] = x->src[0];
+      continue;
+    }
+    if (!uop_is_alu((uop_op)x->op) || !cheap_op((uop_op)x->op) || ++alu > RECOMPUTE_ALU) return false;
+    for (int k = 0; k < x->nsrc; k++) {
+      if ((size_t)sp >= sizeof stack / sizeof *stack) return false;
+      stack[sp++] = x->src[k];
+    }
+  }
+  return true;
+}
+
+static bool recompute_cheap(uop_map *realized, uop **cands, int n) {
+  for (int i = n - 1; i >= 0; i--) {  /* cands are readers first */
+    uop *u = cands[i];
+    if (cheap_to_recompute(u, realized) && !umap_put(realized, u, NULL)) return false;
+  }
+  return true;
+}
+
 tg_status schedule_create(int n, uop *const *outs, schedule *s) { return schedule_create_assign(n, outs, NULL, s); }
 
 tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, schedule *s) {
   memset(s, 0, sizeof *s);
   uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0}, viewed = {0}, moved = {0};
   tg_status st = TG_OK;
-  uop **order = NULL, **cands = NULL, **shared_cands = NULL;
-  int ncands = 0, nshared = 0;
+  uop **order = NULL, **cands = NULL, **shared_cands = NULL, **recompute_cands = NULL;
+  int ncands = 0, nshared = 0, nrecompute = 0;
   s->roots = mem_alloc(((size_t)n + 1) * sizeof *s->roots);
   uop *sink = uop_new(OP_SINK, TG_BOOL, n, outs, (uop_arg){.i = -2}, 0, NULL);
   if (!sink || !s->roots || !(sink = rewrite_reductions(sink, &rewritten))) goto nomem;
@@ -276,7 +332,8 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
   int nn;
   order = uop_toposort_filtered(sink, enter_no_storage, NULL, &nn);
   if (!order || !(cands = mem_alloc(((size_t)nn + 1) * sizeof *cands)) ||
-      !(shared_cands = mem_alloc(((size_t)nn + 1) * sizeof *shared_cands)))
+      !(shared_cands = mem_alloc(((size_t)nn + 1) * sizeof *shared_cands)) ||
+      !(recompute_cands = mem_alloc(((size_t)nn + 1) * sizeof *recompute_cands)))
     goto nomem;
   static char yes;
   for (int i = 0; i < n; i++)
@@ -327,6 +384,9 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
       if (by_sharing && !broadcast && !pad_grown && u->op != OP_CONTIGUOUS && !umap_get(&viewed, u) &&
           !umap_get(&moved, u))
         shared_cands[nshared++] = u;
+      if (by_sharing && !broadcast && !pad_grown && !widened && u->op != OP_CONTIGUOUS && !umap_get(&viewed, u) &&
+          !umap_get(&moved, u))
+        recompute_cands[nrecompute++] = u;
     }
     /* the values a MAX reduce compares are stored when they come from a reduce: recomputed in another
      * kernel with another summation order they differ in the last bit, and the gradient's x == max(x)
@@ -351,6 +411,7 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
       for (int k = 0; k < (u->op == OP_PAD ? 1 : u->nsrc); k++)
         if (!umap_put(&padded, u->src[k], &yes)) goto nomem;
   }
+  if (!recompute_cheap(&realized, recompute_cands, nrecompute)) goto nomem;
   if ((st = fuse_into_readers(order, nn, sink, &realized, cands, ncands, row_fusable)) != TG_OK ||
       (st = fuse_into_readers(order, nn, sink, &realized, shared_cands, nshared, epilogue_only)) != TG_OK)
     goto out;
@@ -382,6 +443,7 @@ out:
   free(order);
   free(cands);
   free(shared_cands);
+  free(recompute_cands);
   umap_free(&realized);
   umap_free(&expanded);
   umap_free(&padded);

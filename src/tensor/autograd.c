@@ -213,8 +213,11 @@ static uop *g_custom(void *ctx, uop *u, uop **cap) {
   /* the rules that give src[0] (the value, built from the other sources) nothing */
   if (u->arg.i == CG_POW && u->nsrc == 3) return pow_grads(c, u);
   if (u->arg.i == CG_RELU && u->nsrc == 2) {
-    uop *x = u->src[1], *zero = mk_const_like(c->g, 0);
-    c->out[1] = mk_where(mk_binary(OP_CMPLT, mk_const_like(x, 0), x), c->g, zero);
+    /* the mask from the output: relu(x) > 0 exactly where x > 0 (NaN and -0 included). The output is kept for
+     * the next layer's weight gradient anyway; read from x, the backward kept x too (a second activation-sized
+     * buffer per relu), and x's producer (a convolution) could not take the relu into its own kernel */
+    uop *zero = mk_const_like(c->g, 0);
+    c->out[1] = mk_where(mk_binary(OP_CMPLT, mk_const_like(u, 0), u), c->g, zero);
     return c->out[1] ? done() : NULL;
   }
   if (u->arg.i == CG_SIGMOID && u->nsrc == 2) {

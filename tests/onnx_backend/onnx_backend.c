@@ -6,7 +6,11 @@
  * Every test directory (test_*) under DIR (default $ONNX_TESTDATA, else /usr/share/libonnx-testdata/data; in
  * DIR itself and in its node/, pytorch-converted/, pytorch-operator/ and simple/) whose name contains one of
  * the FILTERs runs: model.onnx on each test_data_set_*'s input_K.pb, compared with output_K.pb (same dtype and
- * shape; floats within rtol 1e-3, atol 1e-7 with NaN equal to NaN; integers and bools exactly). One line per
+ * shape; floats within rtol 1e-3, atol 1e-7 with NaN equal to NaN; integers and bools exactly). DIR/light holds
+ * the onnx wheel's model tests (light_NAME.onnx, run as test_NAME; the filter "light" selects them all): whole
+ * networks (ResNet-50, DenseNet-121, Inception, VGG-19, ...) with constant weights, on the input onnx's runner
+ * generates; their expected outputs are constant (a softmax of equal logits), so they check that a whole
+ * graph loads, runs and has the right shapes, not its arithmetic. One line per
  * test (pass / FAIL / unsupported and why), then a table per operator (a node test's operator is its model's
  * first node's) and "onnx backend: N passed, N failed, N unsupported of N".
  *
@@ -36,6 +40,8 @@ typedef struct test {
   char op[128];
   int result;
   char reason[512];
+  int light;     /* dir is light_NAME.onnx, its output beside it as light_NAME_output_K.pb, inputs generated */
+  double rtol;
 } test;
 
 typedef struct op_row { char op[128]; int n[3]; } op_row;
@@ -56,6 +62,50 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static test *tests;
 static int ntests, captests;
 
+static int wanted(const char *name, int nfilters, char **filters) {
+  int keep = nfilters == 0;
+  for (int i = 0; i < nfilters && !keep; i++) keep = strstr(name, filters[i]) != NULL;
+  return keep;
+}
+
+static test *new_test(const char *name, const char *dir) {
+  if (ntests == captests) {
+    captests = captests ? captests * 2 : 256;
+    tests = realloc(tests, (size_t)captests * sizeof *tests);
+    if (!tests) exit(2);
+  }
+  test *t = &tests[ntests++];
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  snprintf(t->dir, sizeof t->dir, "%s", dir);
+  t->rtol = 1e-3;
+  return t;
+}
+
+/* onnx's "light" model tests (the onnx wheel's backend/test/data/light): light_NAME.onnx with constant
+ * weights and its output light_NAME_output_0.pb, for the input onnx's runner generates (arange(n) / n in the
+ * declared shape, a named dimension 1); the tolerances of onnx's model test cases */
+static void add_light_tests(const char *dir, int nfilters, char **filters) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t n = strlen(e->d_name);
+    if (strncmp(e->d_name, "light_", 6) || n < 12 || strcmp(e->d_name + n - 5, ".onnx") || n + strlen(dir) > 4000)
+      continue;
+    char name[256], p[4400], out[4500];
+    snprintf(name, sizeof name, "test_%.*s", (int)(n - 11), e->d_name + 6);
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    snprintf(out, sizeof out, "%.*s_output_0.pb", (int)(strlen(p) - 5), p);
+    if (!is_file(p) || !is_file(out) || !(wanted(name, nfilters, filters) || wanted(e->d_name, nfilters, filters)))
+      continue;
+    test *t = new_test(name, p);
+    t->light = 1;
+    if (strstr(name, "densenet121")) t->rtol = 2e-3;
+  }
+  closedir(d);
+}
+
 static void add_tests(const char *dir, int nfilters, char **filters) {
   DIR *d = opendir(dir);
   if (!d) return;
@@ -66,27 +116,21 @@ static void add_tests(const char *dir, int nfilters, char **filters) {
     if (strlen(dir) + strlen(e->d_name) + 2 > 4096) continue;
     snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
     snprintf(model, sizeof model, "%s/model.onnx", p);
-    if (!is_dir(p) || !is_file(model)) continue;
-    int keep = nfilters == 0;
-    for (int i = 0; i < nfilters && !keep; i++) keep = strstr(e->d_name, filters[i]) != NULL;
-    if (!keep) continue;
-    if (ntests == captests) {
-      captests = captests ? captests * 2 : 256;
-      tests = realloc(tests, (size_t)captests * sizeof *tests);
-      if (!tests) exit(2);
-    }
-    test *t = &tests[ntests++];
-    memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "%s", e->d_name);
-    snprintf(t->dir, sizeof t->dir, "%s", p);
+    if (!is_dir(p) || !is_file(model) || !wanted(e->d_name, nfilters, filters)) continue;
+    new_test(e->d_name, p);
   }
   closedir(d);
 }
 
 /* the first node's operator, read with the library's parser (whether or not tgc supports the model) */
+static void model_path(const test *t, char *model, size_t cap) {
+  if (t->light) snprintf(model, cap, "%s", t->dir);
+  else snprintf(model, cap, "%s/model.onnx", t->dir);
+}
+
 static void first_op(test *t) {
   char model[4500];
-  snprintf(model, sizeof model, "%s/model.onnx", t->dir);
+  model_path(t, model, sizeof model);
   snprintf(t->op, sizeof t->op, "?");
   onnx_map *f = onnx_map_file(model, "model");
   if (!f) return;
@@ -113,7 +157,7 @@ static void set(test *t, int r, const char *fmt, ...) {
 static int is_float(tg_dtype dt) { return dt == TG_FLOAT16 || dt == TG_BFLOAT16 || dt == TG_FLOAT32 || dt == TG_FLOAT64; }
 
 /* compares got with want; 0 if they match, else writes why into why */
-static int compare(tg_tensor *got, tg_tensor *want, char *why, size_t n) {
+static int compare(tg_tensor *got, tg_tensor *want, double rtol, char *why, size_t n) {
   if (tg_dtype_of(got) != tg_dtype_of(want)) {
     snprintf(why, n, "dtype %s, expected %s", tg_dtype_name(tg_dtype_of(got)), tg_dtype_name(tg_dtype_of(want)));
     return 1;
@@ -142,7 +186,7 @@ static int compare(tg_tensor *got, tg_tensor *want, char *why, size_t n) {
     int ok;
     if (fl) {
       double a = ((double *)gb)[i], b = ((double *)wb)[i];
-      ok = (isnan(a) && isnan(b)) || a == b || fabs(a - b) <= 1e-7 + 1e-3 * fabs(b);
+      ok = (isnan(a) && isnan(b)) || a == b || fabs(a - b) <= 1e-7 + rtol * fabs(b);
     } else {
       ok = ((int64_t *)gb)[i] == ((int64_t *)wb)[i];
     }
@@ -180,14 +224,73 @@ static int read_pbs(test *t, const char *dir, const char *prefix, tg_tensor **ts
   return k;
 }
 
+enum { CAP = 64 };
+
+/* onnx's generated input for a light model: arange(n) / n in float32, a dimension without a size 1 */
+static tg_tensor *light_input(const tg_onnx_io *io) {
+  if (io->dtype != TG_FLOAT32 || io->ndim < 0) return NULL;
+  int64_t shape[TG_MAX_DIMS], n = 1;
+  for (int d = 0; d < io->ndim; d++) n *= shape[d] = io->shape[d] > 0 ? io->shape[d] : 1;
+  return tg_reshape(tg_div(tg_arange(TG_FLOAT32, 0, (double)n, 1), tg_scalar(TG_FLOAT32, (double)n)), io->ndim, shape);
+}
+
+/* runs m on one data set: inputs in[0..nin) (by position), outputs compared with want[0..nwant) */
+static void run_set(test *t, tg_onnx *m, const char *label, int nin, tg_tensor **in, int nwant, tg_tensor **want) {
+  tg_tensor *got[CAP] = {0};
+  const char *names[CAP];
+  int ni = tg_onnx_num_inputs(m), no = tg_onnx_num_outputs(m);
+  if (nin > ni) nin = ni;   /* more files than inputs cannot be bound by position */
+  for (int k = 0; k < nin; k++) {
+    tg_onnx_io io;
+    tg_onnx_input(m, k, &io);
+    names[k] = io.name;
+  }
+  if (no > CAP || nwant != no) {
+    set(t, FAIL, "%s: the model has %d outputs, the data set %d", label, no, nwant);
+  } else if (tg_onnx_run(m, nin, names, in, got) != TG_OK) {
+    set(t, tg_error_status() == TG_ERR_ARG && strstr(tg_error(), "not supported") ? UNSUPPORTED : FAIL, "%s: run: %s",
+        label, tg_error());
+  } else if (no && tg_realize_many(no, got) != TG_OK) {
+    set(t, FAIL, "%s: realize: %s", label, tg_error());
+  } else {
+    for (int k = 0; k < no && t->result == PASS; k++) {
+      char why[400];
+      if (compare(got[k], want[k], t->rtol, why, sizeof why)) set(t, FAIL, "%s: output %d: %s", label, k, why);
+    }
+  }
+}
+
+static void run_light(test *t, tg_onnx *m) {
+  char dir[4400], prefix[512];
+  const char *slash = strrchr(t->dir, '/'), *base = slash ? slash + 1 : t->dir;
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - t->dir) : 1, slash ? t->dir : ".");
+  snprintf(prefix, sizeof prefix, "%.*s_output", (int)(strlen(base) - 5), base);
+  set(t, PASS, "generated input");
+  tg_tensor *in[CAP] = {0}, *want[CAP] = {0};
+  tg_scope_begin();
+  int nin = tg_onnx_num_inputs(m), nwant = read_pbs(t, dir, prefix, want, CAP);
+  for (int k = 0; k < nin && k < CAP && t->result == PASS; k++) {
+    tg_onnx_io io;
+    tg_onnx_input(m, k, &io);
+    if (!(in[k] = light_input(&io))) set(t, FAIL, "input %d '%s': no generated input for %s", k, io.name, tg_dtype_name(io.dtype));
+  }
+  if (t->result == PASS && nwant >= 0) run_set(t, m, "light", nin, in, nwant, want);
+  tg_scope_end();
+}
+
 static void run_test(test *t) {
   char model[4500];
-  snprintf(model, sizeof model, "%s/model.onnx", t->dir);
+  model_path(t, model, sizeof model);
   first_op(t);
   tg_error_clear();
   tg_onnx *m = tg_onnx_load(model);
   if (!m) {
     set(t, tg_error_status() == TG_ERR_ARG ? UNSUPPORTED : FAIL, "load: %s", tg_error());
+    return;
+  }
+  if (t->light) {
+    run_light(t, m);
+    tg_onnx_free(m);
     return;
   }
   DIR *d = opendir(t->dir);
@@ -203,33 +306,10 @@ static void run_test(test *t) {
   for (int s = 0; s < nsets && t->result == PASS; s++) {
     char sd[4500];
     snprintf(sd, sizeof sd, "%s/%s", t->dir, sets[s]);
-    enum { CAP = 64 };
-    tg_tensor *in[CAP] = {0}, *want[CAP] = {0}, *got[CAP] = {0};
-    const char *names[CAP];
+    tg_tensor *in[CAP] = {0}, *want[CAP] = {0};
     tg_scope_begin();
     int nin = read_pbs(t, sd, "input", in, CAP), nwant = nin < 0 ? -1 : read_pbs(t, sd, "output", want, CAP);
-    if (nin >= 0 && nwant >= 0) {
-      int ni = tg_onnx_num_inputs(m), no = tg_onnx_num_outputs(m);
-      if (nin > ni) nin = ni;   /* more files than inputs cannot be bound by position */
-      for (int k = 0; k < nin; k++) {
-        tg_onnx_io io;
-        tg_onnx_input(m, k, &io);
-        names[k] = io.name;
-      }
-      if (no > CAP || nwant != no) {
-        set(t, FAIL, "%s: the model has %d outputs, the data set %d", sets[s], no, nwant);
-      } else if (tg_onnx_run(m, nin, names, in, got) != TG_OK) {
-        set(t, tg_error_status() == TG_ERR_ARG && strstr(tg_error(), "not supported") ? UNSUPPORTED : FAIL, "%s: run: %s",
-            sets[s], tg_error());
-      } else if (no && tg_realize_many(no, got) != TG_OK) {
-        set(t, FAIL, "%s: realize: %s", sets[s], tg_error());
-      } else {
-        for (int k = 0; k < no && t->result == PASS; k++) {
-          char why[400];
-          if (compare(got[k], want[k], why, sizeof why)) set(t, FAIL, "%s: output %d: %s", sets[s], k, why);
-        }
-      }
-    }
+    if (nin >= 0 && nwant >= 0) run_set(t, m, sets[s], nin, in, nwant, want);
     tg_scope_end();
   }
   for (int s = 0; s < nsets; s++) free(sets[s]);
@@ -297,6 +377,9 @@ int main(int argc, char **argv) {
     snprintf(p, sizeof p, "%s%s%s", data, subs[s][0] ? "/" : "", subs[s]);
     add_tests(p, nfilters, filters);
   }
+  char light[4096];
+  snprintf(light, sizeof light, "%s/light", data);
+  add_light_tests(light, nfilters, filters);
   if (!ntests) {
     printf("onnx backend: no tests found under %s (in it or its node/, pytorch-converted/, pytorch-operator/, simple/)%s: skipped\n",
            data, nfilters ? " matching the filters" : "");
