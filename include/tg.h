@@ -949,7 +949,8 @@ tg_tokenizer *tg_tokenizer_load(const char *path, int64_t vocab_size);
  * points (or byte tokens, <unk> when the vocabulary has none), then merges of the best-scoring pair, as
  * llama2.c's encode and llama.cpp do it. BPE: the pre-tokenizer's words, each merged by rank. Text spelling
  * a control token is plain text (a user-defined token's text becomes that token, as in llama.cpp); invalid
- * UTF-8 is kept byte for byte. Needs cap >= strlen(text) + 3; returns the count, negative (a tg_status) on
+ * UTF-8 is kept byte for byte. Needs cap >= strlen(text) + 3 (more only for SPM text holding one-byte special
+ * tokens, a space prefix after each: TG_ERR_ARG says how many); returns the count, negative (a tg_status) on
  * error */
 int64_t tg_tokenizer_encode(const tg_tokenizer *t, const char *text, bool bos, bool eos, int32_t *tokens, int64_t cap);
 /* the text of token following prev: SPM drops the space prefix after BOS and gives <0xNN> as that byte; BPE
@@ -962,14 +963,16 @@ void tg_tokenizer_free(tg_tokenizer *t);             /* NULL is fine */
 typedef struct tg_gguf tg_gguf;  /* a GGUF reader (see "GGUF files" below) */
 /* a tokenizer from a GGUF file's tokenizer.ggml.* metadata: model "llama" (SentencePiece-style: token scores,
  * byte fallback <0xNN>, add_space_prefix) or "gpt2" (byte-level BPE with tokenizer.ggml.merges and the
- * pre-tokenizer tokenizer.ggml.pre names: "llama-bpe"/"llama3", "qwen2"/"deepseek-r1-qwen", "default"/"gpt2").
- * NULL with TG_ERR_IO/TG_ERR_ARG naming what is missing or unsupported. Independent of g afterwards (copies). */
+ * pre-tokenizer tokenizer.ggml.pre names, as llama.cpp reads them: "llama-bpe"/"llama3"/"llama-v3",
+ * "qwen2"/"deepseek-r1-qwen", "gpt-2"/"gpt2", "default" or none: llama.cpp's default). NULL with
+ * TG_ERR_IO/TG_ERR_ARG naming what is missing or unsupported. Independent of g afterwards (copies). */
 tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g);
 /* as tg_tokenizer_encode, but text that spells a special (control/user-defined) token, e.g. "<|im_start|>",
  * becomes that token (chat templates need this; the longest one where several begin at the same byte); no EOS */
 int64_t tg_tokenizer_encode_special(const tg_tokenizer *t, const char *text, bool bos, int32_t *tokens, int64_t cap);
-int32_t tg_tokenizer_bos(const tg_tokenizer *t);   /* the BOS id, -1 if none (llama2.c files: 1) */
-int32_t tg_tokenizer_eos(const tg_tokenizer *t);   /* the EOS id, -1 if none (llama2.c files: 2) */
+/* the BOS id, -1 if none (llama2.c files, and SPM GGUFs without tokenizer.ggml.bos_token_id as in llama.cpp: 1) */
+int32_t tg_tokenizer_bos(const tg_tokenizer *t);
+int32_t tg_tokenizer_eos(const tg_tokenizer *t);   /* the EOS id, -1 if none (llama2.c files, SPM GGUFs: 2) */
 /* whether a prompt starts with BOS: tokenizer.ggml.add_bos_token, else llama.cpp's default (SPM and llama3:
  * yes; llama2.c files: yes); false for NULL */
 bool tg_tokenizer_add_bos(const tg_tokenizer *t);

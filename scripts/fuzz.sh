@@ -33,6 +33,7 @@ max_len() {
   case "$1" in
     llama) echo 8192 ;;       # a checkpoint must be exactly as long as its header says: room for small models
     tokenizer) echo 8192 ;;   # 256 byte tokens and some merges
+    tokenizer_gguf) echo 8192 ;;  # the same, as GGUF strings
     digits) echo 4096 ;;      # rows of 65 numbers
     onnx) echo 4096 ;;        # small models with a subgraph or two
     *) echo 2048 ;;           # safetensors headers and IDX pairs

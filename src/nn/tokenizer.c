@@ -9,25 +9,32 @@
 #include "nn/tokenizer.h"
 #include "uop/uop.h"
 
-static int piece_cmp(const void *a, const void *b) {
-  const piece *x = a, *y = b;
-  int32_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(x->s, y->s, (size_t)n);
-  return c ? c : (x->len > y->len) - (x->len < y->len);
+/* FNV-1a, then splitmix64's finalizer so that the low bits the table masks depend on every byte */
+static uint64_t piece_hash(const char *s, int32_t len) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (int32_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001B3ull;
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  return h ^ (h >> 31);
 }
 
+/* a hash table, not a binary search of sorted pieces: loading Llama 3's vocabulary looks up 840000 pieces
+ * (its merges), each a cache miss or two instead of 17 */
 int32_t tok_lookup(const tg_tokenizer *t, const char *s, int32_t len) {
   if (len > t->max_len) return -1;
-  piece key = {s, len, 0};
-  const piece *p = bsearch(&key, t->sorted, (size_t)t->vocab, sizeof *p, piece_cmp);
-  return p ? p->id : -1;
+  uint64_t mask = (uint64_t)t->nindex - 1;
+  for (uint64_t h = piece_hash(s, len) & mask;; h = (h + 1) & mask) {
+    int32_t id = t->index[h];
+    if (id < 0) return -1;
+    if (t->pieces[id].len == len && !memcmp(t->pieces[id].s, s, (size_t)len)) return id;
+  }
 }
 
 void tg_tokenizer_free(tg_tokenizer *t) {
   if (!t) return;
   free(t->bytes);
   free(t->pieces);
-  free(t->sorted);
+  free(t->index);
   free(t->scores);
   free(t->type);
   free(t->special);
@@ -42,13 +49,14 @@ tg_tokenizer *tok_alloc(const char *op, int64_t vocab, size_t text_bytes) {
     t->vocab = vocab;
     t->bos = t->eos = t->unk = -1;
     t->pieces = mem_calloc((size_t)vocab, sizeof *t->pieces);
-    t->sorted = mem_calloc((size_t)vocab, sizeof *t->sorted);
+    for (t->nindex = 16; t->nindex < 2 * vocab; t->nindex *= 2) {}
+    t->index = mem_alloc((size_t)t->nindex * sizeof *t->index);
     t->scores = mem_calloc((size_t)vocab, sizeof *t->scores);
     t->type = mem_calloc((size_t)vocab, sizeof *t->type);
     t->eog = mem_calloc((size_t)vocab, sizeof *t->eog);
     t->bytes = mem_alloc(text_bytes + (size_t)vocab + 1);  /* the pieces plus their NULs */
   }
-  if (!t || !t->pieces || !t->sorted || !t->scores || !t->type || !t->eog || !t->bytes) {
+  if (!t || !t->pieces || !t->index || !t->scores || !t->type || !t->eog || !t->bytes) {
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory for %lld tokens", op, (long long)vocab);
     tg_tokenizer_free(t);
     return NULL;
@@ -66,14 +74,27 @@ static int special_cmp(const void *a, const void *b) {
   return x->len != y->len ? (x->len < y->len) - (x->len > y->len) : (x->id > y->id) - (x->id < y->id);
 }
 
+/* a control or user-defined token with text */
+static bool is_special(const tg_tokenizer *t, int64_t i) {
+  return (t->type[i] == TOK_CONTROL || t->type[i] == TOK_USER) && t->pieces[i].len;
+}
+
 bool tok_finish(tg_tokenizer *t, const char *op) {
   t->max_len = 0;
   for (int64_t i = 0; i < t->vocab; i++)
     if (t->pieces[i].len > t->max_len) t->max_len = t->pieces[i].len;
-  memcpy(t->sorted, t->pieces, (size_t)t->vocab * sizeof *t->sorted);
-  qsort(t->sorted, (size_t)t->vocab, sizeof *t->sorted, piece_cmp);
+  /* pieces spelled alike (rare: a control token and a normal one) are found as the lowest id */
+  uint64_t mask = (uint64_t)t->nindex - 1;
+  for (int64_t i = 0; i < t->nindex; i++) t->index[i] = -1;
+  for (int64_t i = 0; i < t->vocab; i++) {
+    const piece *p = &t->pieces[i];
+    if (tok_lookup(t, p->s, p->len) >= 0) continue;
+    uint64_t h = piece_hash(p->s, p->len) & mask;
+    while (t->index[h] >= 0) h = (h + 1) & mask;
+    t->index[h] = (int32_t)i;
+  }
   int32_t ns = 0;
-  for (int64_t i = 0; i < t->vocab; i++) ns += (t->type[i] == TOK_CONTROL || t->type[i] == TOK_USER) && t->pieces[i].len;
+  for (int64_t i = 0; i < t->vocab; i++) ns += is_special(t, i);
   if (ns) {
     t->special = mem_alloc((size_t)ns * sizeof *t->special);
     if (!t->special) {
@@ -81,8 +102,9 @@ bool tok_finish(tg_tokenizer *t, const char *op) {
       return false;
     }
     for (int64_t i = 0; i < t->vocab; i++)
-      if ((t->type[i] == TOK_CONTROL || t->type[i] == TOK_USER) && t->pieces[i].len) t->special[t->nspecial++] = t->pieces[i];
+      if (is_special(t, i)) t->special[t->nspecial++] = t->pieces[i];
     qsort(t->special, (size_t)ns, sizeof *t->special, special_cmp);
+    for (int32_t i = 0; i < ns; i++) t->special_first[(unsigned char)t->special[i].s[0]] = true;
   }
   if (t->eos >= 0) t->eog[t->eos] = true;
   return true;
@@ -98,6 +120,7 @@ int tok_byte_piece(const piece *p) {
 
 /* the special token text[at...] begins with (the longest), NULL if none */
 static const piece *special_at(const tg_tokenizer *t, const char *text, int64_t at, int64_t len, bool control) {
+  if (!t->special_first[(unsigned char)text[at]]) return NULL;
   for (int32_t i = 0; i < t->nspecial; i++) {
     const piece *p = &t->special[i];
     if (p->len <= len - at && !memcmp(text + at, p->s, (size_t)p->len) && (control || t->type[p->id] == TOK_USER))
@@ -106,9 +129,17 @@ static const piece *special_at(const tg_tokenizer *t, const char *text, int64_t 
   return NULL;
 }
 
-/* the tokens of text between special tokens (user-defined ones always, as llama.cpp; control ones when
- * `control`): each stretch of plain text goes to the encoder of the kind; SPM's space prefix starts the text
- * and follows every special token, as llama.cpp does it */
+/* the end of the plain text from at (up to the next special token, user-defined ones always, as llama.cpp;
+ * control ones when `control`) and that token into *sp (NULL at the end of the text) */
+static int64_t next_special(const tg_tokenizer *t, const char *text, int64_t at, int64_t len, bool control,
+                            const piece **sp) {
+  *sp = NULL;
+  while (at < len && !(t->nspecial && (*sp = special_at(t, text, at, len, control)))) at++;
+  return at;
+}
+
+/* the tokens of text: each stretch of plain text goes to the encoder of the kind, each special token is itself;
+ * SPM's space prefix starts the text and follows every special token, as llama.cpp does it */
 static int64_t encode(const char *op, const tg_tokenizer *t, const char *text, bool bos, bool eos, bool control,
                       int32_t *tokens, int64_t cap) {
   if (!t || !text || !tokens) {
@@ -120,41 +151,39 @@ static int64_t encode(const char *op, const tg_tokenizer *t, const char *text, b
     tg_set_error(TG_ERR_ARG, "%s: a text of %lld bytes is longer than 2^28", op, (long long)len);
     return TG_ERR_ARG;
   }
-  if (cap < 0 || cap < len + 3) {  /* BOS, the space prefix, a token per byte at most, EOS */
-    tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens; a text of %lld bytes may need %lld", op, (long long)cap,
-                 (long long)len, (long long)len + 3);
+  /* the most tokens: BOS, EOS, a token per byte at most, a prefix per stretch of SPM text, a token per special
+   * (len + 3 unless one-byte specials, each with a prefix after it, are in the text) */
+  int64_t need = (bos && t->bos >= 0) + (eos && t->eos >= 0) + len, nspecial = 0, nprefix = 0;
+  const piece *sp;
+  for (int64_t at = 0; at < len; at += sp ? sp->len : 0) {
+    int64_t end = next_special(t, text, at, len, control, &sp);
+    nprefix += end > at && t->kind == TOK_SPM && t->add_space_prefix;
+    if (sp) need += 1 - sp->len;
+    nspecial += sp != NULL;
+    at = end;
+  }
+  need += nprefix;
+  if (need < len + 3) need = len + 3;
+  if (cap < need) {
+    tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens; a text of %lld bytes%s may need %lld", op, (long long)cap,
+                 (long long)len, nspecial ? " with special tokens" : "", (long long)need);
     return TG_ERR_ARG;
   }
   int64_t n = 0;
   if (bos && t->bos >= 0) tokens[n++] = t->bos;
   bool prefix = true;
-  for (int64_t at = 0; at < len;) {
-    int64_t end = at;
-    const piece *sp = NULL;
-    while (end < len && !(t->nspecial && (sp = special_at(t, text, end, len, control)))) end++;
+  for (int64_t at = 0; at < len; at += sp ? sp->len : 0) {
+    int64_t end = next_special(t, text, at, len, control, &sp);
     if (end > at) {
-      /* each special token is at least a byte, so only the prefixes after one-byte specials can run over */
-      if (n + (end - at) + 2 > cap) {
-        tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens is not enough for this text's special tokens", op,
-                     (long long)cap);
-        return TG_ERR_ARG;
-      }
-      tg_status st = t->kind == TOK_SPM ? tok_spm_encode(t, text + at, end - at, prefix && t->add_space_prefix, tokens, &n)
+      bool pre = prefix && t->add_space_prefix;
+      tg_status st = t->kind == TOK_SPM ? tok_spm_encode(t, text + at, end - at, pre, tokens, &n)
                                         : tok_bpe_encode(t, text + at, end - at, tokens, &n);
       if (st != TG_OK) {
         tg_set_error(st, "%s: out of memory", op);
         return st;
       }
     }
-    if (sp) {
-      if (n + 2 > cap) {
-        tg_set_error(TG_ERR_ARG, "%s: room for %lld tokens is not enough for this text's special tokens", op,
-                     (long long)cap);
-        return TG_ERR_ARG;
-      }
-      tokens[n++] = sp->id;
-      end += sp->len;
-    }
+    if (sp) tokens[n++] = sp->id;
     prefix = sp != NULL;
     at = end;
   }

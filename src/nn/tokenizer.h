@@ -8,7 +8,7 @@
 
 typedef enum tok_kind { TOK_SPM, TOK_BPE } tok_kind;
 /* the pre-tokenizer regexes of byte-level BPE vocabularies (tokenizer_pre.c) */
-typedef enum tok_pre { TOK_PRE_GPT2, TOK_PRE_LLAMA3, TOK_PRE_QWEN2 } tok_pre;
+typedef enum tok_pre { TOK_PRE_GPT2, TOK_PRE_LLAMA3, TOK_PRE_QWEN2, TOK_PRE_DEFAULT } tok_pre;
 /* llama.cpp's token types (tokenizer.ggml.token_type) */
 enum { TOK_NORMAL = 1, TOK_UNKNOWN = 2, TOK_CONTROL = 3, TOK_USER = 4, TOK_UNUSED = 5, TOK_BYTE = 6 };
 
@@ -25,24 +25,27 @@ struct tg_tokenizer {
   int32_t max_len;        /* the longest piece, in bytes */
   char *bytes;            /* every piece, NUL-terminated, back to back */
   piece *pieces;          /* by id */
-  piece *sorted;          /* by bytes, for lookups */
+  int32_t *index;         /* ids by a hash of their bytes (open addressing, -1 empty; tok_lookup) */
+  int64_t nindex;         /* its slots, a power of two at least twice the vocabulary */
   float *scores;          /* SPM: a merge's priority (higher first) */
   uint8_t *type;          /* TOK_NORMAL ... per id */
   int32_t bos, eos, unk;  /* -1 when absent */
   bool add_bos, add_space_prefix, ignore_merges;
-  bool fold_u2581;        /* SPM from a GGUF: "▁" in a text is a space (the file's pieces spell spaces so) */
+  bool fold_u2581;        /* SPM from a GGUF (llama.cpp's rules): "▁" in a text is a space (the file's pieces
+                           * spell spaces so), a lead byte says how long its symbol is */
   int32_t byte_id[256];   /* SPM byte fallback <0xNN>; BPE the token of each single byte; -1 if none */
   piece *special;         /* control and user-defined tokens, longest first, for encode_special */
   int32_t nspecial;
+  bool special_first[256];  /* the first bytes of the specials: the split looks for one only at these */
   bool *eog;              /* per id: ends generation */
   tok_merge *merges;      /* BPE: nmerge_slots slots (a power of two), left -1 when empty */
   int64_t nmerge_slots;
   char raw[256][2];       /* the one-byte strings <0xNN> tokens decode to */
 };
 
-/* a new empty tokenizer for vocab tokens (pieces, sorted, scores, type, eog allocated), NULL on no memory */
+/* a new empty tokenizer for vocab tokens (pieces, index, scores, type, eog allocated), NULL on no memory */
 tg_tokenizer *tok_alloc(const char *op, int64_t vocab, size_t text_bytes);
-/* sorts the lookup table, fills byte_id and the specials once the pieces are in; false on no memory */
+/* fills the lookup table and the specials once the pieces are in; false on no memory */
 bool tok_finish(tg_tokenizer *t, const char *op);
 /* the id of the piece with exactly these bytes, -1 if none */
 int32_t tok_lookup(const tg_tokenizer *t, const char *s, int32_t len);
@@ -61,10 +64,11 @@ tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g);
 /* a symbol of the merge loop: bytes [start, start + len) of the text (len 0: merged away), its token (-1 if
  * none), its neighbours (-1 at the ends) */
 typedef struct tok_sym { int32_t start, len, prev, next, id; } tok_sym;
-/* a pair of symbols that can merge: higher prio first, then the leftmost; size: the two lengths when pushed */
-typedef struct tok_pair { double prio; int32_t left, right, size, result; } tok_pair;
+/* a pair of symbols that can merge, the left one and its next: higher prio first, then the leftmost; size: the
+ * two lengths when pushed (16 bytes: the heap of a long text is most of the merge loop's memory traffic) */
+typedef struct tok_pair { float prio; int32_t left, size, result; } tok_pair;
 /* whether symbols a, b (adjacent, of text) merge, with what priority into which token */
-typedef bool (*tok_pair_fn)(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, double *prio,
+typedef bool (*tok_pair_fn)(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, float *prio,
                             int32_t *result);
 /* merges sym[0, n) (linked in order) best pair first until no pair merges; sym[0] stays the first; TG_OK or
  * TG_ERR_NOMEM */

@@ -3,8 +3,9 @@
  * pair with the lowest merge rank merges (the leftmost on ties) until no pair has a merge. With ignore_merges
  * (llama3) a word that is a token is that token, merged or not, as HF tokenizers and llama.cpp do.
  *
- * The merge loop is tokenizer_merge.c's. The file spells every byte as a printable character (GPT-2's bytes_to_unicode: "Ġ" for a space); the
- * tokenizer keeps the bytes themselves, so the merges table maps pairs of token ids, and decoding is a copy.
+ * The merge loop is tokenizer_merge.c's. The file spells every byte as a printable character (GPT-2's
+ * bytes_to_unicode: "Ġ" for a space); the tokenizer keeps the bytes themselves, so the merges table maps pairs
+ * of token ids, and decoding is a copy.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +39,12 @@ int32_t tok_bpe_unmap(const char *s, int64_t len, char *out) {
   return n;
 }
 
+/* splitmix64's finalizer of the pair: every bit of both ids reaches the low bits the table masks */
 static uint64_t merge_hash(int32_t a, int32_t b) {
-  uint64_t h = (uint64_t)(uint32_t)a * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uint32_t)b * 0xC2B2AE3D27D4EB4Full;
-  return h ^ (h >> 29);
+  uint64_t h = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  return h ^ (h >> 31);
 }
 
 /* the merge of tokens a, b, NULL if none */
@@ -67,7 +71,7 @@ tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g) {
   int64_t slots = 16;
   while (slots < 2 * n) slots *= 2;
   t->merges = mem_alloc((size_t)slots * sizeof *t->merges);
-  char *buf = mem_alloc(2 * (size_t)t->max_len + 8);
+  char *buf = mem_alloc(4 * (size_t)t->max_len + 8);  /* both sides unmapped, each at most 2 max_len bytes */
   if (!t->merges || !buf) {
     free(buf);
     tg_set_error(TG_ERR_NOMEM, "%s: out of memory for %lld merges", op, (long long)n);
@@ -86,7 +90,8 @@ tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g) {
       return TG_ERR_IO;
     }
     int64_t la = sp - s, lb = (int64_t)len - la - 1;
-    if (la > t->max_len * 2 || lb > t->max_len * 2) continue;  /* longer than any token spelled out: no merge */
+    /* a token's spelling is at most twice its bytes (two-byte characters): longer sides are no tokens */
+    if (la > (int64_t)t->max_len * 2 || lb > (int64_t)t->max_len * 2) continue;
     int32_t na = tok_bpe_unmap(s, la, buf), nb = tok_bpe_unmap(sp + 1, lb, buf + na);
     int32_t a = tok_lookup(t, buf, na), b = tok_lookup(t, buf + na, nb), r = tok_lookup(t, buf, na + nb);
     /* a merge of parts or into a result outside the vocabulary can never apply to tokens: skipped */
@@ -100,11 +105,11 @@ tg_status tok_bpe_merges(tg_tokenizer *t, const tg_gguf *g) {
 }
 
 /* a pair merges as the merges table says, the lowest rank first */
-static bool bpe_pair(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, double *prio,
+static bool bpe_pair(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, float *prio,
                      int32_t *result) {
   const tok_merge *m = merge_find(t, a->id, b->id);
   if (!m) return false;
-  *prio = -(double)m->rank;
+  *prio = -(float)m->rank;  /* exact: ranks are below 2^24 */
   *result = m->result;
   return true;
 }
@@ -119,7 +124,8 @@ static tg_status encode_word(const tg_tokenizer *t, const char *text, int64_t le
       return TG_OK;
     }
   }
-  for (int32_t i = 0; i < len; i++) sym[i] = (tok_sym){i, 1, i - 1, i + 1 < len ? i + 1 : -1, t->byte_id[(unsigned char)text[i]]};
+  for (int32_t i = 0; i < len; i++)
+    sym[i] = (tok_sym){i, 1, i - 1, i + 1 < len ? i + 1 : -1, t->byte_id[(unsigned char)text[i]]};
   if (tok_merge_symbols(t, text, sym, len, bpe_pair) != TG_OK) return TG_ERR_NOMEM;
   /* a symbol is a token, or a byte without one: <unk> if the vocabulary has it, else dropped (llama.cpp) */
   for (int32_t i = 0; i >= 0; i = sym[i].next) {

@@ -14,15 +14,16 @@
 
 static const char *op = "tg_tokenizer_from_gguf";
 
-/* an optional integer key into *out (unchanged when absent); false with an error for a bad value */
+/* an optional token id key into *out: unchanged when absent or outside the vocabulary (llama.cpp keeps its
+ * default then); false with an error when it is not an integer */
 static bool opt_id(const tg_gguf *g, const char *key, int64_t vocab, int32_t *out) {
   if (tg_gguf_kv_type(g, key) == TG_GGUF_NONE) return true;
   int64_t v;
-  if (tg_gguf_get_int(g, key, &v) != TG_OK || v < -1 || v >= vocab) {
-    tg_set_error(TG_ERR_IO, "%s: %s is not a token id in [0, %lld)", op, key, (long long)vocab);
+  if (tg_gguf_get_int(g, key, &v) != TG_OK) {
+    tg_set_error(TG_ERR_IO, "%s: %s is not an integer", op, key);
     return false;
   }
-  *out = (int32_t)v;
+  if (v >= 0 && v < vocab) *out = (int32_t)v;
   return true;
 }
 
@@ -68,17 +69,20 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
   }
   bool spm = !strcmp(model, "llama"), bpe = !strcmp(model, "gpt2");
   if (!spm && !bpe) {
-    tg_set_error(TG_ERR_ARG, "%s: tokenizer.ggml.model '%.64s' is not supported (\"llama\" and \"gpt2\" are)", op, model);
+    tg_set_error(TG_ERR_ARG, "%s: tokenizer.ggml.model '%.64s' is not supported (\"llama\" and \"gpt2\" are)", op,
+                 model);
     return NULL;
   }
-  tok_pre pre = TOK_PRE_GPT2;
+  /* llama.cpp's names (llama-vocab.cpp) of the pre-tokenizers written here; none: its "default" */
+  tok_pre pre = TOK_PRE_DEFAULT;
   if (bpe && tg_gguf_kv_type(g, "tokenizer.ggml.pre") != TG_GGUF_NONE) {
     const char *p = tg_gguf_get_string(g, "tokenizer.ggml.pre", NULL);
-    if (p && (!strcmp(p, "llama-bpe") || !strcmp(p, "llama3"))) pre = TOK_PRE_LLAMA3;
+    if (p && (!strcmp(p, "llama-bpe") || !strcmp(p, "llama3") || !strcmp(p, "llama-v3"))) pre = TOK_PRE_LLAMA3;
     else if (p && (!strcmp(p, "qwen2") || !strcmp(p, "deepseek-r1-qwen"))) pre = TOK_PRE_QWEN2;
-    else if (!p || (strcmp(p, "default") && strcmp(p, "gpt2") && strcmp(p, "gpt-2"))) {
+    else if (p && (!strcmp(p, "gpt-2") || !strcmp(p, "gpt2"))) pre = TOK_PRE_GPT2;
+    else if (!p || strcmp(p, "default")) {
       tg_set_error(TG_ERR_ARG, "%s: the pre-tokenizer tokenizer.ggml.pre '%.64s' is not supported (llama-bpe, "
-                   "llama3, qwen2, deepseek-r1-qwen, default, gpt2 are)", op, p ? p : "(not a string)");
+                   "llama3, llama-v3, qwen2, deepseek-r1-qwen, gpt-2, gpt2, default are)", op, p ? p : "(not a string)");
       return NULL;
     }
   }
@@ -122,7 +126,10 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
     int64_t type = TOK_NORMAL;
     double score = 0;
     if ((ntypes >= 0 && tg_gguf_array_int(g, "tokenizer.ggml.token_type", i, &type) != TG_OK) ||
-        (nscores >= 0 && tg_gguf_array_float(g, "tokenizer.ggml.scores", i, &score) != TG_OK)) goto fail;
+        (nscores >= 0 && tg_gguf_array_float(g, "tokenizer.ggml.scores", i, &score) != TG_OK)) {
+      tg_set_error(TG_ERR_IO, "%s: the type or score of token %lld is not a number", op, (long long)i);
+      goto fail;
+    }
     if (type < TOK_NORMAL || type > TOK_BYTE) type = TOK_NORMAL;  /* llama.cpp: undefined types are normal */
     t->type[i] = (uint8_t)type;
     t->scores[i] = (float)score;
@@ -147,14 +154,17 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
     t->pieces[i] = (piece){d, n, (int32_t)i};
     used += (size_t)n + 1;
   }
-  if (spm) t->unk = 0;
+  if (spm) {  /* llama.cpp's defaults for a SentencePiece vocabulary */
+    t->unk = 0;
+    t->bos = vocab > 1 ? 1 : -1;
+    t->eos = vocab > 2 ? 2 : -1;
+  }
   if (!opt_id(g, "tokenizer.ggml.bos_token_id", vocab, &t->bos) ||
       !opt_id(g, "tokenizer.ggml.eos_token_id", vocab, &t->eos) ||
       !opt_id(g, "tokenizer.ggml.unknown_token_id", vocab, &t->unk) ||
       !opt_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos) ||
       !opt_bool(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix))
     goto fail;
-  if (spm && vocab <= t->unk) t->unk = -1;
   int32_t eot = -1, eom = -1;
   if (!opt_id(g, "tokenizer.ggml.eot_token_id", vocab, &eot) || !opt_id(g, "tokenizer.ggml.eom_token_id", vocab, &eom))
     goto fail;
@@ -162,9 +172,10 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
   if (eot >= 0) t->eog[eot] = true;
   if (eom >= 0) t->eog[eom] = true;
   for (int32_t i = 0; i < t->nspecial; i++)
-    for (size_t k = 0; k < sizeof eog_texts / sizeof *eog_texts; k++)
-      if (t->special[i].len == (int32_t)strlen(eog_texts[k]) && !memcmp(t->special[i].s, eog_texts[k], strlen(eog_texts[k])))
-        t->eog[t->special[i].id] = true;
+    for (size_t k = 0; k < sizeof eog_texts / sizeof *eog_texts; k++) {
+      const piece *p = &t->special[i];
+      if (p->len == (int32_t)strlen(eog_texts[k]) && !memcmp(p->s, eog_texts[k], (size_t)p->len)) t->eog[p->id] = true;
+    }
   for (int b = 0; b < 256; b++) {
     if (spm) {  /* <0xNN> byte tokens, else the byte itself as a piece (llama.cpp's fallback) */
       char hex[8];
@@ -178,7 +189,6 @@ tg_tokenizer *tg_tokenizer_from_gguf(const tg_gguf *g) {
   if (bpe && tok_bpe_merges(t, g) != TG_OK) goto fail;
   return t;
 fail:
-  if (tg_error()[0] == 0) tg_set_error(TG_ERR_IO, "%s: a malformed tokenizer", op);
   tg_tokenizer_free(t);
   return NULL;
 }

@@ -43,7 +43,7 @@ static tok_pair pop(heap *h) {
 static void try_pair(const tg_tokenizer *t, const char *text, const tok_sym *sym, int32_t a, heap *h, tok_pair_fn fn) {
   if (a < 0 || sym[a].next < 0) return;
   int32_t b = sym[a].next;
-  tok_pair p = {0, a, b, sym[a].len + sym[b].len, -1};
+  tok_pair p = {0, a, sym[a].len + sym[b].len, -1};
   if (fn(t, text, &sym[a], &sym[b], &p.prio, &p.result)) push(h, p);
 }
 
@@ -54,8 +54,10 @@ tg_status tok_merge_symbols(const tg_tokenizer *t, const char *text, tok_sym *sy
   for (int32_t i = 0; i + 1 < n; i++) try_pair(t, text, sym, i, &h, fn);
   while (h.n) {
     tok_pair p = pop(&h);
-    tok_sym *a = &sym[p.left], *b = &sym[p.right];
-    if (!a->len || !b->len || a->next != p.right || a->len + b->len != p.size) continue;  /* stale */
+    /* stale when either symbol changed since: lengths only grow, so the sum tells (as in llama.cpp) */
+    tok_sym *a = &sym[p.left];
+    if (!a->len || a->next < 0 || a->len + sym[a->next].len != p.size) continue;
+    tok_sym *b = &sym[a->next];
     a->len += b->len;
     a->id = p.result;
     a->next = b->next;

@@ -5,9 +5,13 @@
  *   llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
  *           \s*[\r\n]+|\s+(?!\S)|\s+
  *   qwen2:  llama3's with \p{N} (one digit at a time) for \p{N}{1,3}
+ *   llama.cpp's "default": four regexes, each splitting the words of the one before (what one leaves
+ *           between its matches is a word too): [\p{P}$+<=>^~|]+, then gpt2's, then \p{N}+, then [0-9]{3}
  * A byte that is not valid UTF-8 is a character of none of the classes (llama.cpp makes it U+FFFD and loses
  * it; here it stays, so decode(encode(s)) == s for any bytes).
  */
+#include <string.h>
+
 #include "nn/tokenizer.h"
 #include "nn/unicode.h"
 
@@ -25,7 +29,7 @@ static bool is_l(ch c) { return c.cls == UNI_LETTER; }
 static bool is_n(ch c) { return c.cls == UNI_NUMBER; }
 static bool is_s(ch c) { return c.cls == UNI_SPACE; }
 static bool is_nl(ch c) { return c.cp == '\r' || c.cp == '\n'; }
-static bool is_other(ch c) { return c.n && !c.cls; }                        /* [^\s\p{L}\p{N}] */
+static bool is_other(ch c) { return c.n && !(c.cls & (UNI_LETTER | UNI_NUMBER | UNI_SPACE)); }  /* [^\s\p{L}\p{N}] */
 static bool is_not_nl_l_n(ch c) { return c.n && !is_nl(c) && !is_l(c) && !is_n(c); }  /* [^\r\n\p{L}\p{N}] */
 
 /* the end of the run of characters from i that pred accepts (at most max of them) */
@@ -97,7 +101,27 @@ static int64_t next_llama3(const char *s, int64_t len, int64_t i, int digits) {
   return spaces(s, len, i);
 }
 
+static bool is_p(ch c) { return c.cls == UNI_PUNCT || (c.cp > 0 && c.cp < 128 && strchr("$+<=>^~|", c.cp)); }
+static bool is_not_p(ch c) { return c.n && !is_p(c); }
+static bool is_not_n(ch c) { return c.n && !is_n(c); }
+
+/* each stage's word is found inside the one before, so the next word from i is the innermost. Starting again
+ * inside a word of an earlier stage gives that word's end again: the later stages cut only gpt2's " ?\p{N}+"
+ * words (between the space and the digits, and into threes), and gpt2's word from a digit is the digit run */
+static int64_t next_default(const char *s, int64_t len, int64_t i) {
+  ch c = char_at(s, len, i);
+  int64_t e = run(s, len, i, is_p(c) ? is_p : is_not_p, INT32_MAX);
+  e = i + next_gpt2(s, e, i);
+  e = run(s, e, i, is_n(c) ? is_n : is_not_n, INT32_MAX);
+  for (int64_t k = i; k + 3 <= e; k++)  /* the leftmost [0-9]{3}: a word, and what is before it */
+    if (s[k] >= '0' && s[k] <= '9' && s[k + 1] >= '0' && s[k + 1] <= '9' && s[k + 2] >= '0' && s[k + 2] <= '9')
+      return k == i ? 3 : k - i;
+  return e - i;
+}
+
 int64_t tok_pre_next(tok_pre pre, const char *text, int64_t len, int64_t at) {
-  int64_t n = pre == TOK_PRE_GPT2 ? next_gpt2(text, len, at) : next_llama3(text, len, at, pre == TOK_PRE_QWEN2 ? 1 : 3);
+  int64_t n = pre == TOK_PRE_GPT2      ? next_gpt2(text, len, at)
+              : pre == TOK_PRE_DEFAULT ? next_default(text, len, at)
+                                       : next_llama3(text, len, at, pre == TOK_PRE_QWEN2 ? 1 : 3);
   return n > 0 ? n : 1;
 }

@@ -13,7 +13,7 @@
 #include "uop/uop.h"
 
 /* a pair merges into the piece that spells both (scored above run.c's threshold, -1e10), by its score */
-static bool spm_pair(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, double *prio,
+static bool spm_pair(const tg_tokenizer *t, const char *text, const tok_sym *a, const tok_sym *b, float *prio,
                      int32_t *result) {
   int32_t id = tok_lookup(t, text + a->start, a->len + b->len);
   if (id < 0 || !(t->scores[id] > -1e10f)) return false;
@@ -41,11 +41,14 @@ tg_status tok_spm_encode(const tg_tokenizer *t, const char *text, int64_t len, b
       buf[blen++] = text[i];
     }
   }
-  /* one symbol per code point: a lead byte and up to three continuation bytes after it */
+  /* one symbol per code point. Where the text is not UTF-8 the two references part: run.c takes a byte and
+   * up to three continuation bytes after it, llama.cpp the length its lead byte says */
+  static const int8_t lead_len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
   int32_t ns = 0;
   for (int32_t i = 0; i < blen;) {
     int32_t k = 1;
-    while (k < 4 && i + k < blen && ((unsigned char)buf[i + k] & 0xC0) == 0x80) k++;
+    if (t->fold_u2581) k = lead_len[(unsigned char)buf[i] >> 4] < blen - i ? lead_len[(unsigned char)buf[i] >> 4] : blen - i;
+    else while (k < 4 && i + k < blen && ((unsigned char)buf[i + k] & 0xC0) == 0x80) k++;
     sym[ns] = (tok_sym){i, k, ns - 1, ns + 1, -1};
     ns++;
     i += k;

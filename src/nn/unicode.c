@@ -1,4 +1,6 @@
 /* unicode.c — UTF-8 decoding and the character classes of the BPE pre-tokenizers (see unicode.h). */
+#include <string.h>
+
 #include "nn/unicode.h"
 
 int unicode_next(const char *s, int64_t len, int64_t at, int32_t *cp) {
@@ -25,7 +27,8 @@ int unicode_class(int32_t cp) {
   if (cp < 0x80) {  /* the common case without a search */
     if (cp == ' ' || (cp >= 9 && cp <= 13)) return UNI_SPACE;
     if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') return UNI_LETTER;
-    return cp >= '0' && cp <= '9' ? UNI_NUMBER : 0;
+    if (cp >= '0' && cp <= '9') return UNI_NUMBER;
+    return cp && strchr("!\"#%&'()*,-./:;?@[\\]_{}", cp) ? UNI_PUNCT : 0;
   }
   int32_t lo = 0, hi = unicode_nranges - 1;
   while (lo <= hi) {

@@ -2,8 +2,8 @@
  * fuzzer starts deep inside each parser. The files are committed under tests/fuzz/corpus/<target>/;
  * `scripts/fuzz.sh --corpus` rebuilds this program and writes them again (byte for byte the same).
  *
- *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer, DIR/gguf, DIR/onnx,
- *                        DIR/npy
+ *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer,
+ *                        DIR/tokenizer_gguf, DIR/gguf, DIR/onnx, DIR/npy
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -217,6 +217,66 @@ static void make_tokenizer(void) {
                         " hello", "\xc3\xa9", "\xc3\xa9t\xc3\xa9"};
   for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) big[n++] = more[i];
   tokenizer("bytes", big, n, "hello abc \xc3\xa9t\xc3\xa9 \x01z\xf0\x9f\x98\x80");
+}
+
+/* ---- tokenizers from GGUF metadata: text length, text, then a GGUF file of tokenizer.ggml.* keys -------------- */
+
+static void add_u64(buf *b, uint64_t v);
+static void tg_str(buf *b, const char *s) { add_u64(b, strlen(s)), add(b, s, strlen(s)); }
+static void tg_key(buf *b, const char *k, uint32_t type) { tg_str(b, k), add(b, &type, 4); }
+static void tg_arr(buf *b, const char *k, uint32_t et, uint64_t n) { tg_key(b, k, 9), add(b, &et, 4), add_u64(b, n); }
+
+/* GPT-2's spelling of byte v (printable bytes as themselves, the other 68 as U+0100 ...) into s, NUL-terminated */
+static void gpt2_char(int v, char *s) {
+  bool printable = (v >= 33 && v <= 126) || (v >= 161 && v <= 172) || v >= 174;
+  int cp = printable ? v : v <= 32 ? 256 + v : v <= 160 ? 256 + 33 + (v - 127) : 256 + 67;
+  if (cp < 0x80) s[0] = (char)cp, s[1] = 0;
+  else s[0] = (char)(0xC0 | cp >> 6), s[1] = (char)(0x80 | (cp & 0x3F)), s[2] = 0;
+}
+
+static void make_tokenizer_gguf(void) {
+  /* byte-level BPE (llama3's pre-tokenizer): the 256 bytes, a few merges, two control tokens */
+  buf b = {0};
+  const char *text = "Hello  world's 123\n<|eot_id|>\xc3\xa9!";
+  add_u8(&b, (uint8_t)strlen(text)), add(&b, text, strlen(text));
+  add(&b, "GGUF", 4), add_i32(&b, 3), add_u64(&b, 0), add_u64(&b, 7);
+  tg_key(&b, "tokenizer.ggml.model", 8), tg_str(&b, "gpt2");
+  tg_key(&b, "tokenizer.ggml.pre", 8), tg_str(&b, "llama-bpe");
+  const char *more[] = {"He", "ll", "Hell", "Hello", "\xc4\xa0w", "\xc4\xa0wo", "<|begin_of_text|>", "<|eot_id|>"};
+  const char *merges[] = {"H e", "l l", "He ll", "Hell o", "\xc4\xa0 w", "\xc4\xa0w o"};
+  tg_arr(&b, "tokenizer.ggml.tokens", 8, 256 + 8);
+  for (int v = 0; v < 256; v++) {
+    char s[4];
+    gpt2_char(v, s);
+    tg_str(&b, s);
+  }
+  for (int i = 0; i < 8; i++) tg_str(&b, more[i]);
+  tg_arr(&b, "tokenizer.ggml.token_type", 5, 256 + 8);
+  for (int i = 0; i < 256 + 8; i++) add_i32(&b, i >= 256 + 6 ? 3 : 1);
+  tg_arr(&b, "tokenizer.ggml.merges", 8, 6);
+  for (int i = 0; i < 6; i++) tg_str(&b, merges[i]);
+  tg_key(&b, "tokenizer.ggml.bos_token_id", 4), add_i32(&b, 256 + 6);
+  tg_key(&b, "tokenizer.ggml.eos_token_id", 4), add_i32(&b, 256 + 7);
+  put("tokenizer_gguf", "bpe", b.b, b.n);
+  /* SentencePiece-style: <unk> <s> </s>, byte tokens for a few bytes, pieces with "▁" */
+  b.n = 0;
+  text = "hello abc \xc3\xa9t\xc3\xa9 \x01z";
+  add_u8(&b, (uint8_t)strlen(text)), add(&b, text, strlen(text));
+  add(&b, "GGUF", 4), add_i32(&b, 3), add_u64(&b, 0), add_u64(&b, 6);
+  tg_key(&b, "tokenizer.ggml.model", 8), tg_str(&b, "llama");
+  const char *pieces[] = {"<unk>", "<s>", "</s>", "<0x01>", "<0xC3>", "<0xA9>", "\xe2\x96\x81", "a", "b", "c", "h",
+                          "e", "l", "o", "ab", "\342\226\201ab", "abc", "he", "ll", "hell", "hello",
+                          "\xe2\x96\x81hello", "<|im_end|>"};
+  int np = (int)(sizeof pieces / sizeof pieces[0]);
+  tg_arr(&b, "tokenizer.ggml.tokens", 8, (uint64_t)np);
+  for (int i = 0; i < np; i++) tg_str(&b, pieces[i]);
+  tg_arr(&b, "tokenizer.ggml.scores", 6, (uint64_t)np);
+  for (int i = 0; i < np; i++) add_f32(&b, i < 6 ? 0.0f : -(float)i / 8);
+  tg_arr(&b, "tokenizer.ggml.token_type", 5, (uint64_t)np);
+  for (int i = 0; i < np; i++) add_i32(&b, i == 0 ? 2 : i < 3 || i == np - 1 ? 3 : i < 6 ? 6 : 1);
+  tg_key(&b, "tokenizer.ggml.bos_token_id", 4), add_i32(&b, 1);
+  tg_key(&b, "tokenizer.ggml.eos_token_id", 4), add_i32(&b, 2);
+  put("tokenizer_gguf", "spm", b.b, b.n);
 }
 
 /* ---- GGUF: "GGUF", version, tensor and key counts, keys and values, tensor infos, aligned data -------------- */
@@ -433,6 +493,7 @@ int main(int argc, char **argv) {
   make_digits();
   make_llama();
   make_tokenizer();
+  make_tokenizer_gguf();
   make_gguf();
   make_npy();
   make_onnx();
