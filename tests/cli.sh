@@ -304,6 +304,10 @@ expect_usage_error --steps "$B/bench/jit" --steps 0
 expect_help "$B/bench/workloads" --json --beam --rounds
 expect_usage_error --rounds "$B/bench/workloads" --rounds 17
 expect_usage_error --rounds "$B/bench/workloads" --rounds x
+expect_help "$B/bench/quant" --json --reps --only
+expect_usage_error --reps "$B/bench/quant" --reps 0
+expect_usage_error --only "$B/bench/quant" --only
+expect_usage_error --bogus "$B/bench/quant" --bogus
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -3,7 +3,11 @@
  * dequantize-then-multiply in C; and the fusion: the dequantize is no kernel of its own. */
 #include <stdlib.h>
 
+#include "codegen/opt.h"
 #include "nn/gguf.h"
+#include "render/render.h"
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
 #include "test.h"
 #include "test_gguf.h"
 
@@ -245,4 +249,93 @@ TEST(test_gguf_quantized_matmul_every_type) {
     int k3 = quantized_matmul(gguf_block_types[i], 3);
     CHECK(k3 == 2, "%s: a 3-row product ran %d kernels, expected 2 (the dequantized weight stored once)", name, k3);
   }
+}
+
+/* The speed structure of a decode step's product x (1, k) @ W^T on a CPU with 16-float vectors: the heuristic
+ * unrolls the reduce by the weight's (sub-)block, so the block's scale is computed once, and its values are
+ * vector lanes: one widening load of the packed bytes (tg_ld_u8), unpacked and converted in vectors, multiplied
+ * into vector accumulators (no per-lane loop). F16 weights: one converting load (tg_ld_f16). */
+static char *matvec_source(uint32_t type, kernel_info *info) {
+  const gguf_type_info *ti = gguf_type_of(type);
+  int64_t n = 16, k = 512;
+  /* realized inputs (buffers, not constants the scheduler could fold) */
+  tg_tensor *x = tg_ones(TG_FLOAT32, 2, (int64_t[]){1, k});
+  tg_tensor *b = type == GGML_F16 ? tg_ones(TG_FLOAT16, 2, (int64_t[]){n, k})
+                                  : tg_zeros(TG_UINT8, 2, (int64_t[]){n * k / ti->block, ti->size});
+  if (tg_realize(x) != TG_OK || tg_realize(b) != TG_OK) return NULL;
+  tg_tensor *w = type == GGML_F16 ? tg_cast(b, TG_FLOAT32) : tg_reshape(gguf_dequantize(b, type), 2, (int64_t[]){n, k});
+  tg_tensor *y = tg_matmul(x, tg_transpose(w, 0, 1));
+  schedule s;
+  if (!y || schedule_create(1, &y->u, &s) != TG_OK) return NULL;
+  char *src = NULL;
+  if (s.nkernels == 1) {
+    kernel_state ks;
+    ks_init(&ks, s.kernels[s.nkernels - 1].ast, (opt_target){.nthreads = 2, .vec_bytes = 64});
+    hand_coded_optimizations(&ks);
+    memset(info, 0, sizeof *info);
+    uop *fin = codegen_finish(&ks, info);
+    linear_program lp = {0};
+    src = fin && linearize(fin, &lp, info) ? render_c(info->name, &lp, info) : NULL;
+    linear_program_free(&lp);
+  }
+  schedule_free(&s);
+  return src;
+}
+
+TEST(test_gguf_quantized_matvec_is_vector_code) {
+  REQUIRE_CPU();
+  for (int i = 0; i <= 8; i++) {
+    uint32_t type = i < 8 ? gguf_block_types[i] : GGML_F16;
+    tg_scope_begin();
+    kernel_info info;
+    char *src = matvec_source(type, &info);
+    const char *load = type == GGML_F16 ? "tg_ld_f16(" : "tg_ld_u8(";
+    CHECK(src && strstr(src, load) && strstr(src, "tg_float_v acc") && !strstr(src, "[l_] = "),
+          "%s: not vector code with a widening load %s (opts %s):\n%s", gguf_type_of(type)->name, load, info.opts,
+          src ? src : tg_error());
+    free(src);
+    tg_scope_end();
+  }
+}
+
+/* F16 weights (their products are vector code with a converting load: the test above): x (m, k) @ W^T against
+ * the float16 values in double precision, k odd (a masked last vector) and whole vectors, m = 1 and 3 */
+TEST(test_gguf_f16_weight_products_match_reference) {
+  static const int64_t ks[3] = {37, 96, 515};
+  for (int ki = 0; ki < 3; ki++)
+    for (int64_t m = 1; m <= 3; m += 2) {
+      int64_t n = 21, k = ks[ki];
+      uint8_t *wb = malloc((size_t)(n * k) * 2);
+      float *x = malloc((size_t)(m * k) * sizeof *x), *want = malloc((size_t)(m * n) * sizeof *want),
+            *got = malloc((size_t)(m * n) * sizeof *got);
+      if (!wb || !x || !want || !got) { CHECK(false, "malloc"); free(wb); free(x); free(want); free(got); return; }
+      for (int64_t i = 0; i < n * k; i++) {
+        uint16_t h = (uint16_t)((rnd() & 1) << 15 | (8 + rnd() % 14) << 10 | (rnd() & 1023));
+        wb[2 * i] = (uint8_t)h;
+        wb[2 * i + 1] = (uint8_t)(h >> 8);
+      }
+      for (int64_t i = 0; i < m * k; i++) x[i] = (float)((int)(rnd() % 2001) - 1000) / 1000.0f;
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+          double acc = 0;
+          for (int64_t c = 0; c < k; c++) acc += (double)x[i * k + c] * (double)gguf_ref_half(wb + 2 * (j * k + c));
+          want[i * n + j] = (float)acc;
+        }
+      tg_scope_begin();
+      tg_tensor *w = tg_from_data(TG_FLOAT16, 2, (int64_t[]){n, k}, wb, (size_t)(n * k) * 2);
+      tg_tensor *xt = tg_from_data(TG_FLOAT32, 2, (int64_t[]){m, k}, x, (size_t)(m * k) * sizeof *x);
+      tg_tensor *y = tg_matmul(xt, tg_transpose(tg_cast(w, TG_FLOAT32), 0, 1));
+      if (y && tg_to_host(y, got, (size_t)(m * n) * sizeof *got) == TG_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "(%lld, %lld) @ F16 (%lld, %lld)^T", (long long)m, (long long)k, (long long)n, (long long)k);
+        check_close_f32(what, got, want, m * n, 1e-4, 1e-4, __FILE__, __LINE__);
+      } else {
+        CHECK(false, "F16 product: %s", tg_error());
+      }
+      tg_scope_end();
+      free(wb);
+      free(x);
+      free(want);
+      free(got);
+    }
 }

@@ -587,3 +587,57 @@ TEST(test_opt_packed_panel_is_filled_once) {
   free(src);
   tg_scope_end();
 }
+
+/* 8- and 16-bit integers in vector lanes (expand.c, render/c.c: int32 lanes narrowed after what can leave the
+ * type's range): x * 3 + 7, << 1, >> 2 in each small type (the shift right sees the wrapped sign), wrapping as C's conversion to the type does,
+ * then as float32 times a scale per block of 32 along the reduce (a quantized weight's shape: the heuristic
+ * unrolls the block, the values' loads become one widening vector load), against plain C */
+TEST(test_opt_small_integers_are_vector_lanes_that_wrap) {
+  REQUIRE_CPU();
+  static const tg_dtype dts[4] = {TG_UINT8, TG_INT8, TG_UINT16, TG_INT16};
+  enum { R = 8, K = 128 };
+  for (int d = 0; d < 4; d++) {
+    tg_scope_begin();
+    tg_dtype dt = dts[d];
+    int64_t raw[R * K];
+    uint8_t bytes[R * K * 2];
+    float sc[R * K / 32];
+    for (int i = 0; i < R * K; i++) {
+      uint64_t v = next_u64();
+      raw[i] = dt == TG_UINT8 ? (int64_t)(uint8_t)v : dt == TG_INT8 ? (int64_t)(int8_t)v : dt == TG_UINT16 ? (int64_t)(uint16_t)v : (int64_t)(int16_t)v;
+      if (tg_dtype_size(dt) == 1) bytes[i] = (uint8_t)v;
+      else memcpy(bytes + 2 * i, &(uint16_t){(uint16_t)v}, 2);
+    }
+    for (int i = 0; i < R * K / 32; i++) sc[i] = frand();
+    size_t nb = (size_t)(R * K) * tg_dtype_size(dt);
+    tg_tensor *x = tg_from_data(dt, 2, (int64_t[]){R, K}, bytes, nb);
+    tg_tensor *s = tg_from_data(TG_FLOAT32, 3, (int64_t[]){R, K / 32, 1}, sc, sizeof sc);
+    tg_tensor *e = tg_rshift_scalar(tg_lshift_scalar(tg_add_scalar(tg_mul_scalar(x, 3), 7), 1), 2);
+    tg_tensor *f = tg_mul(tg_cast(e, TG_FLOAT32), tg_reshape(tg_expand(s, 3, (int64_t[]){R, K / 32, 32}), 2, (int64_t[]){R, K}));
+    int ax = 1;
+    tg_tensor *y = tg_sum(f, 1, &ax, false);
+    CHECK_T(y);
+    kernel_info info;
+    char *src = y ? heuristic_source(y, 64, &info) : NULL;
+    CHECK(src && strstr(src, "tg_ld_") && strstr(src, "tg_float_v acc") && !strstr(src, "[l_] = "),
+          "%s: not vector code with widening loads (opts %s):\n%s", tg_dtype_name(dt), info.opts, src ? src : tg_error());
+    free(src);
+    float got[R], want[R];
+    for (int r = 0; r < R; r++) {
+      double acc = 0;
+      for (int k = 0; k < K; k++) {
+        int64_t v = raw[r * K + k];
+        v = v * 3 + 7;
+        v = dt == TG_UINT8 ? (uint8_t)v : dt == TG_INT8 ? (int8_t)(uint8_t)v : dt == TG_UINT16 ? (uint16_t)v : (int16_t)(uint16_t)v;
+        v = v * 2;  /* << 1, without shifting a negative value in C */
+        v = dt == TG_UINT8 ? (uint8_t)v : dt == TG_INT8 ? (int8_t)(uint8_t)v : dt == TG_UINT16 ? (uint16_t)v : (int16_t)(uint16_t)v;
+        v = v >> 2;
+        acc += (double)(float)v * sc[r * (K / 32) + k / 32];
+      }
+      want[r] = (float)acc;
+    }
+    if (y && tg_to_host(y, got, sizeof got) == TG_OK) check_close_f32(tg_dtype_name(dt), got, want, R, 1e-5, 1e-5, __FILE__, __LINE__);
+    else test_fail(__FILE__, __LINE__, "%s: %s", tg_dtype_name(dt), tg_error());
+    tg_scope_end();
+  }
+}

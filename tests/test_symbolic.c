@@ -177,3 +177,37 @@ TEST(test_symbolic_integer_constants_wrap_to_their_dtype) {
   CHECK(sum == 3, "sum of three uint8 (255 + 2): %g, want 3", sum);
   tg_scope_end();
 }
+
+/* a block of g inside a block of c (g dividing c): an index unrolled 32 at a time over a K-quant's blocks of
+ * 256, (32*r0 + r1) // 256 with r1 < 32, is r0 // 8, and its remainder (r0 % 8)*32 + r1; checked at every value.
+ * Shifts by 0 (a nibble's shift, unrolled) fold too */
+TEST(test_symbolic_block_inside_a_larger_block_folds) {
+  uop *r0 = var(0, 16), *r1 = var(1, 32);
+  uop *x = add(mul(r0, c(32)), r1), *x5 = add(mul(r0, c(32)), c(5));
+  CHECK(uop_simplify(idiv(x, c(256))) == uop_simplify(idiv(r0, c(8))), "(32*r0 + r1) // 256 is not r0 // 8");
+  CHECK(uop_simplify(idiv(x5, c(256))) == uop_simplify(idiv(r0, c(8))), "(32*r0 + 5) // 256 is not r0 // 8");
+  CHECK(uop_simplify(idiv(mod(x, c(256)), c(32))) == uop_simplify(mod(r0, c(8))), "((32*r0 + r1) %% 256) // 32 is not r0 %% 8");
+  uop *r2 = var(2, 512);  /* a (.., 2, 16) view read as rows of 32: (r2//32)*32 + ((r2//16)%2)*16 + r2%16 is r2 */
+  CHECK(uop_simplify(add(add(mul(idiv(r2, c(32)), c(32)), mul(mod(idiv(r2, c(16)), c(2)), c(16))), mod(r2, c(16)))) == r2,
+        "(r2//32)*32 + ((r2//16)%%2)*16 + r2%%16 is not r2");
+  uop *u8 = uop_cast(r1, TG_UINT8);
+  CHECK(uop_simplify(uop_binary(OP_SHR, u8, uop_const_int(TG_UINT8, 0))) == uop_simplify(u8), "x >> 0 is not x");
+  CHECK(uop_simplify(uop_binary(OP_SHL, r1, c(0))) == r1, "x << 0 is not x");
+  uop *es[] = {idiv(x, c(256)), mod(x, c(256)), idiv(x5, c(64)), mod(x5, c(64)), idiv(mod(x, c(128)), c(16)),
+               mod(add(mul(r0, c(48)), r1), c(96))};
+  for (int i = 0; i < (int)(sizeof es / sizeof *es); i++) {
+    uop *s = uop_simplify(es[i]);
+    CHECK_T(s);
+    for (int64_t a = 0; s && a < 16; a++)
+      for (int64_t b = 0; b < 32; b++) {
+        int64_t env[2] = {a, b};
+        bool ok1 = true, ok2 = true;
+        int64_t want = eval(es[i], env, &ok1), got = eval(s, env, &ok2);
+        if (!ok1 || !ok2 || want != got) {
+          CHECK(false, "expression %d at r0=%lld r1=%lld: %lld, simplified %lld", i, (long long)a, (long long)b,
+                (long long)want, (long long)got);
+          return;
+        }
+      }
+  }
+}

@@ -11,7 +11,8 @@
  * marked as a contiguous vector access (arg.i 1, 2 when aligned; index = base); any other index that depends on the
  * lane is a gather or scatter. The lane is chosen where that gives contiguous accesses: an UPCAST loop with a
  * contiguous store, else an UNROLL loop with contiguous loads. A kernel with a value the vector path does not
- * cover (dtypes other than float32/int32/int64/bool) keeps all its lanes scalar.
+ * cover (dtypes other than float32/int32/int64/bool, 8- and 16-bit integers loaded and computed but not
+ * stored, float16 loaded to be converted to float32) keeps all its lanes scalar.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -121,8 +122,13 @@ static uop *expand_range(uop *ast, uop *r) { return r->aux[0] == AX_UPCAST ? upc
 
 static bool vec_dtype(int dt) { return dt == TG_FLOAT32 || dt == TG_INT32 || dt == TG_INT64 || dt == TG_BOOL; }
 
+/* 8- and 16-bit integers have vector lanes too, held in int32 lanes (the renderer narrows what could leave the
+ * type's range): a quantized weight's bytes are loaded as one vector, unpacked with shifts and masks and
+ * converted to float32 lanes. Loaded, computed and converted only: not stored or reduced as vectors */
+static bool small_int(int dt) { return dt == TG_INT8 || dt == TG_UINT8 || dt == TG_INT16 || dt == TG_UINT16; }
+
 /* whether every vector value of the marked kernel (what uses the lane, contiguous accesses, what uses them)
- * has a vector form in the renderers: float32, int32, int64 (indices) and bool lanes */
+ * has a vector form in the renderers: float32, int32, int64 (indices), bool and small integer lanes */
 static bool vec_supported(uop *ast, uop *lane) {
   int n;
   uop **order = uop_toposort(ast, &n);
@@ -139,8 +145,22 @@ static bool vec_supported(uop *ast, uop *lane) {
     if (over && !umap_get(&vec, u->src[0])) ok = false;
     if (!over && !umap_put(&vec, u, (void *)1)) ok = false;
     if (u->op == OP_STORE) { ok &= vec_dtype(u->src[2]->dtype) && u->src[2]->dtype != TG_BOOL; continue; }
+    if (u->dtype == TG_FLOAT16) {  /* loaded (into float32 lanes) to be converted to float32, nothing else */
+      ok &= u->op == OP_LOAD;
+      continue;
+    }
+    if (u->op == OP_CAST && u->src[0]->dtype == TG_FLOAT16) {
+      ok &= u->dtype == TG_FLOAT32;
+      continue;
+    }
+    if (small_int(u->dtype)) {
+      if (u->op == OP_REDUCE || u->op == OP_DEFINE_ACC) ok = false;
+      if (u->op == OP_CAST) ok &= vec_dtype(u->src[0]->dtype) || small_int(u->src[0]->dtype);
+      if (u->op == OP_BITCAST) ok &= small_int(u->src[0]->dtype) && tg_dtype_size((tg_dtype)u->src[0]->dtype) == tg_dtype_size((tg_dtype)u->dtype);
+      continue;
+    }
     if (!vec_dtype(u->dtype) || (u->op == OP_LOAD && u->dtype == TG_BOOL) || (u->op == OP_REDUCE && u->dtype == TG_BOOL)) ok = false;
-    if (u->op == OP_CAST) ok &= vec_dtype(u->src[0]->dtype);
+    if (u->op == OP_CAST) ok &= vec_dtype(u->src[0]->dtype) || small_int(u->src[0]->dtype);
     if (u->op == OP_BITCAST) ok &= u->dtype != TG_INT64 && u->dtype != TG_BOOL && vec_dtype(u->src[0]->dtype) &&
                                    u->src[0]->dtype != TG_INT64 && u->src[0]->dtype != TG_BOOL;
   }
@@ -262,20 +282,25 @@ uop *expand_kernel(uop *ast, int vec_bytes, uop **lane_out) {
   free(order);
   if (!nr) return ast;
   int lanes = vec_bytes / 4;
-  uop *cand = NULL;
+  uop *cand = NULL, *split_ast = NULL, *split_outer = NULL, *split_lane = NULL;
   int best = 0;
+  /* a loop longer than the vector is scored by its inner `lanes` iterations, split off as the lane would be:
+   * a block of 32 packed as two runs of 16 (Q4_0's low nibbles, then its high ones: byte j % 16) reads
+   * contiguously along its inner 16 only */
   for (int i = 0; i < nr && lanes >= 2; i++) {
     if (rs[i]->src[0]->arg.i % lanes) continue;
-    int s = lane_score(ast, rs[i]) + (rs[i]->aux[0] == AX_UPCAST);
-    if (s > best) { best = s; cand = rs[i]; }
+    uop *a = ast, *outer = NULL, *in = rs[i];
+    if (rs[i]->src[0]->arg.i > lanes && !(a = split_range(ast, rs[i], lanes, (int)rs[i]->aux[0], &outer, &in))) return NULL;
+    int s = lane_score(a, in) + (rs[i]->aux[0] == AX_UPCAST);
+    if (s > best) { best = s; cand = rs[i]; split_ast = a; split_outer = outer; split_lane = in; }
   }
   uop *lane = NULL;
   if (cand) {
     if (cand->src[0]->arg.i > lanes) {
-      uop *outer;
-      if (!(ast = split_range(ast, cand, lanes, (int)cand->aux[0], &outer, &lane))) return NULL;
+      ast = split_ast;
+      lane = split_lane;
       for (int i = 0; i < nr; i++)
-        if (rs[i] == cand) rs[i] = outer;
+        if (rs[i] == cand) rs[i] = split_outer;
     } else {
       lane = cand;
       for (int i = 0; i < nr; i++)

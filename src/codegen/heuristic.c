@@ -74,6 +74,76 @@ static void load_kinds(const hot *h, uop *r, int *reuse, int *contig, int *gathe
   }
 }
 
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) { int64_t t = a % b; a = b; b = t; }
+  return a;
+}
+
+/* whether x is r plus a sum that is a multiple of m for every value of its loops */
+static bool r_plus_multiple(uop *x, uop *r, int64_t m) {
+  if (x == r) return true;
+  if (x->op != OP_ADD) return false;
+  for (int i = 0; i < 2; i++) {
+    uop *o = x->src[1 - i];
+    int64_t k;
+    bool mult = uop_is_const(o) ? o->arg.i % m == 0
+                                : o->op == OP_MUL && uop_is_const(o->src[1]) && o->src[1]->arg.i % m == 0 && !uop_uses(o, r);
+    if (mult && lin_coef(x->src[i], r, &k) && k == 1 && r_plus_multiple(x->src[i], r, m)) return true;
+  }
+  return false;
+}
+
+/* the grain of index e in loop r: the largest g such that e is the same for every r in [g t, g t + g) (0: e
+ * does not use r; 1: it changes with every r). Seen through divisions: (r + m) / B and ((r + m) % M) / B for B
+ * dividing M and m a multiple of M (a block's scale: Q8_0's k / 32, a K-quant's sub-block (k % 256) / 32) */
+static int64_t grain(uop *e, uop *r) {
+  if (e == r) return 1;
+  if (!uop_uses(e, r)) return 0;
+  if (e->op == OP_IDIV && uop_is_const(e->src[1]) && e->src[1]->arg.i > 1) {
+    int64_t b = e->src[1]->arg.i;
+    uop *x = e->src[0];
+    if (r_plus_multiple(x, r, b)) return b;
+    if (x->op == OP_MOD && uop_is_const(x->src[1]) && x->src[1]->arg.i % b == 0 &&
+        r_plus_multiple(x->src[0], r, x->src[1]->arg.i))
+      return b;
+  }
+  int64_t g = 0;
+  for (int i = 0; i < e->nsrc; i++) {
+    int64_t s = grain(e->src[i], r);
+    g = !g ? s : !s ? g : gcd64(g, s);
+  }
+  return g;
+}
+
+/* A reduce loop r read in blocks: a hot load whose index is the same over runs of B iterations of r (a
+ * quantized weight's scale, one per block of 32 values: gguf_quant.c), B dividing r's size. Returns the
+ * largest such B up to max, 0 when none. UNROLL by B makes the block one straight run: that load is made once
+ * per block, not per value, and the values' indices within the block become constants (their loads
+ * contiguous: expand.c's lane) */
+static int64_t block_of(const hot *h, uop *r, int64_t size, int64_t max) {
+  int64_t best = 0;
+  for (int l = 0; l < h->nloads; l++) {
+    int64_t b = grain(h->loads[l]->src[1], r);
+    if (b > 1 && b <= max && size % b == 0 && b > best) best = b;
+  }
+  return best;
+}
+
+/* load_kinds for a vector loop of `lanes`: a load whose index is the same over aligned runs of a multiple of
+ * the lanes (grain) is the same in every lane of a vector, a broadcast, not a gather (Q6_K's scale of 16
+ * values in a dequantize kernel) */
+static void load_kinds_vec(const hot *h, uop *r, int lanes, int *reuse, int *contig, int *gather) {
+  load_kinds(h, r, reuse, contig, gather);
+  for (int i = 0; i < h->nloads && *gather; i++) {
+    int64_t k, g;
+    uop *l = h->loads[i];
+    if ((!lin_coef(l->src[1], r, &k) || (k != 0 && k != 1)) && (g = grain(l->src[1], r)) > 1 && g % lanes == 0) {
+      (*gather)--;
+      (*reuse)++;
+    }
+  }
+}
+
 static bool store_contiguous(const hot *h, uop *r) {
   if (!h->nstores) return false;
   for (int i = 0; i < h->nstores; i++) {
@@ -138,11 +208,17 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
   int64_t vec_id = -1;
   for (int i = 0; i < nout && lanes >= 2; i++) {
     int re, co, ga;
-    load_kinds(&h, ax[i].r, &re, &co, &ga);
+    load_kinds_vec(&h, ax[i].r, lanes, &re, &co, &ga);
     if (ax[i].size % lanes || !store_contiguous(&h, ax[i].r) || (ga && !(pack_t && nred && nout >= 2))) continue;
     if (!ga) pack_t = false;
     int64_t id = ax[i].r->arg.i;
     int64_t amt = ax[i].size % (2 * lanes) == 0 && (nred || ax[i].size >= 8 * lanes) ? 2 * lanes : lanes;
+    /* a load strided along the vector loop is packed transposed (step 4), a panel of the vector loop times the
+     * reduce: one vector wide when two would not fit (x (m, 11008) @ W^T: 16 x 11008 packs, 32 x 11008 does
+     * not, and the kernel without a panel ran 3-5x slower at m = 128) */
+    int64_t red = 1;
+    for (int r = nout; r < nout + nred; r++) red *= ax[r].size;
+    if (ga && amt > lanes && amt * red > PACK_T_MAX_ELEMS) amt = lanes;
     if (try_opt(ks, OPT_UPCAST, i, amt)) vec_id = id;
     break;
   }
@@ -256,16 +332,40 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   if (!n) return true;
   hot h;
   find_hot(ks->ast, &h);
-  /* vector lanes only for the dtypes the vector path has (expand.c); other kernels get scalar register tiles
-   * (a 8x32 tile of float16 would be 256 scalar accumulators) */
+  /* vector lanes only for the dtypes the vector path has (expand.c; float16 and 8- and 16-bit integer loads,
+   * widened in the load);
+   * other kernels get scalar register tiles (a 8x32 tile of float16 would be 256 scalar accumulators) */
   int lanes = ks->tg.vec_bytes / 4;
   for (int i = 0; i < h.nloads; i++)
-    if (h.loads[i]->dtype != TG_FLOAT32 && h.loads[i]->dtype != TG_INT32 && h.loads[i]->dtype != TG_INT64) lanes = 1;
+    if (h.loads[i]->dtype != TG_FLOAT32 && h.loads[i]->dtype != TG_INT32 && h.loads[i]->dtype != TG_INT64 &&
+        h.loads[i]->dtype != TG_FLOAT16 && h.loads[i]->dtype != TG_UINT8 && h.loads[i]->dtype != TG_INT8 &&
+        h.loads[i]->dtype != TG_UINT16 && h.loads[i]->dtype != TG_INT16)
+      lanes = 1;
   for (int i = 0; i < h.nstores; i++)
     if (h.stores[i]->src[2]->dtype != TG_FLOAT32 && h.stores[i]->src[2]->dtype != TG_INT32) lanes = 1;
+  /* nor reduces of other dtypes (a max over uint8 values): no vector accumulators for them */
+  int norder;
+  uop **order = uop_toposort(ks->ast, &norder);
+  for (int i = 0; order && i < norder; i++)
+    if (order[i]->op == OP_REDUCE && order[i]->dtype != TG_FLOAT32 && order[i]->dtype != TG_INT32 && order[i]->dtype != TG_INT64)
+      lanes = 1;
+  free(order);
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
   if (row_kernel(ks, lanes)) return true;
+
+  /* 0. a reduce read in blocks (see block_of) is unrolled by its block: as many accumulators (vectors of the
+   * machine's lanes when the block is whole vectors), which the register tile of step 2 then multiplies */
+  int64_t block_regs = 1;
+  for (int i = nout; i < nout + nred; i++) {
+    int64_t b = block_of(&h, ax[i].r, ax[i].size, 32), hw = ks->tg.vec_bytes / 4;
+    if (b && try_opt(ks, OPT_UNROLL, i - nout, b)) {
+      block_regs = hw >= 2 && b % hw == 0 ? b / hw : b;
+      find_hot(ks->ast, &h);
+      n = ks_axes(ks, ax, &nout, &nred);
+      break;
+    }
+  }
 
   /* 1. the vector loop; when there is none, an output loop with a contiguous store that is not a multiple
    * of the vector is padded to one (masked loads and stores at its edge) and the choice made again */
@@ -311,7 +411,7 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   int64_t tile_id = -1;
   if (nred && !vec_on_reduce) {
     n = ks_axes(ks, ax, &nout, &nred);
-    int vec_regs = 1;
+    int vec_regs = (int)block_regs;
     for (int i = 0; i < n; i++)
       if (ax[i].type == AX_UPCAST) vec_regs *= (int)(ax[i].size / (vec_id >= 0 ? lanes : 1));
     int best = -1, best_reuse = 0, vi = -1;

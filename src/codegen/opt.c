@@ -338,7 +338,6 @@ static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
   return r ? kernel_simplify(r) : NULL;
 }
 
-#define PACK_MAX_ELEMS 65536  /* 256 KiB of float32: a quarter of a Zen 5 L2, and room on a thread's stack */
 
 static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, bool upcast_last, char *why) {
   uop *before[KS_MAX_AXES];
@@ -354,14 +353,15 @@ static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, bool up
     if (!sub) break;
     for (int j = 0; j < m; j++)
       if ((sub[j]->op == OP_LOAD || sub[j]->op == OP_WHERE) && pack_candidate(sub[j], order[i], ax[a].r, before, a, &pl) &&
-          pl.elems <= PACK_MAX_ELEMS && (pl.elems > best.elems || (pl.elems == best.elems && pl.src == best.load)))
+          pl.elems <= (upcast_last ? PACK_T_MAX_ELEMS : PACK_MAX_ELEMS) &&
+          (pl.elems > best.elems || (pl.elems == best.elems && pl.src == best.load)))
         best = pl;
     free(sub);
   }
   free(order);
   if (!best.load) {
     snprintf(why, 160, "PACK: no load inside a reduce is reused across axis %d with a panel of at most %d elements", a,
-             PACK_MAX_ELEMS);
+             upcast_last ? PACK_T_MAX_ELEMS : PACK_MAX_ELEMS);
     return NULL;
   }
   return pack_apply(ks->ast, &best, upcast_last);

@@ -24,6 +24,13 @@
 
 #include "codegen/codegen.h"
 
+/* the largest panel PACK copies, in elements: 256 KiB of float32, a quarter of a Zen 5 L2, and room on a
+ * thread's stack. A transposing PACK (x @ W^T: W's rows of the vector loop over the whole reduce) may take
+ * 1 MiB: one vector of a down projection's rows (16 x 11008) did not fit 256 KiB, and the kernel without its
+ * panel ran 3-5x slower (m = 128: 500-1200 ms -> 168-215, 2 threads); only the cores that run touch theirs */
+#define PACK_MAX_ELEMS 65536
+#define PACK_T_MAX_ELEMS 262144
+
 typedef enum opt_op {
   OPT_UPCAST, OPT_UNROLL, OPT_THREAD, OPT_PADTO, OPT_SWAP, OPT_PACK, OPT_LOCAL, OPT_GROUP, OPT_GROUPTOP, OPT_COUNT
 } opt_op;

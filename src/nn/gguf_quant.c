@@ -7,14 +7,25 @@
  * stored: the expression fuses into whatever kernel reads it, so a matmul with a Q4_0 weight reads the 18 bytes
  * of each block of 32 weights and dequantizes them in its registers.
  *
- * Measured (2 shared threads, x (1, 4096) @ W^T, W (4096, 4096)): one kernel for every format, reading only the
- * blocks, but scalar: Q4_0 87-110 ms, Q8_0 79-94 ms, Q4_K 277-293 ms, Q6_K 169-227 ms, against 10-15 ms for the
- * same product on a float32 copy (vectorized). Per weight the kernel recomputes the block's index arithmetic
- * (k / 32, k % 16, ...) and its scale. Written as a sum over (k / block, block) axes the product runs Q4_0 in
- * 42 ms and Q8_0 in 32 ms (Q4_K, Q6_K unchanged): the heuristic upcasts 16 rows but neither unrolls nor
- * vectorizes the block axis of uint8 loads; that is where a quantized matrix-vector product's speed is to be had.
- * A matmul of several rows stores the dequantized weight once (the scheduler's rule for a value broadcast over
- * rows), then multiplies: two kernels.
+ * How it becomes fast code, with nothing here or in the codegen keyed on a format: the heuristic sees a reduce
+ * loop whose hot loads include one that is the same over runs of 32 (or 16) iterations (the block's scale,
+ * index k / 32, or a K-quant's sub-block (k % 256) / 32) and unrolls the reduce by that block
+ * (codegen/heuristic.c). The index simplifier folds k / 32 and k % 32 of the unrolled loop to the outer loop and
+ * constants (uop/symbolic.c: also (32 r + j) // 256 -> r // 8), so the scale is decoded once per block and the
+ * block's values are contiguous in its bytes: 16 of them are one vector lane loop (codegen/expand.c), loaded by
+ * one widening load (vpmovzxbd), unpacked with vector shifts and masks in int32 lanes and converted to float32
+ * (render/c.c), multiplied into 8 rows' vector accumulators. Q5_0/Q5_1 read their fifth bits from qh as one
+ * 32-bit word per block (a byte per 8 values would be a gather across the lanes).
+ *
+ * Measured (TG_THREADS=2 on a machine shared with other jobs at load 7-10: medians, best in parentheses),
+ * x (1, 4096) @ W^T, W (4096, 4096), bench/quant.c: Q8_0 1.9 ms (1.4-1.7), Q4_0 1.7-2.0 (1.4-1.7), Q4_K 2.9-7.3
+ * (2.8), Q6_K 2.6-4.0 (2.3), F16 2.4-7 (0.8-2.3), F32 4-12 (2-9). The scalar kernel before this ran Q8_0 25
+ * ms, Q4_0 25, Q4_K 67, Q6_K 48, F16 7-8 on the same machine (recorded here earlier elsewhere: Q4_0 87-110 ms,
+ * Q8_0 79-94, Q4_K 277-293, Q6_K 169-227).
+ * A matmul of several rows (prefill) stores the dequantized weight once (the scheduler's rule for a value
+ * broadcast over rows: a vector kernel now), then multiplies it as float32: x (16, 4096) 34-56 ms, (128, 4096)
+ * 99-160 ms, (512, 4096) 280-420 ms against 30-34, 99-144, 235-390 for float32 weights. Fusing the dequantize
+ * into the product (its work shared by a register tile of rows) is the scheduler's to decide, not done yet.
  *
  * The layouts (ggml's block_q4_0 ... block_q6_K, all little-endian, d and dmin float16):
  *   Q4_0  (32, 18 bytes): d, qs[16]; x[j] = d * ((qs[j] & 15) - 8), x[j + 16] = d * ((qs[j] >> 4) - 8)
@@ -81,11 +92,21 @@ static tg_tensor *nibbles32(tg_tensor *blk, int64_t nb, int64_t off) {
 }
 
 /* Q5_0, Q5_1: the 32 unsigned 5-bit values, (nb, 2, 16), with qh at off and qs after it: value i's fifth bit is
- * bit i % 8 of qh's byte i / 8 */
+ * bit i of qh read as a little-endian 32-bit word. The word is built from its 4 bytes once per block (they are
+ * broadcast to the values, as the scale is) and shifted by i: reading byte i / 8 per value instead is a gather
+ * in a vector kernel (lanes 0-7 and 8-15 read different bytes) */
 static tg_tensor *fives32(tg_tensor *blk, int64_t nb, int64_t off) {
-  tg_tensor *qh = tg_reshape(spread(cols(blk, off, off + 4), SHAPE(nb, 2, 2, 1), (int64_t[]){nb, 2, 2, 8}), SHAPE(nb, 2, 16));
-  tg_tensor *bit = tg_reshape(tg_bitwise_and_scalar(tg_arange(TG_UINT8, 0, 16, 1), 7), SHAPE(1, 16));
-  return tg_bitwise_or(nibbles32(blk, nb, off + 4), tg_lshift_scalar(field(qh, bit, 1), 4));
+  /* an int32 word (a vector of int32 lanes where it is shifted), its top byte signed and multiplied by 2^24:
+   * a shift into the sign bit would overflow */
+  tg_tensor *word = NULL;
+  for (int b = 0; b < 4; b++) {
+    tg_tensor *byte = spread(cols(blk, off + b, off + b + 1), SHAPE(nb, 1, 1), (int64_t[]){nb, 2, 16});
+    byte = b < 3 ? tg_lshift_scalar(tg_cast(byte, TG_INT32), 8 * b) : tg_mul_scalar(tg_cast(tg_bitcast(byte, TG_INT8), TG_INT32), 16777216);
+    word = word ? tg_bitwise_or(word, byte) : byte;
+  }
+  tg_tensor *bit = tg_reshape(tg_arange(TG_INT32, 0, 32, 1), SHAPE(2, 16));
+  tg_tensor *five = tg_cast(field(word, bit, 1), TG_UINT8);
+  return tg_bitwise_or(nibbles32(blk, nb, off + 4), tg_lshift_scalar(five, 4));
 }
 
 /* Q4_K, Q5_K: the 6-bit scale (mins false) or min of sub-block s = 2c + h at every value, (nb, 4, 2, 32). The 12

@@ -43,7 +43,36 @@
  * tg_float_v, tg_int_v; a bool is a tg_int_v mask (-1 true, 0 false), as vector comparisons give. A scalar
  * source of a vector op is broadcast (tg_bc_*). Ops without a vector form run per lane in a small loop. */
 
-static const char *vkind(tg_dtype dt) { return dt == TG_FLOAT32 ? "float" : dt == TG_INT64 ? "long" : "int"; }
+/* float16 lanes are float32 lanes (expand.c: a float16 vector is only loaded, then converted to float32) */
+static const char *vkind(tg_dtype dt) { return dt == TG_FLOAT32 || dt == TG_FLOAT16 ? "float" : dt == TG_INT64 ? "long" : "int"; }
+
+/* 8- and 16-bit integers are int lanes holding the value (expand.c): the name of the function that loads them
+ * contiguously (vec_header), or NULL for the other dtypes */
+static const char *small_vu(tg_dtype dt) {
+  return dt == TG_UINT8 ? "tg_ld_u8" : dt == TG_INT8 ? "tg_ld_i8" : dt == TG_UINT16 ? "tg_ld_u16" : dt == TG_INT16 ? "tg_ld_i16" : NULL;
+}
+
+/* the function that loads a vector of dt widened to its lanes' type: small integers, float16 */
+static const char *widening_load(tg_dtype dt) { return dt == TG_FLOAT16 ? "tg_ld_f16" : small_vu(dt); }
+
+/* e (int lanes) brought back into the small integer type dt's range, as C's conversion to dt wraps it (signed:
+ * the low bits with their top bit's sign, by xor and subtract: no shift of a negative value) */
+static char *narrow(tg_dtype dt, char *e) {
+  char *r = !e ? NULL
+            : dt == TG_UINT8 ? fmt("(%s&255)", e)
+            : dt == TG_UINT16 ? fmt("(%s&65535)", e)
+            : dt == TG_INT8 ? fmt("(((%s&255)^128)-128)", e)
+            : fmt("(((%s&65535)^32768)-32768)", e);
+  free(e);
+  return r;
+}
+
+/* whether a value of small integer type st is always in small integer type dt's range */
+static bool fits(tg_dtype st, tg_dtype dt) {
+  if (st == dt) return true;
+  if (st == TG_UINT8) return dt == TG_INT16 || dt == TG_UINT16;
+  return st == TG_INT8 && dt == TG_INT16;
+}
 
 static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
   const char *ts[3] = {"float", "int", "long"}, *cs[3] = {"float", "int", "long long"};
@@ -55,6 +84,38 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
     for (int l = 0; l < lanes; l++) put(o, "%ss", l ? "," : "");
     put(o, "}; }\n");
   }
+  /* 8- and 16-bit integers loaded into int lanes, widened in the load: one vpmovzxbd. gcc 12's
+   * __builtin_convertvector of a byte vector inserted the 16 bytes one at a time (a 4096^2 Q8_0 matrix-vector
+   * product: 18 ms, 1.6 ms with the widening load); clang has no such builtins and converts well. Float16: one
+   * vcvtph2ps (F16C; AVX-512F for 16 lanes), in both compilers */
+  static const char *const sn[4] = {"u8", "i8", "u16", "i16"}, *const sc[4] = {"unsigned char", "signed char", "unsigned short", "short"};
+  static const char *const mv[4] = {"zxbd", "sxbd", "zxwd", "sxwd"};
+  for (int t = 0; t < 4; t++)
+    put(o, "typedef %s tg_%s_vu __attribute__((vector_size(%d), aligned(1), may_alias));\n", sc[t], sn[t], (t < 2 ? 1 : 2) * lanes);
+  if (lanes == 16 || lanes == 8) {
+    put(o, "typedef char tg_c16_ __attribute__((vector_size(16)));\ntypedef short tg_s%d_ __attribute__((vector_size(%d)));\n"
+           "typedef long long tg_q2_ __attribute__((vector_size(16)));\n#if defined(%s) && !defined(__clang__)\n",
+        lanes, 2 * lanes, lanes == 16 ? "__AVX512F__" : "__AVX2__");
+    for (int t = 0; t < 4; t++) {
+      put(o, "static inline tg_int_v tg_ld_%s(const %s *p) { ", sn[t], sc[t]);
+      if (lanes == 16 && t < 2) put(o, "return __builtin_ia32_pmov%s512_mask((tg_c16_)*(const tg_%s_vu*)p, tg_bc_int(0), 0xffff); }\n", mv[t], sn[t]);
+      else if (lanes == 16) put(o, "return __builtin_ia32_pmov%s512_mask((tg_s16_)*(const tg_%s_vu*)p, tg_bc_int(0), 0xffff); }\n", mv[t], sn[t]);
+      else if (t < 2) put(o, "long long q; __builtin_memcpy(&q, p, 8); return __builtin_ia32_pmov%s256((tg_c16_)(tg_q2_){q, 0}); }\n", mv[t]);
+      else put(o, "return __builtin_ia32_pmov%s256((tg_s8_)*(const tg_%s_vu*)p); }\n", mv[t], sn[t]);
+    }
+    put(o, "#define TG_HAVE_LDSMALL 1\n#endif\n");
+    if (lanes == 16)
+      put(o, "#if defined(__AVX512F__)\nstatic inline tg_float_v tg_ld_f16(const tg_half *p) { return __builtin_ia32_vcvtph2ps512_mask((tg_s16_)*(const tg_i16_vu*)p, tg_bc_float(0), 0xffff, 4); }\n");
+    else
+      put(o, "#if defined(__F16C__)\nstatic inline tg_float_v tg_ld_f16(const tg_half *p) { return __builtin_ia32_vcvtph2ps256((tg_s8_)*(const tg_i16_vu*)p); }\n");
+    put(o, "#define TG_HAVE_LDF16 1\n#endif\n");
+  }
+  put(o, "#ifndef TG_HAVE_LDSMALL\n");
+  for (int t = 0; t < 4; t++)
+    put(o, "static inline tg_int_v tg_ld_%s(const %s *p) { return __builtin_convertvector(*(const tg_%s_vu*)p, tg_int_v); }\n", sn[t], sc[t], sn[t]);
+  put(o, "#endif\n#ifndef TG_HAVE_LDF16\n"
+         "static inline tg_float_v tg_ld_f16(const tg_half *p) { tg_float_v v; for (int l = 0; l < %d; l++) v[l] = (float)p[l]; return v; }\n"
+         "#endif\n", lanes);
   put(o, "static inline tg_long_v tg_sel_long(tg_int_v m, tg_long_v a, tg_long_v b) "
          "{ tg_long_v w = __builtin_convertvector(m, tg_long_v); return (w & a) | (~w & b); }\n"
          "static inline tg_long_v tg_max_long(tg_long_v a, tg_long_v b) "
@@ -188,17 +249,24 @@ static char *valu_text(rctx *c, uop *u) {
     case OP_RECIP: r = dt == TG_FLOAT32 ? fmt("(tg_bc_float(1.0f)/%s)", s[0]) : NULL; break;
     case OP_SQRT: r = dt == TG_FLOAT32 ? fmt("tg_sqrt_v(%s)", s[0]) : NULL; break;
     case OP_CAST:
-      if (dt == st) r = fmt("%s", s[0]);
+      if (dt == st || (st == TG_FLOAT16 && dt == TG_FLOAT32)) r = fmt("%s", s[0]);
       else if (dt == TG_BOOL) r = fmt(L ? "__builtin_convertvector(%s!=tg_bc_%s(0), tg_int_v)" : "(%s!=tg_bc_%s(0))", s[0], vkind(st));
       /* a mask lane is -1 or 0: its low bit, not its negation (gcc 12 at -O1 and above folds max(acc, -m) with
        * acc = INT_MIN into a negated min, which wraps: every int max reduction of a comparison gave INT_MIN) */
       else if (st == TG_BOOL) r = dt == TG_INT32 ? fmt("(%s&1)", s[0]) : fmt("__builtin_convertvector(%s&1, tg_%s_v)", s[0], vkind(dt));
       else r = fmt("__builtin_convertvector(%s, tg_%s_v)", s[0], vkind(dt));
       break;
-    case OP_BITCAST: r = fmt("((tg_%s_v)%s)", vkind(dt), s[0]); break;
+    case OP_BITCAST: r = small_vu(dt) ? fmt("%s", s[0]) : fmt("((tg_%s_v)%s)", vkind(dt), s[0]); break;
+    case OP_SHL: r = fmt("(%s<<%s)", s[0], s[1]); break;
+    case OP_SHR: r = fmt("(%s>>%s)", s[0], s[1]); break;
     default: break;
   }
   for (int i = 0; i < 3; i++) free(s[i]);
+  /* a small integer result that may leave its type's range (and, or, shifts right, max and selects of values in
+   * range stay in it) */
+  if (r && small_vu(dt) && u->op != OP_AND && u->op != OP_OR && u->op != OP_XOR && u->op != OP_SHR &&
+      u->op != OP_MAX && u->op != OP_WHERE && !(u->op == OP_CAST && small_vu(st) && fits(st, dt)))
+    r = narrow(dt, r);
   return r;
 }
 
@@ -227,6 +295,7 @@ static void render_vec_alu(rctx *c, uop *u, int pos) {
     put(c->o, "tg_%s_v %s;\n", vkind(dt), nm);
     per_lane_loop(c);
     if (dt == TG_BOOL) put(c->o, "%s[l_] = -(int)(%s);\n", nm, e ? e : "0");
+    else if (small_vu(dt)) put(c->o, "%s[l_] = (%s)(%s);\n", nm, ctype(c, dt), e ? e : "0");
     else put(c->o, "%s[l_] = %s;\n", nm, e ? e : "0");
     for (int i = 0; i < 3; i++) free(s[i]);
     if (!e) {
@@ -240,9 +309,22 @@ static void render_vec_alu(rctx *c, uop *u, int pos) {
 static void render_vec_load(rctx *c, uop *u, int pos) {
   tg_dtype dt = (tg_dtype)u->dtype;
   char *nm = fmt("val%d", pos);
-  const char *p = name_of(c, u->src[0]), *k = vkind(dt);
+  const char *p = name_of(c, u->src[0]), *k = vkind(dt), *sv = widening_load(dt);
   indent(c);
-  if (u->arg.i > 0 && u->nsrc == 3 && is_vec(c, u->src[2]) && dt != TG_INT64) {  /* contiguous, masked */
+  if (sv && u->arg.i > 0) {  /* a small integer type's packed vector, converted to int lanes */
+    const char *i = name_of(c, u->src[1]);
+    char *full = fmt("%s(%s+%s)", sv, p, i);
+    if (u->nsrc == 3 && is_vec(c, u->src[2])) {
+      const char *m = name_of(c, u->src[2]);
+      put(c->o, "tg_%s_v %s; if (tg_all(%s)) %s = %s; else ", k, nm, m, nm, full);
+      put(c->o, "for (int l_ = 0; l_ < %d; l_++) %s[l_] = %s[l_] ? %s[%s+l_] : 0;\n", c->p->lanes, nm, m, p, i);
+    } else if (u->nsrc == 3) {
+      put(c->o, "tg_%s_v %s = tg_bc_%s(0); if (%s) %s = %s;\n", k, nm, k, name_of(c, u->src[2]), nm, full);
+    } else {
+      put(c->o, "tg_%s_v %s = %s;\n", k, nm, full);
+    }
+    free(full);
+  } else if (u->arg.i > 0 && u->nsrc == 3 && is_vec(c, u->src[2]) && dt != TG_INT64) {  /* contiguous, masked */
     put(c->o, "tg_%s_v %s = tg_mload_%s(%s, %s+%s);\n", k, nm, k, name_of(c, u->src[2]), p, name_of(c, u->src[1]));
   } else if (u->arg.i > 0 && u->nsrc == 3 && is_vec(c, u->src[2])) {  /* contiguous, masked lane by lane */
     const char *m = name_of(c, u->src[2]), *i = name_of(c, u->src[1]);

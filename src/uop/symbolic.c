@@ -321,8 +321,28 @@ static uop *sum_build(tg_dtype dt, term *t, int n, int64_t c) {
   return c ? uop_binary(OP_ADD, r, uop_const_int(dt, c)) : r;
 }
 
-/* (x//c)*k*c + (x%c)*k -> x*k */
+/* (x//c)*k*c + (x%c)*k -> x*k, and ((x//a)%b)*k*a + (x%a)*k -> (x%(a*b))*k: a row of a (.., b, a) view read
+ * through its (.., b*a) reshape (a Q4_0 weight's 2 x 16 values stored as a row of 32) */
 static void sum_merge_divmod(sum *s) {
+  for (int i = 0; i < s->n; i++) {
+    uop *m = s->t[i].x;
+    if (m->op != OP_MOD || !uop_is_const(m->src[1]) || m->src[0]->op != OP_IDIV || !uop_is_const(m->src[0]->src[1]) ||
+        s->t[i].k == 0)
+      continue;
+    uop *x = m->src[0]->src[0];
+    int64_t a = m->src[0]->src[1]->arg.i, b = m->src[1]->arg.i;
+    if (a <= 0 || b <= 0 || s->t[i].k % a || uop_vmin(x) < 0) continue;
+    int64_t k = s->t[i].k / a;
+    for (int j = 0; j < s->n; j++) {
+      uop *r = s->t[j].x;
+      if (r->op == OP_MOD && r->src[0] == x && uop_is_const(r->src[1]) && r->src[1]->arg.i == a && s->t[j].k == k) {
+        s->t[i].k = 0;
+        s->t[j].k = 0;
+        sum_push(s, uop_binary(OP_MOD, x, uop_const_int((tg_dtype)x->dtype, a * b)), k);
+        return;
+      }
+    }
+  }
   for (int i = 0; i < s->n; i++) {
     uop *d = s->t[i].x;
     if (d->op != OP_IDIV || !uop_is_const(d->src[1]) || s->t[i].k == 0) continue;
@@ -377,6 +397,48 @@ static int64_t gcd(int64_t a, int64_t b) {
   if (b < 0) b = -b;
   while (b) { int64_t t = a % b; a = b; b = t; }
   return a;
+}
+
+/* x = g*y + b with 0 <= b < g and g dividing c (x >= 0, so y >= 0): x // c -> y // (c/g) and x % c ->
+ * (y % (c/g))*g + b. An index unrolled by a block of g within a larger one: (32*r + 5) // 256 -> r // 8 (a
+ * K-quant's block of 256 read 32 values at a time). g is the largest divisor of c that is the gcd of the
+ * coefficients of some of the terms and leaves the others and the constant in [0, g); NULL when none */
+static uop *divmod_blocks(const sum *s, tg_dtype dt, int64_t c, bool is_mod) {
+  int64_t best = 1;
+  for (int i = 0; i < s->n; i++) {
+    int64_t g = gcd(s->t[i].k, c);
+    if (g <= best || g >= c) continue;
+    term *big = mem_alloc((size_t)(s->n + 1) * sizeof *big), *small = mem_alloc((size_t)(s->n + 1) * sizeof *small);
+    int nb = 0, ns = 0;
+    if (big && small) {
+      for (int j = 0; j < s->n; j++) {
+        if (s->t[j].k % g == 0) big[nb++] = s->t[j];
+        else small[ns++] = s->t[j];
+      }
+      int64_t cb = floordiv(s->c, g) * g;
+      uop *b = sum_build(dt, small, ns, s->c - cb);
+      if (nb && b && uop_vmin(b) >= 0 && uop_vmax(b) < g) best = g;
+    }
+    free(big);
+    free(small);
+  }
+  if (best == 1) return NULL;
+  int64_t g = best, cb = floordiv(s->c, g) * g;
+  term *big = mem_alloc((size_t)(s->n + 1) * sizeof *big), *small = mem_alloc((size_t)(s->n + 1) * sizeof *small);
+  uop *r = NULL;
+  if (big && small) {
+    int nb = 0, ns = 0;
+    for (int j = 0; j < s->n; j++) {
+      if (s->t[j].k % g == 0) big[nb++] = (term){s->t[j].x, s->t[j].k / g};
+      else small[ns++] = s->t[j];
+    }
+    uop *y = sum_build(dt, big, nb, cb / g), *m = uop_const_int(dt, c / g);
+    r = !is_mod ? uop_binary(OP_IDIV, y, m)
+                : uop_binary(OP_ADD, uop_binary(OP_MUL, uop_binary(OP_MOD, y, m), uop_const_int(dt, g)), sum_build(dt, small, ns, s->c - cb));
+  }
+  free(big);
+  free(small);
+  return r;
 }
 
 /* x // c and x % c for x >= 0, c > 0: take the multiples of c out of the sum */
@@ -450,6 +512,7 @@ static uop *divmod_fold(uop *u, bool is_mod) {
   }
   free(q);
   free(rem);
+  if (!r) r = divmod_blocks(&s, dt, c, is_mod);
 out:
   free(s.t);
   return r == u ? NULL : r;
@@ -481,6 +544,8 @@ static const rule symbolic_rules[] = {
     {"(MUL x 1)", rule_identity},
     {"(MUL x 0)", rule_zero_int},
     {"(IDIV x 1)", rule_identity},
+    {"(SHL x 0)", rule_identity},  /* a shift by an unrolled arange's first value (a nibble's shift of 0) */
+    {"(SHR x 0)", rule_identity},
     {"(WHERE _ x x)", rule_identity},
     {"(WHERE c:CONST a b)", rule_where_const},
     {"(WHERE _ _ _)", rule_where_gated_load},
