@@ -1,9 +1,11 @@
 # tgc — one build command: `make` builds the static and shared library, the pkg-config file, the tests,
-# the examples and the benchmark. `make test` runs the suite; `make install PREFIX=... [DESTDIR=...]` installs.
+# the examples, the tg-llm command and the benchmark. `make test` runs the suite; `make install PREFIX=...
+# [DESTDIR=...]` installs the library, tg.h, tg.pc and tg-llm.
 CC      ?= cc
 PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
 BUILD   ?= build
 SAN     ?=
 OBJCOPY ?= objcopy
@@ -49,7 +51,7 @@ BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/mpi/%,$(wildcard tests/mpi/*.c))
 
 all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/run_tests $(BUILD)/onnx_backend $(EXAMPLES) $(BENCHES) \
-     $(MPI_TESTS)
+     $(MPI_TESTS) $(BUILD)/tg-llm
 
 # Library objects hide every name; include/tg.h gives its declarations default visibility.
 $(LIB_OBJ): VISIBILITY := -fvisibility=hidden
@@ -114,6 +116,10 @@ $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(BUILD)/libtg.a incl
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
 
+# tg-llm, the command a user runs (installed): the public API only, as the examples
+$(BUILD)/tg-llm: tools/tg_llm.c examples/args.h $(BUILD)/libtg.a include/tg.h
+	$(CC) $(CFLAGS) -Iexamples -o $@ $< $(BUILD)/libtg.a $(LDLIBS)
+
 # the programs tests/mpi.sh runs under mpirun (public API only)
 $(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard examples/*.h) $(BUILD)/libtg.a include/tg.h
 	@mkdir -p $(dir $@)
@@ -129,8 +135,9 @@ $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h examples/*.h) $(BUILD)/libtg_in
 test: $(BUILD)/run_tests
 	./$(BUILD)/run_tests
 
-install: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+install: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/tg-llm
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR)
+	install -m 755 $(BUILD)/tg-llm $(DESTDIR)$(BINDIR)/
 	install -m 644 include/tg.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/libtg.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(BUILD)/libtg.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
@@ -139,7 +146,7 @@ install: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc
 	install -m 644 $(BUILD)/tg.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 
 uninstall:
-	rm -f $(DESTDIR)$(INCLUDEDIR)/tg.h $(DESTDIR)$(LIBDIR)/libtg.a $(DESTDIR)$(LIBDIR)/libtg.so.$(VERSION) \
+	rm -f $(DESTDIR)$(BINDIR)/tg-llm $(DESTDIR)$(INCLUDEDIR)/tg.h $(DESTDIR)$(LIBDIR)/libtg.a $(DESTDIR)$(LIBDIR)/libtg.so.$(VERSION) \
 	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libtg.so $(DESTDIR)$(LIBDIR)/pkgconfig/tg.pc
 
 clean:

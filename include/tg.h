@@ -885,6 +885,40 @@ void tg_dataset_free(tg_dataset *d);   /* drops x and y and zeroes d (NULL is fi
  * an error that lists where it looked */
 tg_status tg_data_find(const char *dir, const char *sub, const char *name, char *out, size_t cap);
 
+/* ---- nn: sampling the next token from logits, seeded ---------------------------------------------- */
+/* llama.cpp's sampler chain and meanings: the repetition penalty over the last repeat_last_n accepted tokens
+ * (a positive logit divided by it, a negative one multiplied), then top_k, top_p, min_p, the temperature, and a
+ * draw from the softmax of what is left. Candidates are ordered by logit, ties by the lower id, so the cuts are
+ * exact and repeatable. The generator is the sampler's own (xoshiro256** seeded by splitmix64, plain C): the
+ * same seed and the same logits give the same tokens on every machine and thread count.
+ *   tg_sampler_opts o = tg_sampler_defaults();  o.temperature = 0.7;  o.seed = 42;
+ *   tg_sampler *s = tg_sampler_new(o, vocab);  ... tg_sampler_accept(s, prompt[i]) ...
+ *   int32_t next = tg_sampler_sample(s, logits); */
+typedef struct tg_sampler_opts {
+  double temperature;       /* <= 0: greedy (the highest logit after the penalty, ties the lowest id); 0.8 */
+  int64_t top_k;            /* keep the k highest logits; <= 0: all; 40 */
+  double top_p;             /* keep the fewest most likely tokens whose probabilities reach p; >= 1: off; 0.95 */
+  double min_p;             /* keep tokens with probability >= min_p * the highest's; <= 0: off; 0.05 */
+  double repeat_penalty;    /* > 0; 1: off (default) */
+  int64_t repeat_last_n;    /* the penalty's window of accepted tokens, 0..65536; 0: off; 64 */
+  uint64_t seed;            /* the generator's seed; 0 */
+} tg_sampler_opts;
+tg_sampler_opts tg_sampler_defaults(void);   /* llama.cpp's defaults (above) */
+typedef struct tg_sampler tg_sampler;
+/* a sampler over vocab token ids (>= 1); NULL with TG_ERR_ARG naming a value out of range */
+tg_sampler *tg_sampler_new(tg_sampler_opts o, int64_t vocab);
+/* the next token drawn from logits (vocab floats, not modified), also accepted (tg_sampler_accept); -1 with
+ * TG_ERR_ARG for a NaN logit or when every logit is -inf */
+int32_t tg_sampler_sample(tg_sampler *s, const float *logits);
+/* what tg_sampler_sample draws from: the candidates left after the penalty and cuts, most likely first, into ids
+ * and probs (vocab entries each, either may be NULL), probabilities at the temperature (greedy: one token, 1.0);
+ * returns their count, -1 with TG_ERR_ARG as tg_sampler_sample. Draws nothing, accepts nothing. */
+int64_t tg_sampler_probs(tg_sampler *s, const float *logits, int32_t *ids, float *probs);
+/* records token (the prompt's, or one chosen elsewhere) in the penalty's window; TG_ERR_ARG outside the vocab */
+tg_status tg_sampler_accept(tg_sampler *s, int32_t token);
+tg_status tg_sampler_reset(tg_sampler *s);   /* empties the window and restarts the generator from the seed */
+void tg_sampler_free(tg_sampler *s);         /* NULL is fine */
+
 /* ---- nn: Llama from a llama2.c checkpoint, decoded one token per step ------------------------------- */
 /* The checkpoint is llama2.c's legacy format (a 7 int32 header, then float32 weights in its order), checked
  * against its size. Each step is one tg_jit replay (JIT=0: run eagerly) whose position is a tg_variable:

@@ -3,7 +3,8 @@
 # with exit status 2 and a message naming the flag; --help exits 0 with the usage on stdout; a run that fails
 # leaves an existing output file as it was; --out into a missing folder fails before any training (time-bound).
 # MNIST checks run on a small made-up dataset written here (the real one is not needed); llama checks need
-# stories260K (the example finds it under ../shared/data) and are skipped with a line saying so without it.
+# stories260K (the example finds it under ../shared/data; tg-llm converts it to GGUF in the user cache once) and
+# are skipped with a line saying so without it.
 # Run from anywhere after `make`; the last line is "N passed, N failed" and the status is 1 on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -177,6 +178,67 @@ else
   cp "$model_dir/tok512.bin" "$tmp/m/tok512.bin"
   run "$L" --model "$tmp/m/x.bin" -n 8 "Once"
   [ "$rc" -eq 0 ] && ok || bad "llama --model DIR/x with DIR/tok512.bin -> exit $rc: ${err:0:200}"
+fi
+
+# ---- tg-llm -------------------------------------------------------------------------------------------------
+T=$B/tg-llm
+expect_help "$T" --model --prompt --n-predict --interactive --temp --top-k --top-p --min-p --repeat-penalty \
+  --repeat-last-n --seed --threads --ctx-size --verbose-prompt
+for f in --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed -n -t -c; do
+  expect_usage_error "$f" "$T" "$f" abc
+  expect_usage_error "$f" "$T" "$f"
+done
+expect_usage_error --temp "$T" --temp -0.5
+expect_usage_error --temp "$T" --temp nan
+expect_usage_error --top-k "$T" --top-k -1
+expect_usage_error --top-p "$T" --top-p 1.01
+expect_usage_error --min-p "$T" --min-p -0.1
+expect_usage_error --repeat-penalty "$T" --repeat-penalty 0
+expect_usage_error --repeat-last-n "$T" --repeat-last-n 65537
+expect_usage_error --seed "$T" --seed -1
+expect_usage_error -n "$T" -n -2
+expect_usage_error -t "$T" -t 0
+expect_usage_error -t "$T" -t 257
+expect_usage_error -c "$T" -c -1
+expect_usage_error -p "$T" -p
+expect_usage_error --bogus "$T" --bogus
+expect_usage_error /nonexistent "$T" -m /nonexistent/m.gguf
+printf 'not a model' >"$tmp/m.gguf"
+run "$T" -m "$tmp/m.gguf" -n 1   # not a GGUF file: a failure while running, named
+if [ "$rc" -ne 1 ] || ! grep -qF "not a GGUF file" "$tmp/err"; then bad "tg-llm on a file that is not GGUF -> exit $rc: ${err:0:200}"
+else ok
+fi
+if [ -z "$model_dir" ]; then
+  echo "skipped: the tg-llm runs that need stories260K (not found in \$TG_DATA, ~/.cache/tgc or ../shared/data)"
+else
+  # greedy: the prompt, then the same text as the llama example (llama2.c's run.c); statistics on stderr only
+  run "$L" -n 40 "Once upon a time"
+  want=$out
+  run "$T" -n 36 --temp 0 -p "Once upon a time"   # 40 positions: BOS and 4 prompt tokens, 36 drawn
+  if [ "$rc" -ne 0 ] || [ "$out" != "$want" ]; then bad "tg-llm --temp 0 -> exit $rc, text '${out:0:120}', want '${want:0:120}' (${err:0:200})"
+  elif ! grep -q "prefill 5 tokens .*tokens/s" <<<"$err" || ! grep -q "decode .*tokens/s" <<<"$err" ||
+       ! grep -q "peak memory" <<<"$err"; then bad "tg-llm statistics missing on stderr: ${err:0:300}"
+  else ok
+  fi
+  expect_usage_error "0..512" "$T" -c 513
+  # a seed fixes the text, whatever the thread count; another seed gives another text
+  run "$T" -n 48 --seed 7 -t 1 -p "The dog"
+  a=$out
+  run "$T" -n 48 --seed 7 -t 2 -p "The dog"
+  b=$out
+  run "$T" -n 48 --seed 8 -p "The dog"
+  if [ -z "$a" ] || [ "$a" != "$b" ] || [ "$a" = "$out" ]; then
+    bad "tg-llm --seed: 7 on 1 thread '${a:0:80}', on 2 '${b:0:80}', 8 '${out:0:80}'"
+  else ok
+  fi
+  # chat: each stdin line a turn (stories260K has no template: the text as it is), the replies on stdout
+  printf 'Once upon a time\nThe cat\n' >"$tmp/chat.txt"
+  timeout "$limit" "$T" -i -n 8 --seed 1 <"$tmp/chat.txt" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" -ne 0 ] || [ "$(wc -l <"$tmp/out")" -ne 2 ] || ! grep -q "chat template none" "$tmp/err"; then
+    bad "tg-llm -i with two lines -> exit $rc, $(wc -l <"$tmp/out") lines: $(head -c 200 "$tmp/err")"
+  else ok
+  fi
 fi
 
 # ---- onnx ---------------------------------------------------------------------------------------------------
