@@ -159,6 +159,7 @@ typedef struct runtime_counters {
   uint64_t disk_hits;          /* kernels found in the disk cache */
   uint64_t disk_rejects;       /* disk cache files found damaged (or made for another source), compiled again */
   uint64_t mem_hits;           /* compile() calls answered by the in-memory program cache */
+  uint64_t prebuilt;           /* kernels compiled or loaded ahead, several at once, by the CPU's prebuild */
   uint64_t buffers_allocated;  /* host blocks taken from the system (not from the buffer cache) */
   uint64_t buffer_cache_hits;  /* host blocks reused from the buffer cache */
   size_t bytes_cached;         /* bytes held by the buffer cache now */
