@@ -161,19 +161,30 @@ static int compile_jobs(void) {
   return n < 1 ? 1 : n > MAX_COMPILE_JOBS ? MAX_COMPILE_JOBS : n;
 }
 
+typedef struct prebuild_item {
+  size_t len;  /* of the source: the longest compile the longest, so they start first */
+  int idx;
+} prebuild_item;
+
 typedef struct prebuild_ctx {
   const device *d;
   const char *const *names, *const *srcs;
+  const prebuild_item *items;  /* the kernels not in memory, longest first */
   int n;
-  atomic_int next;  /* the next kernel to take */
+  atomic_int next;  /* the next item to take */
 } prebuild_ctx;
+
+static int longer_first(const void *a, const void *b) {
+  const prebuild_item *x = a, *y = b;
+  return x->len != y->len ? (x->len < y->len ? 1 : -1) : x->idx - y->idx;
+}
 
 static atomic_ullong nprebuilt;
 
 static void *prebuild_worker(void *arg) {
   prebuild_ctx *c = arg;
-  for (int i; (i = atomic_fetch_add(&c->next, 1)) < c->n;) {
-    if (!c->names[i] || !c->srcs[i] || program_cache_has(&pc, 0, c->names[i], c->srcs[i])) continue;
+  for (int k; (k = atomic_fetch_add(&c->next, 1)) < c->n;) {
+    int i = c->items[k].idx;
     /* errors stay with this thread: compile() reports each kernel's own (a refusal from the failure memory) */
     tg_program *p = program_cache_get(&pc, c->d, 0, c->names[i], c->srcs[i], load_program);
     if (p) {
@@ -186,23 +197,33 @@ static void *prebuild_worker(void *arg) {
 
 static void cpu_prebuild(const device *d, int n, const char *const *names, const char *const *srcs) {
   if (n < 2 || !names || !srcs) return;
-  int todo = 0;  /* kernels not in memory yet */
-  for (int i = 0; i < n; i++) todo += names[i] && srcs[i] && !program_cache_has(&pc, 0, names[i], srcs[i]);
   int jobs = compile_jobs();
-  if (jobs > todo) jobs = todo;
   if (jobs < 2) return;  /* compile() builds them one by one as it always did */
-  prebuild_ctx c = {.d = d, .names = names, .srcs = srcs, .n = n};
+  prebuild_item *items = mem_alloc((size_t)n * sizeof *items);
+  if (!items) return;  /* only a hint: compile() will report the memory */
+  int todo = 0;  /* kernels not in memory yet */
+  for (int i = 0; i < n; i++)
+    if (names[i] && srcs[i] && !program_cache_has(&pc, 0, names[i], srcs[i]))
+      items[todo++] = (prebuild_item){.len = strlen(srcs[i]), .idx = i};
+  if (jobs > todo) jobs = todo;
+  if (jobs < 2) {
+    free(items);
+    return;
+  }
+  qsort(items, (size_t)todo, sizeof *items, longer_first);
+  prebuild_ctx c = {.d = d, .names = names, .srcs = srcs, .items = items, .n = todo};
   atomic_init(&c.next, 0);
   pthread_t th[MAX_COMPILE_JOBS];
   int started = 0;
   tg_status saved = tg_error_status();  /* the caller's error text is left as it was */
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", tg_error());
+  double t0 = now_ms();
   for (; started < jobs - 1; started++)
     if (pthread_create(&th[started], NULL, prebuild_worker, &c) != 0) break;  /* fewer helpers, same work */
-  double t0 = now_ms();
   prebuild_worker(&c);
   for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  free(items);
   if (saved) tg_set_error(saved, "%s", msg);
   else tg_error_clear();
   if (tg_debug_level() >= 2)
