@@ -33,7 +33,8 @@ for ((r = 1; r <= R; r++)); do
     n=$(find "$dir" -name '*.so' | wc -l)
     warm=$(first_step "$bin" "$dir")
     echo "$name $cold $warm $n" >>"$TMP/results"
-    echo "round $r $name: first step cold ${cold} s (${n} kernels compiled, training and test), warm ${warm} s" >&2
+    echo "round $r $name: first step cold ${cold} s (${n} kernels compiled, training and test), warm ${warm} s;" \
+      "load average $(cut -d' ' -f1 /proc/loadavg)" >&2
   done
 done
 
