@@ -2,7 +2,8 @@
  *
  * compile() turns C source into a program: the disk cache (compile_cache.c) gives a shared object, dlopen
  * loads it and dlsym finds the kernel. Programs are also cached in memory (program_cache.c), so one process
- * never loads the same kernel twice. launch() runs the kernel
+ * never loads the same kernel twice; prebuild() compiles the new kernels of a schedule several at once before
+ * compile() asks for them. launch() runs the kernel
  *   void name(void **bufs, int64_t core_id, int64_t ncores)
  * once per core id on the pool; the kernel splits its outermost THREAD loop by core_id.
  */
