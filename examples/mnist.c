@@ -332,7 +332,7 @@ int main(int argc, char **argv) {
       printf("trained in %.1f s (%.1f ms/step), final loss %.4f\n", train_s, train_s * 1e3 / (double)steps, loss_v);
     if (steps > 1 && rank == 0) {  /* steady state: the first step compiles the kernels */
       qsort(step_s + 1, (size_t)steps - 1, sizeof *step_s, cmp_double);
-      printf("median step after the first: %.1f ms (first step %.1f s)\n", step_s[1 + (steps - 1) / 2] * 1e3, step_s[0]);
+      printf("median step after the first: %.1f ms (first step %.2f s)\n", step_s[1 + (steps - 1) / 2] * 1e3, step_s[0]);
       if (dist) {  /* the all-reduces' time, and before them the wait for the slowest rank */
         qsort(comm_s + 1, (size_t)steps - 1, sizeof *comm_s, cmp_double);
         qsort(wait_s + 1, (size_t)steps - 1, sizeof *wait_s, cmp_double);

@@ -2,12 +2,14 @@
  *
  * compile() turns C source into a program: the disk cache (compile_cache.c) gives a shared object, dlopen
  * loads it and dlsym finds the kernel. Programs are also cached in memory (program_cache.c), so one process
- * never loads the same kernel twice. launch() runs the kernel
+ * never loads the same kernel twice; prebuild() compiles the new kernels of a schedule several at once before
+ * compile() asks for them. launch() runs the kernel
  *   void name(void **bufs, int64_t core_id, int64_t ncores)
  * once per core id on the pool; the kernel splits its outermost THREAD loop by core_id.
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,99 @@ static tg_program *cpu_compile(const device *d, const char *name, const char *sr
   return program_cache_get(&pc, d, 0, name, src, load_program);
 }
 
+/* ---- compiles ahead (prebuild) ---------------------------------------------------------------------------
+ * realize hands over the new kernels of a schedule before it asks for them one by one: each is a compiler
+ * process of 50-300 ms, so they are built here on up to compile_jobs() threads at once (the main thread
+ * among them), each through the same program cache and disk cache path as compile() (same keys, same
+ * temporary-file-and-rename writes). The compile() that follows finds the program in memory; a source the
+ * compiler refused is remembered there with its message, which compile() then reports as it would have.
+ * Threads and not a pool: the pool's workers are for kernels, and a compile spends its time waiting for a
+ * child process (posix_spawn, safe from a threaded process). */
+
+#define MAX_COMPILE_JOBS 256
+
+/* TG_COMPILE_JOBS (1..256), else the pool's size (TG_THREADS, else the CPUs); a bad value is the default */
+static int compile_jobs(void) {
+  const char *s = getenv("TG_COMPILE_JOBS");
+  if (s && *s) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end == 0 && v >= 1 && v <= MAX_COMPILE_JOBS && s[0] >= '0' && s[0] <= '9') return (int)v;
+    if (tg_debug_level() >= 1) fprintf(stderr, "CPU: TG_COMPILE_JOBS='%s' is not 1..256: using %d\n", s, pool_size());
+  }
+  int n = pool_size();
+  return n < 1 ? 1 : n > MAX_COMPILE_JOBS ? MAX_COMPILE_JOBS : n;
+}
+
+typedef struct prebuild_item {
+  size_t len;  /* of the source: the longest compile the longest, so they start first */
+  int idx;
+} prebuild_item;
+
+typedef struct prebuild_ctx {
+  const device *d;
+  const char *const *names, *const *srcs;
+  const prebuild_item *items;  /* the kernels not in memory, longest first */
+  int n;
+  atomic_int next;  /* the next item to take */
+} prebuild_ctx;
+
+static int longer_first(const void *a, const void *b) {
+  const prebuild_item *x = a, *y = b;
+  return x->len != y->len ? (x->len < y->len ? 1 : -1) : x->idx - y->idx;
+}
+
+static atomic_ullong nprebuilt;
+
+static void *prebuild_worker(void *arg) {
+  prebuild_ctx *c = arg;
+  for (int k; (k = atomic_fetch_add(&c->next, 1)) < c->n;) {
+    int i = c->items[k].idx;
+    /* errors stay with this thread: compile() reports each kernel's own (a refusal from the failure memory) */
+    tg_program *p = program_cache_get(&pc, c->d, 0, c->names[i], c->srcs[i], load_program);
+    if (p) {
+      atomic_fetch_add(&nprebuilt, 1);
+      program_release(p);
+    }
+  }
+  return NULL;
+}
+
+static void cpu_prebuild(const device *d, int n, const char *const *names, const char *const *srcs) {
+  if (n < 2 || !names || !srcs) return;
+  int jobs = compile_jobs();
+  if (jobs < 2) return;  /* compile() builds them one by one as it always did */
+  prebuild_item *items = mem_alloc((size_t)n * sizeof *items);
+  if (!items) return;  /* only a hint: compile() will report the memory */
+  int todo = 0;  /* kernels not in memory yet */
+  for (int i = 0; i < n; i++)
+    if (names[i] && srcs[i] && !program_cache_has(&pc, 0, names[i], srcs[i]))
+      items[todo++] = (prebuild_item){.len = strlen(srcs[i]), .idx = i};
+  if (jobs > todo) jobs = todo;
+  if (jobs < 2) {
+    free(items);
+    return;
+  }
+  qsort(items, (size_t)todo, sizeof *items, longer_first);
+  prebuild_ctx c = {.d = d, .names = names, .srcs = srcs, .items = items, .n = todo};
+  atomic_init(&c.next, 0);
+  pthread_t th[MAX_COMPILE_JOBS];
+  int started = 0;
+  tg_status saved = tg_error_status();  /* the caller's error text is left as it was */
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", tg_error());
+  double t0 = now_ms();
+  for (; started < jobs - 1; started++)
+    if (pthread_create(&th[started], NULL, prebuild_worker, &c) != 0) break;  /* fewer helpers, same work */
+  prebuild_worker(&c);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  free(items);
+  if (saved) tg_set_error(saved, "%s", msg);
+  else tg_error_clear();
+  if (tg_debug_level() >= 2)
+    fprintf(stderr, "CPU: %d new kernels built ahead on %d threads in %.1f ms\n", todo, started + 1, now_ms() - t0);
+}
+
 typedef struct launch_ctx {
   kernel_fn fn;
   void **bufs;
@@ -194,6 +289,7 @@ static const device cpu_dev = {
     .launch = cpu_launch,
     .num_threads = cpu_num_threads,
     .flush_cache = cpu_flush_cache,
+    .prebuild = cpu_prebuild,
     .cached_bytes = cpu_cached_bytes,
 };
 
@@ -204,6 +300,7 @@ runtime_counters runtime_get_counters(void) {
   runtime_counters c = {0};
   program_cache_counters(&pc, &c.mem_hits, &c.disk_hits);
   c.compiles = compile_cache_compiles();
+  c.prebuilt = atomic_load(&nprebuilt);
   c.disk_rejects = compile_cache_rejects();
   host_alloc_counters(&c.buffers_allocated, &c.buffer_cache_hits, &c.bytes_cached);
   return c;

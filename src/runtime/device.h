@@ -83,7 +83,8 @@ struct device {
   /* gives back the device memory held by the freed-buffer cache (an allocation that failed is retried after) */
   void (*flush_cache)(const device *d);
   /* a hint before compile() is called for each of n kernels: a driver with a large fixed cost per build (PoCL
-   * parses all of opencl-c.h each time) builds them as one program. Errors are not reported here (compile()
+   * parses all of opencl-c.h each time) builds them as one program; the CPU runs several compilers at once
+   * (TG_COMPILE_JOBS). Errors are not reported here (compile()
    * reports each kernel's own); NULL: none */
   void (*prebuild)(const device *d, int n, const char *const *names, const char *const *srcs);
   /* bytes held by the freed-buffer cache now (tg_memory's cached); NULL: none kept */
@@ -159,6 +160,7 @@ typedef struct runtime_counters {
   uint64_t disk_hits;          /* kernels found in the disk cache */
   uint64_t disk_rejects;       /* disk cache files found damaged (or made for another source), compiled again */
   uint64_t mem_hits;           /* compile() calls answered by the in-memory program cache */
+  uint64_t prebuilt;           /* kernels compiled or loaded ahead, several at once, by the CPU's prebuild */
   uint64_t buffers_allocated;  /* host blocks taken from the system (not from the buffer cache) */
   uint64_t buffer_cache_hits;  /* host blocks reused from the buffer cache */
   size_t bytes_cached;         /* bytes held by the buffer cache now */
