@@ -250,3 +250,23 @@ TEST(test_schedule_cache_then_jit_capture) {
   tg_jit_free(j);
   tg_scope_end();
 }
+
+/* leaves that differ only in their own shape (1-d buffers read directly, no reshape above them to tell the
+ * sizes apart) are other structures: a + b over 7 elements after the same over 1 took the (1,) schedule and
+ * wrote 28 bytes into a 4-byte buffer before the stand-ins carried their shapes */
+TEST(test_schedule_cache_leaf_shapes_are_part_of_the_key) {
+  static const int64_t sizes[] = {1, 7, 7, 13};
+  for (int i = 0; i < 4; i++) {
+    tg_scope_begin();
+    float ha[13], hb[13], got[13];
+    for (int64_t k = 0; k < sizes[i]; k++) ha[k] = frand(), hb[k] = frand();
+    tg_tensor *a = tg_from_data(TG_FLOAT32, 1, &sizes[i], ha, (size_t)sizes[i] * sizeof *ha);
+    tg_tensor *b = tg_from_data(TG_FLOAT32, 1, &sizes[i], hb, (size_t)sizes[i] * sizeof *hb);
+    uint64_t c0 = cached();
+    CHECK(tg_to_host(tg_add(a, b), got, (size_t)sizes[i] * sizeof *got) == TG_OK, "size %lld: %s",
+          (long long)sizes[i], tg_error());
+    CHECK((cached() > c0) == (i == 2), "size %lld (round %d): hit %d", (long long)sizes[i], i, (int)(cached() > c0));
+    for (int64_t k = 0; k < sizes[i]; k++) CHECK(got[k] == ha[k] + hb[k], "size %lld [%lld]", (long long)sizes[i], (long long)k);
+    tg_scope_end();
+  }
+}

@@ -23,6 +23,7 @@
 #endif
 #define CACHE_NODES (1 << 20)     /* canonical nodes kept alive, all entries together */
 #define STANDIN_MAGIC 0x5c4edc0deLL
+#define STANDIN_AUX 5          /* magic, leaf op, has storage, alias, ndim; then the shape */
 
 typedef struct entry {
   uop *key;
@@ -42,7 +43,7 @@ static bool is_leaf(uop *u) { return uop_storage(u) != NULL || u->op == OP_BUFFE
 static bool enter_graph(uop *u, void *ctx) { return !is_leaf(u); }
 
 static bool is_standin(const uop *u) {
-  return u->op == OP_PARAM && u->naux == 4 && u->aux[0] == STANDIN_MAGIC && u->nsrc == 0;
+  return u->op == OP_PARAM && u->naux >= STANDIN_AUX && u->aux[0] == STANDIN_MAGIC && u->nsrc == 0;
 }
 
 static void mark_entries(void *ctx) {
@@ -130,8 +131,13 @@ tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_
   for (int i = 0, leaf = 0; i < nn && ok; i++) {
     uop *u = order[i], *c;
     if (is_leaf(u)) {
-      int64_t aux[4] = {STANDIN_MAGIC, u->op, uop_storage(u) != NULL, alias[leaf]};
-      c = uop_new_shaped(OP_PARAM, (tg_dtype)u->dtype, 0, NULL, (uop_arg){.i = leaf}, 4, aux, u->ndim, u->shape);
+      /* the shape goes into aux too: nodes are interned by op, dtype, sources, arg and aux, not by shape (a
+       * node's shape follows from those everywhere else), so stand-ins of leaves of different shapes would
+       * otherwise be one node, and a graph over (7,) would take the schedule made for (1,) */
+      int64_t aux[STANDIN_AUX + TG_MAX_DIMS] = {STANDIN_MAGIC, u->op, uop_storage(u) != NULL, alias[leaf], u->ndim};
+      for (int d = 0; d < u->ndim; d++) aux[STANDIN_AUX + d] = u->shape[d];
+      c = uop_new_shaped(OP_PARAM, (tg_dtype)u->dtype, 0, NULL, (uop_arg){.i = leaf}, STANDIN_AUX + u->ndim, aux,
+                         u->ndim, u->shape);
       leaf++;
     } else {
       c = rebuild(u, &q->canon);
