@@ -42,7 +42,7 @@ static bool is_leaf(uop *u) { return uop_storage(u) != NULL || u->op == OP_BUFFE
 static bool enter_graph(uop *u, void *ctx) { return !is_leaf(u); }
 
 static bool is_standin(const uop *u) {
-  return u->op == OP_PARAM && u->naux == 4 && u->aux[0] == STANDIN_MAGIC && u->nsrc == 0;
+  return u->op == OP_PARAM && u->naux == 5 + u->ndim && u->aux[0] == STANDIN_MAGIC && u->nsrc == 0;
 }
 
 static void mark_entries(void *ctx) {
@@ -130,8 +130,12 @@ tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_
   for (int i = 0, leaf = 0; i < nn && ok; i++) {
     uop *u = order[i], *c;
     if (is_leaf(u)) {
-      int64_t aux[4] = {STANDIN_MAGIC, u->op, uop_storage(u) != NULL, alias[leaf]};
-      c = uop_new_shaped(OP_PARAM, (tg_dtype)u->dtype, 0, NULL, (uop_arg){.i = leaf}, 4, aux, u->ndim, u->shape);
+      /* the shape goes in aux too: interning compares aux, not shapes (a node's shape is taken to follow from
+       * its sources), so without it a float[1] leaf and a float[2] leaf would be one stand-in and a cast of
+       * the second would reuse the first's schedule and buffer size */
+      int64_t aux[5 + TG_MAX_DIMS] = {STANDIN_MAGIC, u->op, uop_storage(u) != NULL, alias[leaf], u->ndim};
+      for (int d = 0; d < u->ndim; d++) aux[5 + d] = u->shape[d];
+      c = uop_new_shaped(OP_PARAM, (tg_dtype)u->dtype, 0, NULL, (uop_arg){.i = leaf}, 5 + u->ndim, aux, u->ndim, u->shape);
       leaf++;
     } else {
       c = rebuild(u, &q->canon);
