@@ -103,7 +103,8 @@ TEST(test_schedule_cache_leaf_shape_misses) {
     CHECK(tg_to_host(tg_cast(a, TG_FLOAT64), got, (size_t)sizes[k] * sizeof *got) == TG_OK, "size %lld: %s",
           (long long)sizes[k], tg_error());
     CHECK((cached() > c0) == (k >= 3), "size %lld (round %d): hit %d", (long long)sizes[k], k, (int)(cached() > c0));
-    for (int64_t i = 0; i < sizes[k]; i++) CHECK(got[i] == h[i], "size %lld [%lld] = %g", (long long)sizes[k], (long long)i, got[i]);
+    for (int64_t i = 0; i < sizes[k]; i++)
+      CHECK(got[i] == h[i], "size %lld [%lld] = %g", (long long)sizes[k], (long long)i, got[i]);
   }
   tg_scope_end();
 }

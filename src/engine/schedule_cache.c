@@ -135,7 +135,8 @@ tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_
        * the second would reuse the first's schedule and buffer size */
       int64_t aux[5 + TG_MAX_DIMS] = {STANDIN_MAGIC, u->op, uop_storage(u) != NULL, alias[leaf], u->ndim};
       for (int d = 0; d < u->ndim; d++) aux[5 + d] = u->shape[d];
-      c = uop_new_shaped(OP_PARAM, (tg_dtype)u->dtype, 0, NULL, (uop_arg){.i = leaf}, 5 + u->ndim, aux, u->ndim, u->shape);
+      c = uop_new_shaped(OP_PARAM, (tg_dtype)u->dtype, 0, NULL, (uop_arg){.i = leaf}, 5 + u->ndim, aux, u->ndim,
+                         u->shape);
       leaf++;
     } else {
       c = rebuild(u, &q->canon);

@@ -18,7 +18,8 @@
 /* n, the number of tensors an optimizer updates, from its input count (2 + per * n), or -1 with the error set */
 static int opt_count(const onnx_node *n, tg_tensor *const *in, int per) {
   if (n->nin < 2 + per || (n->nin - 2) % per)
-    return onnx_fail(n, TG_ERR_ARG, "takes R, T and %d tensors per optimized tensor; it has %d inputs", per, n->nin), -1;
+    return onnx_fail(n, TG_ERR_ARG, "takes R, T and %d tensors per optimized tensor; it has %d inputs", per,
+                     n->nin), -1;
   int k = (n->nin - 2) / per;
   if (n->nout > per * k)
     return onnx_fail(n, TG_ERR_ARG, "has %d outputs; %d tensors give at most %d", n->nout, k, per * k), -1;
@@ -44,7 +45,9 @@ static tg_tensor *regularized(tg_tensor *x, tg_tensor *g, double norm) {
 }
 
 /* the dtype-preserving result the outputs must have (X's dtype and shape) */
-static tg_tensor *like(tg_tensor *y, const tg_tensor *x) { return y && tg_dtype_of(y) != tg_dtype_of(x) ? tg_cast(y, tg_dtype_of(x)) : y; }
+static tg_tensor *like(tg_tensor *y, const tg_tensor *x) {
+  return y && tg_dtype_of(y) != tg_dtype_of(x) ? tg_cast(y, tg_dtype_of(x)) : y;
+}
 
 /* nn_done for the optimizers' outputs r (allocated by the operator, freed here) */
 static tg_status done(const onnx_node *n, tg_tensor **out, tg_tensor **r) {
