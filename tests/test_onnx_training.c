@@ -10,6 +10,7 @@
 
 #include "onnx_pbw.h"
 #include "test.h"
+#include "uop/uop.h"
 
 #define TRAINING "ai.onnx.preview.training"
 
@@ -65,6 +66,9 @@ static bool close_to(const char *what, tg_tensor *t, int64_t n, const double *wa
   return true;
 }
 
+/* the element type of the optimized tensors and their states (ONNX_FLOAT or ONNX_DOUBLE) */
+static int opt_elem = ONNX_FLOAT;
+
 /* one optimizer node over X1 (1) and X2 (3): inputs R, T, then per kind the two tensors named kinds[k] 1 and 2;
  * outputs per kind the two new ones ("X1_new", ...). mode NULL: no mode attribute */
 static tg_onnx *optimizer_model(const char *op, int nkinds, const char *const *kinds, int nattrs, const char *const *an,
@@ -96,10 +100,10 @@ static tg_onnx *optimizer_model(const char *op, int nkinds, const char *const *k
   add_value(&g, ONNX_G_INPUT, "R", ONNX_FLOAT, 0, NULL);
   add_value(&g, ONNX_G_INPUT, "T", ONNX_INT64, 0, NULL);
   for (int j = 0; j < nkinds; j++)
-    for (int i = 0; i < 2; i++) add_value(&g, ONNX_G_INPUT, names[0][2 * j + i], ONNX_FLOAT, 1, (int64_t[]){i ? 3 : 1});
+    for (int i = 0; i < 2; i++) add_value(&g, ONNX_G_INPUT, names[0][2 * j + i], opt_elem, 1, (int64_t[]){i ? 3 : 1});
   for (int j = 0; j < nkinds; j++)
     for (int i = 0; j != 1 && i < 2; i++)
-      add_value(&g, ONNX_G_OUTPUT, names[1][2 * j + i], ONNX_FLOAT, 1, (int64_t[]){i ? 3 : 1});
+      add_value(&g, ONNX_G_OUTPUT, names[1][2 * j + i], opt_elem, 1, (int64_t[]){i ? 3 : 1});
   return load_model(&g);
 }
 
@@ -119,8 +123,8 @@ static bool run_optimizer(tg_onnx *m, float r, int64_t t, int nstate, tg_tensor 
   const float *data[3] = {X, G, NULL};
   for (int j = 0; j < 2 + nstate; j++) {
     const float *d = j < 2 ? data[j] : state[j - 2];
-    in[n++] = f32(1, d);
-    in[n++] = f32(3, d + 1);
+    in[n++] = opt_elem == ONNX_DOUBLE ? tg_cast(f32(1, d), TG_FLOAT64) : f32(1, d);
+    in[n++] = opt_elem == ONNX_DOUBLE ? tg_cast(f32(3, d + 1), TG_FLOAT64) : f32(3, d + 1);
   }
   for (int i = 0; i < n; i++) {
     tg_onnx_input(m, i, &io);
@@ -188,24 +192,30 @@ TEST(test_onnx_training_momentum_modes_and_steps) {
   tg_scope_end();
 }
 
-TEST(test_onnx_training_adagrad_decay) {
-  tg_scope_begin();
-  tg_onnx *m = optimizer_model("Adagrad", 3, (const char *[]){"X", "G", "H"}, 3,
-                               (const char *[]){"decay_factor", "epsilon", "norm_coefficient"},
-                               (const float[]){0.5f, 1e-2f, 0.1f}, NULL);
-  CHECK_T(m);
-  tg_tensor *out[4] = {0};
-  CHECK(run_optimizer(m, 0.3f, 4, 1, out), "%s", tg_error());
-  double x[4], h[4];
-  for (int i = 0; i < 4; i++) {
-    double rate = (double)0.3f / (1 + 4 * (double)0.5f), g = (double)0.1f * X[i] + G[i];
-    h[i] = S1[i] + g * g;
-    x[i] = X[i] - rate * g / (sqrt(h[i]) + (double)1e-2f);
+TEST(test_onnx_training_adagrad_decay_float_and_double) {
+  for (int dbl = 0; dbl < 2; dbl++) {
+    tg_scope_begin();
+    opt_elem = dbl ? ONNX_DOUBLE : ONNX_FLOAT;
+    tg_onnx *m = optimizer_model("Adagrad", 3, (const char *[]){"X", "G", "H"}, 3,
+                                 (const char *[]){"decay_factor", "epsilon", "norm_coefficient"},
+                                 (const float[]){0.5f, 1e-2f, 0.1f}, NULL);
+    CHECK_T(m);
+    tg_tensor *out[4] = {0};
+    CHECK(run_optimizer(m, 0.3f, 4, 1, out), "%s", tg_error());
+    double x[4], h[4];
+    for (int i = 0; i < 4; i++) {
+      double rate = (double)0.3f / (1 + 4 * (double)0.5f), g = (double)0.1f * X[i] + G[i];
+      h[i] = S1[i] + g * g;
+      x[i] = X[i] - rate * g / (sqrt(h[i]) + (double)1e-2f);
+    }
+    CHECK(close_to("X1_new", out[0], 1, x) && close_to("X2_new", out[1], 3, x + 1), "X");
+    CHECK(close_to("H1_new", out[2], 1, h) && close_to("H2_new", out[3], 3, h + 1), "H");
+    tg_dtype want = dbl ? TG_FLOAT64 : TG_FLOAT32;
+    CHECK(tg_dtype_of(out[1]) == want && tg_dtype_of(out[3]) == want, "dtype %s", tg_dtype_name(tg_dtype_of(out[1])));
+    tg_onnx_free(m);
+    opt_elem = ONNX_FLOAT;
+    tg_scope_end();
   }
-  CHECK(close_to("X1_new", out[0], 1, x) && close_to("X2_new", out[1], 3, x + 1), "X");
-  CHECK(close_to("H1_new", out[2], 1, h) && close_to("H2_new", out[3], 3, h + 1), "H");
-  tg_onnx_free(m);
-  tg_scope_end();
 }
 
 TEST(test_onnx_training_optimizer_refusals) {
@@ -278,4 +288,52 @@ TEST(test_onnx_training_gradient_refusals) {
   CHECK(!m && tg_error_status() == TG_ERR_IO && strstr(tg_error(), "attribute y reads 'nowhere'"), "undefined y: %s",
         tg_error());
   tg_onnx_free(m);
+}
+
+/* every allocation of a run failing in turn (models loaded once): the run fails with a message and no outputs,
+ * or succeeds with all of them; nothing leaks (the ASan run checks) */
+static void fault_runs(const char *what, tg_onnx *m, int nin, const char *const *names, tg_tensor *const *in,
+                       int nout) {
+  int64_t k = 1;
+  for (; k < 20000; k++) {
+    tg_tensor *outs[8] = {0};
+    tg_error_clear();
+    mem_fail_at(k);
+    tg_status st = tg_onnx_run(m, nin, names, in, outs);
+    bool failed = mem_failed();
+    mem_fail_at(0);
+    bool none = true, all = true;
+    for (int i = 0; i < nout; i++) none = none && !outs[i], all = all && outs[i];
+    if (st != TG_OK) CHECK(failed && tg_error()[0] && none, "%s: allocation %lld: %s", what, (long long)k, tg_error());
+    else CHECK(all, "%s: allocation %lld: outputs missing", what, (long long)k);
+    for (int i = 0; i < 8; i++) tg_free(outs[i]);
+    if (!failed) break;
+  }
+  CHECK(k > 5 && k < 20000, "%s: %lld allocations", what, (long long)k);
+}
+
+TEST(test_onnx_training_fault_every_allocation_of_a_run) {
+  tg_scope_begin();
+  tg_onnx *m = gradient_model("d");
+  CHECK_T(m);
+  const float v[3] = {1, 2, 3};
+  tg_tensor *in[3] = {f32(3, v), f32(3, v), f32(3, v)};
+  fault_runs("Gradient", m, 3, (const char *[]){"a", "b", "z"}, in, 4);
+  tg_onnx_free(m);
+  const char *const an[] = {"alpha", "beta"};
+  m = optimizer_model("Adam", 4, (const char *[]){"X", "G", "V", "H"}, 2, an, (const float[]){0.9f, 0.99f}, NULL);
+  CHECK_T(m);
+  float r = 0.1f;
+  int64_t t = 2;
+  tg_tensor *oin[10] = {tg_from_data(TG_FLOAT32, 0, NULL, &r, sizeof r), tg_from_data(TG_INT64, 0, NULL, &t, sizeof t)};
+  const char *names[10];
+  for (int i = 0; i < 10; i++) {
+    if (i >= 2) oin[i] = i % 2 ? f32(3, v) : f32(1, v);
+    tg_onnx_io io;
+    tg_onnx_input(m, i, &io);
+    names[i] = io.name;
+  }
+  fault_runs("Adam", m, 10, names, oin, 6);
+  tg_onnx_free(m);
+  tg_scope_end();
 }
