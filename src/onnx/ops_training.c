@@ -21,8 +21,8 @@ static int opt_count(const onnx_node *n, tg_tensor *const *in, int per) {
     return onnx_fail(n, TG_ERR_ARG, "takes R, T and %d tensors per optimized tensor; it has %d inputs", per,
                      n->nin), -1;
   int k = (n->nin - 2) / per;
-  if (n->nout > per * k)
-    return onnx_fail(n, TG_ERR_ARG, "has %d outputs; %d tensors give at most %d", n->nout, k, per * k), -1;
+  if (n->nout > (per - 1) * k)   /* a new X and new states per tensor; no output for G */
+    return onnx_fail(n, TG_ERR_ARG, "has %d outputs; %d tensors give at most %d", n->nout, k, (per - 1) * k), -1;
   for (int i = 0; i < n->nin; i++)
     if (!in[i]) return onnx_fail(n, TG_ERR_ARG, "input %d is left out; every input is required", i), -1;
   if (tg_numel(in[0]) != 1 || tg_numel(in[1]) != 1)
@@ -44,7 +44,7 @@ static tg_tensor *regularized(tg_tensor *x, tg_tensor *g, double norm) {
   return norm != 0.0 ? tg_add(tg_mul_scalar(x, norm), g) : g;
 }
 
-/* the dtype-preserving result the outputs must have (X's dtype and shape) */
+/* y in x's dtype (the outputs keep their input's type whatever R's is) */
 static tg_tensor *like(tg_tensor *y, const tg_tensor *x) {
   return y && tg_dtype_of(y) != tg_dtype_of(x) ? tg_cast(y, tg_dtype_of(x)) : y;
 }
