@@ -90,6 +90,25 @@ TEST(test_schedule_cache_other_structures_miss) {
   tg_scope_end();
 }
 
+/* an elementwise graph over one leaf takes its shape from the leaf alone (no reshape or reduce names it): a
+ * float[1] leaf's schedule must not serve a float[2] one (it did: its kernel and a buffer of the first size) */
+TEST(test_schedule_cache_leaf_shape_misses) {
+  tg_scope_begin();
+  const float h[3] = {1.5f, -2, 3};
+  const int64_t sizes[] = {1, 2, 3, 1, 3};
+  for (int k = 0; k < 5; k++) {
+    tg_tensor *a = tg_from_data(TG_FLOAT32, 1, &sizes[k], h, (size_t)sizes[k] * sizeof *h);
+    double got[3] = {0};
+    uint64_t c0 = cached();
+    CHECK(tg_to_host(tg_cast(a, TG_FLOAT64), got, (size_t)sizes[k] * sizeof *got) == TG_OK, "size %lld: %s",
+          (long long)sizes[k], tg_error());
+    CHECK((cached() > c0) == (k >= 3), "size %lld (round %d): hit %d", (long long)sizes[k], k, (int)(cached() > c0));
+    for (int64_t i = 0; i < sizes[k]; i++)
+      CHECK(got[i] == h[i], "size %lld [%lld] = %g", (long long)sizes[k], (long long)i, got[i]);
+  }
+  tg_scope_end();
+}
+
 /* x = x + 1 repeated, in place; then x assigned into another target of the same shape */
 TEST(test_schedule_cache_assign_loops) {
   tg_scope_begin();

@@ -80,12 +80,20 @@ static int model_opset(const onnx_model *pm, const char *domain) {
   return -1;
 }
 
+/* the value a node reads by an attribute rather than as an input (onnx_value_named), or NULL: Gradient's y */
+static const char *attr_reads(const onnx_node *n) {
+  if (strcmp(n->op_type, "Gradient") || strcmp(n->domain, "ai.onnx.preview.training")) return NULL;
+  const onnx_attr *a = onnx_attr_find(n, "y");
+  return a && a->type == ONNX_ATTR_STRING && a->s && a->s[0] ? a->s : NULL;
+}
+
 /* every name the nodes of g (and their subgraphs) read, recorded in last with value idx */
 static bool record_reads(const onnx_graph *g, strmap *last, int idx) {
   for (int i = 0; i < g->nnodes; i++) {
     const onnx_node *n = &g->nodes[i];
     for (int j = 0; j < n->nin; j++)
       if (n->inputs[j][0] && !sm_put(last, n->inputs[j], idx)) return false;
+    if (attr_reads(n) && !sm_put(last, attr_reads(n), idx)) return false;
     for (int a = 0; a < n->nattrs; a++)
       if (n->attrs[a].g && !record_reads(n->attrs[a].g, last, idx)) return false;
   }
@@ -156,6 +164,11 @@ static tg_status prepare(tg_onnx *m, onnx_graph *g, const char *where, const str
         tg_set_error(st, "onnx: %s: %snode %d (%s '%s'): input %d reads '%s', which no input, initializer or earlier node defines",
                      m->name, where, i, n->op_type, n->name, j, n->inputs[j]);
       }
+    if (!st && attr_reads(n) && !sm_has(&defined, attr_reads(n))) {
+      st = TG_ERR_IO;
+      tg_set_error(st, "onnx: %s: %snode %d (%s '%s'): attribute y reads '%s', which no input, initializer or earlier node defines",
+                   m->name, where, i, n->op_type, n->name, attr_reads(n));
+    }
     for (int a = 0; a < n->nattrs && !st; a++)
       if (n->attrs[a].g) {
         char sub[300];
@@ -176,6 +189,7 @@ static tg_status prepare(tg_onnx *m, onnx_graph *g, const char *where, const str
     const onnx_node *n = &g->nodes[i];
     for (int j = 0; j < n->nin && !st; j++)
       if (n->inputs[j][0] && !sm_put(&last, n->inputs[j], i)) st = TG_ERR_NOMEM;
+    if (!st && attr_reads(n) && !sm_put(&last, attr_reads(n), i)) st = TG_ERR_NOMEM;
     for (int a = 0; a < n->nattrs && !st; a++)
       if (n->attrs[a].g && !record_reads(n->attrs[a].g, &last, i)) st = TG_ERR_NOMEM;
   }

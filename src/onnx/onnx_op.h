@@ -72,6 +72,7 @@ extern const onnx_op_def onnx_ops_math[];      /* ops_math.c: elementwise, math,
 extern const onnx_op_def onnx_ops_shape[];     /* ops_shape.c: shapes, movement, gather/scatter, constants, ... */
 extern const onnx_op_def onnx_ops_nn[];        /* ops_nn.c: matmul, conv, pools, norms, resize, quantization, ... */
 extern const onnx_op_def onnx_ops_control[];   /* onnx_run.c: If, Loop, Identity, Constant, ... */
+extern const onnx_op_def onnx_ops_training[];  /* ops_training.c: ai.onnx.preview.training (Adam, Gradient, ...) */
 
 /* the definition for op_type in domain at that domain's opset, or NULL (onnx_run.c) */
 const onnx_op_def *onnx_find_op(const char *domain, const char *op_type, int opset);
@@ -112,6 +113,10 @@ tg_status onnx_input_doubles(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
 /* records that output k of the node being run holds these values (Shape, Size, and shape arithmetic on
  * known values), so the operators that read them as ints need not run a kernel */
 tg_status onnx_set_known(onnx_ctx *c, int k, const int64_t *vals, int64_t count);
+/* the tensor the graph (or an enclosing one) holds under name, borrowed (the runner owns it: do not free), or
+ * NULL when no value of that name is live: for an operator that reads a value by an attribute rather than as
+ * an input (Gradient's y). The load keeps such a value alive until that node (onnx_load.c: attr_reads) */
+tg_tensor *onnx_value_named(onnx_ctx *c, const char *name);
 /* runs a subgraph (If's branch, Loop's body) with the values of the enclosing graph in scope: inputs bound
  * to the subgraph's formal inputs in order, outputs filled with new references (one per subgraph output) */
 tg_status onnx_run_subgraph(onnx_ctx *c, const struct onnx_graph *g, int nin, tg_tensor *const *inputs,

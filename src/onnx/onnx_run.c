@@ -199,7 +199,7 @@ int onnx_opset(const onnx_ctx *c, const char *domain) {
 }
 
 const onnx_op_def *onnx_find_op(const char *domain, const char *op_type, int opset) {
-  const onnx_op_def *const tables[] = {onnx_ops_math, onnx_ops_shape, onnx_ops_nn, onnx_ops_control};
+  const onnx_op_def *const tables[] = {onnx_ops_math, onnx_ops_shape, onnx_ops_nn, onnx_ops_control, onnx_ops_training};
   const onnx_op_def *best = NULL;
   if (!strcmp(domain, "ai.onnx")) domain = "";
   for (size_t k = 0; k < sizeof tables / sizeof *tables; k++)
@@ -208,6 +208,11 @@ const onnx_op_def *onnx_find_op(const char *domain, const char *op_type, int ops
           (!best || d->since_opset > best->since_opset))
         best = d;
   return best;
+}
+
+tg_tensor *onnx_value_named(onnx_ctx *c, const char *name) {
+  onnx_value *v = name && name[0] ? ctx_find(c, name) : NULL;
+  return v ? v->t : NULL;
 }
 
 tg_tensor *onnx_attr_tensor(onnx_ctx *c, const onnx_node *n, const char *name) {
