@@ -173,6 +173,9 @@ typedef struct sweep_stats {
 static void sweep(bool cold, int64_t stride, sweep_stats *s) {
   init_values();
   trace_on();
+  /* a cold step starts from emptied caches: so does the count it is compared with (caches may hold buffers
+   * of earlier tests, which the first tg_collect below would free) */
+  if (cold) tg_collect();
   int64_t base = live_tensors(), base_buffers = live_buffers();
   *s = (sweep_stats){0};
   for (int64_t k = 1;; k += stride) {
