@@ -46,7 +46,10 @@ bool file_out_open(file_out *f, const char *path) {
   size_t plen = strlen(path);
   f->path = mem_alloc(plen + 1);
   f->tmp = mem_alloc(plen + 64);
-  if (!f->path || !f->tmp) {
+  if (!f->path || !f->tmp) {  /* neither name is written yet: none is kept (file_out_tmp says "?") */
+    free(f->path);
+    free(f->tmp);
+    f->path = f->tmp = NULL;
     f->err = ENOMEM;
     return false;
   }
