@@ -14,32 +14,10 @@
 #include "test.h"
 #include "test_gguf.h"
 
-/* ---- a minimal GGUF writer ----------------------------------------------------------------------------------- */
+/* ---- a minimal GGUF writer (over test_gguf.h's byte writer) ---------------------------------------------------- */
 
-typedef struct gw { uint8_t *p; size_t n, cap; } gw;
-
-static void gw_bytes(gw *w, const void *b, size_t n) {
-  if (w->n + n > w->cap) {
-    size_t cap = w->cap ? w->cap * 2 : 1024;
-    while (cap < w->n + n) cap *= 2;
-    uint8_t *p = realloc(w->p, cap);
-    if (!p) abort();
-    w->p = p;
-    w->cap = cap;
-  }
-  if (n) memcpy(w->p + w->n, b, n);
-  w->n += n;
-}
-
-static void gw_le(gw *w, uint64_t v, int nbytes) {
-  uint8_t b[8];
-  for (int i = 0; i < nbytes; i++) b[i] = (uint8_t)(v >> (8 * i));
-  gw_bytes(w, b, (size_t)nbytes);
-}
 static void gw_u32(gw *w, uint32_t v) { gw_le(w, v, 4); }
 static void gw_u64(gw *w, uint64_t v) { gw_le(w, v, 8); }
-static void gw_strn(gw *w, const char *s, size_t n) { gw_u64(w, n); gw_bytes(w, s, n); }
-static void gw_str(gw *w, const char *s) { gw_strn(w, s, strlen(s)); }
 static void gw_pad(gw *w, size_t align) { while (w->n % align) gw_le(w, 0, 1); }
 static void gw_f32(gw *w, float f) { uint32_t u; memcpy(&u, &f, 4); gw_u32(w, u); }
 static void gw_f64(gw *w, double f) { uint64_t u; memcpy(&u, &f, 8); gw_u64(w, u); }

@@ -9,30 +9,9 @@
 
 #include "nn/gguf.h"
 #include "test.h"
+#include "test_gguf.h"
 
-/* ---- a GGUF writer for tokenizer metadata (growing buffer; aborts the test binary on no memory) ---------- */
-
-typedef struct gw { uint8_t *p; size_t n, cap; } gw;
-
-static void gw_bytes(gw *w, const void *b, size_t n) {
-  if (w->n + n > w->cap) {
-    size_t cap = w->cap ? w->cap * 2 : 4096;
-    while (cap < w->n + n) cap *= 2;
-    uint8_t *p = realloc(w->p, cap);
-    if (!p) abort();
-    w->p = p;
-    w->cap = cap;
-  }
-  if (n) memcpy(w->p + w->n, b, n);
-  w->n += n;
-}
-static void gw_le(gw *w, uint64_t v, int nbytes) {
-  uint8_t b[8];
-  for (int i = 0; i < nbytes; i++) b[i] = (uint8_t)(v >> (8 * i));
-  gw_bytes(w, b, (size_t)nbytes);
-}
-static void gw_strn(gw *w, const char *s, size_t n) { gw_le(w, n, 8); gw_bytes(w, s, n); }
-static void gw_str(gw *w, const char *s) { gw_strn(w, s, strlen(s)); }
+/* ---- tokenizer metadata written by hand (test_gguf.h's byte writer) ---------------------------------------- */
 static void gw_key(gw *w, const char *key, uint32_t type) { gw_str(w, key); gw_le(w, type, 4); }
 static void gw_kv_str(gw *w, const char *key, const char *v) { gw_key(w, key, TG_GGUF_STRING); gw_str(w, v); }
 static void gw_kv_u32(gw *w, const char *key, uint32_t v) { gw_key(w, key, TG_GGUF_UINT32); gw_le(w, v, 4); }

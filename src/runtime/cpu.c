@@ -202,17 +202,17 @@ static void cpu_prebuild(const device *d, int n, const char *const *names, const
   if (jobs < 2) return;  /* compile() builds them one by one as it always did */
   prebuild_item *items = mem_alloc((size_t)n * sizeof *items);
   if (!items) return;  /* only a hint: compile() will report the memory */
-  int todo = 0;  /* kernels not in memory yet */
+  int nnew = 0;  /* kernels not in memory yet */
   for (int i = 0; i < n; i++)
     if (names[i] && srcs[i] && !program_cache_has(&pc, 0, names[i], srcs[i]))
-      items[todo++] = (prebuild_item){.len = strlen(srcs[i]), .idx = i};
-  if (jobs > todo) jobs = todo;
+      items[nnew++] = (prebuild_item){.len = strlen(srcs[i]), .idx = i};
+  if (jobs > nnew) jobs = nnew;
   if (jobs < 2) {
     free(items);
     return;
   }
-  qsort(items, (size_t)todo, sizeof *items, longer_first);
-  prebuild_ctx c = {.d = d, .names = names, .srcs = srcs, .items = items, .n = todo};
+  qsort(items, (size_t)nnew, sizeof *items, longer_first);
+  prebuild_ctx c = {.d = d, .names = names, .srcs = srcs, .items = items, .n = nnew};
   atomic_init(&c.next, 0);
   pthread_t th[MAX_COMPILE_JOBS];
   int started = 0;
@@ -228,7 +228,7 @@ static void cpu_prebuild(const device *d, int n, const char *const *names, const
   if (saved) tg_set_error(saved, "%s", msg);
   else tg_error_clear();
   if (tg_debug_level() >= 2)
-    fprintf(stderr, "CPU: %d new kernels built ahead on %d threads in %.1f ms\n", todo, started + 1, now_ms() - t0);
+    fprintf(stderr, "CPU: %d new kernels built ahead on %d threads in %.1f ms\n", nnew, started + 1, now_ms() - t0);
 }
 
 typedef struct launch_ctx {
