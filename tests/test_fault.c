@@ -157,8 +157,7 @@ static int64_t live_tensors(void) {
 
 /* buffers still referenced once the IR nothing refers to is freed (a leaked reference keeps one) */
 static int64_t live_buffers(void) {
-  sched_cache_clear();  /* nodes of earlier graphs it keeps can keep their realized values' buffers */
-  uop_gc();
+  uop_gc();  /* the schedule cache keeps nodes of earlier graphs, never their buffers (a weak root) */
   /* freed buffers a device keeps for reuse are not references anyone holds: a failed allocation empties that
    * cache (then a count taken with it full looks like buffers "leaked" below zero: DEV=CL, -10) */
   tg_memory_empty_cache(NULL);

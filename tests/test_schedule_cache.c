@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "test.h"
+#include "uop/uop.h"
 
 static uint64_t xs = 0x9e3779b97f4a7c15ULL;
 static float frand(void) {
@@ -288,4 +289,26 @@ TEST(test_schedule_cache_leaf_shapes_are_part_of_the_key) {
     for (int64_t k = 0; k < sizes[i]; k++) CHECK(got[k] == ha[k] + hb[k], "size %lld [%lld]", (long long)sizes[i], (long long)k);
     tg_scope_end();
   }
+}
+
+/* a value computed from no buffer at all (arange + 1) is the same node in the cache's canonical graph as in the
+ * caller's: the entry must not keep the buffer realized on it once the caller's tensors are gone */
+TEST(test_schedule_cache_keeps_no_realized_buffer) {
+  tg_memory_info m0, m1;
+  uop_gc();
+  CHECK(tg_memory(NULL, &m0) == TG_OK, "memory: %s", tg_error());
+  const int64_t n = 1 << 18;
+  float *h = malloc((size_t)n * sizeof *h);
+  for (int i = 0; i < 3; i++) {
+    tg_tensor *t = tg_contiguous(tg_add_scalar(tg_arange(TG_FLOAT32, 0, (double)n, 1), 1.0 + i));
+    CHECK(t && tg_realize(t) == TG_OK && tg_to_host(t, h, (size_t)n * sizeof *h) == TG_OK, "realize: %s",
+          tg_error());
+    CHECK(h[5] == 6.0f + (float)i && h[n - 1] == (float)n + (float)i, "values %g %g", h[5], h[n - 1]);
+    tg_free(t);
+  }
+  free(h);
+  uop_gc();  /* not tg_collect, which empties the schedule cache */
+  CHECK(tg_memory(NULL, &m1) == TG_OK, "memory: %s", tg_error());
+  CHECK(m1.in_use <= m0.in_use, "%zu bytes in use after, %zu before: a freed value's buffer is kept", m1.in_use,
+        m0.in_use);
 }

@@ -322,7 +322,7 @@ tg_status sched_cache_put(sched_query *q, const schedule *s) {
   if (nentries && narrow_at_fill != lower_narrow_indices) sched_cache_clear();
   narrow_at_fill = lower_narrow_indices;
   if (!rooted) {
-    if (!uop_gc_add_roots(mark_entries, NULL)) return TG_ERR_NOMEM;
+    if (!uop_gc_add_weak_roots(mark_entries, NULL)) return TG_ERR_NOMEM;
     rooted = true;
   }
   int64_t nodes = (int64_t)q->canon.n;

@@ -225,11 +225,11 @@ static size_t bytes_since_gc;
 #define GC_MIN_BYTES (1u << 20)
 #define GC_BYTES_PER_NODE 2048
 
-typedef struct root_entry { uop_root_fn fn; void *ctx; } root_entry;
+typedef struct root_entry { uop_root_fn fn; void *ctx; bool weak; } root_entry;
 static root_entry *roots;
 static int nroots, roots_cap;
 
-bool uop_gc_add_roots(uop_root_fn fn, void *ctx) {
+static bool add_roots(uop_root_fn fn, void *ctx, bool weak) {
   lib_lock();
   bool ok = true;
   int i = 0;
@@ -243,10 +243,13 @@ bool uop_gc_add_roots(uop_root_fn fn, void *ctx) {
     }
     ok = nr != NULL;
   }
-  if (ok && i == nroots) roots[nroots++] = (root_entry){fn, ctx};
+  if (ok && i == nroots) roots[nroots++] = (root_entry){fn, ctx, weak};
   lib_unlock();
   return ok;
 }
+
+bool uop_gc_add_roots(uop_root_fn fn, void *ctx) { return add_roots(fn, ctx, false); }
+bool uop_gc_add_weak_roots(uop_root_fn fn, void *ctx) { return add_roots(fn, ctx, true); }
 
 void uop_gc_remove_roots(uop_root_fn fn, void *ctx) {
   lib_lock();
@@ -258,10 +261,15 @@ void uop_gc_remove_roots(uop_root_fn fn, void *ctx) {
 /* marks iteratively: graphs can be deeper than the C stack */
 static uop **mark_stack;
 static size_t mark_n, mark_cap;
+static bool marking_weak;  /* the weak roots' turn: what they alone reach loses its cached value */
 
 void uop_mark(uop *u) {
   if (!u || u->mark) return;
   u->mark = 1;
+  if (marking_weak && u->buf && u->op != OP_BUFFER) {
+    if (buf_release) buf_release(u->buf);
+    u->buf = NULL;
+  }
   if (mark_n == mark_cap) {
     size_t nc = mark_cap ? mark_cap * 2 : 1024;
     uop **ns = mem_realloc(mark_stack, nc * sizeof *ns);
@@ -305,11 +313,19 @@ size_t uop_gc(void) {
   lib_lock();
   pins_release_own();
   for (int i = 0; i < nroots; i++) {
+    if (roots[i].weak) continue;
     roots[i].fn(roots[i].ctx);
     mark_drain();
   }
   bool lost_marks = pins_mark_others();
   mark_drain();
+  marking_weak = true;  /* last: a node any strong root or live tensor reaches is marked already */
+  for (int i = 0; i < nroots; i++) {
+    if (!roots[i].weak) continue;
+    roots[i].fn(roots[i].ctx);
+    mark_drain();
+  }
+  marking_weak = false;
   for (size_t b = 0; b < table.cap; b++)
     for (uop *u = table.slots[b]; u; u = u->next) lost_marks |= u->mark == 2;
   size_t freed = 0;

@@ -137,6 +137,9 @@ uint16_t float_to_bf16(float f);
 typedef void (*uop_root_fn)(void *ctx);
 /* fn calls uop_mark on what it keeps alive; false when out of memory (then nothing is kept) */
 bool uop_gc_add_roots(uop_root_fn fn, void *ctx);
+/* the same for a cache of graphs (the schedule cache): a node only such roots reach stays, but the value a
+ * realize cached on it (its buffer) is dropped, so a cache never keeps a freed tensor's memory */
+bool uop_gc_add_weak_roots(uop_root_fn fn, void *ctx);
 void uop_gc_remove_roots(uop_root_fn fn, void *ctx);
 void uop_mark(uop *u);
 void uop_set_buf_release(void (*release)(void *buf));
