@@ -641,3 +641,38 @@ TEST(test_opt_small_integers_are_vector_lanes_that_wrap) {
     tg_scope_end();
   }
 }
+
+/* A stride-2 convolution on 7 output pixels a row (ResNet's downsampling 3x3): no output row gives vector lanes,
+ * so the heuristic vectorizes the output channels, packs the weight's panel with the channels innermost (a
+ * transposing PACK) and tiles the row's pixels; the kernel reads that panel as contiguous vectors, and its values
+ * equal a plain C convolution */
+TEST(test_opt_strided_conv_takes_vectors_from_its_output_channels) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { CI = 32, CO = 32, H = 16, OH = 7 };
+  int64_t sx[4] = {1, CI, H, H}, sw[4] = {CO, CI, 3, 3};
+  tg_tensor *x = rand_t(4, sx), *w = rand_t(4, sw);
+  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.stride = TG_INTS(2)});
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 32, &info);
+  CHECK(src && strstr(info.opts, "PACK(") && strstr(info.opts, ",1)") && strstr(src, "*(const tg_float_v*)(local0"),
+        "opts %s: expected the weight packed channels-innermost and read as vectors:\n%s", src ? info.opts : "",
+        src ? src : tg_error());
+  free(src);
+  static float hx[CI * H * H], hw[CO * CI * 9], got[CO * OH * OH], want[CO * OH * OH];
+  CHECK(tg_to_host(x, hx, sizeof hx) == TG_OK && tg_to_host(w, hw, sizeof hw) == TG_OK &&
+        tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+  for (int o = 0; o < CO; o++)
+    for (int i = 0; i < OH; i++)
+      for (int j = 0; j < OH; j++) {
+        double s = 0;
+        for (int c = 0; c < CI; c++)
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++)
+              s += (double)hx[(c * H + 2 * i + ky) * H + 2 * j + kx] * hw[((o * CI + c) * 3 + ky) * 3 + kx];
+        want[(o * OH + i) * OH + j] = (float)s;
+      }
+  check_close_f32("strided conv", got, want, CO * OH * OH, 1e-4, 1e-4, __FILE__, __LINE__);
+  tg_scope_end();
+}
