@@ -42,3 +42,36 @@ TEST(test_matvec_heuristic_matches_plain_c_without_padded_lanes) {
     tg_scope_end();
   }
 }
+
+/* with 16-lane vectors (AVX-512) the tile's 16 N rows are as many as the lanes: the lanes must still be K's
+ * (contiguous loads of W and x, one horizontal sum per output), not N's (W gathered across 16 rows) */
+TEST(test_matvec_lanes_are_on_k_when_the_tile_is_as_wide_as_a_vector) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  float *x = rand_data(256), *w = rand_data(64 * 256);
+  int64_t sx[2] = {1, 256}, sw[2] = {64, 256};
+  tg_tensor *y = x && w ? tg_matmul(tensor_of(x, 2, sx), tg_T(tensor_of(w, 2, sw))) : NULL;
+  CHECK_T(y);
+  schedule s;
+  if (y && schedule_create(1, &y->u, &s) == TG_OK) {
+    kernel_state ks;
+    CHECK(s.nkernels == 1 && ks_init(&ks, s.kernels[0].ast, (opt_target){.nthreads = 1, .vec_bytes = 64}), "%s", tg_error());
+    hand_coded_optimizations(&ks);
+    kernel_info info;
+    memset(&info, 0, sizeof info);
+    uop *fin = codegen_finish(&ks, &info);
+    linear_program lp = {0};
+    char *src = fin && linearize(fin, &lp, &info) ? render_c(info.name, &lp, &info) : NULL;
+    CHECK(src, "no source: %s", tg_error());
+    CHECK(strstr(info.opts, "UNROLL(0,16)") && strstr(info.opts, "UPCAST(0,16)"), "opts %s", info.opts);
+    /* contiguous vector loads of W at row offsets, a horizontal sum per output, scalar stores */
+    if (src)
+      CHECK(strstr(src, "*(const tg_float_vu*)(data2+") && strstr(src, "for (int l_") && !strstr(src, "*(tg_float_vu*)(data0+"),
+            "lanes not on K:\n%s", src);
+    free(src);
+    linear_program_free(&lp);
+    schedule_free(&s);
+  }
+  free(x), free(w);
+  tg_scope_end();
+}
