@@ -20,7 +20,7 @@
  *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
  *      into a contiguous buffer (PACK) before the tile loop.
  * A row kernel (reduces broadcast along its inner output loop: softmax in one kernel) takes its own short
- * path instead, row_kernel() below.
+ * path instead, row_kernel() below, and so does a matrix-vector product of a few rows (decode), matvec().
  */
 #include <stdlib.h>
 #include <string.h>
