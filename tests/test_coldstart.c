@@ -14,9 +14,9 @@
 static void kernel_src(int k, char *name, size_t ncap, char *src, size_t scap) {
   snprintf(name, ncap, "scale_%d", k);
   snprintf(src, scap,
-           "void scale_%d(void **bufs, long long core_id, long long ncores) {\n"
+           "void scale_%d(void **bufs, long long core_id, long long ncores, long long worker) {\n"
            "  float *o = bufs[0]; const float *a = bufs[1];\n"
-           "  if (core_id) return; (void)ncores;\n"
+           "  if (core_id) return; (void)ncores, (void)worker;\n"
            "  for (int i = 0; i < 64; i++) o[i] = a[i] * %d.0f + %d.0f;\n"
            "}\n",
            k, k + 2, k);

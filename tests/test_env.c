@@ -59,6 +59,7 @@ static const struct { const char *name, *value; } bad_values[] = {
     {"TG_NO_NATIVE", "yes"},  {"TG_VEC_BYTES", "12"},  {"TG_VEC_BYTES", "abc"},  {"TG_CC", "\"cc"},
     {"TG_CC", "cc 'x"},       {"DEV", "METAL"},        {"DEV", "CL:"},          {"DEV", "FOO"},
     {"DEV", "CPU:1"},         {"DEV", "CPU:"},         {"DEV", "cuda:x"},       {"DEV", "CUDA:12345"},
+    {"TG_CHUNKS", "0"},       {"TG_CHUNKS", "65"},     {"TG_CHUNKS", "x"},
 };
 
 TEST(test_env_bad_value_is_an_error_from_realize_naming_the_variable) {

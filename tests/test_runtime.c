@@ -15,8 +15,8 @@
 /* c[i] = a[i] + b[i] for i < n; the range is split into ncores contiguous parts */
 static const char *add_src =
     "#include <stdint.h>\n"
-    "void add_f32(void **bufs, int64_t core_id, int64_t ncores) {\n"
-    "  float *c = bufs[0]; const float *a = bufs[1], *b = bufs[2];\n"
+    "void add_f32(void **bufs, int64_t core_id, int64_t ncores, int64_t worker) {\n"
+    "  (void)worker; float *c = bufs[0]; const float *a = bufs[1], *b = bufs[2];\n"
     "  int64_t n = *(const int64_t *)bufs[3];\n"
     "  int64_t chunk = (n + ncores - 1) / ncores, lo = core_id * chunk, hi = lo + chunk < n ? lo + chunk : n;\n"
     "  for (int64_t i = lo; i < hi; i++) c[i] = a[i] + b[i];\n"

@@ -19,6 +19,7 @@ typedef struct kernel_info {
   int nthreads;       /* threads it runs on when threaded (0: the whole pool) */
   double flops;       /* ALU operations executed, for DEBUG=2 */
   double bytes;       /* bytes of the buffers it reads and writes */
+  double work;        /* loop iterations of the whole kernel, registers' included (sizes chunks: cpu.c) */
   uop *lane;          /* the RANGE whose values are the lanes of machine vectors, or NULL */
   int lanes;
   char opts[160];     /* the actions applied, for DEBUG */

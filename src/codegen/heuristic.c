@@ -20,7 +20,7 @@
  *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
  *      into a contiguous buffer (PACK) before the tile loop.
  * A row kernel (reduces broadcast along its inner output loop: softmax in one kernel) takes its own short
- * path instead, row_kernel() below.
+ * path instead, row_kernel() below, and so does a matrix-vector product of a few rows (decode), matvec().
  */
 #include <stdlib.h>
 #include <string.h>
@@ -398,6 +398,78 @@ static bool row_kernel(kernel_state *ks, int lanes) {
   return true;
 }
 
+/* below this many multiply-adds a matrix-vector product runs on one thread: about 10 µs of one core's work,
+ * against 1-5 µs to wake the pool and the risk of waiting for a thread the OS has set aside */
+#define MATVEC_THREAD_MIN_WORK 131072
+
+/* A matrix-vector product (decode: y = x W^T, x of M <= 4 rows, W of N rows of K contiguous values): one
+ * reduce over K, along which every hot load is contiguous or reused, and one long output loop N along which
+ * the weight is strided. Vector lanes go on K, as wide as divide it (K = 172: 4 lanes, not 8 lanes padded to
+ * 176 with every load masked), the M rows and 16 / M of the N rows become the register tile (x's vector is
+ * loaded once for all N rows, W's once for all M rows), and threads split N only when the product is large
+ * enough to pay for waking the pool. Returns false, changing nothing, when the kernel is not one. */
+static bool matvec(kernel_state *ks, const hot *h, int lanes) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  if (nred != 1 || n != nout + 1 || nout < 1 || lanes < 4 || !h->nloads) return false;
+  int ni = -1;
+  int64_t m = 1;
+  for (int i = 0; i < nout; i++)
+    if (ni < 0 || ax[i].size > ax[ni].size) ni = i;
+  for (int i = 0; i < nout; i++) m *= i == ni ? 1 : ax[i].size;
+  int64_t nn = ax[ni].size, k = ax[nout].size;
+  if (m > 4 || nn < 8 || k < 4 || !store_contiguous(h, ax[ni].r)) return false;
+  /* every hot load float32, contiguous or reused along K; the weight (contiguous along K) strided along N, the
+   * vector (contiguous along K) the same for every N (without it, a sum of rows: the general path's) */
+  bool weight = false, vec = false;
+  for (int l = 0; l < h->nloads; l++) {
+    int64_t ck, cn;
+    if (h->loads[l]->dtype != TG_FLOAT32 || !lin_coef(h->loads[l]->src[1], ax[nout].r, &ck) || (ck != 0 && ck != 1))
+      return false;
+    if (!lin_coef(h->loads[l]->src[1], ax[ni].r, &cn) || cn == 1) return false;
+    weight |= ck == 1 && cn != 0;
+    vec |= ck == 1 && cn == 0;
+  }
+  if (!weight || !vec) return false;
+  int v = lanes;
+  while (v > 4 && k % v) v /= 2;
+  if (k % v) return false;
+  /* the tile: all M rows and the most N rows that divide N, 16 accumulators at most; a tile of fewer than 8
+   * (N = 172 = 4 x 43) gets more vectors of K per step instead, to keep 8 or more FMA chains in flight */
+  static const int64_t amts[] = {16, 12, 8, 6, 4, 3, 2};
+  int64_t u = 1;
+  for (int i = 0; i < 7 && u == 1; i++)
+    if (amts[i] * m <= 16 && nn % amts[i] == 0 && nn > amts[i]) u = amts[i];
+  int64_t unroll = v;
+  while (u * m * (2 * unroll / v) <= 16 && u * m * (unroll / v) < 8 && k % (2 * unroll) == 0) unroll *= 2;
+  kernel_state save = *ks;
+  ks->tg.vec_bytes = v * 4;
+  int64_t nid = ax[ni].r->arg.i;
+  bool ok = try_opt(ks, OPT_UNROLL, 0, unroll);
+  /* the M rows whole, by id: each UPCAST moves the axes */
+  int64_t mids[KS_MAX_AXES];
+  int nm = 0;
+  for (int i = 0; i < nout; i++)
+    if (i != ni && ax[i].size > 1) mids[nm++] = ax[i].r->arg.i;
+  for (int i = 0; ok && i < nm; i++) {
+    int a = axis_of(ks, mids[i], false);
+    n = ks_axes(ks, ax, &nout, &nred);
+    ok = a >= 0 && try_opt(ks, OPT_UPCAST, a, ax[a].size);
+  }
+  int a = axis_of(ks, nid, false);
+  if (ok && u > 1) ok = a >= 0 && try_opt(ks, OPT_UPCAST, a, u);
+  if (!ok) {
+    *ks = save;
+    return false;
+  }
+  int nt = ks->tg.nthreads;
+  a = axis_of(ks, nid, false);
+  n = ks_axes(ks, ax, &nout, &nred);
+  if (nt > 1 && a >= 0 && (double)m * (double)nn * (double)k >= MATVEC_THREAD_MIN_WORK && ax[a].size >= 2)
+    try_opt(ks, OPT_THREAD, a, ax[a].size < nt ? ax[a].size : nt);
+  return true;
+}
+
 /* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
  * can make that load contiguous; false when that PACK then does not apply */
 static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
@@ -428,6 +500,7 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
   if (row_kernel(ks, lanes)) return true;
+  if (matvec(ks, &h, lanes)) return true;
 
   /* 0. a reduce read in blocks (see block_of) is unrolled by its block: as many accumulators (vectors of the
    * machine's lanes when the block is whole vectors), which the register tile of step 2 then multiplies */

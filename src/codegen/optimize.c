@@ -60,6 +60,35 @@ static void noopt_threads(kernel_state *ks) {
   apply_opt(ks, (opt){OPT_THREAD, 0, ax[0].size < ks->tg.nthreads ? ax[0].size : ks->tg.nthreads}, why);
 }
 
+/* the product of the loop sizes u is computed in, not looking through another STORE (a PACK's fill, whose
+ * loops are a nest of their own); seen marks the nodes visited */
+static double nest_work(uop *u, uop_map *seen, bool root, bool *oom) {
+  if (umap_get(seen, u) || (!root && u->op == OP_STORE)) return 1;
+  if (!umap_put(seen, u, u)) { *oom = true; return 1; }
+  double w = u->op == OP_RANGE && uop_is_const(u->src[0]) ? (double)u->src[0]->arg.i : 1;
+  for (int i = 0; i < u->nsrc; i++) w *= nest_work(u->src[i], seen, false, oom);
+  return w;
+}
+
+/* the loop iterations of the kernel's biggest loop nest: of each STORE, the product of the loops it is
+ * computed in (a PACK's fill is a nest of its own, not nested in the tile's loops) */
+static double kernel_work(uop *ast) {
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return 0;
+  double most = 0;
+  bool oom = false;
+  for (int i = 0; i < n && !oom; i++) {
+    if (order[i]->op != OP_STORE) continue;
+    uop_map seen = {0};
+    double w = nest_work(order[i], &seen, true, &oom);
+    umap_free(&seen);
+    if (w > most) most = w;
+  }
+  free(order);
+  return oom ? 0 : most;
+}
+
 uop *codegen_finish(kernel_state *ks, kernel_info *info) {
   memset(info, 0, sizeof *info);
   int n;
@@ -72,6 +101,7 @@ uop *codegen_finish(kernel_state *ks, kernel_info *info) {
   opts_str(ks, info->opts, sizeof info->opts);
   info->threaded = ks->nthreads > 1;
   info->nthreads = ks->nthreads > 1 ? ks->nthreads : 1;
+  info->work = kernel_work(ks->ast);
   uop *lane = NULL;
   uop *ast = expand_kernel(ks->ast, ks->tg.vec_bytes, &lane);
   if (ast && ks->tg.has_local) ast = lower_groups(ast);

@@ -433,9 +433,9 @@ static void c_open_range(rctx *c, uop *u, const char *nm, const char *bound) {
   c->depth++;
 }
 
-/* a PACK's buffer: one per core in the kernel's static storage (pages touched only by the cores that use
- * them), not on the stack: the caller's thread, which runs core 0, may have a small stack. Beyond 64 cores
- * (TG_THREADS) the stack it is */
+/* a PACK's buffer: one per pool thread (worker, not the chunk core_id: a thread runs many chunks, one at a
+ * time) in the kernel's static storage (pages touched only by the threads that use them), not on the stack:
+ * the caller's thread, worker 0, may have a small stack. Beyond 64 threads (TG_THREADS) the stack it is */
 static void c_define_local(rctx *c, uop *u) {
   const char *t = ctype(c, (tg_dtype)u->dtype);
   char *nm = fmt("local%" PRId64, u->arg.i);
@@ -443,7 +443,7 @@ static void c_define_local(rctx *c, uop *u) {
   indent(c);
   put(c->o, "static %s %s_all[64][%" PRId64 "] __attribute__((aligned(64)));\n", t, nm, u->aux[0]);
   indent(c);
-  put(c->o, "%s *%s = core_id < 64 ? %s_all[core_id] : (%s *)(((unsigned long)__builtin_alloca(%" PRId64
+  put(c->o, "%s *%s = worker < 64 ? %s_all[worker] : (%s *)(((unsigned long)__builtin_alloca(%" PRId64
             " * sizeof(%s) + 64) + 63) & ~63UL);\n", t, nm, nm, t, u->aux[0], t);
   set_name(c, u, nm);
 }
@@ -501,15 +501,24 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
     put(&o, "%s%s%s* restrict data%d", i ? ", " : "", i ? "const " : "", c_type(dt), i);
   }
-  put(&o, "%slong long core_id, long long ncores) {\n", p->nparams ? ", " : "");
+  put(&o, "%slong long core_id, long long ncores, long long worker) {\n  (void)worker;\n", p->nparams ? ", " : "");
   for (int i = 0; i < p->n && !c.oom; i++) render_op(&c, p->ops[i], i);
   put(&o, "}\n");
-  put(&o, "void %s(void **bufs, long long core_id, long long ncores) {\n  %s_body(", name, name);
+  /* the THREAD loop's trip count and the kernel's work, read by cpu.c to cut the loop into chunks */
+  for (int i = 0; i < p->n; i++) {
+    uop *u = p->ops[i];
+    if (u->op == OP_RANGE && u->aux[0] == AX_THREAD && uop_is_const(u->src[0])) {
+      put(&o, "const long long %s_split[2] = {%" PRId64 "LL, %.0fLL};\n", name, u->src[0]->arg.i,
+          info && info->work >= 1 && info->work < 9e18 ? info->work : 0.0);
+      break;
+    }
+  }
+  put(&o, "void %s(void **bufs, long long core_id, long long ncores, long long worker) {\n  %s_body(", name, name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
     put(&o, "%s(%s*)bufs[%d]", i ? ", " : "", c_type(dt), i);
   }
-  put(&o, "%score_id, ncores);\n}\n", p->nparams ? ", " : "");
+  put(&o, "%score_id, ncores, worker);\n}\n", p->nparams ? ", " : "");
   free(params);
   return render_finish(&c, &o);
 }

@@ -4,8 +4,14 @@
  * loads it and dlsym finds the kernel. Programs are also cached in memory (program_cache.c), so one process
  * never loads the same kernel twice; prebuild() compiles the new kernels of a schedule several at once before
  * compile() asks for them. launch() runs the kernel
- *   void name(void **bufs, int64_t core_id, int64_t ncores)
- * once per core id on the pool; the kernel splits its outermost THREAD loop by core_id.
+ *   void name(void **bufs, int64_t core_id, int64_t ncores, int64_t worker)
+ * once per core id on the pool; the kernel splits its outermost THREAD loop by core_id. The ids are chunks
+ * (chunk_count): a few per thread when the loop is long and the kernel's work large, taken by the pool's
+ * threads as they come free, so a core the OS takes away for a moment delays a chunk, not the kernel by a
+ * whole thread's share (the transformer block's bimodal timings on a shared machine). worker, the pool thread
+ * running the chunk, indexes the kernel's per-thread scratch (a PACK's panel). Each iteration of the THREAD
+ * loop computes whole outputs (opt.c's THREAD is an output loop every reduce uses), so results do not depend
+ * on the chunks.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -21,7 +27,7 @@
 #include "uop/env.h"
 #include "uop/uop.h"
 
-typedef void (*kernel_fn)(void **bufs, int64_t core_id, int64_t ncores);
+typedef void (*kernel_fn)(void **bufs, int64_t core_id, int64_t ncores, int64_t worker);
 
 /* ---- buffers --------------------------------------------------------------------------------------------- */
 
@@ -113,6 +119,14 @@ static tg_program *load_program(const device *d, const char *name, const char *s
     *refused = true;
     return NULL;
   }
+  /* the THREAD loop's trip count and the kernel's work (render_c's name_split); none in hand-written kernels */
+  int64_t split[2] = {0, 0};
+  char sym[160];
+  if (snprintf(sym, sizeof sym, "%s_split", name) < (int)sizeof sym) {
+    const long long *sp = dlsym(h, sym);
+    if (sp && sp[0] > 0 && sp[1] >= 0) split[0] = sp[0], split[1] = sp[1];
+    dlerror();
+  }
   tg_program *p = mem_alloc(sizeof *p);
   char *nm = mem_strdup(name);
   if (!p || !nm) {
@@ -123,7 +137,7 @@ static tg_program *load_program(const device *d, const char *name, const char *s
     return NULL;
   }
   *p = (tg_program){.refcnt = 1, .dev = d, .name = nm, .fn = fn, .handle = h, .from_disk = from_disk,
-                    .compile_ms = now_ms() - t0};
+                    .compile_ms = now_ms() - t0, .split_trip = split[0], .split_work = (double)split[1]};
   if (tg_debug_level() >= 4)
     fprintf(stderr, "CPU: kernel %s %s in %.1f ms\n", name, from_disk ? "loaded from the disk cache" : "compiled",
             p->compile_ms);
@@ -238,7 +252,29 @@ typedef struct launch_ctx {
 
 static void launch_task(void *ctx, int64_t core_id, int64_t ncores) {
   launch_ctx *l = ctx;
-  l->fn(l->bufs, core_id, ncores);
+  l->fn(l->bufs, core_id, ncores, pool_worker());
+}
+
+#define CHUNKS_PER_THREAD 4  /* enough for a late thread's share to be taken by the others */
+/* loop iterations a chunk should have at least: a few µs of work against the 0.1-0.3 µs of taking a chunk
+ * (a shared counter's cache line) and entering the kernel */
+#define CHUNK_MIN_WORK 16384
+
+/* the ids a launch of p on nthreads threads cuts its THREAD loop into: CHUNKS_PER_THREAD (TG_CHUNKS) per
+ * thread, fewer when chunks would get less than CHUNK_MIN_WORK (never fewer than the threads), and never more
+ * than the loop's iterations (a loop shorter than the threads gets one chunk per iteration). A kernel without
+ * name_split gets one id per thread */
+static int chunk_count(const tg_program *p, int nthreads) {
+  if (nthreads <= 1 || p->split_trip <= 0) return nthreads;
+  int per = env_get()->chunks;
+  int64_t n = (int64_t)nthreads * (per > 0 ? per : CHUNKS_PER_THREAD);
+  if (per <= 0) {
+    double by_work = p->split_work / CHUNK_MIN_WORK;
+    if ((double)n > by_work) n = (int64_t)by_work;
+    if (n < nthreads) n = nthreads;
+  }
+  if (n > p->split_trip) n = p->split_trip;
+  return n < 1 ? 1 : (int)n;
 }
 
 static tg_status cpu_launch(const tg_program *p, void **bufs, int nbufs, int nthreads, double *ms) {
@@ -250,7 +286,8 @@ static tg_status cpu_launch(const tg_program *p, void **bufs, int nbufs, int nth
   launch_ctx l = {.fn = (kernel_fn)p->fn, .bufs = bufs};
   struct timespec t0, t1;
   if (ms) clock_gettime(CLOCK_MONOTONIC, &t0);
-  pool_run(launch_task, &l, nthreads > 0 ? nthreads : pool_size());
+  if (nthreads <= 0) nthreads = pool_size();
+  pool_run_split(launch_task, &l, chunk_count(p, nthreads), nthreads);
   if (ms) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
     *ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;

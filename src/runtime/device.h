@@ -40,8 +40,9 @@ typedef struct tg_buffer {
 } tg_buffer;
 
 /* A compiled kernel. A CPU kernel has the signature
- *   void name(void **bufs, int64_t core_id, int64_t ncores)
- * and splits its outermost THREAD loop by core_id. A GPU kernel takes one pointer argument per buffer, in
+ *   void name(void **bufs, int64_t core_id, int64_t ncores, int64_t worker)
+ * and splits its outermost THREAD loop by core_id (a chunk of ncores); worker (the pool thread running it)
+ * picks its per-thread scratch. A GPU kernel takes one pointer argument per buffer, in
  * order, and runs over global[] work items in groups of local[] (OpenCL's NDRange: global counts work items,
  * a multiple of local; CUDA's grid is global/local blocks of local threads). */
 typedef struct tg_program {
@@ -54,6 +55,10 @@ typedef struct tg_program {
   double compile_ms;
   size_t global[3], local[3];  /* GPU devices: the launch shape, set by the engine after compile */
   int nargs;       /* OpenCL only: buffer arguments the kernel declares (a buffer no op reads is none); -1 unknown */
+  /* CPU only: the trip count of the kernel's THREAD loop and the loop iterations of the whole kernel (its
+   * name_split symbol), which size the chunks cpu_launch cuts the loop into; 0 when it has none */
+  int64_t split_trip;
+  double split_work;
 } tg_program;
 
 typedef enum device_kind { DEVICE_CPU, DEVICE_CL, DEVICE_CUDA } device_kind;
@@ -127,6 +132,10 @@ void memory_use_env_limit(const device *d);  /* d's limit is TG_MEMORY_LIMIT's a
 typedef void (*pool_task)(void *ctx, int64_t core_id, int64_t ncores);
 int pool_size(void);                                   /* worker count incl. the caller; TG_THREADS overrides */
 void pool_run(pool_task fn, void *ctx, int nthreads);  /* fn(ctx, i, n) for i in [0, n), waits */
+/* fn(ctx, i, nids) for i in [0, nids) on up to nthreads threads (0: the pool's), which take the ids one by
+ * one as they come free; waits */
+void pool_run_split(pool_task fn, void *ctx, int nids, int nthreads);
+int pool_worker(void);  /* the pool thread running the calling task: 0 the caller (any other thread), 1.. */
 void pool_shutdown(void);
 
 /* ---- compile cache (compile_cache.c) ---------------------------------------------------------------- */

@@ -2,7 +2,10 @@
  *
  * A kernel splits its outermost THREAD loop by core_id, so a launch is "call fn(ctx, i, n) for every i in
  * [0, n) and wait". The pool has pool_size() threads including the caller; the worker threads are created
- * on the first launch (TG_THREADS, else the CPUs this process may run on).
+ * on the first launch (TG_THREADS, else the CPUs this process may run on). The ids may be more than the
+ * threads that take them (pool_run_split: cpu.c cuts a kernel's loop into a few chunks per thread), so a
+ * thread the OS sets aside for a while holds up one small chunk, not a whole thread's share; pool_worker()
+ * names the thread running an id (0 the caller, 1.. the workers), for scratch kept per thread.
  *
  * The ids are not dealt out in advance: the caller and the workers it wakes claim them one by one from a
  * shared ticket, so when the OS has not scheduled a worker (a loaded or oversubscribed machine), the caller
@@ -91,6 +94,7 @@ static struct {
 
 static atomic_int configured;       /* pool_size before the threads exist; 0: not read yet */
 static _Thread_local bool in_task;  /* this thread is running a task: a nested pool_run runs inline */
+static _Thread_local int worker_idx;  /* pool_worker(): 0 on every thread but the pool's workers */
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -168,6 +172,7 @@ static void run_claims(void) {
 static void *worker_main(void *arg) {
   slot *s = arg;
   unsigned seen = s->start_gen;
+  worker_idx = (int)(s - P.slots);
   for (;;) {
     seen = wait_change(&s->gen, seen, &s->sleeping, P.spin_ns);
     if (atomic_load(&s->exit)) return NULL;
@@ -210,11 +215,16 @@ static void pool_start(void) {
 
 int pool_size(void) { return config_size(); }
 
-void pool_run(pool_task fn, void *ctx, int nthreads) {
+int pool_worker(void) { return worker_idx; }
+
+void pool_run(pool_task fn, void *ctx, int nthreads) { pool_run_split(fn, ctx, nthreads, nthreads); }
+
+void pool_run_split(pool_task fn, void *ctx, int nids, int nthreads) {
   if (!fn) return;
-  int64_t n = nthreads > 0 ? nthreads : pool_size();
+  int64_t n = nids > 0 ? nids : pool_size();
   if (n > MAX_IDS) n = MAX_IDS;  /* ids are 16 bits of the ticket; kernels split by whatever count they get */
-  if (n == 1 || in_task) {
+  if (nthreads <= 0) nthreads = pool_size();
+  if (n == 1 || nthreads == 1 || in_task) {
     bool outer = in_task;
     for (int64_t i = 0; i < n; i++) {
       in_task = true;
@@ -225,7 +235,8 @@ void pool_run(pool_task fn, void *ctx, int nthreads) {
   }
   pthread_mutex_lock(&P.run_lock);
   if (!P.nthreads) pool_start();
-  int helpers = (n < P.nthreads ? (int)n : P.nthreads) - 1;  /* workers woken to claim ids */
+  int most = nthreads < P.nthreads ? nthreads : P.nthreads;
+  int helpers = (n < most ? (int)n : most) - 1;  /* workers woken to claim ids */
   /* the task first, then the ticket that opens it (seq_cst: a claimer that reads the new ticket reads the
    * new task); ids of the previous launch are all claimed, so no one reads the task while it changes hands */
   atomic_store(&P.fn, fn);

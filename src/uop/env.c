@@ -238,6 +238,8 @@ static void env_parse(env_state *s) {
     bad(s, ENV_VEC_BYTES, "TG_VEC_BYTES=%d: not a vector size; accepted: 0, 16, 32 or 64", vb);
   parse_cc(s);
   parse_memory_limit(s);
+  parse_int(s, ENV_CHUNKS, "TG_CHUNKS", 1, ENV_CHUNKS_MAX,
+            "1..64 chunks per thread of a threaded CPU kernel's loop (unset: by its length and work)", &s->v.chunks);
 }
 
 const env_values *env_get(void) {

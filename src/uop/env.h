@@ -29,6 +29,7 @@ typedef enum {
   ENV_VEC_BYTES,    /* TG_VEC_BYTES=0|16|32|64 (tests) */
   ENV_CC,           /* TG_CC=a command: program and arguments */
   ENV_MEMORY_LIMIT, /* TG_MEMORY_LIMIT=bytes, with K, M, G or T (binary units) */
+  ENV_CHUNKS,       /* TG_CHUNKS=1..ENV_CHUNKS_MAX chunks per thread of a threaded CPU kernel (tests, benchmarks) */
   ENV_COUNT
 } env_var;
 
@@ -39,6 +40,7 @@ typedef enum {
 
 #define ENV_THREADS_MAX 256  /* the thread pool's limit */
 #define ENV_BEAM_MAX 256
+#define ENV_CHUNKS_MAX 64
 #define ENV_CC_MAX_WORDS 16
 
 typedef struct env_values {
@@ -56,6 +58,7 @@ typedef struct env_values {
   const char *cc_text;  /* TG_CC as given, or NULL when not set */
   char dev[16];         /* DEV upper-cased ("CUDA:1"), "" when not set */
   size_t memory_limit;  /* bytes each device may hold; 0: no limit */
+  int chunks;           /* chunks per thread a threaded kernel's loop is cut into; 0: not set (cpu.c picks) */
 } env_values;
 
 /* the parsed values (read from the environment on the first call) */
