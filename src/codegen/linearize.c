@@ -24,6 +24,7 @@ typedef struct lin_ctx {
   int nranges;
   uint64_t open;
   uop **out;
+  uop **bnd;         /* per op of out: a loop's run-time bound (trim.c), or NULL */
   int n, cap;
   int next_acc;
   bool fail;
@@ -34,6 +35,7 @@ typedef struct lin_ctx {
   uop **reduces;     /* every REDUCE of the kernel */
   int nreduces;
   int64_t next_id;   /* a loop id no RANGE of the kernel has */
+  loop_sets ls;      /* for trim_bound */
 } lin_ctx;
 
 static void push(lin_ctx *c, uop *u) {
@@ -41,10 +43,13 @@ static void push(lin_ctx *c, uop *u) {
   if (c->n == c->cap) {
     int nc = c->cap ? c->cap * 2 : 256;
     uop **no = mem_realloc(c->out, (size_t)nc * sizeof *no);
-    if (!no) { c->fail = true; return; }
-    c->out = no;
+    if (no) c->out = no;
+    uop **nb = no ? mem_realloc(c->bnd, (size_t)nc * sizeof *nb) : NULL;
+    if (!nb) { c->fail = true; return; }
+    c->bnd = nb;
     c->cap = nc;
   }
+  c->bnd[c->n] = NULL;
   c->out[c->n++] = u;
   if (uop_is_alu((uop_op)u->op)) c->flops += c->iters * (umap_get(c->vec, u) ? c->lanes : 1);
 }
@@ -131,6 +136,20 @@ static bool same_loops(const uop *a, const uop *b) {
   return true;
 }
 
+/* the run-time bound of the group's loop rng (trim.c): the largest of its reduces' points past which their bodies
+ * are their identities, when every one has such a point; NULL for the whole loop */
+static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng) {
+  uint64_t lane = c->lane ? range_bit(c, c->lane) : 0, open = c->open & ~lane;
+  uop *b = NULL;
+  for (int g = 0; g < ng; g++) {
+    uop *bg = trim_bound(grp[g], rng, open, &c->ls);
+    if (!bg) return NULL;
+    b = b ? uop_binary(OP_MAX, b, bg) : bg;
+  }
+  b = trim_clamp(b, rng);
+  return b && !(deps(c, b) & ~open) ? b : NULL;
+}
+
 /* all of a group share one loop nest: values inside it that depend on its loops are emitted once, there */
 static void emit_reduce(lin_ctx *c, uop *r) {
   uop **grp = mem_alloc((size_t)(c->nreduces + 1) * 2 * sizeof *grp);
@@ -160,7 +179,10 @@ static void emit_reduce(lin_ctx *c, uop *r) {
   }
   for (int i = 1; i < r->nsrc; i++) {
     if (r->src[i] == c->lane) continue;
+    uop *b = group_bound(c, grp, ng, r->src[i]);
+    if (b) emit(c, b);
     open_loop(c, r->src[i]);
+    if (b && !c->fail) c->bnd[c->n - 1] = b;
     for (int g = 0; g < ng; g++) hoist(c, grp[g]->src[0]);
   }
   for (int g = 0; g < ng; g++) emit(c, grp[g]->src[0]);
@@ -338,15 +360,18 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   umap_free(&c.deps);
   umap_free(&c.emitted);
   umap_free(&c.seen);
+  loop_sets_free(&c.ls);
   free(c.reduces);
   if (c.fail) {
     free(c.out);
+    free(c.bnd);
     umap_free(&out->vec);
     umap_free(&out->accs);
     if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "linearize: out of memory");
     return false;
   }
   out->ops = c.out;
+  out->bounds = c.bnd;
   out->n = c.n;
   if (info) info->flops = c.flops;
   return true;
@@ -354,6 +379,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
 
 void linear_program_free(linear_program *p) {
   free(p->ops);
+  free(p->bounds);
   umap_free(&p->vec);
   umap_free(&p->accs);
   memset(p, 0, sizeof *p);
