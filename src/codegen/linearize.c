@@ -144,7 +144,7 @@ static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng) {
   for (int g = 0; g < ng; g++) {
     uop *bg = trim_bound(grp[g], rng, open, &c->ls);
     if (!bg) return NULL;
-    b = b ? uop_binary(OP_MAX, b, bg) : bg;
+    b = b && b != bg ? uop_binary(OP_MAX, b, bg) : bg;
   }
   b = trim_clamp(b, rng);
   return b && !(deps(c, b) & ~open) ? b : NULL;
