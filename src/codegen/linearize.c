@@ -36,6 +36,7 @@ typedef struct lin_ctx {
   int nreduces;
   int64_t next_id;   /* a loop id no RANGE of the kernel has */
   loop_sets ls;      /* for trim_bound */
+  uop_map guards;    /* REDUCE -> the condition its value is used under (trim_guards) */
 } lin_ctx;
 
 static void push(lin_ctx *c, uop *u) {
@@ -137,12 +138,17 @@ static bool same_loops(const uop *a, const uop *b) {
 }
 
 /* the run-time bound of the group's loop rng (trim.c): the largest of its reduces' points past which their bodies
- * are their identities, when every one has such a point; NULL for the whole loop */
-static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng) {
+ * are their identities, when every one has such a point, 0 for a reduce whose guard does not hold (outermost
+ * loop only); NULL for the whole loop */
+static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng, bool outermost) {
   uint64_t lane = c->lane ? range_bit(c, c->lane) : 0, open = c->open & ~lane;
   uop *b = NULL;
   for (int g = 0; g < ng; g++) {
-    uop *bg = trim_bound(grp[g], rng, open, &c->ls);
+    uop *bg = trim_bound(grp[g], rng, open, &c->ls), *guard = outermost ? umap_get(&c->guards, grp[g]) : NULL;
+    if (guard) {
+      uop *gb = trim_guarded(bg, guard, rng, c->lane, c->lanes);
+      bg = gb ? gb : bg;
+    }
     if (!bg) return NULL;
     b = b && b != bg ? uop_binary(OP_MAX, b, bg) : bg;
   }
@@ -177,9 +183,11 @@ static void emit_reduce(lin_ctx *c, uop *r) {
     if (acc[g] && isvec && !umap_put(c->vec, acc[g], (void *)1)) c->fail = true;
     push(c, acc[g]);
   }
+  bool outermost = true;
   for (int i = 1; i < r->nsrc; i++) {
     if (r->src[i] == c->lane) continue;
-    uop *b = group_bound(c, grp, ng, r->src[i]);
+    uop *b = group_bound(c, grp, ng, r->src[i], outermost);
+    outermost = false;
     if (b) emit(c, b);
     open_loop(c, r->src[i]);
     if (b && !c->fail) c->bnd[c->n - 1] = b;
@@ -341,6 +349,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
     if (vec_of(u, c.lane, c.vec) && !umap_put(c.vec, u, (void *)1)) c.fail = true;
   }
   free(order);
+  if (!trim_guards(ast, &c.guards)) c.fail = true;
   if (c.lane) c.open |= range_bit(&c, c.lane);
   for (int i = 1; i < ng; i++)
     for (int j = i; j > 0 && loop_before(globals[j], globals[j - 1]); j--) {
@@ -361,6 +370,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   umap_free(&c.emitted);
   umap_free(&c.seen);
   loop_sets_free(&c.ls);
+  umap_free(&c.guards);
   free(c.reduces);
   if (c.fail) {
     free(c.out);

@@ -15,6 +15,7 @@
  */
 #include "codegen/opt.h"
 #include <math.h>
+#include <stdlib.h>
 
 typedef struct trim_ctx {
   uop *r;          /* the loop to trim */
@@ -128,4 +129,73 @@ uop *trim_clamp(uop *b, uop *r) {
   uop *c = lo ? uop_unary(OP_NEG, uop_binary(OP_MAX, uop_unary(OP_NEG, lo), uop_unary(OP_NEG, n))) : NULL;
   c = c ? uop_simplify(c) : NULL;
   return c && c != n && !(uop_is_const(c) && c->arg.i >= n->arg.i) ? c : NULL;
+}
+
+/* ---- guards: a reduce whose value matters only where a condition holds -------------------------------
+ * A stored where(c, f, y) needs f's reduces only where c holds (the score kernel of attention: where(t <= pos,
+ * q.k[t], -inf)); c, when the loops it uses are open before the reduce's, makes its outermost loop run 0 times
+ * where c does not hold, as an IF around the nest would. */
+
+/* marks what is reached from u without entering the first value of a where on c */
+static bool reach(uop *u, uop *c, uop_map *seen) {
+  static char yes;
+  if (umap_get(seen, u)) return true;
+  if (!umap_put(seen, u, &yes)) return false;
+  for (int i = 0; i < u->nsrc; i++) {
+    if (u->op == OP_WHERE && i == 1 && u->src[0] == c) continue;
+    if (!reach(u->src[i], c, seen)) return false;
+  }
+  return true;
+}
+
+bool trim_guards(uop *ast, uop_map *guards) {
+  int n;
+  uop **order = uop_toposort(ast, &n);
+  if (!order) return false;
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    uop *w = order[i];
+    if (w->op != OP_WHERE || !uop_is_const(w->src[2])) continue;
+    int nf;
+    uop **in = uop_toposort(w->src[1], &nf);
+    if (!in) { ok = false; break; }
+    uop_map seen = {0};
+    bool reached = false;
+    for (int j = 0; j < nf && ok; j++) {
+      if (in[j]->op != OP_REDUCE || umap_get(guards, in[j])) continue;
+      if (!reached) ok = reached = reach(ast, w->src[0], &seen);
+      if (ok && !umap_get(&seen, in[j]) && !umap_put(guards, in[j], w->src[0])) ok = false;
+    }
+    umap_free(&seen);
+    free(in);
+  }
+  free(order);
+  return ok;
+}
+
+/* whether u reads a vector load (its lanes are no values a scalar bound can name) */
+static bool reads_vector(uop *u) {
+  int n;
+  uop **order = uop_toposort(u, &n);
+  bool v = !order;
+  for (int i = 0; i < n && !v; i++) v = order[i]->op == OP_LOAD && order[i]->arg.i > 0;
+  free(order);
+  return v;
+}
+
+uop *trim_guarded(uop *b, uop *g, uop *r, uop *lane, int lanes) {
+  if (!g) return b;
+  if (reads_vector(g)) return NULL;
+  uop *any = NULL;
+  if (lane && uop_uses(g, lane)) {  /* a vector condition: the loop runs when it holds in some lane */
+    if (lanes > 16) return NULL;
+    for (int l = 0; l < lanes; l++) {
+      uop *gl = uop_substitute(g, lane, uop_const_int((tg_dtype)lane->dtype, l));
+      any = any ? uop_binary(OP_OR, any, gl) : gl;
+    }
+  } else {
+    any = g;
+  }
+  uop *z = uop_const_int((tg_dtype)r->dtype, 0);
+  return uop_where(any, b ? b : r->src[0], z);
 }
