@@ -153,7 +153,15 @@ static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng, bool oute
     b = b && b != bg ? uop_binary(OP_MAX, b, bg) : bg;
   }
   b = trim_clamp(b, rng);
-  return b && !(deps(c, b) & ~open) ? b : NULL;
+  if (!b || (deps(c, b) & ~open)) return NULL;
+  /* a bound is a scalar: one reading a vector (a contiguous load) is left alone, and so is one that needs a
+   * reduce not computed yet (its nest would open here, between this group's accumulators and its loops) */
+  int n;
+  uop **order = uop_toposort(b, &n);
+  bool ok = order != NULL;
+  for (int i = 0; ok && i < n; i++) ok = (order[i]->op != OP_REDUCE || emitted(c, order[i])) && !umap_get(c->vec, order[i]);
+  free(order);
+  return ok ? b : NULL;
 }
 
 /* all of a group share one loop nest: values inside it that depend on its loops are emitted once, there */
