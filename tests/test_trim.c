@@ -1,7 +1,8 @@
 /* test_trim.c — reduce loops that end at a run-time bound (codegen/trim.c): masked sums, maxima and products
  * over a variable's prefix equal a plain C reference at every position, eager and under tg_jit replays; the
  * generated loop has the bound (linear_program.bounds); a where whose other value is not the reduce's identity
- * keeps its loop whole; attention with a bool mask (decode and causal prefill) matches a reference. */
+ * keeps its loop whole; a reduce under a stored where(mask, ., constant) runs only where the mask holds;
+ * attention with a bool mask (decode and causal prefill) matches a reference. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -190,4 +191,34 @@ TEST(test_trim_attention_with_a_bool_mask_decode_and_prefill) {
     }
   }
   tg_variable_free(start);
+}
+
+/* where(j <= pos, x[j] . w, -inf) stored: the dot product's loop runs only for the rows the mask keeps (guards) */
+TEST(test_trim_guards_the_reduce_under_a_stored_where) {
+  REQUIRE_CPU();
+  enum { J = 40, D = 96 };
+  float hx[J * D], hw[D], got[J], want[J];
+  for (int i = 0; i < J * D; i++) hx[i] = (float)((i * 29) % 31) / 15.0f - 1.0f;
+  for (int d = 0; d < D; d++) hw[d] = (float)((d * 7) % 11) / 5.0f - 1.0f;
+  tg_variable *pos = tg_variable_new("pos", 0, J - 1);
+  CHECK_T(pos);
+  int ps[] = {0, 17, J - 1};
+  for (size_t t = 0; t < sizeof ps / sizeof *ps; t++) {
+    tg_variable_bind(pos, ps[t]);
+    tg_scope_begin();
+    tg_tensor *x = tg_from_data(TG_FLOAT32, 2, (int64_t[]){J, D}, hx, sizeof hx);
+    tg_tensor *w = tg_from_data(TG_FLOAT32, 2, (int64_t[]){D, 1}, hw, sizeof hw);
+    tg_tensor *mask = tg_le(tg_reshape(tg_arange(TG_INT32, 0, J, 1), 2, (int64_t[]){J, 1}), tg_variable_tensor(pos));
+    tg_tensor *y = tg_where_scalar(mask, tg_matmul(x, w), -INFINITY);
+    if (t == 0) CHECK(trimmed_loops(y) >= 1, "the dot product under where(mask, ., -inf) has no guarded loop");
+    CHECK(y && tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+    for (int j = 0; j < J; j++) {
+      double acc = 0;
+      for (int d = 0; d < D; d++) acc += (double)hx[j * D + d] * hw[d];
+      want[j] = j <= ps[t] ? (float)acc : -INFINITY;
+    }
+    CHECK_CLOSE("guarded dot products", got, want, J);
+    tg_scope_end();
+  }
+  tg_variable_free(pos);
 }

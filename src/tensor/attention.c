@@ -1,5 +1,6 @@
 /* attention.c — scaled dot product attention as tinygrad composes it: softmax(q k^T / sqrt(E) + mask) v,
- * two matmuls around a softmax, each a broadcasted multiply and a reduce. */
+ * two matmuls around a softmax, each a broadcasted multiply and a reduce. A bool mask is where(mask, ., -inf),
+ * as torch has it, applied in every reduce over keys, so codegen ends those loops at the last key kept. */
 #include <math.h>
 #include <stdio.h>
 
