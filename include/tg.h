@@ -668,7 +668,9 @@ tg_tensor *tg_gather(tg_tensor *x, int axis, tg_tensor *index);
 tg_tensor *tg_index_select(tg_tensor *x, int axis, tg_tensor *index);
 tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *index);   /* weight (V, D), index int (...) -> (..., D) */
 /* dropout(softmax(q k^T / sqrt(E) + mask), dropout_p) v: q (..., L, E), k (..., S, E), v (..., S, Ev) ->
- * (..., L, Ev); mask (broadcast to (..., L, S)) bool: true keeps, or float: added; is_causal: key j <= query i
+ * (..., L, Ev); mask (broadcast to (..., L, S)) bool: true keeps (a row with no key kept gives 0; the loops over
+ * keys end at the last one kept, so a mask from a variable costs O(that position)), or float: added; is_causal:
+ * key j <= query i
  * (not with a mask); dropout_p as tg_dropout (only in training); enable_gqa: k and v have Hk heads on axis -3
  * dividing q's, each repeated for q's heads / Hk consecutive query heads (repeat_interleave), as tinygrad */
 tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *mask, double dropout_p,

@@ -202,14 +202,15 @@ TEST(test_schedule_matmul_read_in_and_out_of_a_row_reduce_is_stored) {
 /* causal attention: the scores (a matmul, scaled and masked, stored because a max reads them), exp(s - max)
  * with the max computed per row, its normalization with the sum per row, and the second matmul: four kernels
  * (one exp per score; a single softmax kernel would compute each exp twice, 30% slower at 128x128) */
-TEST(test_schedule_attention_is_four_kernels) {
+/* the masked scores, the softmax (max, sum and output loops over a row, the mask applied in each), the matmul with v */
+TEST(test_schedule_attention_is_three_kernels) {
   enum { L = 24, E = 8 };  /* rows of 16 or more are fused (FUSE_ROW_MIN) */
   tg_scope_begin();
   tg_tensor *q = rand_t(3, (int64_t[]){2, L, E}), *k = rand_t(3, (int64_t[]){2, L, E}), *v = rand_t(3, (int64_t[]){2, L, E});
   tg_tensor *o = tg_scaled_dot_product_attention(q, k, v, NULL, 0, true, false);
   CHECK_T(o);
   int n = kernels_of(o);
-  CHECK(n == 4, "causal attention took %d kernels, want 4", n);
+  CHECK(n == 3, "causal attention took %d kernels, want 3", n);
   float *hq = host(q), *hk = host(k), *hv = host(v), *ho = host(o), want[2 * L * E];
   for (int b = 0; b < 2; b++)
     for (int i = 0; i < L; i++) {

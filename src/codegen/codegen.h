@@ -35,6 +35,8 @@ uop *codegen_optimize(uop *ast, int nthreads, kernel_info *info);
 
 typedef struct linear_program {
   uop **ops;
+  uop **bounds;       /* per op: for a RANGE, the run-time count its loop runs (trim.c: min(N, a point past
+                       * which its reduces' bodies are their identities), computed before it), else NULL */
   int n;
   int nparams;
   uop *lane;          /* the vector lane RANGE (never a loop), or NULL */

@@ -24,6 +24,7 @@ typedef struct lin_ctx {
   int nranges;
   uint64_t open;
   uop **out;
+  uop **bnd;         /* per op of out: a loop's run-time bound (trim.c), or NULL */
   int n, cap;
   int next_acc;
   bool fail;
@@ -34,6 +35,8 @@ typedef struct lin_ctx {
   uop **reduces;     /* every REDUCE of the kernel */
   int nreduces;
   int64_t next_id;   /* a loop id no RANGE of the kernel has */
+  loop_sets ls;      /* for trim_bound */
+  uop_map guards;    /* REDUCE -> the condition its value is used under (trim_guards) */
 } lin_ctx;
 
 static void push(lin_ctx *c, uop *u) {
@@ -41,10 +44,13 @@ static void push(lin_ctx *c, uop *u) {
   if (c->n == c->cap) {
     int nc = c->cap ? c->cap * 2 : 256;
     uop **no = mem_realloc(c->out, (size_t)nc * sizeof *no);
-    if (!no) { c->fail = true; return; }
-    c->out = no;
+    if (no) c->out = no;
+    uop **nb = no ? mem_realloc(c->bnd, (size_t)nc * sizeof *nb) : NULL;
+    if (!nb) { c->fail = true; return; }
+    c->bnd = nb;
     c->cap = nc;
   }
+  c->bnd[c->n] = NULL;
   c->out[c->n++] = u;
   if (uop_is_alu((uop_op)u->op)) c->flops += c->iters * (umap_get(c->vec, u) ? c->lanes : 1);
 }
@@ -131,6 +137,33 @@ static bool same_loops(const uop *a, const uop *b) {
   return true;
 }
 
+/* the run-time bound of the group's loop rng (trim.c): the largest of its reduces' points past which their bodies
+ * are their identities, when every one has such a point, 0 for a reduce whose guard does not hold (outermost
+ * loop only); NULL for the whole loop */
+static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng, bool outermost) {
+  uint64_t lane = c->lane ? range_bit(c, c->lane) : 0, open = c->open & ~lane;
+  uop *b = NULL;
+  for (int g = 0; g < ng; g++) {
+    uop *bg = trim_bound(grp[g], rng, open, &c->ls), *guard = outermost ? umap_get(&c->guards, grp[g]) : NULL;
+    if (guard) {
+      uop *gb = trim_guarded(bg, guard, rng, c->lane, c->lanes);
+      bg = gb ? gb : bg;
+    }
+    if (!bg) return NULL;
+    b = b && b != bg ? uop_binary(OP_MAX, b, bg) : bg;
+  }
+  b = trim_clamp(b, rng);
+  if (!b || (deps(c, b) & ~open)) return NULL;
+  /* a bound is a scalar: one reading a vector (a contiguous load) is left alone, and so is one that needs a
+   * reduce not computed yet (its nest would open here, between this group's accumulators and its loops) */
+  int n;
+  uop **order = uop_toposort(b, &n);
+  bool ok = order != NULL;
+  for (int i = 0; ok && i < n; i++) ok = (order[i]->op != OP_REDUCE || emitted(c, order[i])) && !umap_get(c->vec, order[i]);
+  free(order);
+  return ok ? b : NULL;
+}
+
 /* all of a group share one loop nest: values inside it that depend on its loops are emitted once, there */
 static void emit_reduce(lin_ctx *c, uop *r) {
   uop **grp = mem_alloc((size_t)(c->nreduces + 1) * 2 * sizeof *grp);
@@ -158,9 +191,14 @@ static void emit_reduce(lin_ctx *c, uop *r) {
     if (acc[g] && isvec && !umap_put(c->vec, acc[g], (void *)1)) c->fail = true;
     push(c, acc[g]);
   }
+  bool outermost = true;
   for (int i = 1; i < r->nsrc; i++) {
     if (r->src[i] == c->lane) continue;
+    uop *b = group_bound(c, grp, ng, r->src[i], outermost);
+    outermost = false;
+    if (b) emit(c, b);
     open_loop(c, r->src[i]);
+    if (b && !c->fail) c->bnd[c->n - 1] = b;
     for (int g = 0; g < ng; g++) hoist(c, grp[g]->src[0]);
   }
   for (int g = 0; g < ng; g++) emit(c, grp[g]->src[0]);
@@ -319,6 +357,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
     if (vec_of(u, c.lane, c.vec) && !umap_put(c.vec, u, (void *)1)) c.fail = true;
   }
   free(order);
+  if (!trim_guards(ast, &c.guards)) c.fail = true;
   if (c.lane) c.open |= range_bit(&c, c.lane);
   for (int i = 1; i < ng; i++)
     for (int j = i; j > 0 && loop_before(globals[j], globals[j - 1]); j--) {
@@ -338,15 +377,19 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   umap_free(&c.deps);
   umap_free(&c.emitted);
   umap_free(&c.seen);
+  loop_sets_free(&c.ls);
+  umap_free(&c.guards);
   free(c.reduces);
   if (c.fail) {
     free(c.out);
+    free(c.bnd);
     umap_free(&out->vec);
     umap_free(&out->accs);
     if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "linearize: out of memory");
     return false;
   }
   out->ops = c.out;
+  out->bounds = c.bnd;
   out->n = c.n;
   if (info) info->flops = c.flops;
   return true;
@@ -354,6 +397,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
 
 void linear_program_free(linear_program *p) {
   free(p->ops);
+  free(p->bounds);
   umap_free(&p->vec);
   umap_free(&p->accs);
   memset(p, 0, sizeof *p);

@@ -89,6 +89,18 @@ uint64_t reduce_loops(uop *ast);
 /* the coefficient of r in e when e is linear in r (sums, products by constants); false otherwise */
 bool lin_coef(uop *e, uop *r, int64_t *coef);
 
+/* trim.c: the least value of red's loop r from which red's body is the reduce's identity, as an expression of
+ * the loops in open (not r) and values outside them; NULL when no such point is known */
+uop *trim_bound(uop *red, uop *r, uint64_t open, loop_sets *ls);
+/* guards[REDUCE] = c for each reduce whose value is used only where c holds (inside where(c, f, constant)),
+ * from the kernel's nodes; false when out of memory */
+bool trim_guards(uop *ast, uop_map *guards);
+/* bound b (NULL: r's size) of reduce loop r made 0 where guard g does not hold (in no lane of a vector g); NULL
+ * when g cannot be a scalar bound (it reads vector loads) */
+uop *trim_guarded(uop *b, uop *g, uop *r, uop *lane, int lanes);
+/* b clamped to r's range [0, N], simplified; NULL when b is NULL or the clamp is N itself (nothing to trim) */
+uop *trim_clamp(uop *b, uop *r);
+
 /* the target of generated C on this host (vector width from the CPU; TG_VEC_BYTES overrides) */
 opt_target codegen_host_target(int nthreads);
 /* the target of a GPU kernel (render_gpu) */

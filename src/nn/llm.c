@@ -3,9 +3,10 @@
  *
  * One forward serves both: n tokens at positions start .. start+n-1, where start is a tg_variable. Decode
  * is n = 1 at m->pos, captured once by tg_jit and replayed (RoPE's angle is pos * freq computed in the
- * kernel, each layer's K and V caches (max_seq, kv_dim) get the new row with tg_assign_at, attention reads
- * all max_seq positions with those after pos masked: O(max_seq) per step; reading only 0..pos needs a loop
- * bound bound at replay, which the engine does not have: shapes are static). Prefill is the same graph over
+ * kernel, each layer's K and V caches (max_seq, kv_dim) get the new row with tg_assign_at, attention masks
+ * the positions after pos with a bool mask: shapes stay static, but the kernels' loops over keys end at pos
+ * (codegen/trim.c), so the scores, the softmax's reduces and p @ v cost O(pos); what stays O(max_seq) is
+ * cheap: the masked scores' -inf and the softmax's output row). Prefill is the same graph over
  * n rows (chunks of at most PREFILL_CHUNK), realized eagerly with a fresh variable bounded by max_seq - n
  * (tg_assign_at needs the window to fit for every value), the mask causal: query i sees keys 0 .. start+i.
  * The caches are written in place only, never replaced: the captured step holds their buffers.

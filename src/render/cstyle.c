@@ -230,7 +230,8 @@ void render_op(rctx *c, uop *u, int pos) {
   tg_dtype dt = (tg_dtype)u->dtype;
   switch (u->op) {
     case OP_RANGE: {
-      const char *bound = name_of(c, u->src[0]);
+      uop *b = c->p->bounds && c->p->bounds[pos] ? c->p->bounds[pos] : u->src[0];
+      const char *bound = name_of(c, b);
       char *nm = fmt("ridx%" PRId64, u->arg.i);
       set_name(c, u, nm);
       if (nm) c->d->open_range(c, u, nm, bound);

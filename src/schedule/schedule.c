@@ -127,7 +127,8 @@ static bool expensive(uop *u, const uop_map *realized, bool only_reduce) {
     bool bcast = stack[sp].bcast;
     if (umap_get(&seen, x)) continue;
     if (!umap_put(&seen, x, &yes) || ++visited >= EXPENSIVE_WALK) { big = true; break; }
-    if (x != u && (node_has_storage(x) || umap_get(realized, x))) { leaves++; continue; }
+    /* a CONTIGUOUS is stored whatever its readers (it may not be marked yet: readers are decided first) */
+    if (x != u && (node_has_storage(x) || umap_get(realized, x) || x->op == OP_CONTIGUOUS)) { leaves++; continue; }
     /* a reduce seen through a broadcast is stored, or computed once per row (row fusion): a leaf; any other
      * means real work */
     if (x->op == OP_REDUCE_AXIS) {
@@ -135,7 +136,8 @@ static bool expensive(uop *u, const uop_map *realized, bool only_reduce) {
       big = true;
       break;
     }
-    if (uop_is_alu((uop_op)x->op)) alu++;
+    /* a scalar (a variable's value clamped to its bounds) is computed once per kernel, outside its loops */
+    if (uop_is_alu((uop_op)x->op) && uop_numel(x) > 1) alu++;
     for (int k = 0; k < x->nsrc && sp < EXPENSIVE_WALK; k++) {
       stack[sp].x = x->src[k];
       stack[sp++].bcast = bcast || x->op == OP_EXPAND;

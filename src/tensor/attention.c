@@ -1,5 +1,6 @@
 /* attention.c — scaled dot product attention as tinygrad composes it: softmax(q k^T / sqrt(E) + mask) v,
- * two matmuls around a softmax, each a broadcasted multiply and a reduce. */
+ * two matmuls around a softmax, each a broadcasted multiply and a reduce. A bool mask is where(mask, ., -inf),
+ * as torch has it, applied in every reduce over keys, so codegen ends those loops at the last key kept. */
 #include <math.h>
 #include <stdio.h>
 
@@ -23,6 +24,22 @@ static tg_tensor *repeat_heads(tmps *s, tg_tensor *t, int64_t r) {
   sh[n - 2] = sh[n - 1];
   sh[n - 1] = sh[n];
   return tmp(s, tg_reshape(t, n, sh));
+}
+
+/* softmax over the last axis of x where the bool mask holds, 0 elsewhere, with tg_softmax's arithmetic (exp2 of the
+ * shifted value times log2(e), times the reciprocal of the sum). The masked scores and the result are stored
+ * (contiguous: they are anyway, being read by loops of another shape) and the mask is applied again inside each
+ * reduce that reads them: where(mask, x, -inf) in the max, where(mask, e, 0) in the sum, and where(mask, p, 0) in
+ * the matmul with v (the caller), which lets codegen end those loops at the last kept key (codegen/trim.c); left
+ * unstored, where(mask, where(mask, x, ..), ..) would fold to one where and the kernel reading the stored value
+ * would not see the mask. A row with every key masked gives 0 (tg_softmax: NaN). */
+static tg_tensor *masked_softmax(tmps *s, tg_tensor *x, tg_tensor *mask) {
+  int last = -1;
+  x = tmp(s, tg_contiguous(tmp(s, tg_where_scalar(mask, x, -INFINITY))));
+  tg_tensor *m = tmp(s, tg_max(tmp(s, tg_where_scalar(mask, x, -INFINITY)), 1, &last, true));
+  tg_tensor *e = tmp(s, tg_exp2(tmp(s, tg_mul_scalar(tmp(s, tg_sub(x, m)), 1.44269504088896340736))));
+  e = tmp(s, tg_where_scalar(mask, e, 0));
+  return tmp(s, tg_contiguous(tmp(s, tg_mul(e, tmp(s, tg_reciprocal(tmp(s, tg_sum(e, 1, &last, true))))))));
 }
 
 /* q (..., L, E), k (..., S, E), v (..., S, Ev); mask broadcastable to (..., L, S): bool (true keeps) or
@@ -66,11 +83,11 @@ tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor
   tg_tensor *qk = tmp(&s, tg_matmul(tmp(&s, tg_cast(q, dt)), tmp(&s, tg_transpose(tmp(&s, tg_cast(k, dt)), -1, -2))));
   qk = tmp(&s, tg_div_scalar(qk, sqrt((double)e)));
   if (is_causal) mask = tmp(&s, tg_tril(tmp(&s, tg_ones(TG_BOOL, 2, (int64_t[]){l, sk})), 0));
-  if (mask) {
-    if (TDT(mask) == TG_BOOL)
-      mask = tmp(&s, tg_where(mask, tmp(&s, tg_scalar(dt, 0)), tmp(&s, tg_scalar(dt, -INFINITY))));
-    qk = tmp(&s, tg_add(qk, mask));
+  if (mask && TDT(mask) == TG_BOOL) {
+    tg_tensor *p = tmp(&s, tg_dropout(masked_softmax(&s, tmp(&s, tg_cast(qk, TDT(q))), mask), dropout_p));
+    return tmps_end(&s, tmp(&s, tg_matmul(tmp(&s, tg_where_scalar(mask, p, 0)), v)));
   }
+  if (mask) qk = tmp(&s, tg_add(qk, mask));
   tg_tensor *p = tmp(&s, tg_dropout(tmp(&s, tg_softmax(tmp(&s, tg_cast(qk, TDT(q))), -1)), dropout_p));
   return tmps_end(&s, tmp(&s, tg_matmul(p, v)));
 }
