@@ -3,7 +3,7 @@
  * tokens from an empty cache and of N decode steps from an empty cache, the mean rate and its spread. The KV
  * cache holds P + N positions (llama-bench's context for such a run).
  *
- *   ./build/bench/llm -m MODEL.gguf [-p 128] [-n 64] [-r 3] [-f 5,17,33]       threads: TG_THREADS
+ *   ./build/bench/llm -m MODEL.gguf [-p 128] [-n 64] [-r 3] [-f 5,17,33] [-c N]       threads: TG_THREADS
  *
  * Prints one line per test: "pp128: 123.4 +- 1.2 tokens/s" and "tg64: ...". -f first: the first-token latency
  * of prompts of each length in turn, from an empty cache, each measured once in this process (the first sight
@@ -23,7 +23,7 @@ static void die(const char *what) {
 }
 
 static void usage(void) {
-  printf("usage: llm -m MODEL.gguf [-p TOKENS] [-n TOKENS] [-r RUNS] [-f LENGTHS]\n"
+  printf("usage: llm -m MODEL.gguf [-p TOKENS] [-n TOKENS] [-r RUNS] [-f LENGTHS] [-c POSITIONS]\n"
          "Prefill and decode tokens/s of a GGUF language model on random tokens, as llama-bench measures them.\n"
          "  -m FILE     the GGUF file\n"
          "  -p TOKENS   the prompt processed in one prefill, 0..4096 (0: no prefill test; default 128)\n"
@@ -31,6 +31,7 @@ static void usage(void) {
          "  -r RUNS     repetitions of each test after a warm-up, 1..100 (default 3)\n"
          "  -f LENGTHS  first: the time to the first token's logits of a prompt of each length in turn (a\n"
          "              comma-separated list of at most 16 lengths in 1..4096), once each, compiles included\n"
+         "  -c N        KV cache positions, 0..4096 (0: the longest test needs; the default); kernels depend on it\n"
          "Threads: TG_THREADS. Prints pp<P> and tg<N> lines: the mean tokens/s +- its standard deviation.\n");
 }
 
@@ -46,7 +47,7 @@ static void report(const char *test, int64_t tokens, const double *s, int r) {
 int main(int argc, char **argv) {
   args_prog = "llm";
   const char *model = NULL;
-  long long p = 128, n = 64, r = 3, first[16], nfirst = 0, maxfirst = 0;
+  long long p = 128, n = 64, r = 3, first[16], nfirst = 0, maxfirst = 0, ctx = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool ok = true;
@@ -61,6 +62,8 @@ int main(int argc, char **argv) {
       ok = args_int(argc, argv, &i, 0, 4096, &n);
     } else if (!strcmp(a, "-r")) {
       ok = args_int(argc, argv, &i, 1, 100, &r);
+    } else if (!strcmp(a, "-c")) {
+      ok = args_int(argc, argv, &i, 0, 4096, &ctx);
     } else if (!strcmp(a, "-f")) {
       const char *v = args_value(argc, argv, &i, "prompt lengths, as 5,17,33");
       ok = v != NULL;
@@ -82,7 +85,8 @@ int main(int argc, char **argv) {
     return ARGS_EXIT;
   }
   long long seq = p + n > maxfirst ? p + n : maxfirst;
-  tg_llm *m = tg_llm_load(model, seq > 1 ? seq : 2);
+  if (ctx && ctx < seq) return args_usage_error("-c %lld: the tests need %lld positions", ctx, seq), ARGS_EXIT;
+  tg_llm *m = tg_llm_load(model, ctx ? ctx : seq > 1 ? seq : 2);
   if (!m) die(model);
   tg_llm_config c = tg_llm_config_of(m);
   float *logits = malloc((size_t)c.vocab_size * sizeof *logits);

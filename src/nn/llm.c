@@ -6,9 +6,17 @@
  * kernel, each layer's K and V caches (max_seq, kv_dim) get the new row with tg_assign_at, attention reads
  * all max_seq positions with those after pos masked: O(max_seq) per step; reading only 0..pos needs a loop
  * bound bound at replay, which the engine does not have: shapes are static). Prefill is the same graph over
- * n rows (chunks of at most PREFILL_CHUNK), realized eagerly with a fresh variable bounded by max_seq - n
- * (tg_assign_at needs the window to fit for every value), the mask causal: query i sees keys 0 .. start+i.
- * The caches are written in place only, never replaced: the captured step holds their buffers.
+ * n rows (chunks of at most PREFILL_CHUNK) padded to a power of two (bucket: a prompt of a new length reuses
+ * the kernels of its bucket), realized eagerly with a fresh variable bounded by max_seq - rows (tg_assign_at
+ * needs the window to fit for every value), the mask causal: query i sees keys 0 .. start+i; the logits are
+ * those of the last real row, picked by a variable. The caches are written in place only, never replaced:
+ * the captured step holds their buffers.
+ *
+ * The token embedding is a window of one row at the variable tok over the table as the file stores it (a
+ * quantized table stays its blocks): the step reads its token's row and dequantizes only it; a prefill writes
+ * its rows one by one into a buffer of the chunk (one small kernel, compiled once). tinygrad's embedding, a
+ * one-hot sum over the vocabulary, would read the whole table per token, and with a quantized table the
+ * scheduler stores its dequantized float copy (vocab * dim * 4 bytes: 263 MB for TinyLlama).
  *
  * Grouped-query attention puts the rep query heads of a KV head next to the query rows: q (nkv, n*rep, hd)
  * against k (nkv, T, hd), so each KV head's cache is read once for all of its query heads.
