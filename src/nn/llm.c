@@ -40,6 +40,8 @@ static void layer_free(llm_layer *l) {
 void tg_llm_free(tg_llm *m) {
   if (!m) return;
   tg_jit_free(m->jit);
+  tg_jit_free(m->embed_jit);
+  tg_free(m->xrows);
   for (int64_t l = 0; m->layers && l < m->c.n_layers; l++) layer_free(&m->layers[l]);
   free(m->layers);
   if (m->out != m->emb) tg_free(m->out);
@@ -48,6 +50,7 @@ void tg_llm_free(tg_llm *m) {
   tg_free(m->freq);
   tg_variable_free(m->pos);
   tg_variable_free(m->tok);
+  tg_variable_free(m->row);
   free(m);
 }
 
@@ -67,6 +70,7 @@ tg_llm *llm_new(const tg_llm_config *c) {
 }
 
 static tg_status llm_step_fn(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out);
+static tg_status llm_embed_fn(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out);
 
 tg_status llm_finish(tg_llm *m, const float *factors) {
   int64_t half = m->c.head_dim / 2, shape[2] = {m->c.max_seq, m->kv_dim};
@@ -83,14 +87,15 @@ tg_status llm_finish(tg_llm *m, const float *factors) {
   m->freq = tensor_unscope(tg_from_data(TG_FLOAT32, 1, &half, f, (size_t)half * sizeof *f));
   free(f);
   bool ok = m->freq && (m->pos = tg_variable_new("pos", 0, m->c.max_seq - 1)) &&
-            (m->tok = tg_variable_new("tok", 0, m->c.vocab_size - 1));
+            (m->tok = tg_variable_new("tok", 0, m->c.vocab_size - 1)) &&
+            (m->row = tg_variable_new("row", 0, PREFILL_CHUNK - 1));
   for (int64_t l = 0; ok && l < m->c.n_layers; l++) {
     llm_layer *y = &m->layers[l];
     y->kc = tensor_own(tg_zeros(TG_FLOAT32, 2, shape));
     y->vc = tensor_own(tg_zeros(TG_FLOAT32, 2, shape));
     ok = y->kc && y->vc;
   }
-  ok = ok && (m->jit = tg_jit_new(llm_step_fn, m, 0, 1));
+  ok = ok && (m->jit = tg_jit_new(llm_step_fn, m, 0, 1)) && (m->embed_jit = tg_jit_new(llm_embed_fn, m, 0, 0));
   if (!ok && !tg_error_status()) tg_set_error(TG_ERR_NOMEM, "tg_llm: out of memory");
   return ok ? TG_OK : tg_error_status();
 }
@@ -278,21 +283,30 @@ static int64_t bucket(const tg_llm *m, int64_t n) {
   return b <= m->c.max_seq - m->next_pos && !m->exact_chunks ? b : n;
 }
 
-/* tokens[0..n) embedded as float32 (b, dim), rows n..b zero, realized: row i is the window at token i of the
- * table, dequantized alone, written in place (one small kernel per token, compiled once) */
+/* the embedding JIT's step: the row of m->tok written into m->xrows at m->row (both bound before the call) */
+static tg_status llm_embed_fn(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  (void)nin, (void)in, (void)nout, (void)out;
+  tg_llm *m = ctx;
+  tg_scope_begin();
+  tg_status st = tg_assign_at(m->xrows, 0, m->row, embed_row(m));
+  if (st == TG_OK) st = tg_realize(m->xrows);
+  tg_scope_end();
+  return st;
+}
+
+/* tokens[0..n) embedded as float32 (b, dim) (b <= PREFILL_CHUNK), a view of m->xrows: row i is the window at
+ * token i of the table, dequantized alone, written in place by a replay of the embedding JIT (one small kernel
+ * a token). Rows n..b-1 hold zeros or rows of earlier tokens: finite values, as the padding needs */
 static tg_tensor *embed_chunk(tg_llm *m, const int32_t *tokens, int64_t n, int64_t b, tg_status *st) {
-  tg_tensor *x = tensor_own(tg_zeros(TG_FLOAT32, 2, (int64_t[]){b, m->c.dim}));  /* a buffer of its own */
-  tg_variable *row = tg_variable_new("row", 0, b - 1);
-  *st = x && row ? TG_OK : tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+  *st = TG_OK;
+  if (!m->xrows && !(m->xrows = tensor_own(tg_zeros(TG_FLOAT32, 2, (int64_t[]){PREFILL_CHUNK, m->c.dim}))))
+    *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   for (int64_t i = 0; *st == TG_OK && i < n; i++) {
-    if ((*st = tg_variable_bind(row, i)) != TG_OK || (*st = tg_variable_bind(m->tok, tokens[i])) != TG_OK) break;
-    tg_scope_begin();
-    *st = tg_assign_at(x, 0, row, embed_row(m));
-    if (*st == TG_OK) *st = tg_realize(x);
-    tg_scope_end();
+    if ((*st = tg_variable_bind(m->row, i)) != TG_OK || (*st = tg_variable_bind(m->tok, tokens[i])) != TG_OK) break;
+    *st = tg_jit_call(m->embed_jit, NULL, NULL);
   }
-  tg_variable_free(row);
-  if (*st != TG_OK) tg_free(x), x = NULL;
+  tg_tensor *x = *st == TG_OK ? tg_shrink(m->xrows, 2, (int64_t[]){0, b, 0, m->c.dim}) : NULL;
+  if (*st == TG_OK && !x) *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   return x;
 }
 

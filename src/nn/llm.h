@@ -26,6 +26,9 @@ struct tg_llm {
   llm_layer *layers;
   tg_variable *pos;                          /* the decode step's position */
   tg_variable *tok;                          /* the token whose row is read: the step's, a prefill's one by one */
+  tg_variable *row;                          /* the row of xrows a prefill's token is written to */
+  tg_tensor *xrows;                          /* a prefill chunk's embedded rows (256, dim), made at the first */
+  tg_jit *embed_jit;                         /* writes the row of tok into xrows at row */
   tg_jit *jit;
   bool exact_chunks;                         /* prefill chunks unpadded (tests compare the two) */
 };
@@ -36,7 +39,7 @@ tg_llm *llm_new(const tg_llm_config *c);
  * factors[i] when factors is not NULL: llama3's rope_freqs), the caches, the position and the JIT */
 tg_status llm_finish(tg_llm *m, const float *factors);
 
-/* tokens[0..n) (checked by the caller) embedded as the prefill embeds them: out gets n * dim floats */
+/* tokens[0..n) (checked by the caller; n <= 256) embedded as the prefill embeds them: out gets n * dim floats */
 tg_status llm_embed(tg_llm *m, const int32_t *tokens, int64_t n, float *out);
 
 /* llama2.c checkpoints (llama.c): the header in bytes checked against len (fills c, or false with an error
