@@ -1088,9 +1088,11 @@ tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, c
  * scaling from llama.rope.scaling.*), qwen2 (q/k/v biases, RoPE on halves: neox), qwen3 (q/k RMSNorm per head,
  * neox RoPE, head_dim from attention.key_length). Grouped-query attention, SwiGLU, RMSNorm with the file's eps,
  * the file's RoPE base; no output.weight: the output is token_embd. Quantized weights stay quantized (read
- * through tg_gguf_tensor). The KV caches (max_seq, kv_dim) per layer are float32. tg_llm_step is one tg_jit
- * replay (JIT=0: eager) whose position is a tg_variable; tg_llm_prefill is one batched forward per 256 tokens
- * with a causal mask (kernels compiled per chunk length, cached). Attention reads all max_seq rows of the caches,
+ * through tg_gguf_tensor); the embedding reads each token's row alone, dequantizing only that row. The KV caches
+ * (max_seq, kv_dim) per layer are float32. tg_llm_step is one tg_jit replay (JIT=0: eager) whose position and
+ * token are tg_variables; tg_llm_prefill is one batched forward per 256 tokens with a causal mask, padded to 8,
+ * 16, .., 256 rows (prompts of any length reuse the kernels of those six sizes; near max_seq a chunk runs
+ * unpadded, compiling its own). Attention reads all max_seq rows of the caches,
  * those past the position masked: a step costs O(max_seq), so pick max_seq for the text you need. llama2.c
  * checkpoints (tg_llama_*) run this code. */
 typedef struct tg_llm tg_llm;

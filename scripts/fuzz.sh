@@ -34,6 +34,7 @@ max_len() {
     llama) echo 8192 ;;       # a checkpoint must be exactly as long as its header says: room for small models
     tokenizer) echo 8192 ;;   # 256 byte tokens and some merges
     tokenizer_gguf) echo 8192 ;;  # the same, as GGUF strings
+    llm_gguf) echo 16384 ;;   # a model of one block: every tensor the loader wants
     digits) echo 4096 ;;      # rows of 65 numbers
     onnx) echo 4096 ;;        # small models with a subgraph or two
     *) echo 2048 ;;           # safetensors headers and IDX pairs

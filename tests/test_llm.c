@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "nn/llm.h"
 #include "ref_llm.h"
 #include "test.h"
 #include "uop/uop.h"
@@ -118,6 +119,17 @@ TEST(test_llm_stories_f32_gguf_matches_llama2c_and_tg_llama) {
   }
   check_equal_i64("greedy token against llama2.c's", got, want, NSTEPS, __FILE__, __LINE__);
   CHECK(tg_llm_pos(m) == NSTEPS, "pos %lld", (long long)tg_llm_pos(m));
+  /* the prompt prefilled (one chunk padded to 8 or 16 rows), then greedy steps: the same text */
+  CHECK(tg_llm_reset(m) == TG_OK && tg_llm_prefill(m, prompt, nprompt, a) == TG_OK, "prefill: %s", tg_error());
+  for (int pos = nprompt - 1; pos < NSTEPS; pos++) {
+    got[pos] = token = argmax(a, 512);
+    if (pos + 1 < NSTEPS && tg_llm_step(m, token, a) != TG_OK) {
+      CHECK(false, "step %d: %s", pos, tg_error());
+      break;
+    }
+  }
+  check_equal_i64("greedy token after a prefill against llama2.c's", got + nprompt - 1, want + nprompt - 1,
+                  NSTEPS - nprompt + 1, __FILE__, __LINE__);
   tg_llm_free(m);
   tg_llama_free(ref);
   test_remove_dir(dir);
@@ -421,5 +433,80 @@ TEST(test_llm_load_survives_every_allocation_failure) {
   }
   CHECK(sites > 20, "only %d allocation sites", sites);
   tg_gguf_close(g);
+  test_remove_dir(dir);
+}
+
+/* got against want within 1e-5 of the largest |want| (float32 sums in another order: the kernels of 16 rows and
+ * of 9 split their loops differently) */
+static void check_logits(const char *what, const float *got, const float *want, int64_t n) {
+  double big = 0;
+  for (int64_t i = 0; i < n; i++) big = fabs(want[i]) > big ? fabs(want[i]) : big;
+  check_close_f32(what, got, want, n, 1e-5 * (big > 1 ? big : 1), 0, __FILE__, __LINE__);
+}
+
+/* prefill chunks padded to 8, 16, .. rows give the logits of unpadded ones (llm.h's exact_chunks) for several
+ * lengths, at position 0 and after earlier tokens, and a prompt of another length in a bucket already run
+ * compiles nothing; the steps after a padded prefill see the cache as after an unpadded one. Near max_seq the
+ * chunk runs unpadded. */
+TEST(test_llm_prefill_buckets_equal_unpadded) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  if (!test_temp_dir(dir, sizeof dir)) {
+    CHECK(false, "no temporary directory");
+    return;
+  }
+  snprintf(path, sizeof path, "%.4000s/r.gguf", dir);
+  arch_case a = {"llama", 64, 96, 2, 4, 2, 0, 40, 10000, 1e-5, false, false, true, false, TG_GGML_F32};
+  rng_state = 77;
+  tg_llm *pad = write_model(&a, path) ? tg_llm_load(path, 48) : NULL, *exact = tg_llm_load(path, 48);
+  if (!pad || !exact) {
+    CHECK(false, "load: %s", tg_error());
+    tg_llm_free(pad), tg_llm_free(exact), test_remove_dir(dir);
+    return;
+  }
+  exact->exact_chunks = true;
+  int32_t toks[48];
+  for (int i = 0; i < 48; i++) toks[i] = (int32_t)((i * 17 + 3) % 40);
+  /* (first, then): a prompt of `first` tokens, then `then` more in a second prefill; then 2 steps */
+  static const int cases[][2] = {{2, 3}, {5, 9}, {8, 1}, {9, 17}, {17, 5}, {33, 12}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    float got[40], want[40];
+    char what[96];
+    int first = cases[k][0], then = cases[k][1];
+    CHECK(tg_llm_reset(pad) == TG_OK && tg_llm_reset(exact) == TG_OK, "reset: %s", tg_error());
+    CHECK(tg_llm_prefill(pad, toks, first, got) == TG_OK && tg_llm_prefill(exact, toks, first, want) == TG_OK,
+          "prefill %d: %s", first, tg_error());
+    snprintf(what, sizeof what, "a padded prefill of %d against an unpadded one", first);
+    check_logits(what, got, want, 40);
+    CHECK(tg_llm_prefill(pad, toks + first, then, got) == TG_OK &&
+          tg_llm_prefill(exact, toks + first, then, want) == TG_OK, "prefill %d at %d: %s", then, first, tg_error());
+    snprintf(what, sizeof what, "a padded prefill of %d at %d", then, first);
+    check_logits(what, got, want, 40);
+    for (int s = 0; s < 2; s++) {
+      int32_t t = toks[first + then + s];
+      CHECK(tg_llm_step(pad, t, got) == TG_OK && tg_llm_step(exact, t, want) == TG_OK, "step: %s", tg_error());
+      snprintf(what, sizeof what, "step %d after prefills of %d and %d", s, first, then);
+      check_logits(what, got, want, 40);
+    }
+  }
+  /* 19 and 30 tokens (bucket 32, as 17 above), 6 (bucket 8, as 5): nothing new to compile */
+  float lg[40];
+  CHECK(tg_llm_reset(pad) == TG_OK, "reset");
+  uint64_t compiled = tg_get_stats().kernels_compiled, kernels_cached = tg_get_stats().disk_cache_hits;
+  CHECK(tg_llm_prefill(pad, toks, 19, lg) == TG_OK && tg_llm_prefill(pad, toks + 19, 6, lg) == TG_OK &&
+        tg_llm_reset(pad) == TG_OK && tg_llm_prefill(pad, toks, 30, lg) == TG_OK, "prefills: %s", tg_error());
+  CHECK(tg_get_stats().kernels_compiled == compiled && tg_get_stats().disk_cache_hits == kernels_cached,
+        "prompts of 19, 6 and 30 tokens compiled %llu kernels and loaded %llu",
+        (unsigned long long)(tg_get_stats().kernels_compiled - compiled),
+        (unsigned long long)(tg_get_stats().disk_cache_hits - kernels_cached));
+  /* near max_seq (48): 8 tokens at 40 fit 8 rows (padded: none); 7 at 41 would not fit 8: unpadded */
+  float want[40];
+  CHECK(tg_llm_reset(pad) == TG_OK && tg_llm_reset(exact) == TG_OK && tg_llm_prefill(pad, toks, 40, lg) == TG_OK &&
+        tg_llm_prefill(exact, toks, 40, want) == TG_OK, "prefill 40: %s", tg_error());
+  CHECK(tg_llm_prefill(pad, toks + 40, 1, lg) == TG_OK && tg_llm_prefill(exact, toks + 40, 1, want) == TG_OK &&
+        tg_llm_prefill(pad, toks + 41, 7, lg) == TG_OK && tg_llm_prefill(exact, toks + 41, 7, want) == TG_OK &&
+        tg_llm_pos(pad) == 48, "prefill to max_seq: %s", tg_error());
+  check_logits("a prefill ending at max_seq", lg, want, 40);
+  tg_llm_free(pad);
+  tg_llm_free(exact);
   test_remove_dir(dir);
 }

@@ -27,6 +27,9 @@ const gguf_type_info *gguf_type_of(uint32_t t);
  * (nblocks, elements per block) computing the dequantized values from those bytes (shifts, masks and
  * multiply-adds that fuse into the kernel that reads them), or NULL with an error */
 tg_tensor *gguf_dequantize(tg_tensor *blocks, uint32_t type);
+/* rows as gguf_tensor_rows gives them (uint8 (r, bytes per row) of a block format, or a plain type's (r, cols)):
+ * a new lazy float32 (r, cols), the dequantize (or cast) of exactly those rows, or NULL with an error */
+tg_tensor *gguf_dequantize_rows(tg_tensor *rows, uint32_t type);
 
 /* ---- the reader's state (gguf.c parses, gguf_api.c answers) ---- */
 
@@ -83,6 +86,11 @@ struct tg_gguf {
 tg_status gguf_error(const tg_gguf *g, tg_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* the index of a key (tensors false) or a tensor name, -1 if absent */
 int64_t gguf_find(const tg_gguf *g, bool tensors, const char *name);
+
+/* tensor name as the file stores it, a new tensor of the caller's scope, its ggml type in *type: a plain type as
+ * tg_gguf_tensor gives it, a block format as its bytes, uint8 (rows, bytes per row). A row's blocks are
+ * contiguous, so a window of rows (tg_shrink_at) is the quantized data of those rows alone; NULL with an error */
+tg_tensor *gguf_tensor_rows(tg_gguf *g, const char *name, uint32_t *type);
 
 /* tg_gguf_open over a copy of n bytes (name for messages): the fuzz target's entry point */
 tg_gguf *gguf_open_bytes(const char *name, const void *bytes, size_t n);

@@ -223,43 +223,71 @@ static tg_tensor *wrap(tg_gguf *g, tg_dtype dt, int ndim, const int64_t *shape, 
   return tensor_wrap_memory(dt, ndim, shape, copy, n, free, copy);
 }
 
-tg_tensor *tg_gguf_tensor(tg_gguf *g, const char *name) {
-  if (!g || !name) {
-    tg_set_error(TG_ERR_ARG, "tg_gguf_tensor: %s is NULL", g ? "name" : "the reader");
-    return NULL;
-  }
-  int64_t i = gguf_find(g, true, name);
-  if (i < 0) {
-    gguf_error(g, TG_ERR_ARG, "tg_gguf_tensor: no tensor '%.128s'", name);
-    return NULL;
-  }
+/* tensor i as the file stores it, a tensor of the caller's scope: a plain type as its dtype in its shape; a block
+ * format as uint8 (rows, bytes per row), its rows those of every dimension but the fastest */
+static tg_tensor *stored(tg_gguf *g, int64_t i) {
   const gguf_tensor *t = &g->t[i];
   const gguf_type_info *ti = gguf_type_of(t->type);
-  if (!ti->supported) {
-    gguf_error(g, TG_ERR_ARG, "tg_gguf_tensor: tensor '%.128s' has type %s, which tgc does not read (it reads F32, F16, "
-               "BF16, F64, I8-I64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", name, ti->name);
-    return NULL;
-  }
   int64_t shape[TG_MAX_DIMS];
   for (int d = 0; d < t->ndim; d++) shape[d] = t->ne[t->ndim - 1 - d];
   const uint8_t *p = g->base + g->data_off + t->offset;
-  tg_tensor *out = NULL;
+  tg_tensor *w;
   if (ti->dtype != TG_DTYPE_COUNT) {
-    tg_tensor *w = wrap(g, ti->dtype, t->ndim, shape, p, (size_t)t->nbytes);
-    out = w ? tensor_new(w->u) : NULL;   /* a tensor of the caller's scope, as every new tensor */
-    tg_free(w);
+    w = wrap(g, ti->dtype, t->ndim, shape, p, (size_t)t->nbytes);
   } else {
-    int64_t nblocks = (int64_t)(t->nbytes / (uint64_t)ti->size);
-    tg_tensor *blocks = wrap(g, TG_UINT8, 2, (int64_t[]){nblocks, ti->size}, p, (size_t)t->nbytes);
-    if (blocks) {
-      tg_scope_begin();
-      tg_tensor *r = tg_reshape(gguf_dequantize(blocks, t->type), t->ndim, shape);
-      out = tg_keep(r);
-      tg_scope_end();
-      tg_free(blocks);
-    }
+    /* a row is a whole number of blocks (gguf.c checked ne[0]); a tensor of no elements is (0, 0) */
+    int64_t row = t->ne[0] / ti->block * ti->size, rows = row ? (int64_t)(t->nbytes / (uint64_t)row) : 0;
+    w = wrap(g, TG_UINT8, 2, (int64_t[]){rows, row}, p, (size_t)t->nbytes);
   }
-  if (!out && tg_error_status() != TG_ERR_NOMEM)
-    gguf_error(g, tg_error_status(), "tg_gguf_tensor: tensor '%.128s': %s", name, tg_error());
+  tg_tensor *out = w ? tensor_new(w->u) : NULL;   /* a tensor of the caller's scope, as every new tensor */
+  tg_free(w);
   return out;
+}
+
+/* the index of tensor name that tgc reads, or -1 with an error naming op */
+static int64_t readable(tg_gguf *g, const char *name, const char *op) {
+  if (!g || !name) {
+    tg_set_error(TG_ERR_ARG, "%s: %s is NULL", op, g ? "name" : "the reader");
+    return -1;
+  }
+  int64_t i = gguf_find(g, true, name);
+  if (i < 0) {
+    gguf_error(g, TG_ERR_ARG, "%s: no tensor '%.128s'", op, name);
+    return -1;
+  }
+  const gguf_type_info *ti = gguf_type_of(g->t[i].type);
+  if (!ti->supported) {
+    gguf_error(g, TG_ERR_ARG, "%s: tensor '%.128s' has type %s, which tgc does not read (it reads F32, F16, BF16, "
+               "F64, I8-I64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", op, name, ti->name);
+    return -1;
+  }
+  return i;
+}
+
+/* on failure: the error names the tensor (out of memory stays as it is) */
+static tg_tensor *named(tg_gguf *g, tg_tensor *out, const char *op, const char *name) {
+  if (!out && tg_error_status() != TG_ERR_NOMEM)
+    gguf_error(g, tg_error_status(), "%s: tensor '%.128s': %s", op, name, tg_error());
+  return out;
+}
+
+tg_tensor *gguf_tensor_rows(tg_gguf *g, const char *name, uint32_t *type) {
+  int64_t i = readable(g, name, "tg_gguf_tensor");
+  if (i < 0) return NULL;
+  if (type) *type = g->t[i].type;
+  return named(g, stored(g, i), "tg_gguf_tensor", name);
+}
+
+tg_tensor *tg_gguf_tensor(tg_gguf *g, const char *name) {
+  int64_t i = readable(g, name, "tg_gguf_tensor");
+  if (i < 0) return NULL;
+  const gguf_tensor *t = &g->t[i];
+  if (gguf_type_of(t->type)->dtype != TG_DTYPE_COUNT) return named(g, stored(g, i), "tg_gguf_tensor", name);
+  int64_t shape[TG_MAX_DIMS];
+  for (int d = 0; d < t->ndim; d++) shape[d] = t->ne[t->ndim - 1 - d];
+  tg_scope_begin();
+  tg_tensor *r = tg_reshape(gguf_dequantize_rows(stored(g, i), t->type), t->ndim, shape);
+  tg_tensor *out = tg_keep(r);
+  tg_scope_end();
+  return named(g, out, "tg_gguf_tensor", name);
 }

@@ -189,3 +189,21 @@ tg_tensor *gguf_dequantize(tg_tensor *blk, uint32_t type) {
   tg_scope_end();
   return y;
 }
+
+tg_tensor *gguf_dequantize_rows(tg_tensor *rows, uint32_t type) {
+  if (!rows) return NULL;
+  const gguf_type_info *ti = gguf_type_of(type);
+  if (ti && ti->supported && ti->dtype != TG_DTYPE_COUNT) return tg_cast(rows, TG_FLOAT32);
+  if (!ti || !ti->supported || tg_ndim(rows) != 2 || tg_shape(rows, 1) % ti->size) {
+    tg_set_error(TG_ERR_ARG, "gguf_dequantize_rows: %s rows must be (n, a multiple of %lld bytes), not %d dims",
+                 ti ? ti->name : "an unknown type", ti ? (long long)ti->size : 0LL, tg_ndim(rows));
+    return NULL;
+  }
+  int64_t r = tg_shape(rows, 0), per = tg_shape(rows, 1) / ti->size;  /* blocks per row */
+  tg_scope_begin();
+  tg_tensor *y = tg_reshape(gguf_dequantize(tg_reshape(rows, 2, (int64_t[]){r * per, ti->size}), type), 2,
+                            (int64_t[]){r, per * ti->block});
+  y = tg_keep(y);
+  tg_scope_end();
+  return y;
+}

@@ -7,9 +7,17 @@
  * the positions after pos with a bool mask: shapes stay static, but the kernels' loops over keys end at pos
  * (codegen/trim.c), so the scores, the softmax's reduces and p @ v cost O(pos); what stays O(max_seq) is
  * cheap: the masked scores' -inf and the softmax's output row). Prefill is the same graph over
- * n rows (chunks of at most PREFILL_CHUNK), realized eagerly with a fresh variable bounded by max_seq - n
- * (tg_assign_at needs the window to fit for every value), the mask causal: query i sees keys 0 .. start+i.
- * The caches are written in place only, never replaced: the captured step holds their buffers.
+ * n rows (chunks of at most PREFILL_CHUNK) padded to a power of two (bucket: a prompt of a new length reuses
+ * the kernels of its bucket), realized eagerly with a fresh variable bounded by max_seq - rows (tg_assign_at
+ * needs the window to fit for every value), the mask causal: query i sees keys 0 .. start+i; the logits are
+ * those of the last real row, picked by a variable. The caches are written in place only, never replaced:
+ * the captured step holds their buffers.
+ *
+ * The token embedding is a window of one row at the variable tok over the table as the file stores it (a
+ * quantized table stays its blocks): the step reads its token's row and dequantizes only it; a prefill writes
+ * its rows one by one into a buffer of the chunk (one small kernel, compiled once). tinygrad's embedding, a
+ * one-hot sum over the vocabulary, would read the whole table per token, and with a quantized table the
+ * scheduler stores its dequantized float copy (vocab * dim * 4 bytes: 263 MB for TinyLlama).
  *
  * Grouped-query attention puts the rep query heads of a KV head next to the query rows: q (nkv, n*rep, hd)
  * against k (nkv, T, hd), so each KV head's cache is read once for all of its query heads.
@@ -18,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/gguf.h"
 #include "nn/llm.h"
 #include "tensor/tensor.h"
 
@@ -32,6 +41,8 @@ static void layer_free(llm_layer *l) {
 void tg_llm_free(tg_llm *m) {
   if (!m) return;
   tg_jit_free(m->jit);
+  tg_jit_free(m->embed_jit);
+  tg_free(m->xrows);
   for (int64_t l = 0; m->layers && l < m->c.n_layers; l++) layer_free(&m->layers[l]);
   free(m->layers);
   if (m->out != m->emb) tg_free(m->out);
@@ -39,6 +50,8 @@ void tg_llm_free(tg_llm *m) {
   tg_free(m->final_norm);
   tg_free(m->freq);
   tg_variable_free(m->pos);
+  tg_variable_free(m->tok);
+  tg_variable_free(m->row);
   free(m);
 }
 
@@ -58,6 +71,7 @@ tg_llm *llm_new(const tg_llm_config *c) {
 }
 
 static tg_status llm_step_fn(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out);
+static tg_status llm_embed_fn(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out);
 
 tg_status llm_finish(tg_llm *m, const float *factors) {
   int64_t half = m->c.head_dim / 2, shape[2] = {m->c.max_seq, m->kv_dim};
@@ -73,14 +87,16 @@ tg_status llm_finish(tg_llm *m, const float *factors) {
   }
   m->freq = tensor_unscope(tg_from_data(TG_FLOAT32, 1, &half, f, (size_t)half * sizeof *f));
   free(f);
-  bool ok = m->freq && (m->pos = tg_variable_new("pos", 0, m->c.max_seq - 1));
+  bool ok = m->freq && (m->pos = tg_variable_new("pos", 0, m->c.max_seq - 1)) &&
+            (m->tok = tg_variable_new("tok", 0, m->c.vocab_size - 1)) &&
+            (m->row = tg_variable_new("row", 0, PREFILL_CHUNK - 1));
   for (int64_t l = 0; ok && l < m->c.n_layers; l++) {
     llm_layer *y = &m->layers[l];
     y->kc = tensor_own(tg_zeros(TG_FLOAT32, 2, shape));
     y->vc = tensor_own(tg_zeros(TG_FLOAT32, 2, shape));
     ok = y->kc && y->vc;
   }
-  ok = ok && (m->jit = tg_jit_new(llm_step_fn, m, 1, 1));
+  ok = ok && (m->jit = tg_jit_new(llm_step_fn, m, 0, 1)) && (m->embed_jit = tg_jit_new(llm_embed_fn, m, 0, 0));
   if (!ok && !tg_error_status()) tg_set_error(TG_ERR_NOMEM, "tg_llm: out of memory");
   return ok ? TG_OK : tg_error_status();
 }
@@ -114,10 +130,17 @@ static tg_tensor *head_norm(const tg_llm *m, tg_tensor *x, int64_t n, int64_t nh
   return tg_reshape(h, 2, (int64_t[]){n, nh * m->c.head_dim});
 }
 
-/* tokens int32 (n,) at positions start .. start+n-1: the logits (1, vocab) of the last; the caches' rows
- * are assigned (their tensors listed in assigned[0 .. 2*n_layers), realized with the logits by the caller) */
-static tg_tensor *forward(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *start, tg_tensor **assigned,
-                          tg_status *st) {
+/* the row of token m->tok (bound at run time) as float32 (1, dim): a window of one row of the table as stored,
+ * dequantized by the kernel that reads it (a quantized table is never dequantized whole) */
+static tg_tensor *embed_row(const tg_llm *m) {
+  return gguf_dequantize_rows(tg_shrink_at(m->emb, 0, m->tok, 1), m->emb_type);
+}
+
+/* x, the embedded tokens float32 (n, dim), at positions start .. start+n-1: the logits (1, vocab) of row last
+ * (NULL: n is 1); the caches' rows are assigned (their tensors listed in assigned[0 .. 2*n_layers), realized
+ * with the logits by the caller) */
+static tg_tensor *forward(tg_llm *m, tg_tensor *x, int64_t n, tg_variable *start, tg_variable *last,
+                          tg_tensor **assigned, tg_status *st) {
   const tg_llm_config *c = &m->c;
   int64_t hd = c->head_dim, half = hd / 2, nh = c->n_heads, nkv = c->n_kv_heads, rep = nh / nkv, T = c->max_seq;
   bool neox = c->rope_neox;
@@ -142,8 +165,6 @@ static tg_tensor *forward(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *
     *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
     return NULL;
   }
-  /* (n, dim) in float32: an F16 or BF16 embedding would otherwise carry its dtype into the first RMSNorm */
-  tg_tensor *x = tg_cast(tg_embedding(m->emb, tokens), TG_FLOAT32);
   for (int64_t l = 0; *st == TG_OK && l < c->n_layers; l++) {
     llm_layer *y = &m->layers[l];
     tg_tensor *h = rmsnorm(x, y->att_norm, c->norm_eps);
@@ -170,14 +191,15 @@ static tg_tensor *forward(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *
     h = rmsnorm(x, y->ffn_norm, c->norm_eps);
     x = tg_add(x, linear(tg_mul(tg_silu(linear(h, y->w1, NULL)), linear(h, y->w3, NULL)), y->w2, NULL));
   }
-  if (n > 1) x = tg_shrink(x, 2, (int64_t[]){n - 1, n, 0, c->dim});
+  if (last) x = tg_shrink_at(x, 0, last, 1);
   tg_tensor *logits = linear(rmsnorm(x, m->final_norm, c->norm_eps), m->out, NULL);  /* (1, vocab) */
   if (*st == TG_OK && !logits) *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
   return logits;
 }
 
-/* tokens at start (bound), realized: the logits (1, vocab) kept out of the scope, or NULL */
-static tg_tensor *run(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *start, tg_status *st) {
+/* x (n, dim) at start (bound; x NULL: the row of m->tok), realized: the logits (1, vocab) of row last kept out
+ * of the scope, or NULL */
+static tg_tensor *run(tg_llm *m, tg_tensor *x, int64_t n, tg_variable *start, tg_variable *last, tg_status *st) {
   int64_t na = 2 * m->c.n_layers + 1;
   tg_tensor **assigned = mem_alloc((size_t)na * sizeof *assigned);
   *st = TG_OK;
@@ -187,7 +209,7 @@ static tg_tensor *run(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *star
     return NULL;
   }
   tg_scope_begin();
-  tg_tensor *logits = forward(m, tokens, n, start, assigned, st);
+  tg_tensor *logits = forward(m, x ? x : embed_row(m), n, start, last, assigned, st);
   if (*st == TG_OK) {
     assigned[na - 1] = logits;
     *st = tg_realize_many((int)na, assigned);
@@ -198,10 +220,11 @@ static tg_tensor *run(tg_llm *m, tg_tensor *tokens, int64_t n, tg_variable *star
   return logits;
 }
 
-/* the JIT's step: in the token id, int32 (1,), at m->pos; out the logits (1, vocab) */
+/* the JIT's step: the token m->tok at m->pos (both bound before the call); out the logits (1, vocab) */
 static tg_status llm_step_fn(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  (void)nin, (void)in, (void)nout;
   tg_status st;
-  out[0] = run(ctx, in[0], 1, ((tg_llm *)ctx)->pos, &st);
+  out[0] = run(ctx, NULL, 1, ((tg_llm *)ctx)->pos, NULL, &st);
   return st;
 }
 
@@ -231,40 +254,93 @@ static tg_status read_logits(const tg_llm *m, tg_tensor *out, float *logits) {
   return logits ? tg_to_host(out, logits, (size_t)m->c.vocab_size * sizeof *logits) : TG_OK;
 }
 
+/* the captured step for token at the next position; logits read when wanted */
+static tg_status step(tg_llm *m, int32_t token, float *logits) {
+  tg_status st;
+  if ((st = tg_variable_bind(m->pos, m->next_pos)) != TG_OK || (st = tg_variable_bind(m->tok, token)) != TG_OK)
+    return st;
+  tg_tensor *out = NULL;
+  st = tg_jit_call(m->jit, NULL, &out);
+  if (st == TG_OK) st = read_logits(m, out, logits);
+  tg_free(out);
+  if (st == TG_OK) m->next_pos++;
+  return st;
+}
+
 tg_status tg_llm_step(tg_llm *m, int32_t token, float *logits) {
   tg_status st = check_tokens(m, "tg_llm_step", &token, 1);
   if (st == TG_OK && !logits) {
     tg_set_error(TG_ERR_ARG, "tg_llm_step: logits is NULL");
     st = TG_ERR_ARG;
   }
-  if (st != TG_OK || (st = tg_variable_bind(m->pos, m->next_pos)) != TG_OK) return st;
+  return st == TG_OK ? step(m, token, logits) : st;
+}
+
+/* the rows a chunk of n tokens (n > 1) is padded to: the next power of two from 8 on, so that prompts of every
+ * length share six sets of kernels (8 .. PREFILL_CHUNK rows); n itself where that many rows would pass max_seq */
+static int64_t bucket(const tg_llm *m, int64_t n) {
+  int64_t b = 8;
+  while (b < n) b *= 2;
+  return b <= m->c.max_seq - m->next_pos && !m->exact_chunks ? b : n;
+}
+
+/* the embedding JIT's step: the row of m->tok written into m->xrows at m->row (both bound before the call) */
+static tg_status llm_embed_fn(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  (void)nin, (void)in, (void)nout, (void)out;
+  tg_llm *m = ctx;
   tg_scope_begin();
-  tg_tensor *in = tg_from_data(TG_INT32, 1, (int64_t[]){1}, &token, sizeof token), *out = NULL;
-  st = in ? tg_jit_call(m->jit, &in, &out) : tg_error_status();
-  if (st == TG_OK) st = read_logits(m, out, logits);
-  tg_free(out);
+  tg_status st = tg_assign_at(m->xrows, 0, m->row, embed_row(m));
+  if (st == TG_OK) st = tg_realize(m->xrows);
   tg_scope_end();
-  if (st == TG_OK) m->next_pos++;
   return st;
 }
 
-/* n tokens in one forward at the next position: the logits of the last, when wanted */
-static tg_status prefill_chunk(tg_llm *m, const int32_t *tokens, int64_t n, float *logits) {
-  /* a window of n rows must fit for every value of its start: the variable's bound is max_seq - n */
-  tg_variable *start = tg_variable_new("start", 0, m->c.max_seq - n);
-  tg_status st;
-  if (!start || (st = tg_variable_bind(start, m->next_pos)) != TG_OK) {
-    tg_variable_free(start);
-    return tg_error_status();
+/* tokens[0..n) embedded as float32 (b, dim) (b <= PREFILL_CHUNK), a view of m->xrows: row i is the window at
+ * token i of the table, dequantized alone, written in place by a replay of the embedding JIT (one small kernel
+ * a token). Rows n..b-1 hold zeros or rows of earlier tokens: finite values, as the padding needs */
+static tg_tensor *embed_chunk(tg_llm *m, const int32_t *tokens, int64_t n, int64_t b, tg_status *st) {
+  *st = TG_OK;
+  if (!m->xrows && !(m->xrows = tensor_own(tg_zeros(TG_FLOAT32, 2, (int64_t[]){PREFILL_CHUNK, m->c.dim}))))
+    *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+  for (int64_t i = 0; *st == TG_OK && i < n; i++) {
+    if ((*st = tg_variable_bind(m->row, i)) != TG_OK || (*st = tg_variable_bind(m->tok, tokens[i])) != TG_OK) break;
+    *st = tg_jit_call(m->embed_jit, NULL, NULL);
   }
+  tg_tensor *x = *st == TG_OK ? tg_shrink(m->xrows, 2, (int64_t[]){0, b, 0, m->c.dim}) : NULL;
+  if (*st == TG_OK && !x) *st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+  return x;
+}
+
+tg_status llm_embed(tg_llm *m, const int32_t *tokens, int64_t n, float *out) {
+  tg_status st;
+  tg_tensor *x = embed_chunk(m, tokens, n, n, &st);
+  if (st == TG_OK) st = tg_to_host(x, out, (size_t)(n * m->c.dim) * sizeof *out);
+  tg_free(x);
+  return st;
+}
+
+/* n tokens (n > 1) in one forward at the next position: the logits of the last, when wanted. The forward runs
+ * over b >= n rows (bucket): the rows past n are zeros at positions next_pos+n .. next_pos+b-1, harmless: the
+ * causal mask hides their keys from every real row (row i sees keys up to next_pos+i), and their cache rows
+ * are written again, by a step or the next chunk, before any query reaches them. Their values are finite (a
+ * masked key's weight is an exact 0, and 0 times a NaN would not be). The logits are those of row n-1, a
+ * variable: a chat's next prompt of another length reuses every kernel of its bucket */
+static tg_status prefill_chunk(tg_llm *m, const int32_t *tokens, int64_t n, float *logits) {
+  int64_t b = bucket(m, n);
+  /* a window of b rows must fit for every value of its start: the variable's bound is max_seq - b */
+  tg_variable *start = tg_variable_new("start", 0, m->c.max_seq - b), *last = tg_variable_new("last", 0, b - 1);
+  tg_status st = start && last ? TG_OK : tg_error_status();
+  if (st == TG_OK) st = tg_variable_bind(start, m->next_pos);
+  if (st == TG_OK) st = tg_variable_bind(last, n - 1);
+  tg_tensor *x = st == TG_OK ? embed_chunk(m, tokens, n, b, &st) : NULL;
   tg_scope_begin();
-  tg_tensor *in = tg_from_data(TG_INT32, 1, &n, tokens, (size_t)n * sizeof *tokens);
-  tg_tensor *out = in ? run(m, in, n, start, &st) : NULL;
-  if (!in) st = tg_error_status();
+  tg_tensor *out = st == TG_OK ? run(m, x, b, start, last, &st) : NULL;
   if (st == TG_OK) st = read_logits(m, out, logits);
   tg_free(out);
   tg_scope_end();
+  tg_free(x);
   tg_variable_free(start);
+  tg_variable_free(last);
   if (st == TG_OK) m->next_pos += n;
   return st;
 }
@@ -275,8 +351,9 @@ tg_status tg_llm_prefill(tg_llm *m, const int32_t *tokens, int64_t n, float *log
    * 2048-token prompt of a 32-head model with a 4096 cache in one forward; 128 MB in chunks of 256 */
   for (int64_t at = 0; st == TG_OK && at < n; at += PREFILL_CHUNK) {
     int64_t k = n - at < PREFILL_CHUNK ? n - at : PREFILL_CHUNK;
-    if (k == 1 && logits) st = tg_llm_step(m, tokens[at], logits);  /* the captured step: nothing to compile */
-    else st = prefill_chunk(m, tokens + at, k, at + k == n ? logits : NULL);
+    float *want = at + k == n ? logits : NULL;
+    if (k == 1) st = step(m, tokens[at], want);  /* the captured step: nothing to compile */
+    else st = prefill_chunk(m, tokens + at, k, want);
   }
   return st;
 }

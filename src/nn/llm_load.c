@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/gguf.h"
 #include "nn/llm.h"
 #include "tensor/tensor.h"
 
@@ -134,6 +135,22 @@ static tg_tensor *load(tg_gguf *g, const char *name, int64_t rows, int64_t cols,
   return t;
 }
 
+/* token_embd.weight (vocab, dim) as stored (quantized rows stay their bytes: llm.c reads a token's row alone),
+ * and the output: output.weight, else the table (tied), dequantized lazily over the same bytes when quantized */
+static void load_embedding(tg_llm *m, tg_gguf *g, bool *ok) {
+  const tg_llm_config *c = &m->c;
+  tg_tensor *check = load(g, "token_embd.weight", c->vocab_size, c->dim, false, ok);  /* its shape, checked */
+  tg_free(check);
+  m->emb = *ok ? tensor_unscope(gguf_tensor_rows(g, "token_embd.weight", &m->emb_type)) : NULL;
+  if (*ok && !m->emb) *ok = false;
+  m->out = load(g, "output.weight", c->vocab_size, c->dim, true, ok);
+  m->c.tied_output = !m->out;
+  if (*ok && !m->out)
+    m->out = gguf_type_of(m->emb_type)->dtype != TG_DTYPE_COUNT ? m->emb
+                                                               : tensor_unscope(gguf_dequantize_rows(m->emb, m->emb_type));
+  if (!m->out) *ok = false;
+}
+
 /* RoPE frequency factors (head_dim/2 floats): rope_freqs.weight (llama3), else a linear scaling factor; NULL
  * when there are none (*ok false on error) */
 static float *rope_factors(tg_gguf *g, const tg_llm_config *c, bool *ok) {
@@ -177,11 +194,8 @@ static bool load_weights(tg_llm *m, tg_gguf *g) {
   const tg_llm_config *c = &m->c;
   int64_t d = c->dim, hd = c->hidden_dim, q = c->n_heads * c->head_dim, kv = m->kv_dim;
   bool ok = true, qwen2 = !strcmp(c->arch, "qwen2"), qwen3 = !strcmp(c->arch, "qwen3");
-  m->emb = load(g, "token_embd.weight", c->vocab_size, d, false, &ok);
+  load_embedding(m, g, &ok);
   m->final_norm = load(g, "output_norm.weight", 0, d, false, &ok);
-  m->out = load(g, "output.weight", c->vocab_size, d, true, &ok);
-  m->c.tied_output = !m->out;
-  if (!m->out) m->out = m->emb;
   for (int64_t l = 0; ok && l < c->n_layers; l++) {
     llm_layer *y = &m->layers[l];
     char n[64];

@@ -3,7 +3,7 @@
  * `scripts/fuzz.sh --corpus` rebuilds this program and writes them again (byte for byte the same).
  *
  *   make_corpus DIR      writes DIR/safetensors, DIR/idx, DIR/digits, DIR/llama, DIR/tokenizer,
- *                        DIR/tokenizer_gguf, DIR/gguf, DIR/onnx, DIR/npy
+ *                        DIR/tokenizer_gguf, DIR/gguf, DIR/llm_gguf, DIR/onnx, DIR/npy
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -332,6 +332,68 @@ static void make_gguf(void) {
   gguf_file("packed-v2", 2, 1, packed, 2);
 }
 
+/* ---- GGUF language models (fuzz_llm_gguf): the smallest files tg_llm_from_gguf accepts ---------------------- */
+
+/* one model tensor: name, ggml type (0 F32, 1 F16, 2 Q4_0, 8 Q8_0), ne0 (the row), ne1 (rows; 0: 1-d) */
+typedef struct llm_t { char name[40]; uint32_t type; uint64_t ne0, ne1; } llm_t;
+
+static uint64_t llm_bytes(const llm_t *t) {
+  uint64_t n = t->ne0 * (t->ne1 ? t->ne1 : 1);
+  return t->type == 0 ? 4 * n : t->type == 1 ? 2 * n : t->type == 2 ? n / 32 * 18 : n / 32 * 34;
+}
+
+/* a model of architecture arch: dim d, FFN h, one block, 2 heads, 1 KV head, vocab v, context 8; the embedding
+ * (tied: no output.weight) of type emb, the block's matrices of type w; qwen2 gets its q/k/v biases */
+static void llm_gguf(const char *name, const char *arch, uint64_t d, uint64_t h, uint64_t v, uint32_t emb, uint32_t w) {
+  uint64_t kv = d / 2;
+  bool qwen2 = !strcmp(arch, "qwen2");
+  llm_t ts[16] = {{"token_embd.weight", emb, d, v}, {"output_norm.weight", 0, d, 0}, {"blk.0.attn_norm.weight", 0, d, 0},
+                  {"blk.0.attn_q.weight", w, d, d}, {"blk.0.attn_k.weight", w, d, kv}, {"blk.0.attn_v.weight", w, d, kv},
+                  {"blk.0.attn_output.weight", w, d, d}, {"blk.0.ffn_norm.weight", 0, d, 0},
+                  {"blk.0.ffn_gate.weight", w, d, h}, {"blk.0.ffn_down.weight", w, h, d}, {"blk.0.ffn_up.weight", w, d, h},
+                  {"blk.0.attn_q.bias", 0, d, 0}, {"blk.0.attn_k.bias", 0, kv, 0}, {"blk.0.attn_v.bias", 0, kv, 0}};
+  int nt = qwen2 ? 14 : 11;
+  uint32_t version = 3, align = 32, u32 = 4, f32 = 6;
+  buf b = {0};
+  add(&b, "GGUF", 4), add(&b, &version, 4), add_u64(&b, (uint64_t)nt), add_u64(&b, 9);
+  gguf_key(&b, "general.architecture", 8), gguf_str(&b, arch);
+  const char *ks[] = {"embedding_length", "feed_forward_length", "block_count", "attention.head_count",
+                      "attention.head_count_kv", "context_length"};
+  uint32_t vs[] = {(uint32_t)d, (uint32_t)h, 1, 2, 1, 8};
+  char key[96];
+  for (int i = 0; i < 6; i++) snprintf(key, sizeof key, "%s.%s", arch, ks[i]), gguf_key(&b, key, u32), add(&b, &vs[i], 4);
+  snprintf(key, sizeof key, "%s.rope.freq_base", arch), gguf_key(&b, key, f32), add_f32(&b, 10000);
+  snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch), gguf_key(&b, key, f32), add_f32(&b, 1e-5f);
+  uint64_t off = 0;
+  for (int i = 0; i < nt; i++) {
+    gguf_str(&b, ts[i].name), add_i32(&b, ts[i].ne1 ? 2 : 1), add_u64(&b, ts[i].ne0);
+    if (ts[i].ne1) add_u64(&b, ts[i].ne1);
+    add(&b, &ts[i].type, 4), add_u64(&b, off);
+    off = (off + llm_bytes(&ts[i]) + align - 1) / align * align;
+  }
+  gguf_pad(&b, align);
+  for (int i = 0; i < nt; i++) {
+    uint64_t n = ts[i].ne0 * (ts[i].ne1 ? ts[i].ne1 : 1), bs = ts[i].type == 2 ? 18 : 34;
+    if (ts[i].type == 0)   /* norms near 1, the rest small */
+      for (uint64_t k = 0; k < n; k++) add_f32(&b, (ts[i].ne1 ? 0.0f : 1.0f) + (float)((int64_t)((k * 7919) % 201) - 100) / 400.0f);
+    else if (ts[i].type == 1)
+      for (uint64_t k = 0; k < n; k++) add_u8(&b, (uint8_t)(k * 37)), add_u8(&b, (uint8_t)(0x2c + k % 8));
+    else
+      for (uint64_t o = 0; o < n / 32; o++) {   /* a float16 scale of 1/64, then the quants */
+        add_u8(&b, 0x00), add_u8(&b, 0x24);
+        for (uint64_t k = 2; k < bs; k++) add_u8(&b, (uint8_t)(k * 37 + o * 11));
+      }
+    gguf_pad(&b, align);
+  }
+  put("llm_gguf", name, b.b, b.n);
+}
+
+static void make_llm_gguf(void) {
+  llm_gguf("llama-f32", "llama", 8, 16, 10, 0, 0);
+  llm_gguf("qwen2-f16", "qwen2", 8, 12, 6, 1, 1);
+  llm_gguf("llama-q8-q4", "llama", 32, 32, 5, 8, 2);
+}
+
 /* ---- npy: magic, version, header length, a dict padded with spaces to 64 bytes, the elements ----------- */
 
 static void npy(const char *name, int major, const char *dict, const void *data, size_t n) {
@@ -495,6 +557,7 @@ int main(int argc, char **argv) {
   make_tokenizer();
   make_tokenizer_gguf();
   make_gguf();
+  make_llm_gguf();
   make_npy();
   make_onnx();
   return ok ? 0 : 1;
