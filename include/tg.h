@@ -1092,9 +1092,9 @@ tg_status tg_llama2c_to_gguf(const char *model_bin, const char *tokenizer_bin, c
  * (max_seq, kv_dim) per layer are float32. tg_llm_step is one tg_jit replay (JIT=0: eager) whose position and
  * token are tg_variables; tg_llm_prefill is one batched forward per 256 tokens with a causal mask, padded to 8,
  * 16, .., 256 rows (prompts of any length reuse the kernels of those six sizes; near max_seq a chunk runs
- * unpadded, compiling its own). Attention reads all max_seq rows of the caches,
- * those past the position masked: a step costs O(max_seq), so pick max_seq for the text you need. llama2.c
- * checkpoints (tg_llama_*) run this code. */
+ * unpadded, compiling its own). Attention masks the cache rows past the position, and the kernels' loops over
+ * keys end at the position (a bound computed from the mask at run time), so a step's attention costs O(pos);
+ * only cheap elementwise passes over all max_seq rows remain. llama2.c checkpoints (tg_llama_*) run this code. */
 typedef struct tg_llm tg_llm;
 typedef struct tg_llm_config {
   char arch[32];                 /* "llama", "qwen2", "qwen3" */
