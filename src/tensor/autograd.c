@@ -439,6 +439,13 @@ tg_status tg_assign(tg_tensor *dst, tg_tensor *src) {
   lib_lock();
   uop *old = dst->u;
   bool stored = uop_storage(old) || old->op == OP_BUFFER || (old->op == OP_RESHAPE && old->src[0]->op == OP_BUFFER);
+  if (old->op == OP_MULTI) {  /* sharded: each part is written in place (engine/place.c) */
+    stored = true;
+    for (int j = 0; j < old->nsrc; j++) {
+      uop *p = old->src[j];
+      stored &= uop_storage(p) || p->op == OP_BUFFER || (p->op == OP_RESHAPE && p->src[0]->op == OP_BUFFER);
+    }
+  }
   if (!dst->assign_target && stored && src->u != old) dst->assign_target = old;
   else uop_pin_dropped(old);
   dst->u = src->u;

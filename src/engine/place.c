@@ -1,0 +1,360 @@
+/* place.c — realizing graphs that span devices: lazy copies (tg_to makes a COPY node) and sharded tensors
+ * (tg_shard makes a MULTI). See place.h for how a node's device is found. A COPY's source is realized on its
+ * own device first (a realize of its own), then copied with the devices' copy functions; the COPY becomes a
+ * BUFFER on the destination, and the kernels of each device then run as one realize per device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "engine/jit.h"
+#include "engine/place.h"
+#include "tensor/tensor.h"
+
+bool place_needed;
+
+#define DEV_OF(m, j) ((const device *)(intptr_t)(m)->aux[j])
+
+static bool enter_unstored(uop *u, void *ctx) {
+  (void)ctx;
+  return !uop_storage(u);
+}
+
+/* the device of the buffers x reads (a COPY: its destination), or NULL when it reads none; *other: a second
+ * device it reads, if any */
+static const device *device_of(uop *x, const device **other) {
+  int nn;
+  uop **order = uop_toposort_filtered(x, enter_unstored, NULL, &nn);
+  const device *d = NULL;
+  *other = NULL;
+  for (int i = 0; order && i < nn; i++) {
+    uop *u = order[i];
+    tg_buffer *b = uop_storage(u);
+    const device *e = b ? b->dev : u->op == OP_COPY ? (const device *)(intptr_t)u->arg.i
+                    : u->op == OP_MULTI ? DEV_OF(u, 0) : NULL;
+    if (!e) continue;
+    if (!d) d = e;
+    else if (e != d && !*other) *other = e;
+  }
+  free(order);
+  return d;
+}
+
+/* the buffer u is a whole view of in order, or NULL */
+static tg_buffer *plain_buffer(uop *u) {
+  uop *b = u->op == OP_RESHAPE ? u->src[0] : u;
+  return b->op == OP_BUFFER && b->buf && b->aux[0] == uop_numel(u) ? b->buf : NULL;
+}
+
+/* x's value in a buffer of the device it is computed on (a new reference); NULL with tg_error set */
+static tg_buffer *realize_value(uop *x) {
+  tg_buffer *b = plain_buffer(x);
+  if (b) {
+    buffer_retain(b);
+    return b;
+  }
+  const device *other, *dev = device_of(x, &other);
+  if (!dev && !(dev = device_default())) return NULL;
+  tg_tensor *t = tensor_new_unscoped(x);
+  if (!t) return NULL;
+  tg_status st = realize_on(dev, 1, &t);
+  b = st == TG_OK ? plain_buffer(t->u) : NULL;
+  if (b) buffer_retain(b);
+  else if (st == TG_OK) tg_set_error(TG_ERR_INTERNAL, "COPY: the realized source has no buffer of its own");
+  tg_free(t);
+  return b;
+}
+
+/* a new buffer on dst holding the first n bytes of sb; NULL with tg_error set */
+static tg_buffer *copy_buffer(const device *dst, tg_buffer *sb, size_t n) {
+  tg_buffer *db = buffer_new(dst, n ? n : 1);
+  tg_status st = db ? TG_OK : (tg_error_status() ? tg_error_status() : TG_ERR_NOMEM);
+  if (st == TG_OK && n) {
+    if (sb->dev == dst && dst->copy) st = dst->copy(db, 0, sb, 0, n);
+    else if (!device_is_gpu(sb->dev)) st = dst->copyin(db, sb->ptr, n);   /* host memory straight in */
+    else if (!device_is_gpu(dst)) st = sb->dev->copyout(db->ptr, sb, n);  /* or straight out */
+    else {  /* GPU to another GPU through the host */
+      void *tmp = mem_alloc(n);
+      st = tmp ? sb->dev->copyout(tmp, sb, n) : TG_ERR_NOMEM;
+      if (st == TG_OK) st = dst->copyin(db, tmp, n);
+      if (!tmp) tg_set_error(st, "COPY: out of memory staging %zu bytes from %s to %s", n, sb->dev->name, dst->name);
+      free(tmp);
+    }
+  }
+  if (st != TG_OK) {
+    buffer_release(db);
+    return NULL;
+  }
+  uop_gc_note_bytes(n);
+  return db;
+}
+
+/* root with every COPY under it done: the source realized on its device and copied to the destination */
+static uop *resolve(uop *root, uop_map *memo) {
+  int nn;
+  uop **order = uop_toposort_filtered(root, enter_unstored, NULL, &nn);
+  if (!order) return NULL;
+  bool ok = true;
+  for (int i = 0; i < nn && ok; i++) {
+    uop *u = order[i], *r = u, *s[64];
+    if (umap_get(memo, u) || uop_storage(u) || u->nsrc > 64) continue;
+    bool changed = false;
+    for (int k = 0; k < u->nsrc; k++) {
+      s[k] = umap_get(memo, u->src[k]);
+      if (!s[k]) s[k] = u->src[k];
+      changed |= s[k] != u->src[k];
+    }
+    if (u->op == OP_COPY) {
+      const device *dst = (const device *)(intptr_t)u->arg.i;
+      if (jit_capturing()) {
+        tg_set_error(TG_ERR_ARG, "tg_jit: a step that copies between devices (tg_to, or the all-reduce of a sharded "
+                     "tensor, to %s) cannot be captured: run it without tg_jit", dst->name);
+        jit_capturing()->failed = true;
+        ok = false;
+        break;
+      }
+      tg_buffer *sb = realize_value(s[0]), *db = NULL;
+      size_t nb = (size_t)uop_numel(u) * tg_dtype_size((tg_dtype)u->dtype);
+      if (sb && sb->dev == dst) db = sb;
+      else if (sb) {
+        db = copy_buffer(dst, sb, nb);
+        buffer_release(sb);
+      }
+      uop *bn = db ? mk_buffer((tg_dtype)u->dtype, uop_numel(u), db) : NULL;
+      if (db && !bn) buffer_release(db);
+      r = bn ? mk_reshape(bn, u->ndim, u->shape) : NULL;
+    } else if (changed) {
+      r = uop_replace_src(u, u->nsrc, s);
+    }
+    ok = r && umap_put(memo, u, r);
+  }
+  free(order);
+  if (!ok) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "tg_realize: out of memory placing work on devices");
+    return NULL;
+  }
+  uop *r = umap_get(memo, root);
+  return r ? r : root;
+}
+
+typedef struct item { const device *dev; tg_tensor *t; bool temp; } item;
+
+static const char *multi_name(const uop *m);
+
+tg_status place_realize(int n, tg_tensor *const *ts) {
+  uop_map lmemo = {0}, rmemo = {0};
+  item *items = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *items);
+  uop **lowered = mem_calloc((size_t)n + 1, sizeof *lowered);
+  tg_tensor **group = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *group);
+  bool *done = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *done);
+  int ni = 0;
+  tg_status st = items && lowered && group && done ? TG_OK : TG_ERR_NOMEM;
+  for (int i = 0; st == TG_OK && i < n; i++) {
+    uop *l = lowered[i] = multi_lower(ts[i]->u, &lmemo);
+    if (!l) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
+    if (l->op != OP_MULTI) {
+      uop *p = resolve(l, &rmemo);
+      const device *other, *d = p ? device_of(p, &other) : NULL;
+      if (!p || (!d && !(d = device_default()))) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
+      if (p != ts[i]->u) {  /* the same value, its copies done */
+        lib_lock();
+        uop_pin_dropped(ts[i]->u);
+        ts[i]->u = p;
+        lib_unlock();
+      }
+      items[ni++] = (item){d, ts[i], false};
+      continue;
+    }
+    uop *target = ts[i]->assign_target;
+    for (int j = 0; j < l->nsrc && st == TG_OK; j++) {
+      uop *p = resolve(l->src[j], &rmemo);
+      const device *other, *d = p ? device_of(p, &other) : NULL;
+      if (!p) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
+      if ((d && d != DEV_OF(l, j)) || other) {
+        st = TG_ERR_ARG;
+        tg_set_error(st, "tg_realize: the part of a tensor sharded over %s on %s reads a tensor on %s; move it with "
+                     "tg_to or shard it", multi_name(l), DEV_OF(l, j)->name,
+                     d != DEV_OF(l, j) ? d->name : other->name);
+        break;
+      }
+      tg_tensor *t = tensor_new_unscoped(p);
+      if (!t) { st = TG_ERR_NOMEM; break; }
+      /* an assign into a sharded tensor writes each part into its own buffer */
+      if (target && target->op == OP_MULTI && target->nsrc == l->nsrc && (uop_storage(target->src[j]) ||
+          plain_buffer(target->src[j])))
+        t->assign_target = target->src[j];
+      items[ni++] = (item){DEV_OF(l, j), t, true};
+    }
+  }
+  /* one realize per device, in the order the devices were first met */
+  for (int i = 0; st == TG_OK && i < ni; i++) {
+    if (done[i]) continue;
+    int k = 0;
+    for (int j = i; j < ni; j++)
+      if (!done[j] && items[j].dev == items[i].dev) {
+        group[k++] = items[j].t;
+        done[j] = true;
+      }
+    st = realize_on(items[i].dev, k, group);
+  }
+  /* a sharded result: a MULTI of the parts' buffers */
+  for (int i = 0, it = 0; st == TG_OK && i < n; i++) {
+    uop *l = lowered[i];
+    if (l->op != OP_MULTI) { it++; continue; }
+    uop *parts[PLACE_MAX_DEVS];
+    const device *devs[PLACE_MAX_DEVS];
+    for (int j = 0; j < l->nsrc; j++) {
+      parts[j] = items[it + j].t->u;
+      devs[j] = DEV_OF(l, j);
+    }
+    it += l->nsrc;
+    uop *m = mk_multi_node((tg_dtype)l->dtype, l->nsrc, parts, devs, (int)l->arg.i, l->ndim, l->shape);
+    if (!m) {
+      st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+      break;
+    }
+    lib_lock();
+    uop *o = ts[i]->u;
+    for (tg_tensor *x = tensor_live_first(); x; x = x->next)
+      if (x->u == o && (x == ts[i] || tensor_is_own(x))) {
+        x->u = m;
+        x->assign_target = NULL;
+      }
+    uop_pin_dropped(o);
+    lib_unlock();
+  }
+  for (int i = 0; i < ni; i++)
+    if (items[i].temp) tg_free(items[i].t);
+  for (int i = 0; st == TG_OK && i < n; i++) ts[i]->assign_target = NULL;
+  umap_free(&lmemo);
+  umap_free(&rmemo);
+  free(items);
+  free(lowered);
+  free(group);
+  free(done);
+  return st;
+}
+
+tg_tensor *place_gather(uop *m) {
+  uop *c = mk_copy_node(m, DEV_OF(m, 0));
+  tg_tensor *t = c ? tensor_new_unscoped(c) : NULL;
+  if (t && place_realize(1, &t) != TG_OK) {
+    tg_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* ---- the public calls --------------------------------------------------------------------------------------- */
+
+/* "CPU:0,CPU:1" for a MULTI's devices: static text, kept once per distinct list */
+static const char *multi_name(const uop *m) {
+  static char *names[64];
+  char buf[256];
+  size_t len = 0;
+  buf[0] = 0;
+  for (int j = 0; j < m->naux && len + 1 < sizeof buf; j++) {
+    const char *nm = DEV_OF(m, j)->name;
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s%s", j ? "," : "", nm, strchr(nm, ':') ? "" : ":0");
+  }
+  int i = 0;
+  for (; i < 64 && names[i]; i++)
+    if (!strcmp(names[i], buf)) return names[i];
+  if (i == 64) return "(several devices)";
+  names[i] = mem_strdup(buf);
+  return names[i] ? names[i] : "(several devices)";
+}
+
+static bool enter_lazy(uop *u, void *ctx) {
+  (void)ctx;
+  return !uop_storage(u) && u->op != OP_MULTI && u->op != OP_COPY;
+}
+
+const char *tg_device(tg_tensor *t) {
+  if (!t) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_device: tensor is NULL");
+    return NULL;
+  }
+  lib_lock();
+  const char *name = NULL;
+  tg_buffer *b = plain_buffer(t->u);
+  if (b) name = b->dev->name;
+  else if (t->u->op == OP_COPY) name = ((const device *)(intptr_t)t->u->arg.i)->name;
+  else if (place_needed) {  /* a lazy value: where its sources are */
+    int nn;
+    uop **order = uop_toposort_filtered(t->u, enter_lazy, NULL, &nn);
+    for (int i = 0; order && i < nn && !name; i++) {
+      uop *u = order[i];
+      if (u->op == OP_MULTI) name = multi_name(u);
+      else if (u->op == OP_COPY) name = ((const device *)(intptr_t)u->arg.i)->name;
+      else if (uop_storage(u)) name = ((tg_buffer *)uop_storage(u))->dev->name;
+    }
+    free(order);
+  }
+  lib_unlock();
+  if (name) return name;
+  const device *d = device_default();  /* a value that reads no buffer is computed on the default device */
+  return d ? d->name : NULL;
+}
+
+tg_tensor *tg_to(tg_tensor *t, const char *name) {
+  if (!t) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_to: tensor is NULL");
+    return NULL;
+  }
+  const device *dst = device_get(name);
+  if (!dst) return NULL;
+  lib_lock();
+  tg_buffer *b = plain_buffer(t->u);
+  tg_tensor *r = b && b->dev == dst ? tg_retain(t) : tensor_new(mk_copy_node(t->u, dst));
+  lib_unlock();
+  return r;
+}
+
+tg_tensor *tg_shard(tg_tensor *t, int ndev, const char *const *devices, int axis) {
+  if (!t) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_shard: tensor is NULL");
+    return NULL;
+  }
+  if (ndev < 1 || ndev > PLACE_MAX_DEVS || !devices) {
+    tg_set_error(TG_ERR_ARG, "tg_shard: %d devices (1 to %d, a list of names)", ndev, PLACE_MAX_DEVS);
+    return NULL;
+  }
+  const device *devs[PLACE_MAX_DEVS];
+  for (int j = 0; j < ndev; j++) {
+    if (!(devs[j] = device_get(devices[j]))) return NULL;
+    for (int k = 0; k < j; k++)
+      if (devs[k] == devs[j]) {
+        tg_set_error(TG_ERR_ARG, "tg_shard: device %s is listed twice", devs[j]->name);
+        return NULL;
+      }
+  }
+  char s[160];
+  if (t->u->op == OP_MULTI) {
+    tg_set_error(TG_ERR_ARG, "tg_shard: the tensor is sharded already (over %s)", multi_name(t->u));
+    return NULL;
+  }
+  int a = -1;
+  if (axis != -1 || TNDIM(t) == 0) {
+    if (axis != -1 && (a = norm_axis("tg_shard", axis, TNDIM(t))) < 0) return NULL;
+  }
+  if (a >= 0 && TSHAPE(t)[a] % ndev) {
+    tg_set_error(TG_ERR_ARG, "tg_shard: shape %s along axis %d does not split evenly over %d devices",
+                 shape_str(s, sizeof s, TNDIM(t), TSHAPE(t)), a, ndev);
+    return NULL;
+  }
+  lib_lock();
+  uop *parts[PLACE_MAX_DEVS];
+  int64_t b[2 * TG_MAX_DIMS];
+  for (int i = 0; i < TNDIM(t); i++) { b[2 * i] = 0; b[2 * i + 1] = TSHAPE(t)[i]; }
+  for (int j = 0; j < ndev; j++) {
+    if (a >= 0) {
+      b[2 * a] = TSHAPE(t)[a] / ndev * j;
+      b[2 * a + 1] = TSHAPE(t)[a] / ndev * (j + 1);
+    }
+    parts[j] = mk_copy_node(a >= 0 ? mk_shrink(t->u, b) : t->u, devs[j]);
+  }
+  tg_tensor *r = tensor_new(mk_multi_node(TDT(t), ndev, parts, devs, a, TNDIM(t), TSHAPE(t)));
+  lib_unlock();
+  return r;
+}
