@@ -168,3 +168,54 @@ TEST(test_shard_errors_name_the_values) {
   tg_error_clear();
   tg_scope_end();
 }
+
+/* params[0..3] (w1, b1, w2, b2) after steps Adam steps on relu(x w1 + b1) w2 + b2 with cross-entropy against y;
+ * sharded: the batch split over two devices, the parameters replicated */
+static bool train(bool sharded, int steps, float *out[4], const int64_t *shapes[4], const int *ndims) {
+  tg_scope_begin();
+  tg_tensor *x = rnd(2, (int64_t[]){8, 12}, 20);
+  int32_t labels[8] = {0, 3, 1, 4, 2, 2, 0, 1};
+  tg_tensor *y = tg_from_data(TG_INT32, 1, (int64_t[]){8}, labels, sizeof labels);
+  tg_tensor *p[4];
+  for (int i = 0; i < 4; i++) p[i] = tg_mul_scalar(rnd(ndims[i], shapes[i], 30 + (unsigned)i), 0.5);
+  if (sharded) {
+    x = tg_shard(x, 2, two, 0);
+    y = tg_shard(y, 2, two, 0);
+    for (int i = 0; i < 4; i++) p[i] = tg_shard(p[i], 2, two, -1);
+  }
+  tg_params *ps = tg_params_new();
+  bool ok = x && y && ps;
+  for (int i = 0; i < 4 && ok; i++) {
+    ok = p[i] && tg_realize(p[i]) == TG_OK;
+    if (ok) ok = tg_params_add(ps, (const char *[]){"w1", "b1", "w2", "b2"}[i], tg_set_requires_grad(p[i], true)) == TG_OK;
+  }
+  tg_optim *o = ok ? tg_adam_new(ps, tg_adam_defaults()) : NULL;
+  ok = o != NULL;
+  for (int s = 0; s < steps && ok; s++) {
+    tg_scope_begin();
+    tg_tensor *h = tg_relu(tg_linear(x, p[0], p[1]));
+    tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear(h, p[2], p[3]), y, (tg_loss_opts){.ignore_index = -1});
+    ok = tg_backward(loss) == TG_OK && tg_optim_step(o, 1, &loss) == TG_OK;
+    tg_scope_end();
+  }
+  for (int i = 0; i < 4 && ok; i++) {
+    int64_t n = 1;
+    for (int k = 0; k < ndims[i]; k++) n *= shapes[i][k];
+    ok = tg_to_host(p[i], out[i], (size_t)n * sizeof(float)) == TG_OK;
+  }
+  tg_optim_free(o);
+  tg_params_free(ps);
+  tg_scope_end();
+  return ok;
+}
+
+TEST(test_shard_training_step_data_parallel_matches_unsharded) {
+  static const int64_t s0[] = {12, 16}, s1[] = {16}, s2[] = {16, 5}, s3[] = {5};
+  const int64_t *shapes[4] = {s0, s1, s2, s3};
+  int ndims[4] = {2, 1, 2, 1}, n[4] = {192, 16, 80, 5};
+  float a[4][192], b[4][192];
+  float *pa[4] = {a[0], a[1], a[2], a[3]}, *pb[4] = {b[0], b[1], b[2], b[3]};
+  CHECK(train(false, 3, pa, shapes, ndims), "unsharded: %s", tg_error());
+  CHECK(train(true, 3, pb, shapes, ndims), "sharded: %s", tg_error());
+  for (int i = 0; i < 4; i++) check_close_f32("parameter", pb[i], pa[i], n[i], 1e-6, 0, __FILE__, __LINE__);
+}

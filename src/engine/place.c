@@ -137,18 +137,24 @@ static uop *resolve(uop *root, uop_map *memo) {
   return r ? r : root;
 }
 
-typedef struct item { const device *dev; tg_tensor *t; bool temp; } item;
+/* one value to realize on one device: a caller's tensor (t), or a part of a sharded one (node p, written into
+ * target when an assign is realized into its part; its tensor is made only for the realize of its device) */
+typedef struct item { const device *dev; tg_tensor *t; uop *p, *target, *done; } item;
 
 static const char *multi_name(const uop *m);
 
+/* Parts of a sharded value are realized on their devices; equal parts are one node (the zeros of a replicated
+ * state), so a part's tensor lives only during its device's realize, and no value is cached on a node in this
+ * mode (realize.c): one realized on CPU:0 must not stand for the same node on CPU:1. */
 tg_status place_realize(int n, tg_tensor *const *ts) {
   uop_map lmemo = {0}, rmemo = {0};
   item *items = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *items);
   uop **lowered = mem_calloc((size_t)n + 1, sizeof *lowered);
   tg_tensor **group = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *group);
-  bool *done = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *done);
+  int *gi = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *gi);
+  bool *taken = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *taken);
   int ni = 0;
-  tg_status st = items && lowered && group && done ? TG_OK : TG_ERR_NOMEM;
+  tg_status st = items && lowered && group && gi && taken ? TG_OK : TG_ERR_NOMEM;
   for (int i = 0; st == TG_OK && i < n; i++) {
     uop *l = lowered[i] = multi_lower(ts[i]->u, &lmemo);
     if (!l) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
@@ -162,7 +168,7 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
         ts[i]->u = p;
         lib_unlock();
       }
-      items[ni++] = (item){d, ts[i], false};
+      items[ni++] = (item){.dev = d, .t = ts[i]};
       continue;
     }
     uop *target = ts[i]->assign_target;
@@ -173,38 +179,45 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
       if ((d && d != DEV_OF(l, j)) || other) {
         st = TG_ERR_ARG;
         tg_set_error(st, "tg_realize: the part of a tensor sharded over %s on %s reads a tensor on %s; move it with "
-                     "tg_to or shard it", multi_name(l), DEV_OF(l, j)->name,
-                     d != DEV_OF(l, j) ? d->name : other->name);
+                     "tg_to or shard it", multi_name(l), DEV_OF(l, j)->name, d != DEV_OF(l, j) ? d->name : other->name);
         break;
       }
-      tg_tensor *t = tensor_new_unscoped(p);
-      if (!t) { st = TG_ERR_NOMEM; break; }
       /* an assign into a sharded tensor writes each part into its own buffer */
-      if (target && target->op == OP_MULTI && target->nsrc == l->nsrc && (uop_storage(target->src[j]) ||
-          plain_buffer(target->src[j])))
-        t->assign_target = target->src[j];
-      items[ni++] = (item){DEV_OF(l, j), t, true};
+      uop *tp = target && target->op == OP_MULTI && target->nsrc == l->nsrc ? target->src[j] : NULL;
+      if (tp && !uop_storage(tp) && !plain_buffer(tp)) tp = NULL;
+      items[ni++] = (item){.dev = DEV_OF(l, j), .p = p, .target = tp};
     }
   }
   /* one realize per device, in the order the devices were first met */
   for (int i = 0; st == TG_OK && i < ni; i++) {
-    if (done[i]) continue;
+    if (taken[i]) continue;
     int k = 0;
-    for (int j = i; j < ni; j++)
-      if (!done[j] && items[j].dev == items[i].dev) {
-        group[k++] = items[j].t;
-        done[j] = true;
-      }
-    st = realize_on(items[i].dev, k, group);
+    for (int j = i; j < ni && st == TG_OK; j++) {
+      if (taken[j] || items[j].dev != items[i].dev) continue;
+      taken[j] = true;
+      tg_tensor *t = items[j].t ? items[j].t : tensor_new_unscoped(items[j].p);
+      if (!t) { st = TG_ERR_NOMEM; break; }
+      if (!items[j].t) t->assign_target = items[j].target;
+      gi[k] = j;
+      group[k++] = t;
+    }
+    if (st == TG_OK) st = realize_on(items[i].dev, k, group);
+    for (int g = 0; g < k; g++) {
+      if (items[gi[g]].t) continue;
+      items[gi[g]].done = group[g]->u;
+      uop_pin_dropped(group[g]->u);
+      tg_free(group[g]);
+    }
   }
-  /* a sharded result: a MULTI of the parts' buffers */
+  /* a sharded result: a MULTI of the parts' buffers, for the caller's tensor alone (another tensor on the same
+   * node gets buffers of its own when realized: a part written in place must not change it) */
   for (int i = 0, it = 0; st == TG_OK && i < n; i++) {
     uop *l = lowered[i];
     if (l->op != OP_MULTI) { it++; continue; }
     uop *parts[PLACE_MAX_DEVS];
     const device *devs[PLACE_MAX_DEVS];
     for (int j = 0; j < l->nsrc; j++) {
-      parts[j] = items[it + j].t->u;
+      parts[j] = items[it + j].done;
       devs[j] = DEV_OF(l, j);
     }
     it += l->nsrc;
@@ -214,24 +227,18 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
       break;
     }
     lib_lock();
-    uop *o = ts[i]->u;
-    for (tg_tensor *x = tensor_live_first(); x; x = x->next)
-      if (x->u == o && (x == ts[i] || tensor_is_own(x))) {
-        x->u = m;
-        x->assign_target = NULL;
-      }
-    uop_pin_dropped(o);
+    uop_pin_dropped(ts[i]->u);
+    ts[i]->u = m;
     lib_unlock();
   }
-  for (int i = 0; i < ni; i++)
-    if (items[i].temp) tg_free(items[i].t);
   for (int i = 0; st == TG_OK && i < n; i++) ts[i]->assign_target = NULL;
   umap_free(&lmemo);
   umap_free(&rmemo);
   free(items);
   free(lowered);
   free(group);
-  free(done);
+  free(gi);
+  free(taken);
   return st;
 }
 
@@ -357,4 +364,11 @@ tg_tensor *tg_shard(tg_tensor *t, int ndev, const char *const *devices, int axis
   tg_tensor *r = tensor_new(mk_multi_node(TDT(t), ndev, parts, devs, a, TNDIM(t), TSHAPE(t)));
   lib_unlock();
   return r;
+}
+
+tg_tensor *tensor_replicate_like(tg_tensor *x, const tg_tensor *like) {
+  if (!x || !like || like->u->op != OP_MULTI) return x;
+  const char *names[PLACE_MAX_DEVS];
+  for (int j = 0; j < like->u->nsrc; j++) names[j] = DEV_OF(like->u, j)->name;
+  return tg_shard(x, like->u->nsrc, names, -1);
 }

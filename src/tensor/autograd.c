@@ -283,7 +283,8 @@ static bool compute_gradient(uop *root, uop *g0, const uop_map *targets, uop_map
   for (int i = n - 1; i >= 0 && ok; i--) {
     uop *u = order[i];
     uop *g = umap_get(grads, u);
-    if (!g || !umap_get(&reach, u) || u->nsrc == 0) continue;
+    /* a sharded tensor (MULTI) is a leaf: its gradient is a global-shape value like any other */
+    if (!g || !umap_get(&reach, u) || u->nsrc == 0 || u->op == OP_MULTI) continue;
     grad_ctx c = {.g = g};
     uint64_t failed0 = mem_failures();  /* a rule's NULL gradient means "none" unless memory ran out */
     uop *r = matcher_apply(gm, &c, u);
