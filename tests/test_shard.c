@@ -219,3 +219,28 @@ TEST(test_shard_training_step_data_parallel_matches_unsharded) {
   CHECK(train(true, 3, pb, shapes, ndims), "sharded: %s", tg_error());
   for (int i = 0; i < 4; i++) check_close_f32("parameter", pb[i], pa[i], n[i], 1e-6, 0, __FILE__, __LINE__);
 }
+
+static tg_status sharded_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  (void)ctx, (void)nin, (void)nout;
+  out[0] = tg_sum(tg_mul_scalar(tg_shard(in[0], 2, two, 0), 2), 0, NULL, false);
+  return out[0] ? TG_OK : tg_error_status();
+}
+
+/* a captured step would replay launches on several devices without its copies: refused, with the reason */
+TEST(test_shard_jit_refuses_a_sharded_step) {
+  tg_scope_begin();
+  tg_tensor *a = rnd(1, (int64_t[]){8}, 12);
+  tg_jit *j = tg_jit_new(sharded_step, NULL, 1, 1);
+  CHECK_T(j);
+  tg_status st = TG_OK;
+  for (int i = 0; i < 3 && st == TG_OK; i++) {
+    tg_tensor *out = NULL;
+    st = tg_jit_call(j, &a, &out);
+    if (st == TG_OK) CHECK(fabs(tg_item(out) - 2 * tg_item(tg_sum(a, 0, NULL, false))) < 1e-5, "call %d", i);
+    tg_free(out);
+  }
+  CHECK(st == TG_ERR_ARG && strstr(tg_error(), "tg_jit") && strstr(tg_error(), "CPU:0,CPU:1"), "%s", tg_error());
+  tg_error_clear();
+  tg_jit_free(j);
+  tg_scope_end();
+}

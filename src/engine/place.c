@@ -158,6 +158,13 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
   for (int i = 0; st == TG_OK && i < n; i++) {
     uop *l = lowered[i] = multi_lower(ts[i]->u, &lmemo);
     if (!l) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
+    if (l->op == OP_MULTI && jit_capturing()) {  /* a replay would need the parts' buffers patched per device */
+      st = TG_ERR_ARG;
+      tg_set_error(st, "tg_jit: a step over a tensor sharded over %s cannot be captured: run it without tg_jit",
+                   multi_name(l));
+      jit_capturing()->failed = true;
+      break;
+    }
     if (l->op != OP_MULTI) {
       uop *p = resolve(l, &rmemo);
       const device *other, *d = p ? device_of(p, &other) : NULL;
