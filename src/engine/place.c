@@ -12,6 +12,7 @@
 #include "tensor/tensor.h"
 
 bool place_needed;
+bool place_parts;
 
 #define DEV_OF(m, j) ((const device *)(intptr_t)(m)->aux[j])
 
@@ -38,6 +39,16 @@ static const device *device_of(uop *x, const device **other) {
   }
   free(order);
   return d;
+}
+
+/* whether x's graph reads a buffer, values cached on its nodes aside */
+static bool reads_buffer(uop *x) {
+  int nn;
+  uop **order = uop_toposort(x, &nn);
+  bool r = !order;
+  for (int i = 0; order && i < nn && !r; i++) r = order[i]->op == OP_BUFFER || order[i]->op == OP_COPY;
+  free(order);
+  return r;
 }
 
 /* the buffer u is a whole view of in order, or NULL */
@@ -89,43 +100,51 @@ static tg_buffer *copy_buffer(const device *dst, tg_buffer *sb, size_t n) {
   return db;
 }
 
-/* root with every COPY under it done: the source realized on its device and copied to the destination */
-static uop *resolve(uop *root, uop_map *memo) {
+/* x's value (of u's shape and dtype) in a buffer of dst, as a node: x realized on its device, then copied */
+static uop *copied(uop *u, uop *x, const device *dst) {
+  if (jit_capturing()) {
+    tg_set_error(TG_ERR_ARG, "tg_jit: a step that copies between devices (tg_to, or the all-reduce of a sharded "
+                 "tensor, to %s) cannot be captured: run it without tg_jit", dst->name);
+    jit_capturing()->failed = true;
+    return NULL;
+  }
+  tg_buffer *sb = realize_value(x), *db = NULL;
+  size_t nb = (size_t)uop_numel(u) * tg_dtype_size((tg_dtype)u->dtype);
+  if (sb && sb->dev == dst) db = sb;
+  else if (sb) {
+    db = copy_buffer(dst, sb, nb);
+    buffer_release(sb);
+  }
+  uop *bn = db ? mk_buffer((tg_dtype)u->dtype, uop_numel(u), db) : NULL;
+  if (db && !bn) buffer_release(db);
+  return bn ? mk_reshape(bn, u->ndim, u->shape) : NULL;
+}
+
+/* root with every COPY under it done: the source realized on its device and copied to the destination. For a
+ * part of a sharded value (dev: its device), a value that reads no buffer but was cached on its node by a
+ * realize on another device (zeros realized on CPU:0 are one node with a part's zeros) is copied over too. */
+static uop *resolve(uop *root, uop_map *memo, const device *dev) {
   int nn;
   uop **order = uop_toposort_filtered(root, enter_unstored, NULL, &nn);
   if (!order) return NULL;
   bool ok = true;
   for (int i = 0; i < nn && ok; i++) {
     uop *u = order[i], *r = u, *s[64];
-    if (umap_get(memo, u) || uop_storage(u) || u->nsrc > 64) continue;
+    if (umap_get(memo, u) || u->nsrc > 64) continue;
+    tg_buffer *b = uop_storage(u);
+    if (b) {
+      if (!dev || b->dev == dev || plain_buffer(u) || u->op == OP_BUFFER || reads_buffer(u)) continue;
+      ok = (r = copied(u, u, dev)) && umap_put(memo, u, r);
+      continue;
+    }
     bool changed = false;
     for (int k = 0; k < u->nsrc; k++) {
       s[k] = umap_get(memo, u->src[k]);
       if (!s[k]) s[k] = u->src[k];
       changed |= s[k] != u->src[k];
     }
-    if (u->op == OP_COPY) {
-      const device *dst = (const device *)(intptr_t)u->arg.i;
-      if (jit_capturing()) {
-        tg_set_error(TG_ERR_ARG, "tg_jit: a step that copies between devices (tg_to, or the all-reduce of a sharded "
-                     "tensor, to %s) cannot be captured: run it without tg_jit", dst->name);
-        jit_capturing()->failed = true;
-        ok = false;
-        break;
-      }
-      tg_buffer *sb = realize_value(s[0]), *db = NULL;
-      size_t nb = (size_t)uop_numel(u) * tg_dtype_size((tg_dtype)u->dtype);
-      if (sb && sb->dev == dst) db = sb;
-      else if (sb) {
-        db = copy_buffer(dst, sb, nb);
-        buffer_release(sb);
-      }
-      uop *bn = db ? mk_buffer((tg_dtype)u->dtype, uop_numel(u), db) : NULL;
-      if (db && !bn) buffer_release(db);
-      r = bn ? mk_reshape(bn, u->ndim, u->shape) : NULL;
-    } else if (changed) {
-      r = uop_replace_src(u, u->nsrc, s);
-    }
+    if (u->op == OP_COPY) r = copied(u, s[0], (const device *)(intptr_t)u->arg.i);
+    else if (changed) r = uop_replace_src(u, u->nsrc, s);
     ok = r && umap_put(memo, u, r);
   }
   free(order);
@@ -139,15 +158,29 @@ static uop *resolve(uop *root, uop_map *memo) {
 
 /* one value to realize on one device: a caller's tensor (t), or a part of a sharded one (node p, written into
  * target when an assign is realized into its part; its tensor is made only for the realize of its device) */
+/* the memo of resolve for parts on dev (one per device: a node may resolve differently on each) */
+static uop_map *part_memo(uop_map *memos, const device **devs, int *n, const device *dev) {
+  for (int i = 0; i < *n; i++)
+    if (devs[i] == dev) return &memos[i];
+  if (*n == 2 * PLACE_MAX_DEVS) {
+    tg_set_error(TG_ERR_ARG, "tg_realize: sharded tensors over more than %d devices in one realize", 2 * PLACE_MAX_DEVS);
+    return NULL;
+  }
+  devs[*n] = dev;
+  return &memos[(*n)++];
+}
+
 typedef struct item { const device *dev; tg_tensor *t; uop *p, *target, *done; } item;
 
 static const char *multi_name(const uop *m);
 
 /* Parts of a sharded value are realized on their devices; equal parts are one node (the zeros of a replicated
- * state), so a part's tensor lives only during its device's realize, and no value is cached on a node in this
- * mode (realize.c): one realized on CPU:0 must not stand for the same node on CPU:1. */
+ * state), so a part's tensor lives only during its device's realize, and no value is cached on a node while
+ * parts are realized (place_parts, realize.c): one realized on CPU:0 must not stand for the same node on CPU:1. */
 tg_status place_realize(int n, tg_tensor *const *ts) {
-  uop_map lmemo = {0}, rmemo = {0};
+  uop_map lmemo = {0}, rmemo = {0}, pmemo[2 * PLACE_MAX_DEVS] = {{0}};
+  const device *pdev[2 * PLACE_MAX_DEVS];
+  int npm = 0;
   item *items = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *items);
   uop **lowered = mem_calloc((size_t)n + 1, sizeof *lowered);
   tg_tensor **group = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *group);
@@ -166,7 +199,7 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
       break;
     }
     if (l->op != OP_MULTI) {
-      uop *p = resolve(l, &rmemo);
+      uop *p = resolve(l, &rmemo, NULL);
       const device *other, *d = p ? device_of(p, &other) : NULL;
       if (!p || (!d && !(d = device_default()))) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
       if (p != ts[i]->u) {  /* the same value, its copies done */
@@ -180,7 +213,8 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
     }
     uop *target = ts[i]->assign_target;
     for (int j = 0; j < l->nsrc && st == TG_OK; j++) {
-      uop *p = resolve(l->src[j], &rmemo);
+      uop_map *pm = part_memo(pmemo, pdev, &npm, DEV_OF(l, j));  /* what is resolved for one device */
+      uop *p = pm ? resolve(l->src[j], pm, DEV_OF(l, j)) : NULL;
       const device *other, *d = p ? device_of(p, &other) : NULL;
       if (!p) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
       if ((d && d != DEV_OF(l, j)) || other) {
@@ -208,7 +242,11 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
       gi[k] = j;
       group[k++] = t;
     }
+    bool parts = false;
+    for (int g = 0; g < k; g++) parts |= !items[gi[g]].t;
+    place_parts = parts;
     if (st == TG_OK) st = realize_on(items[i].dev, k, group);
+    place_parts = false;
     for (int g = 0; g < k; g++) {
       if (items[gi[g]].t) continue;
       items[gi[g]].done = group[g]->u;
@@ -241,6 +279,7 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
   for (int i = 0; st == TG_OK && i < n; i++) ts[i]->assign_target = NULL;
   umap_free(&lmemo);
   umap_free(&rmemo);
+  for (int i = 0; i < npm; i++) umap_free(&pmemo[i]);
   free(items);
   free(lowered);
   free(group);

@@ -18,6 +18,9 @@
 #define PLACE_MAX_DEVS 16
 
 extern bool place_needed;  /* a COPY or MULTI node was built in this process (library lock) */
+/* a realize of parts of sharded values is running: no value is cached on a node (realize.c), as equal parts on
+ * two devices are one node */
+extern bool place_parts;
 
 /* a MULTI of n parts on devs, split along axis (-1: replicated), of the given global shape */
 uop *mk_multi_node(tg_dtype dt, int n, uop *const *parts, const device *const *devs, int axis, int ndim,

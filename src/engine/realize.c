@@ -638,9 +638,9 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     tg_buffer *b = bns[i]->buf;
     bns[i]->epoch = b->writes;
     bool in_place = ts[i]->assign_target && b == storage(dev, ts[i]->assign_target);
-    /* an in-place value is overwritten by the next step: not a cache; nor is a value when work is placed on
-     * several devices (a node that reads no buffer is computed on each device that needs it: place.c) */
-    if (!uop_storage(o) && !in_place && !place_needed) {
+    /* an in-place value is overwritten by the next step: not a cache; nor is a part of a sharded value (equal
+     * parts on two devices are one node: place.c) */
+    if (!uop_storage(o) && !in_place && !place_parts) {
       buffer_retain(b);
       uop_set_realized(o, b);
     }
