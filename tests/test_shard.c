@@ -253,6 +253,10 @@ TEST(test_shard_parts_equal_to_a_realized_value_stay_on_their_devices) {
   tg_tensor *z = tg_zeros(TG_FLOAT32, 2, (int64_t[]){4, 3});
   CHECK(tg_realize(z) == TG_OK, "%s", tg_error());
   tg_tensor *p = tg_shard(rnd(2, (int64_t[]){4, 3}, 13), 2, two, -1);
+  tg_tensor *three = tg_full(TG_FLOAT32, 2, (int64_t[]){4, 3}, 3);
+  CHECK(tg_realize(three) == TG_OK, "%s", tg_error());
+  SAME("a constant realized before", tg_mul_scalar(tg_shard(rnd(2, (int64_t[]){4, 3}, 14), 2, two, 0), 3),
+       tg_mul_scalar(rnd(2, (int64_t[]){4, 3}, 14), 3), 0);
   tg_tensor *zs = tg_zeros_like(p), *zs2 = tg_zeros_like(p);
   CHECK_T(zs && zs2);
   CHECK(tg_realize(zs) == TG_OK && !strcmp(tg_device(zs), "CPU:0,CPU:1"), "%s %s", tg_device(zs), tg_error());

@@ -71,7 +71,8 @@ static bool has_storage_under(uop *x) {
   uop **order = uop_toposort(x, &nn);
   if (!order) return true;
   bool found = false;
-  for (int i = 0; i < nn && !found; i++) found = order[i]->op == OP_BUFFER || uop_storage(order[i]) || order[i]->op == OP_COPY;
+  /* a value cached on a node that reads no buffer (a constant realized before) is still device-free */
+  for (int i = 0; i < nn && !found; i++) found = order[i]->op == OP_BUFFER || order[i]->op == OP_COPY;
   free(order);
   return found;
 }
