@@ -724,36 +724,6 @@ tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes) {
   return st;
 }
 
-double tg_item(tg_tensor *t) {
-  if (!t) {
-    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_item: tensor is NULL");
-    return NAN;
-  }
-  if (uop_numel(t->u) != 1) {
-    char b[256];
-    tg_set_error(TG_ERR_ARG, "tg_item: needs a tensor of one element, got shape %s", shape_str(b, sizeof b, TNDIM(t), TSHAPE(t)));
-    return NAN;
-  }
-  unsigned char v[8];
-  if (tg_to_host(t, v, tg_dtype_size(TDT(t))) != TG_OK) return NAN;
-  switch (TDT(t)) {
-    case TG_BOOL: return *(bool *)v;
-    case TG_INT8: return *(int8_t *)v;
-    case TG_INT16: return *(int16_t *)v;
-    case TG_INT32: return *(int32_t *)v;
-    case TG_INT64: return (double)*(int64_t *)v;
-    case TG_UINT8: return *(uint8_t *)v;
-    case TG_UINT16: return *(uint16_t *)v;
-    case TG_UINT32: return *(uint32_t *)v;
-    case TG_UINT64: return (double)*(uint64_t *)v;
-    case TG_FLOAT16: { uint16_t h; memcpy(&h, v, 2); return half_to_float(h); }
-    case TG_BFLOAT16: { uint32_t bits = (uint32_t)(*(uint16_t *)v) << 16; float f; memcpy(&f, &bits, 4); return f; }
-    case TG_FLOAT32: return *(float *)v;
-    case TG_FLOAT64: return *(double *)v;
-    default: return NAN;
-  }
-}
-
 tg_stats tg_get_stats(void) {
   lib_lock();
   tg_stats s = stats;
