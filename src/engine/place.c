@@ -120,6 +120,8 @@ static uop *copied(uop *u, uop *x, const device *dst) {
   return bn ? mk_reshape(bn, u->ndim, u->shape) : NULL;
 }
 
+static uop_map *copies_done;  /* COPY -> its BUFFER on the destination, during place_realize (library lock) */
+
 /* root with every COPY under it done: the source realized on its device and copied to the destination. For a
  * part of a sharded value (dev: its device), a value that reads no buffer but was cached on its node by a
  * realize on another device (zeros realized on CPU:0 are one node with a part's zeros) is copied over too. */
@@ -143,7 +145,8 @@ static uop *resolve(uop *root, uop_map *memo, const device *dev) {
       if (!s[k]) s[k] = u->src[k];
       changed |= s[k] != u->src[k];
     }
-    if (u->op == OP_COPY) r = copied(u, s[0], (const device *)(intptr_t)u->arg.i);
+    if (u->op == OP_COPY && copies_done && (r = umap_get(copies_done, u))) {
+    } else if (u->op == OP_COPY) r = copied(u, s[0], (const device *)(intptr_t)u->arg.i);
     else if (changed) r = uop_replace_src(u, u->nsrc, s);
     ok = r && umap_put(memo, u, r);
   }
@@ -158,6 +161,95 @@ static uop *resolve(uop *root, uop_map *memo, const device *dev) {
 
 /* one value to realize on one device: a caller's tensor (t), or a part of a sharded one (node p, written into
  * target when an assign is realized into its part; its tensor is made only for the realize of its device) */
+enum { CLEAN = 1, PENDING = 2 };
+
+/* Every COPY under roots done, level by level: the sources whose graphs hold no COPY still to do are realized
+ * together, one realize per device, then copied (into done). Together, because they share work: the partial
+ * gradients of a data-parallel step share the forward and backward pass, which one realize each would repeat. */
+static tg_status copy_levels(uop *const *roots, int nr, uop_map *done) {
+  tg_status st = TG_OK;
+  for (int level = 0; st == TG_OK; level++) {
+    uop_map state = {0}, seen = {0};
+    uop **ready = NULL;
+    int nready = 0, cap = 0;
+    for (int r = 0; st == TG_OK && r < nr; r++) {
+      int nn;
+      uop **order = uop_toposort_filtered(roots[r], enter_unstored, NULL, &nn);
+      if (!order) st = TG_ERR_NOMEM;
+      for (int i = 0; order && st == TG_OK && i < nn; i++) {
+        uop *u = order[i];
+        if (umap_get(&state, u)) continue;
+        intptr_t v = CLEAN;
+        if (u->op == OP_COPY && umap_get(done, u)) v = CLEAN;
+        else if (!uop_storage(u)) {
+          bool below = false;
+          for (int k = 0; k < u->nsrc && !below; k++) below = (intptr_t)umap_get(&state, u->src[k]) == PENDING;
+          if (u->op == OP_COPY && !below && !umap_get(&seen, u)) {
+            if (nready == cap) {
+              uop **g = mem_realloc(ready, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *g);
+              if (!g) { st = TG_ERR_NOMEM; break; }
+              ready = g;
+            }
+            ready[nready++] = u;
+            if (!umap_put(&seen, u, u)) st = TG_ERR_NOMEM;
+          }
+          v = below || u->op == OP_COPY ? PENDING : CLEAN;
+        }
+        if (!umap_put(&state, u, (void *)v)) st = TG_ERR_NOMEM;
+      }
+      free(order);
+    }
+    umap_free(&state);
+    umap_free(&seen);
+    if (st == TG_OK && nready && jit_capturing()) {
+      st = TG_ERR_ARG;
+      tg_set_error(st, "tg_jit: a step that copies between devices (tg_to, or the all-reduce of a sharded tensor, to "
+                   "%s) cannot be captured: run it without tg_jit", ((const device *)(intptr_t)ready[0]->arg.i)->name);
+      jit_capturing()->failed = true;
+    }
+    if (st != TG_OK || !nready) {
+      free(ready);
+      return st;
+    }
+    /* the sources, copies below them done, grouped by device */
+    tg_tensor **ts = mem_calloc((size_t)nready, sizeof *ts), **group = mem_calloc((size_t)nready, sizeof *group);
+    const device **dev = mem_calloc((size_t)nready, sizeof *dev);
+    bool *taken = mem_calloc((size_t)nready, sizeof *taken);
+    if (!ts || !group || !dev || !taken) st = TG_ERR_NOMEM;
+    uop_map tmp = {0};
+    for (int i = 0; st == TG_OK && i < nready; i++) {
+      uop *x = resolve(ready[i]->src[0], &tmp, NULL);
+      const device *other;
+      if (!x || !(ts[i] = tensor_new_unscoped(x))) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
+      if (!(dev[i] = device_of(x, &other)) && !(dev[i] = device_default())) st = tg_error_status();
+      taken[i] = plain_buffer(x) != NULL;  /* nothing to compute */
+    }
+    umap_free(&tmp);
+    for (int i = 0; st == TG_OK && i < nready; i++) {
+      if (taken[i]) continue;
+      int k = 0;
+      for (int j = i; j < nready; j++)
+        if (!taken[j] && dev[j] == dev[i]) {
+          taken[j] = true;
+          group[k++] = ts[j];
+        }
+      st = realize_on(dev[i], k, group);
+    }
+    for (int i = 0; st == TG_OK && i < nready; i++) {
+      uop *c = ready[i], *r = copied(c, ts[i]->u, (const device *)(intptr_t)c->arg.i);
+      if (!r || !umap_put(done, c, r)) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+    }
+    for (int i = 0; ts && i < nready; i++) tg_free(ts[i]);
+    free(ts);
+    free(group);
+    free(dev);
+    free(taken);
+    free(ready);
+    if (level > 1000) st = TG_ERR_INTERNAL;
+  }
+  return st;
+}
+
 /* the memo of resolve for parts on dev (one per device: a node may resolve differently on each) */
 static uop_map *part_memo(uop_map *memos, const device **devs, int *n, const device *dev) {
   for (int i = 0; i < *n; i++)
@@ -188,6 +280,9 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
   bool *taken = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *taken);
   int ni = 0;
   tg_status st = items && lowered && group && gi && taken ? TG_OK : TG_ERR_NOMEM;
+  uop_map copies = {0};
+  uop *roots[256];
+  int nr = 0;
   for (int i = 0; st == TG_OK && i < n; i++) {
     uop *l = lowered[i] = multi_lower(ts[i]->u, &lmemo);
     if (!l) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
@@ -198,6 +293,13 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
       jit_capturing()->failed = true;
       break;
     }
+    for (int j = 0; j < (l->op == OP_MULTI ? l->nsrc : 1) && nr < 256; j++) roots[nr++] = l->op == OP_MULTI ? l->src[j] : l;
+  }
+  uop_map *copies_before = copies_done;
+  copies_done = &copies;
+  if (st == TG_OK && nr < 256) st = copy_levels(roots, nr, &copies);  /* else each COPY on its own (resolve) */
+  for (int i = 0; st == TG_OK && i < n; i++) {
+    uop *l = lowered[i];
     if (l->op != OP_MULTI) {
       uop *p = resolve(l, &rmemo, NULL);
       const device *other, *d = p ? device_of(p, &other) : NULL;
@@ -277,6 +379,8 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
     lib_unlock();
   }
   for (int i = 0; st == TG_OK && i < n; i++) ts[i]->assign_target = NULL;
+  copies_done = copies_before;
+  umap_free(&copies);
   umap_free(&lmemo);
   umap_free(&rmemo);
   for (int i = 0; i < npm; i++) umap_free(&pmemo[i]);
