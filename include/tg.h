@@ -185,14 +185,27 @@ tg_status tg_svd(tg_tensor *t, bool full_matrices, tg_tensor **U, tg_tensor **S,
 tg_tensor *tg_newton_schulz(tg_tensor *t, int steps, int nparams, const double *params, double eps);
 
 /* ---- devices (tinygrad's names: "CPU", "CL", "CL:1", "CUDA", "CUDA:1"; DEV= picks the default) ---------- */
-/* the device t's value lives on (a realized tensor's buffer), or for a lazy tensor the one its kernels will run on
- * (the default); static text, NULL with an error when DEV names a device that is not there */
+/* the device t's value lives on (a realized tensor's buffer), or for a lazy tensor the one its kernels will run
+ * on: the device of the buffers it reads (a tg_to: its destination), the default when it reads none. A sharded
+ * tensor (tg_shard) names its devices, "CPU:0,CPU:1". Static text, NULL with an error when DEV names a device
+ * that is not there */
 const char *tg_device(tg_tensor *t);
-/* a tensor with t's value on device: t is realized on its device first, then copied (now, not lazily). Kernels
- * run on the default device: an op reading a tensor of another device fails at realize with an error naming
- * both (tinygrad refuses it too); move it first. TG_ERR_ARG for an unknown name, TG_ERR_DEVICE for a device
- * whose driver is missing (the message says what to install). */
+/* t's value on device, lazily: a COPY that the next realize does (t's value computed on its own device, then
+ * copied). t already in a buffer of that device: t itself, a new reference. A sharded tensor is gathered. An op
+ * reading tensors of two devices fails at realize with an error naming both (tinygrad refuses it too): move one
+ * first. Devices: "CPU" (= "CPU:0") .. "CPU:7" (one process's memory and threads: for tests of several devices),
+ * "CL", "CL:n", "CUDA", "CUDA:n". TG_ERR_ARG for an unknown name, TG_ERR_DEVICE for a device whose driver is
+ * missing (the message says what to install). */
 tg_tensor *tg_to(tg_tensor *t, const char *device);
+/* t split over ndev devices along axis (-1: replicated, a whole copy on each), as tinygrad's Tensor.shard: the
+ * result has t's (global) shape and every op takes it as any tensor; each device computes its part, with the
+ * same kernels. A reduction over the split axis all-reduces the devices' partial results (a ring for more than
+ * two) into a replicated value; a sharded and a replicated operand meet per part; an operand on one device is
+ * refused (shard it too). Movement ops keep the split axis (a reshape keeps it as an outermost factor; pad,
+ * shrink and flip only off it). tg_to gathers it, tg_to_host and tg_item read it gathered, tg_assign into it
+ * writes each part. TG_ERR_ARG when shape[axis] is not a multiple of ndev (naming shape, axis and ndev), for an
+ * already sharded t, a device listed twice; tg_jit refuses a step that copies between devices. */
+tg_tensor *tg_shard(tg_tensor *t, int ndev, const char *const *devices, int axis);
 
 /* ---- movement (views: index arithmetic, never a copy, except tg_contiguous) ------------------------ */
 tg_tensor *tg_reshape(tg_tensor *t, int ndim, const int64_t *shape);  /* same numel; one size may be -1 */

@@ -58,7 +58,7 @@ static const struct { const char *name, *value; } bad_values[] = {
     {"TG_BEAM_LIMIT", "inf"}, {"TG_BEAM_LIMIT", "nan"}, {"TG_BEAM_LIMIT", "5s"},  {"TG_NO_NATIVE", "x"},
     {"TG_NO_NATIVE", "yes"},  {"TG_VEC_BYTES", "12"},  {"TG_VEC_BYTES", "abc"},  {"TG_CC", "\"cc"},
     {"TG_CC", "cc 'x"},       {"DEV", "METAL"},        {"DEV", "CL:"},          {"DEV", "FOO"},
-    {"DEV", "CPU:1"},         {"DEV", "CPU:"},         {"DEV", "cuda:x"},       {"DEV", "CUDA:12345"},
+    {"DEV", "CPU:8"},         {"DEV", "CPU:"},         {"DEV", "cuda:x"},       {"DEV", "CUDA:12345"},
     {"TG_CHUNKS", "0"},       {"TG_CHUNKS", "65"},     {"TG_CHUNKS", "x"},
 };
 

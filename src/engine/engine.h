@@ -8,6 +8,10 @@
  * rate: the kernels that read it stay the same) */
 tg_status tensor_write(tg_tensor *t, const void *src, size_t nbytes);
 
+/* x replicated over the devices of like when like is sharded (tg_shard), as a new tensor in the current scope;
+ * else x itself (no new reference). An optimizer's scalars (learning rate, step counts) meet its parameters so */
+tg_tensor *tensor_replicate_like(tg_tensor *x, const tg_tensor *like);
+
 /* the buffer holding a realized tensor's value (NULL if it has none) */
 struct tg_buffer;
 struct tg_buffer *tensor_storage(tg_tensor *t);

@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/jit.h"
 #include "engine/memplan.h"
+#include "engine/place.h"
 #include "engine/schedule_cache.h"
 #include "engine/search.h"
 #include "render/render.h"
@@ -456,6 +457,9 @@ static tg_status pin_empty(const device *dev, tg_tensor *t) {
   return TG_OK;
 }
 
+/* the device whose kernels a cache holds for dev: the CPU devices (CPU:n) share the CPU's */
+static const device *cache_device(const device *dev) { return dev->kind == DEVICE_CPU ? device_cpu() : dev; }
+
 static tg_status realize_many(int n, tg_tensor *const *ts) {
   if (n < 0 || (n && !ts)) {
     tg_set_error(TG_ERR_ARG, "tg_realize_many: bad tensor list");
@@ -469,10 +473,16 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
     }
   tg_status est = env_check(ENV_REALIZE);  /* a bad BEAM, DEBUG, TG_THREADS, ... (env.h) */
   if (est != TG_OK) return est;
-  uop_gc_maybe();
+  uop_gc_maybe();  /* here only: the passes of a placed realize hold nodes no tensor roots */
   last_kernels = 0;
+  if (place_needed) return place_realize(n, ts);
   const device *dev = device_default();
   if (!dev) return tg_error_status();
+  return realize_on(dev, n, ts);
+}
+
+tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
+  const device *cdev = cache_device(dev);
   for (int i = 0; i < n; i++) {
     tg_status est = pin_empty(dev, ts[i]);
     if (est != TG_OK) return est;
@@ -491,9 +501,9 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   uop_map made = {0};  /* realized node -> buffer made in this run */
   tg_status st = targets ? TG_OK : TG_ERR_NOMEM;
   for (int i = 0; i < n && targets; i++) targets[i] = ts[i]->u == outs[i] ? ts[i]->assign_target : NULL;
-  if (dev != sched_dev) {  /* the cache holds one device's schedules */
+  if (cdev != sched_dev) {  /* the cache holds one device's schedules */
     sched_cache_clear();
-    sched_dev = dev;
+    sched_dev = cdev;
   }
   bool cached = false;
   for (int attempt = 0; attempt < 2 && st == TG_OK; attempt++) {
@@ -545,14 +555,14 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
   views = mem_calloc((size_t)n + 1, sizeof *views);
   bns = mem_calloc((size_t)n + 1, sizeof *bns);
   if (!ready || !views || !bns) { st = TG_ERR_NOMEM; goto out; }
-  if (dev != kcache_dev) {  /* as get_kernel does: the cache holds one device's kernels */
+  if (cdev != kcache_dev) {  /* as get_kernel does: the cache holds one device's kernels */
     kcache_clear();
-    kcache_dev = dev;
+    kcache_dev = cdev;
   }
-  prebuild_kernels(dev, &s);
+  prebuild_kernels(cdev, &s);
   for (int pos = 0; pos < s.nkernels; pos++) {
     sched_kernel *sk = &s.kernels[korder[pos]];
-    compiled *c = get_kernel(dev, sk->ast);
+    compiled *c = get_kernel(cdev, sk->ast);
     if (!c) { st = tg_error_status() ? tg_error_status() : TG_ERR_DEVICE; goto out; }
     ready_kernel *r = &ready[pos];
     r->c = *c;
@@ -613,7 +623,7 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
       engine_print_kernel(dev->name, k, r->c.info.name, sk->nbufs, r->c.info.flops, r->c.info.bytes, ms, total_ms);
     }
   }
-  last_kernels = (uint64_t)s.nkernels;
+  last_kernels += (uint64_t)s.nkernels;  /* a placed realize runs one of these per device */
   if (dbg >= 1 && s.nkernels)
     fprintf(stderr, "scheduled %d kernel%s in %.2f ms%s; %s memory in use %.2f MB\n", s.nkernels,
             s.nkernels == 1 ? "" : "s", t_sched, cached ? " (cached)" : "", dev->name,
@@ -628,7 +638,9 @@ static tg_status realize_many(int n, tg_tensor *const *ts) {
     tg_buffer *b = bns[i]->buf;
     bns[i]->epoch = b->writes;
     bool in_place = ts[i]->assign_target && b == storage(dev, ts[i]->assign_target);
-    if (!uop_storage(o) && !in_place) {  /* an in-place value is overwritten by the next step: not a cache */
+    /* an in-place value is overwritten by the next step: not a cache; nor is a part of a sharded value (equal
+     * parts on two devices are one node: place.c) */
+    if (!uop_storage(o) && !in_place && !place_parts) {
       buffer_retain(b);
       uop_set_realized(o, b);
     }
@@ -693,6 +705,12 @@ static tg_status to_host(tg_tensor *t, void *dst, size_t nbytes) {
   tg_status st = tg_realize(t);
   if (st != TG_OK) return st;
   if (!want) return TG_OK;
+  if (t->u->op == OP_MULTI) {  /* sharded: gathered onto its first device */
+    tg_tensor *g = place_gather(t->u);
+    st = g ? to_host(g, dst, nbytes) : tg_error_status();
+    tg_free(g);
+    return st;
+  }
   const device *dev = device_default();
   tg_buffer *b = dev ? storage(dev, t->u) : NULL;
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
@@ -704,36 +722,6 @@ tg_status tg_to_host(tg_tensor *t, void *dst, size_t nbytes) {
   tg_status st = to_host(t, dst, nbytes);
   lib_region_end();
   return st;
-}
-
-double tg_item(tg_tensor *t) {
-  if (!t) {
-    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_item: tensor is NULL");
-    return NAN;
-  }
-  if (uop_numel(t->u) != 1) {
-    char b[256];
-    tg_set_error(TG_ERR_ARG, "tg_item: needs a tensor of one element, got shape %s", shape_str(b, sizeof b, TNDIM(t), TSHAPE(t)));
-    return NAN;
-  }
-  unsigned char v[8];
-  if (tg_to_host(t, v, tg_dtype_size(TDT(t))) != TG_OK) return NAN;
-  switch (TDT(t)) {
-    case TG_BOOL: return *(bool *)v;
-    case TG_INT8: return *(int8_t *)v;
-    case TG_INT16: return *(int16_t *)v;
-    case TG_INT32: return *(int32_t *)v;
-    case TG_INT64: return (double)*(int64_t *)v;
-    case TG_UINT8: return *(uint8_t *)v;
-    case TG_UINT16: return *(uint16_t *)v;
-    case TG_UINT32: return *(uint32_t *)v;
-    case TG_UINT64: return (double)*(uint64_t *)v;
-    case TG_FLOAT16: { uint16_t h; memcpy(&h, v, 2); return half_to_float(h); }
-    case TG_BFLOAT16: { uint32_t bits = (uint32_t)(*(uint16_t *)v) << 16; float f; memcpy(&f, &bits, 4); return f; }
-    case TG_FLOAT32: return *(float *)v;
-    case TG_FLOAT64: return *(double *)v;
-    default: return NAN;
-  }
 }
 
 tg_stats tg_get_stats(void) {

@@ -143,6 +143,9 @@ tg_optim *tg_adamw_new(const tg_params *p, tg_adam_opts a) { return adam_new("tg
 static tg_tensor *update(tg_optim *o, int i, tg_tensor *b1t, tg_tensor *b2t) {
   tg_tensor *p = o->params[i], *g = tg_grad(p);
   tg_tensor *pd = tg_detach(p);
+  tg_tensor *lr = tensor_replicate_like(o->lr, p);  /* a sharded parameter: its scalars on each of its devices */
+  b1t = tensor_replicate_like(b1t, p);
+  b2t = tensor_replicate_like(b2t, p);
   if (o->kind != OPT_ADAMW && o->wd != 0) g = tg_add(g, tg_mul_scalar(pd, o->wd));
   if (o->kind == OPT_SGD) {
     if (o->momentum != 0) {
@@ -150,7 +153,7 @@ static tg_tensor *update(tg_optim *o, int i, tg_tensor *b1t, tg_tensor *b2t) {
       if (tg_assign(o->m[i], b) != TG_OK) return NULL;
       g = o->nesterov ? tg_add(g, tg_mul_scalar(b, o->momentum)) : b;
     }
-    return tg_sub(pd, tg_mul(g, o->lr));
+    return tg_sub(pd, tg_mul(g, lr));
   }
   /* Adam: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr * m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) */
   tg_tensor *m = tg_add(tg_mul_scalar(o->m[i], o->b1), tg_mul_scalar(g, 1 - o->b1));
@@ -160,7 +163,7 @@ static tg_tensor *update(tg_optim *o, int i, tg_tensor *b1t, tg_tensor *b2t) {
   tg_tensor *vhat = tg_div(v, tg_sub(tg_ones_like(b2t), b2t));
   tg_tensor *up = tg_div(mhat, tg_add_scalar(tg_sqrt(vhat), o->eps));
   if (o->kind == OPT_ADAMW && o->wd != 0) up = tg_add(up, tg_mul_scalar(pd, o->wd));
-  return tg_sub(pd, tg_mul(up, o->lr));
+  return tg_sub(pd, tg_mul(up, lr));
 }
 
 tg_status tg_optim_step(tg_optim *o, int nextra, tg_tensor *const *extra) {

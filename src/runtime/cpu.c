@@ -278,8 +278,8 @@ static int chunk_count(const tg_program *p, int nthreads) {
 }
 
 static tg_status cpu_launch(const tg_program *p, void **bufs, int nbufs, int nthreads, double *ms) {
-  if (!p || !p->fn || p->dev != &cpu_dev || nbufs < 0 || (nbufs > 0 && !bufs)) {
-    tg_set_error(TG_ERR_ARG, "CPU launch: %s", !p || !p->fn ? "no program" : p->dev != &cpu_dev ? "not a CPU program"
+  if (!p || !p->fn || p->dev->kind != DEVICE_CPU || nbufs < 0 || (nbufs > 0 && !bufs)) {
+    tg_set_error(TG_ERR_ARG, "CPU launch: %s", !p || !p->fn ? "no program" : p->dev->kind != DEVICE_CPU ? "not a CPU program"
                                                                                                : "bad buffer list");
     return TG_ERR_ARG;
   }
@@ -331,6 +331,26 @@ static const device cpu_dev = {
 };
 
 const device *device_cpu(void) { return &cpu_dev; }
+
+/* CPU:1 .. CPU:7: the same compiler, kernel cache, host memory and thread pool as the CPU (CPU:0), each a
+ * device of its own, so sharded tensors (tg_shard) and lazy copies can be tested in one process without a GPU.
+ * Their kernels take turns on the one pool: this splits work by device, not the machine's cores. */
+static device cpu_more[DEVICE_CPU_MAX - 1];
+static char cpu_more_names[DEVICE_CPU_MAX - 1][8];
+
+const device *device_cpu_n(int idx) {
+  if (idx < 0 || idx >= DEVICE_CPU_MAX) return NULL;
+  if (idx == 0) return &cpu_dev;
+  lib_lock();
+  device *d = &cpu_more[idx - 1];
+  if (!d->name) {
+    snprintf(cpu_more_names[idx - 1], sizeof cpu_more_names[0], "CPU:%d", idx);
+    *d = cpu_dev;
+    d->name = cpu_more_names[idx - 1];
+  }
+  lib_unlock();
+  return d;
+}
 
 
 runtime_counters runtime_get_counters(void) {

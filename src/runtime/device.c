@@ -39,13 +39,13 @@ const device *device_get(const char *name) {
   device_kind kind;
   int idx;
   if (!name || !parse_name(name, &kind, &idx)) {
-    tg_set_error(TG_ERR_ARG, "device '%.64s': unknown; accepted: CPU, CL, CL:n, CUDA, CUDA:n", name ? name : "(null)");
+    tg_set_error(TG_ERR_ARG, "device '%.64s': unknown; accepted: CPU, CPU:n, CL, CL:n, CUDA, CUDA:n", name ? name : "(null)");
     return NULL;
   }
   switch (kind) {
     case DEVICE_CPU:
-      if (idx == 0) return device_cpu();
-      tg_set_error(TG_ERR_ARG, "device '%.64s': the CPU is device 0 only", name);
+      if (idx < DEVICE_CPU_MAX) return device_cpu_n(idx);
+      tg_set_error(TG_ERR_ARG, "device '%.64s': the CPU devices are CPU:0 .. CPU:%d", name, DEVICE_CPU_MAX - 1);
       return NULL;
     case DEVICE_CL: return device_cl(idx);
     case DEVICE_CUDA: return device_cuda(idx);

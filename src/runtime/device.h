@@ -102,6 +102,10 @@ struct device {
 const device *device_get(const char *name);
 const device *device_default(void);   /* DEV's device (the CPU when DEV is unset); NULL with tg_error set */
 const device *device_cpu(void);
+/* CPU devices in one process: CPU:0 (the CPU) .. CPU:DEVICE_CPU_MAX-1, one host memory and pool (cpu.c); NULL
+ * past them */
+#define DEVICE_CPU_MAX 8
+const device *device_cpu_n(int idx);
 /* the OpenCL (opencl.c) and CUDA (cuda.c) devices number idx, opened on first use; NULL with tg_error set */
 const device *device_cl(int idx);
 const device *device_cuda(int idx);

@@ -283,7 +283,8 @@ static bool compute_gradient(uop *root, uop *g0, const uop_map *targets, uop_map
   for (int i = n - 1; i >= 0 && ok; i--) {
     uop *u = order[i];
     uop *g = umap_get(grads, u);
-    if (!g || !umap_get(&reach, u) || u->nsrc == 0) continue;
+    /* a sharded tensor (MULTI) is a leaf: its gradient is a global-shape value like any other */
+    if (!g || !umap_get(&reach, u) || u->nsrc == 0 || u->op == OP_MULTI) continue;
     grad_ctx c = {.g = g};
     uint64_t failed0 = mem_failures();  /* a rule's NULL gradient means "none" unless memory ran out */
     uop *r = matcher_apply(gm, &c, u);
@@ -439,6 +440,13 @@ tg_status tg_assign(tg_tensor *dst, tg_tensor *src) {
   lib_lock();
   uop *old = dst->u;
   bool stored = uop_storage(old) || old->op == OP_BUFFER || (old->op == OP_RESHAPE && old->src[0]->op == OP_BUFFER);
+  if (old->op == OP_MULTI) {  /* sharded: each part is written in place (engine/place.c) */
+    stored = true;
+    for (int j = 0; j < old->nsrc; j++) {
+      uop *p = old->src[j];
+      stored &= uop_storage(p) || p->op == OP_BUFFER || (p->op == OP_RESHAPE && p->src[0]->op == OP_BUFFER);
+    }
+  }
   if (!dst->assign_target && stored && src->u != old) dst->assign_target = old;
   else uop_pin_dropped(old);
   dst->u = src->u;

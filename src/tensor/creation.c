@@ -5,6 +5,7 @@
 
 #include "runtime/device.h"
 #include "engine/engine.h"
+#include "engine/place.h"
 #include "tensor/tensor.h"
 
 static bool check_new(const char *op, tg_dtype dt, int ndim, const int64_t *shape) {
@@ -33,6 +34,19 @@ tg_tensor *tg_ones(tg_dtype dt, int ndim, const int64_t *shape) { return full("t
 tg_tensor *tg_scalar(tg_dtype dt, double value) { return full("tg_scalar", dt, 0, NULL, value); }
 
 tg_tensor *tg_full_like(const tg_tensor *t, double value) {
+  if (t && t->u->op == OP_MULTI) {  /* sharded as t is (optimizer state of a sharded parameter) */
+    uop *m = t->u, *parts[PLACE_MAX_DEVS];
+    const device *devs[PLACE_MAX_DEVS];
+    int axis = (int)m->arg.i;
+    int64_t local[TG_MAX_DIMS];
+    memcpy(local, m->shape, (size_t)m->ndim * sizeof *local);
+    if (axis >= 0) local[axis] /= m->nsrc;
+    for (int j = 0; j < m->nsrc; j++) {
+      parts[j] = mk_const(TDT(t), value, m->ndim, local);
+      devs[j] = (const device *)(intptr_t)m->aux[j];
+    }
+    return tensor_new(mk_multi_node(TDT(t), m->nsrc, parts, devs, axis, m->ndim, m->shape));
+  }
   return t ? tg_full(TDT(t), TNDIM(t), TSHAPE(t), value) : NULL;
 }
 tg_tensor *tg_zeros_like(const tg_tensor *t) { return tg_full_like(t, 0); }
@@ -176,63 +190,4 @@ tg_tensor *tg_eye(tg_dtype dt, int64_t n, int64_t m) {
 
 /* ---- devices ------------------------------------------------------------------------------------------------ */
 
-/* the buffer t reads when t is a view of a whole realized buffer in order (nothing to compute), else NULL */
-static tg_buffer *plain_storage(tg_tensor *t) {
-  uop *u = t->u;
-  if (u->op == OP_RESHAPE) u = u->src[0];
-  return u->op == OP_BUFFER && u->buf && u->aux[0] == uop_numel(t->u) ? tensor_storage(t) : NULL;
-}
-
-const char *tg_device(tg_tensor *t) {
-  if (!t) {
-    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_device: tensor is NULL");
-    return NULL;
-  }
-  tg_buffer *b = plain_storage(t);
-  if (b) return b->dev->name;
-  const device *d = device_default();  /* a lazy value is computed on the default device */
-  return d ? d->name : NULL;
-}
-
-tg_tensor *tg_to(tg_tensor *t, const char *name) {
-  if (!t) {
-    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_to: tensor is NULL");
-    return NULL;
-  }
-  const device *dst = device_get(name);
-  if (!dst) return NULL;
-  tg_tensor *c = NULL;
-  tg_buffer *sb = plain_storage(t);
-  if (!sb) {  /* computed (on the default device) into a buffer of its own first */
-    c = tg_contiguous(t);
-    if (!c || tg_realize(c) != TG_OK || !(sb = plain_storage(c))) {
-      if (!tg_error_status()) tg_set_error(TG_ERR_INTERNAL, "tg_to: no storage for the realized tensor");
-      tg_free(c);
-      return NULL;
-    }
-  }
-  size_t n = (size_t)uop_numel(t->u) * tg_dtype_size(TDT(t));
-  tg_buffer *db = buffer_new(dst, n ? n : 1);
-  tg_status st = db ? TG_OK : (tg_error_status() ? tg_error_status() : TG_ERR_NOMEM);
-  if (st == TG_OK && n) {
-    if (sb->dev == dst && dst->copy) st = dst->copy(db, 0, sb, 0, n);
-    else if (!device_is_gpu(sb->dev)) st = dst->copyin(db, sb->ptr, n);   /* host memory straight in */
-    else if (!device_is_gpu(dst)) st = sb->dev->copyout(db->ptr, sb, n);  /* or straight out */
-    else {  /* GPU to another GPU through the host */
-      void *tmp = mem_alloc(n);
-      st = tmp ? sb->dev->copyout(tmp, sb, n) : TG_ERR_NOMEM;
-      if (st == TG_OK) st = dst->copyin(db, tmp, n);
-      if (!tmp) tg_set_error(st, "tg_to: out of memory staging %zu bytes from %s to %s", n, sb->dev->name, dst->name);
-      free(tmp);
-    }
-  }
-  tg_tensor *r = NULL;
-  if (st == TG_OK) {
-    uop_gc_note_bytes(n);
-    r = from_buffer(TDT(t), TNDIM(t), TSHAPE(t), db);  /* takes db */
-  } else {
-    buffer_release(db);
-  }
-  tg_free(c);
-  return r;
-}
+/* tg_device, tg_to and tg_shard: engine/place.c */

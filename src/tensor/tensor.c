@@ -1,5 +1,6 @@
 /* tensor.c — tensor handles: reference counts, scopes, the live list the collector marks from, and
  * properties. Scopes are per thread; the live list is shared, under the library lock. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,3 +222,34 @@ static int axis_in(const char *op, int axis, int ndim, bool scalar_ok) {
 
 int norm_axis(const char *op, int axis, int ndim) { return axis_in(op, axis, ndim, false); }
 int norm_axis_scalar(const char *op, int axis, int ndim) { return axis_in(op, axis, ndim, true); }
+
+/* the one element read to the host (tg_to_host realizes it) as a double */
+double tg_item(tg_tensor *t) {
+  if (!t) {
+    if (!tg_error_status()) tg_set_error(TG_ERR_ARG, "tg_item: tensor is NULL");
+    return NAN;
+  }
+  if (uop_numel(t->u) != 1) {
+    char b[256];
+    tg_set_error(TG_ERR_ARG, "tg_item: needs a tensor of one element, got shape %s", shape_str(b, sizeof b, TNDIM(t), TSHAPE(t)));
+    return NAN;
+  }
+  unsigned char v[8];
+  if (tg_to_host(t, v, tg_dtype_size(TDT(t))) != TG_OK) return NAN;
+  switch (TDT(t)) {
+    case TG_BOOL: return *(bool *)v;
+    case TG_INT8: return *(int8_t *)v;
+    case TG_INT16: return *(int16_t *)v;
+    case TG_INT32: return *(int32_t *)v;
+    case TG_INT64: return (double)*(int64_t *)v;
+    case TG_UINT8: return *(uint8_t *)v;
+    case TG_UINT16: return *(uint16_t *)v;
+    case TG_UINT32: return *(uint32_t *)v;
+    case TG_UINT64: return (double)*(uint64_t *)v;
+    case TG_FLOAT16: { uint16_t h; memcpy(&h, v, 2); return half_to_float(h); }
+    case TG_BFLOAT16: { uint32_t bits = (uint32_t)(*(uint16_t *)v) << 16; float f; memcpy(&f, &bits, 4); return f; }
+    case TG_FLOAT32: return *(float *)v;
+    case TG_FLOAT64: return *(double *)v;
+    default: return NAN;
+  }
+}

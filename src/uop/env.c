@@ -82,7 +82,7 @@ static void parse_bool(env_state *s, env_var var, const char *name, const char *
 
 /* DEV: tinygrad's device names; whether the device is there is device_get's business (runtime/device.c) */
 static void parse_dev(env_state *s) {
-  static const char accepted[] = "CPU, CL, CL:n, CUDA or CUDA:n (n a device number)";
+  static const char accepted[] = "CPU, CPU:n, CL, CL:n, CUDA or CUDA:n (n a device number)";
   const char *v = env_str("DEV");
   if (!v) return;
   size_t n = strcspn(v, ":");
@@ -98,8 +98,8 @@ static void parse_dev(env_state *s) {
       bad(s, ENV_DEV, "DEV=%.64s: a device number is ':' and 1 to 4 digits; accepted: %s", v, accepted);
       return;
     }
-    if (!strcmp(name, "CPU") && *idx && atoi(idx + 1) != 0) {
-      bad(s, ENV_DEV, "DEV=%.64s: the CPU is device 0 only; accepted: %s", v, accepted);
+    if (!strcmp(name, "CPU") && *idx && atoi(idx + 1) > 7) {  /* DEVICE_CPU_MAX (runtime/device.h) */
+      bad(s, ENV_DEV, "DEV=%.64s: the CPU devices are CPU:0 .. CPU:7; accepted: %s", v, accepted);
       return;
     }
     snprintf(s->v.dev, sizeof s->v.dev, "%s%s", name, idx);

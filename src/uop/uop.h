@@ -30,6 +30,11 @@ typedef enum uop_op {
   OP_CUSTOM_GRAD, /* src[0]'s value; the gradients of src[1..] come from a rule named by arg.i (CG_*), aux its
                    * parameters. Gone before scheduling: the scheduler sees src[0] alone */
   OP_IOTA,        /* 0, 1, 2, ... (1-d): the element index, computed in the kernel (arange, random counters) */
+  OP_COPY,        /* src[0]'s value on another device; arg.i: the destination (a device pointer). Made by tg_to; the
+                   * engine realizes src[0] on its own device and copies (engine/place.c): never scheduled */
+  OP_MULTI,       /* a tensor split over devices (tg_shard): src: one part per device; arg.i: the split axis (-1:
+                   * each part is the whole, replicated); aux: the devices (pointers); shape: the global one. Gone
+                   * before scheduling (schedule/multi.c maps the graph over it to one graph per device) */
   /* kernel graph */
   OP_PARAM,       /* arg.i: kernel argument slot; aux[0]: element count */
   OP_RANGE,       /* src[0]: bound (CONST); arg.i: id; aux[0]: axis type */

@@ -1,0 +1,265 @@
+/* test_shard.c — tensors across devices in one process: lazy tg_to copies, and sharded tensors (tg_shard) on
+ * CPU:0 .. CPU:3 against the same computation unsharded on the default device (bit for bit where the order of
+ * the arithmetic is the same, else 1e-6): elementwise ops, reductions over the split axis (all-reduce, a ring
+ * for four devices) and another, matmul split on rows, on K and on columns, and an Adam training step with
+ * the batch split. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "test.h"
+
+static const char *const two[] = {"CPU:0", "CPU:1"};
+static const char *const four[] = {"CPU:0", "CPU:1", "CPU:2", "CPU:3"};
+
+static void fill(float *v, int64_t n, unsigned seed) {
+  for (int64_t i = 0; i < n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    v[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
+  }
+}
+
+static tg_tensor *rnd(int ndim, const int64_t *shape, unsigned seed) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  float *v = malloc((size_t)n * sizeof *v);
+  if (!v) return NULL;
+  fill(v, n, seed);
+  tg_tensor *t = tg_from_data(TG_FLOAT32, ndim, shape, v, (size_t)n * sizeof *v);
+  free(v);
+  return t;
+}
+
+/* got and want read to the host and compared: exactly (atol 0) or within atol */
+static void same(const char *what, tg_tensor *got, tg_tensor *want, double atol, const char *file, int line) {
+  int64_t n = 1;
+  for (int i = 0; want && i < tg_ndim(want); i++) n *= tg_shape(want, i);
+  float *g = calloc((size_t)n + 1, sizeof *g), *w = calloc((size_t)n + 1, sizeof *w);
+  if (!got || !want || !g || !w || tg_to_host(got, g, (size_t)n * sizeof *g) != TG_OK ||
+      tg_to_host(want, w, (size_t)n * sizeof *w) != TG_OK) {
+    test_fail(file, line, "%s: %s", what, tg_error());
+  } else if (atol == 0 && strcmp(test_device_name(), "CPU")) {  /* the reference ran on another kind of device */
+    check_close_f32(what, g, w, n, 1e-6, 1e-6, file, line);
+  } else if (atol == 0) {
+    for (int64_t i = 0; i < n; i++)
+      if (memcmp(&g[i], &w[i], sizeof *g)) {
+        test_fail(file, line, "%s: [%lld] %.9g, want %.9g (bit for bit)", what, (long long)i, g[i], w[i]);
+        break;
+      }
+  } else {
+    check_close_f32(what, g, w, n, atol, 0, file, line);
+  }
+  free(g);
+  free(w);
+}
+#define SAME(what, got, want, atol) same(what, got, want, atol, __FILE__, __LINE__)
+
+TEST(test_shard_elementwise_matches_unsharded) {
+  tg_scope_begin();
+  tg_tensor *a = rnd(2, (int64_t[]){8, 6}, 1), *b = rnd(2, (int64_t[]){8, 6}, 2), *c = rnd(1, (int64_t[]){6}, 3);
+  tg_tensor *as = tg_shard(a, 2, two, 0), *bs = tg_shard(b, 2, two, 0), *cs = tg_shard(c, 2, two, -1);
+  CHECK_T(as && bs && cs);
+  CHECK(!strcmp(tg_device(as), "CPU:0,CPU:1"), "device %s", tg_device(as));
+  tg_tensor *want = tg_relu(tg_add_scalar(tg_mul(tg_add(a, b), c), 0.5));
+  tg_tensor *got = tg_relu(tg_add_scalar(tg_mul(tg_add(as, bs), cs), 0.5));
+  CHECK_T(got);
+  CHECK(tg_realize(got) == TG_OK, "%s", tg_error());
+  CHECK(!strcmp(tg_device(got), "CPU:0,CPU:1"), "realized on %s", tg_device(got));
+  SAME("elementwise", got, want, 0);
+  /* along the other axis, and a movement op on top */
+  tg_tensor *a1 = tg_shard(a, 2, two, 1);
+  SAME("axis 1", tg_exp(tg_transpose(a1, 0, 1)), tg_exp(tg_transpose(a, 0, 1)), 0);
+  SAME("reshape", tg_reshape(tg_mul_scalar(as, 3), 3, (int64_t[]){4, 2, 6}), tg_reshape(tg_mul_scalar(a, 3), 3, (int64_t[]){4, 2, 6}), 0);
+  tg_scope_end();
+}
+
+TEST(test_shard_reductions_over_the_split_axis_and_another) {
+  tg_scope_begin();
+  tg_tensor *a = rnd(2, (int64_t[]){8, 10}, 4);
+  tg_tensor *as = tg_shard(a, 2, two, 0);
+  CHECK_T(as);
+  SAME("sum over the other axis", tg_sum(as, 1, (int[]){1}, false), tg_sum(a, 1, (int[]){1}, false), 0);
+  SAME("max over the split axis", tg_max(as, 1, (int[]){0}, false), tg_max(a, 1, (int[]){0}, false), 0);
+  tg_tensor *s = tg_sum(as, 1, (int[]){0}, true);
+  CHECK_T(s);
+  CHECK(tg_realize(s) == TG_OK && !strcmp(tg_device(s), "CPU:0,CPU:1"), "replicated: %s %s", tg_device(s), tg_error());
+  SAME("sum over the split axis", s, tg_sum(a, 1, (int[]){0}, true), 1e-6);
+  SAME("sum of all", tg_sum(as, 0, NULL, false), tg_sum(a, 0, NULL, false), 1e-5);
+  SAME("mean", tg_mean(as, 1, (int[]){0}, false), tg_mean(a, 1, (int[]){0}, false), 1e-6);
+  tg_scope_end();
+}
+
+TEST(test_shard_matmul_on_rows_k_and_columns) {
+  tg_scope_begin();
+  tg_tensor *A = rnd(2, (int64_t[]){8, 16}, 5), *B = rnd(2, (int64_t[]){16, 6}, 6);
+  tg_tensor *want = tg_matmul(A, B);
+  SAME("A on rows", tg_matmul(tg_shard(A, 2, two, 0), tg_shard(B, 2, two, -1)), want, 1e-6);
+  SAME("on K", tg_matmul(tg_shard(A, 2, two, 1), tg_shard(B, 2, two, 0)), want, 1e-6);
+  SAME("B on columns", tg_matmul(tg_shard(A, 2, two, -1), tg_shard(B, 2, two, 1)), want, 1e-6);
+  tg_scope_end();
+}
+
+TEST(test_shard_four_devices_all_reduce_as_a_ring) {
+  tg_scope_begin();
+  tg_tensor *a = rnd(2, (int64_t[]){8, 37}, 7), *A = rnd(2, (int64_t[]){5, 16}, 8), *B = rnd(2, (int64_t[]){16, 3}, 9);
+  tg_tensor *as = tg_shard(a, 4, four, 0);
+  CHECK_T(as);
+  tg_tensor *s = tg_sum(as, 1, (int[]){0}, false);
+  CHECK_T(s);
+  CHECK(tg_realize(s) == TG_OK && !strcmp(tg_device(s), "CPU:0,CPU:1,CPU:2,CPU:3"), "%s %s", tg_device(s), tg_error());
+  SAME("ring sum", s, tg_sum(a, 1, (int[]){0}, false), 1e-6);
+  SAME("ring max", tg_max(as, 1, (int[]){0}, false), tg_max(a, 1, (int[]){0}, false), 0);
+  SAME("matmul on K", tg_matmul(tg_shard(A, 4, four, 1), tg_shard(B, 4, four, 0)), tg_matmul(A, B), 1e-6);
+  SAME("gathered", tg_to(as, "CPU:2"), a, 0);
+  tg_scope_end();
+}
+
+TEST(test_shard_tg_to_is_lazy_and_gathers) {
+  tg_scope_begin();
+  const char *def = test_device_name();
+  tg_tensor *a = rnd(2, (int64_t[]){4, 6}, 10);
+  tg_tensor *x = tg_mul_scalar(a, 2);
+  tg_tensor *b = tg_to(x, "CPU:1");
+  CHECK_T(b);
+  CHECK(!strcmp(tg_device(b), "CPU:1"), "lazy copy names its destination: %s", tg_device(b));
+  tg_tensor *y = tg_add_scalar(b, 1);  /* computed on CPU:1, where it reads */
+  CHECK(tg_realize(y) == TG_OK && !strcmp(tg_device(y), "CPU:1"), "%s %s", tg_device(y), tg_error());
+  SAME("on CPU:1", y, tg_add_scalar(x, 1), 0);
+  tg_tensor *back = tg_to(tg_to(y, "CPU:0"), def);
+  SAME("back", tg_sub(back, a), tg_sub(tg_add_scalar(x, 1), a), 0);
+  tg_tensor *same_dev = tg_to(y, "CPU:1");
+  CHECK(same_dev == y, "tg_to its own device is the tensor itself");
+  tg_free(same_dev);
+  /* a sharded tensor gathered onto one device */
+  tg_tensor *g = tg_to(tg_shard(a, 2, two, 1), def);
+  CHECK_T(g);
+  CHECK(tg_realize(g) == TG_OK && !strcmp(tg_device(g), def), "%s %s", tg_device(g), tg_error());
+  SAME("gathered", g, a, 0);
+  CHECK(fabs(tg_item(tg_sum(tg_shard(a, 2, two, 0), 0, NULL, false)) - tg_item(tg_sum(a, 0, NULL, false))) < 1e-5,
+        "item of a sharded sum: %s", tg_error());
+  tg_scope_end();
+}
+
+TEST(test_shard_errors_name_the_values) {
+  tg_scope_begin();
+  tg_tensor *a = rnd(2, (int64_t[]){5, 6}, 11);
+  tg_error_clear();
+  CHECK(!tg_shard(a, 2, two, 0) && tg_error_status() == TG_ERR_ARG && strstr(tg_error(), "(5, 6)") &&
+        strstr(tg_error(), "axis 0") && strstr(tg_error(), "2 devices"), "uneven: %s", tg_error());
+  tg_error_clear();
+  CHECK(!tg_shard(a, 2, (const char *const[]){"CPU:0", "CPU:9"}, 1) && tg_error_status() == TG_ERR_ARG &&
+        strstr(tg_error(), "CPU:9"), "CPU:9: %s", tg_error());
+  tg_error_clear();
+  CHECK(!tg_to(a, "CPU:8") && tg_error_status() == TG_ERR_ARG, "CPU:8: %s", tg_error());
+  /* two devices without a copy */
+  tg_tensor *b = tg_to(a, "CPU:1"), *c = tg_to(a, "CPU:2");
+  CHECK_T(b && c);
+  CHECK(tg_realize(b) == TG_OK && tg_realize(c) == TG_OK, "%s", tg_error());
+  tg_error_clear();
+  CHECK(tg_realize(tg_add(b, c)) != TG_OK && strstr(tg_error(), "CPU:1") && strstr(tg_error(), "CPU:2"),
+        "mixing devices: %s", tg_error());
+  /* a sharded operand and a buffer of one device */
+  tg_tensor *s = tg_shard(a, 2, two, 1);
+  tg_error_clear();
+  CHECK(tg_realize(tg_add(s, b)) == TG_ERR_ARG && strstr(tg_error(), "ADD") && strstr(tg_error(), "CPU:0,CPU:1"),
+        "sharded + single: %s", tg_error());
+  tg_error_clear();
+  CHECK(tg_realize(tg_flip(s, 1, (int[]){1})) == TG_ERR_ARG && strstr(tg_error(), "FLIP"), "flip: %s", tg_error());
+  tg_error_clear();
+  CHECK(tg_realize(tg_reshape(s, 1, (int64_t[]){30})) == TG_ERR_ARG && strstr(tg_error(), "RESHAPE"), "reshape: %s",
+        tg_error());
+  tg_error_clear();
+  tg_scope_end();
+}
+
+/* params[0..3] (w1, b1, w2, b2) after steps Adam steps on relu(x w1 + b1) w2 + b2 with cross-entropy against y;
+ * sharded: the batch split over two devices, the parameters replicated */
+static bool train(bool sharded, int steps, float *out[4], const int64_t *shapes[4], const int *ndims) {
+  tg_scope_begin();
+  tg_tensor *x = rnd(2, (int64_t[]){8, 12}, 20);
+  int32_t labels[8] = {0, 3, 1, 4, 2, 2, 0, 1};
+  tg_tensor *y = tg_from_data(TG_INT32, 1, (int64_t[]){8}, labels, sizeof labels);
+  tg_tensor *p[4];
+  for (int i = 0; i < 4; i++) p[i] = tg_mul_scalar(rnd(ndims[i], shapes[i], 30 + (unsigned)i), 0.5);
+  if (sharded) {
+    x = tg_shard(x, 2, two, 0);
+    y = tg_shard(y, 2, two, 0);
+    for (int i = 0; i < 4; i++) p[i] = tg_shard(p[i], 2, two, -1);
+  }
+  tg_params *ps = tg_params_new();
+  bool ok = x && y && ps;
+  for (int i = 0; i < 4 && ok; i++) {
+    ok = p[i] && tg_realize(p[i]) == TG_OK;
+    if (ok) ok = tg_params_add(ps, (const char *[]){"w1", "b1", "w2", "b2"}[i], tg_set_requires_grad(p[i], true)) == TG_OK;
+  }
+  tg_optim *o = ok ? tg_adam_new(ps, tg_adam_defaults()) : NULL;
+  ok = o != NULL;
+  for (int s = 0; s < steps && ok; s++) {
+    tg_scope_begin();
+    tg_tensor *h = tg_relu(tg_linear(x, p[0], p[1]));
+    tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear(h, p[2], p[3]), y, (tg_loss_opts){.ignore_index = -1});
+    ok = tg_backward(loss) == TG_OK && tg_optim_step(o, 1, &loss) == TG_OK;
+    tg_scope_end();
+  }
+  for (int i = 0; i < 4 && ok; i++) {
+    int64_t n = 1;
+    for (int k = 0; k < ndims[i]; k++) n *= shapes[i][k];
+    ok = tg_to_host(p[i], out[i], (size_t)n * sizeof(float)) == TG_OK;
+  }
+  tg_optim_free(o);
+  tg_params_free(ps);
+  tg_scope_end();
+  return ok;
+}
+
+TEST(test_shard_training_step_data_parallel_matches_unsharded) {
+  static const int64_t s0[] = {12, 16}, s1[] = {16}, s2[] = {16, 5}, s3[] = {5};
+  const int64_t *shapes[4] = {s0, s1, s2, s3};
+  int ndims[4] = {2, 1, 2, 1}, n[4] = {192, 16, 80, 5};
+  float a[4][192], b[4][192];
+  float *pa[4] = {a[0], a[1], a[2], a[3]}, *pb[4] = {b[0], b[1], b[2], b[3]};
+  CHECK(train(false, 3, pa, shapes, ndims), "unsharded: %s", tg_error());
+  CHECK(train(true, 3, pb, shapes, ndims), "sharded: %s", tg_error());
+  for (int i = 0; i < 4; i++) check_close_f32("parameter", pb[i], pa[i], n[i], 1e-6, 0, __FILE__, __LINE__);
+}
+
+static tg_status sharded_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out) {
+  (void)ctx, (void)nin, (void)nout;
+  out[0] = tg_sum(tg_mul_scalar(tg_shard(in[0], 2, two, 0), 2), 0, NULL, false);
+  return out[0] ? TG_OK : tg_error_status();
+}
+
+/* a captured step would replay launches on several devices without its copies: refused, with the reason */
+TEST(test_shard_jit_refuses_a_sharded_step) {
+  tg_scope_begin();
+  tg_tensor *a = rnd(1, (int64_t[]){8}, 12);
+  tg_jit *j = tg_jit_new(sharded_step, NULL, 1, 1);
+  CHECK_T(j);
+  tg_status st = TG_OK;
+  for (int i = 0; i < 3 && st == TG_OK; i++) {
+    tg_tensor *out = NULL;
+    st = tg_jit_call(j, &a, &out);
+    if (st == TG_OK) CHECK(fabs(tg_item(out) - 2 * tg_item(tg_sum(a, 0, NULL, false))) < 1e-5, "call %d", i);
+    tg_free(out);
+  }
+  CHECK(st == TG_ERR_ARG && strstr(tg_error(), "tg_jit") && strstr(tg_error(), "CPU:0,CPU:1"), "%s", tg_error());
+  tg_error_clear();
+  tg_jit_free(j);
+  tg_scope_end();
+}
+
+/* zeros realized on the default device are one node with the zeros of each part of a sharded tensor's state */
+TEST(test_shard_parts_equal_to_a_realized_value_stay_on_their_devices) {
+  tg_scope_begin();
+  tg_tensor *z = tg_zeros(TG_FLOAT32, 2, (int64_t[]){4, 3});
+  CHECK(tg_realize(z) == TG_OK, "%s", tg_error());
+  tg_tensor *p = tg_shard(rnd(2, (int64_t[]){4, 3}, 13), 2, two, -1);
+  tg_tensor *three = tg_full(TG_FLOAT32, 2, (int64_t[]){4, 3}, 3);
+  CHECK(tg_realize(three) == TG_OK, "%s", tg_error());
+  SAME("a constant realized before", tg_mul_scalar(tg_shard(rnd(2, (int64_t[]){4, 3}, 14), 2, two, 0), 3),
+       tg_mul_scalar(rnd(2, (int64_t[]){4, 3}, 14), 3), 0);
+  tg_tensor *zs = tg_zeros_like(p), *zs2 = tg_zeros_like(p);
+  CHECK_T(zs && zs2);
+  CHECK(tg_realize(zs) == TG_OK && !strcmp(tg_device(zs), "CPU:0,CPU:1"), "%s %s", tg_device(zs), tg_error());
+  SAME("sum", tg_add(tg_add(p, zs), zs2), tg_add(p, zs), 0);
+  tg_scope_end();
+}
