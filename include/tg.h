@@ -204,7 +204,8 @@ tg_tensor *tg_to(tg_tensor *t, const char *device);
  * refused (shard it too). Movement ops keep the split axis (a reshape keeps it as an outermost factor; pad,
  * shrink and flip only off it). tg_to gathers it, tg_to_host and tg_item read it gathered, tg_assign into it
  * writes each part. TG_ERR_ARG when shape[axis] is not a multiple of ndev (naming shape, axis and ndev), for an
- * already sharded t, a device listed twice; tg_jit refuses a step that copies between devices. */
+ * already sharded t, a device listed twice. A tg_jit step may shard and copy (its copies replay in order with
+ * its kernels); its inputs and outputs are whole tensors. */
 tg_tensor *tg_shard(tg_tensor *t, int ndev, const char *const *devices, int axis);
 
 /* ---- movement (views: index arithmetic, never a copy, except tg_contiguous) ------------------------ */
@@ -1193,7 +1194,11 @@ tg_tensor *tg_onnx_tensor_from_memory(const void *data, size_t size);  /* as tg_
  * replays. Inputs must keep the captured shapes and dtypes; reading tensor data to the host inside a step
  * being captured is refused (its value would be frozen into the replay). Random numbers drawn inside a
  * captured step take fresh counters on every replay, exactly as the step run eagerly would. The step's
- * intermediate buffers share one arena placed by lifetime (DEBUG=1 prints the bytes before and after). */
+ * intermediate buffers share one arena placed by lifetime (DEBUG=1 prints the bytes before and after). A step
+ * may copy between devices (tg_to) and use sharded tensors (tg_shard): its copies are captured as launches of
+ * their own and replayed in order with the kernels; the arena holds the default device's intermediates. Its
+ * inputs and outputs are whole tensors: a sharded one is TG_ERR_ARG at the capture (shard inputs inside the
+ * step, return tg_to of a sharded result). */
 typedef struct tg_jit tg_jit;
 typedef tg_status (*tg_jit_fn)(void *ctx, int nin, tg_tensor *const *in, int nout, tg_tensor **out);
 tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx, int nin, int nout);   /* fn is called with ctx; NULL on error */

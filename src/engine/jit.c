@@ -37,6 +37,7 @@ struct tg_jit {
   void ***ptrs;
   jit_patch *patches;
   int npatches;
+  tg_buffer **copy_src;    /* per launch: a copy's source when it is this replay's input (else NULL) */
   /* memory plan: intermediates live in one arena */
   tg_buffer *arena;
   plan_item *plan;
@@ -52,16 +53,20 @@ bool engine_capturing(void) { return active != NULL; }
 
 void jit_set_poison(bool on) { atomic_store_explicit(&poison, on, memory_order_relaxed); }
 
-void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads, double flops,
-                double bytes) {
+static bool grow(jit_capture *c) {
+  if (c->n < c->cap) return true;
+  int nc = c->cap ? c->cap * 2 : 64;
+  jit_launch *nl = mem_realloc(c->launches, (size_t)nc * sizeof *nl);
+  if (!nl) { c->failed = true; return false; }
+  c->launches = nl;
+  c->cap = nc;
+  return true;
+}
+
+void jit_record(jit_capture *c, const device *dev, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads,
+                double flops, double bytes) {
   if (c->failed) return;
-  if (c->n == c->cap) {
-    int nc = c->cap ? c->cap * 2 : 64;
-    jit_launch *nl = mem_realloc(c->launches, (size_t)nc * sizeof *nl);
-    if (!nl) { c->failed = true; return; }
-    c->launches = nl;
-    c->cap = nc;
-  }
+  if (!grow(c)) return;
   tg_buffer **copy = mem_alloc((size_t)(nbufs ? nbufs : 1) * sizeof *copy);
   if (!copy) { c->failed = true; return; }
   for (int i = 0; i < nbufs; i++) {
@@ -69,8 +74,20 @@ void jit_record(jit_capture *c, tg_program *prog, tg_buffer *const *bufs, int nb
     buffer_retain(bufs[i]);
   }
   program_retain(prog);
-  c->launches[c->n++] =
-      (jit_launch){.prog = prog, .nbufs = nbufs, .nthreads = nthreads, .bufs = copy, .flops = flops, .bytes = bytes};
+  c->launches[c->n++] = (jit_launch){.prog = prog, .dev = dev, .nbufs = nbufs, .nthreads = nthreads, .bufs = copy,
+                                     .flops = flops, .bytes = bytes};
+}
+
+void jit_record_copy(jit_capture *c, tg_buffer *dst, tg_buffer *src, size_t nbytes) {
+  if (c->failed || !grow(c)) return;
+  tg_buffer **b = mem_alloc(2 * sizeof *b);
+  if (!b) { c->failed = true; return; }
+  b[0] = dst;
+  b[1] = src;
+  buffer_retain(dst);
+  buffer_retain(src);
+  c->launches[c->n++] = (jit_launch){.dev = dst->dev, .src_dev = src->dev, .nbufs = 2, .bufs = b, .nbytes = nbytes,
+                                     .bytes = (double)nbytes};
 }
 
 /* random.c tells of every draw while a step is captured */
@@ -106,10 +123,12 @@ static void jit_reset(tg_jit *j) {
   if (j->ptrs) free(j->ptrs[0]);
   free(j->ptrs);
   free(j->patches);
+  free(j->copy_src);
   free(j->plan);
   buffer_release(j->arena);
   j->ptrs = NULL;
   j->patches = NULL;
+  j->copy_src = NULL;
   j->plan = NULL;
   j->arena = NULL;
   j->npatches = j->nplan = 0;
@@ -158,7 +177,13 @@ void tg_jit_free(tg_jit *j) {
   free(j);
 }
 
-int tg_jit_kernels(const tg_jit *j) { return j && j->captured ? j->cap.n : 0; }
+static int count_kernels(const jit_capture *c) {
+  int n = 0;
+  for (int k = 0; k < c->n; k++) n += c->launches[k].prog != NULL;  /* copies aside */
+  return n;
+}
+
+int tg_jit_kernels(const tg_jit *j) { return j && j->captured ? count_kernels(&j->cap) : 0; }
 
 static bool same_kind(const uop *a, const uop *b) {
   if (a->dtype != b->dtype || a->ndim != b->ndim) return false;
@@ -188,7 +213,10 @@ typedef struct buf_use {
   int slots;          /* launch slots that hold it (each one retained it) */
   int first, last;    /* first and last launch that touch it */
   bool written_first; /* the first launch writes it (slot 0) and does not read it */
+  bool gpu_copy;      /* a GPU buffer a copy reads or writes: the device's copy functions take whole buffers */
 } buf_use;
+
+static const char *launch_name(const jit_launch *l) { return l->prog ? l->prog->name : "copy"; }
 
 static int find_use(buf_use *u, int n, const tg_buffer *b) {
   for (int i = n - 1; i >= 0; i--)  /* recent buffers are the likely ones */
@@ -225,6 +253,7 @@ static tg_status plan_memory(tg_jit *j, const device *dev) {
       }
       use[u].slots++;
       use[u].last = k;
+      use[u].gpu_copy |= !c->launches[k].prog && device_is_gpu(buf->dev);
     }
   j->plan = mem_alloc((size_t)(nuse ? nuse : 1) * sizeof *j->plan);
   int *item_of = mem_alloc((size_t)(nuse ? nuse : 1) * sizeof *item_of);
@@ -237,7 +266,9 @@ static tg_status plan_memory(tg_jit *j, const device *dev) {
   j->nplan = 0;
   for (int u = 0; u < nuse; u++) {
     tg_buffer *b = use[u].buf;
-    bool mine = !b->wrapped && __atomic_load_n(&b->refcnt, __ATOMIC_RELAXED) == use[u].slots;
+    /* one arena, on the default device: buffers of a step's other devices keep their own */
+    bool mine = !b->wrapped && b->dev == dev && !use[u].gpu_copy &&
+                __atomic_load_n(&b->refcnt, __ATOMIC_RELAXED) == use[u].slots;
     for (int i = 0; i < j->nin && mine; i++) mine = b != j->in_bufs[i];  /* replays patch inputs in */
     item_of[u] = -1;
     if (!mine || !use[u].written_first) continue;
@@ -245,8 +276,8 @@ static tg_status plan_memory(tg_jit *j, const device *dev) {
     j->plan[j->nplan++] = (plan_item){.nbytes = b->nbytes, .first = use[u].first, .last = use[u].last};
     if (tg_debug_level() >= 3)  /* what the arena holds: the kernel writing each buffer, its size and life */
       fprintf(stderr, "jit: arena item %d: %.2f MB written by %s (kernel %d), last read by %s (kernel %d)\n",
-              j->nplan - 1, b->nbytes / 1e6, c->launches[use[u].first].prog->name, use[u].first,
-              c->launches[use[u].last].prog->name, use[u].last);
+              j->nplan - 1, b->nbytes / 1e6, launch_name(&c->launches[use[u].first]), use[u].first,
+              launch_name(&c->launches[use[u].last]), use[u].last);
     j->bytes_unplanned += (b->nbytes + 63) & ~(size_t)63;  /* as the allocator takes it */
   }
   tg_status st = TG_OK;
@@ -271,8 +302,8 @@ static tg_status plan_memory(tg_jit *j, const device *dev) {
       if (it >= 0) j->ptrs[k][b] = (char *)j->arena->ptr + j->plan[it].offset;
     }
   if (st == TG_OK && tg_debug_level() >= 1)
-    fprintf(stderr, "jit: captured %d kernels; %d intermediate buffers of %.2f MB planned into one arena of %.2f MB "
-            "(peak live %.2f MB)\n", c->n, j->nplan, j->bytes_unplanned / 1e6, arena / 1e6,
+    fprintf(stderr, "jit: captured %d kernels and %d copies; %d intermediate buffers of %.2f MB planned into one arena of %.2f MB "
+            "(peak live %.2f MB)\n", count_kernels(c), c->n - count_kernels(c), j->nplan, j->bytes_unplanned / 1e6, arena / 1e6,
             memplan_peak_live(j->plan, j->nplan) / 1e6);
   free(use);
   free(slot_use);
@@ -292,9 +323,10 @@ static tg_status prepare_launches(tg_jit *j) {
         if (c->launches[k].bufs[b] == j->in_bufs[i]) { npatch++; break; }
   }
   j->ptrs = mem_calloc((size_t)c->n + 1, sizeof *j->ptrs);
+  j->copy_src = mem_calloc((size_t)c->n + 1, sizeof *j->copy_src);
   void **all = mem_alloc((total ? total : 1) * sizeof *all);
   j->patches = mem_alloc((size_t)(npatch ? npatch : 1) * sizeof *j->patches);
-  if (!j->ptrs || !all || !j->patches) {
+  if (!j->ptrs || !all || !j->patches || !j->copy_src) {
     free(all);
     return TG_ERR_NOMEM;
   }
@@ -346,6 +378,11 @@ static tg_status own_inputs(tg_jit *j, tg_tensor *const *in, tg_tensor **cin, tg
     cin[i] = in[i];
     extra[i] = NULL;
     j->in_shape[i] = in[i]->u;
+    if (in[i]->u->op == OP_MULTI) {  /* replays patch one buffer per input */
+      tg_set_error(TG_ERR_ARG, "tg_jit_call: input %d is sharded (tg_shard): a captured step takes whole tensors; "
+                   "pass it whole and shard it inside the step", i);
+      return TG_ERR_ARG;
+    }
     tg_buffer *b = tensor_storage(in[i]);
     if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
     bool twice = false, shared = __atomic_load_n(&b->refcnt, __ATOMIC_RELAXED) > 1;
@@ -386,6 +423,12 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     if (st == TG_ERR_NOMEM) tg_set_error(st, "tg_jit_call: out of memory recording the step");
   }
   for (int i = 0; i < j->nout && st == TG_OK; i++) {
+    if (out[i]->u->op == OP_MULTI) {
+      tg_set_error(TG_ERR_ARG, "tg_jit_call: output %d is sharded (tg_shard): a captured step returns whole tensors; "
+                   "return tg_to(output, a device) from the step", i);
+      st = TG_ERR_ARG;
+      break;
+    }
     j->out_bufs[i] = tensor_storage(out[i]);
     if (!j->out_bufs[i]) {
       tg_set_error(TG_ERR_INTERNAL, "tg_jit_call: output %d has no buffer after the step", i);
@@ -414,10 +457,33 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   return TG_OK;
 }
 
+/* a recorded copy again (p: its slots' pointers, which may be in the arena; src: this replay's input when
+ * the copy reads one): host memory straight across, else with the devices' copy functions as place.c copies */
+static tg_status replay_copy(const jit_launch *l, void *const *p, tg_buffer *src) {
+  tg_buffer *db = l->bufs[0], *sb = src ? src : l->bufs[1];
+  const device *dd = l->dev, *sd = l->src_dev;
+  size_t n = l->nbytes;
+  if (!n) return TG_OK;
+  if (!device_is_gpu(sd) && !device_is_gpu(dd)) {
+    memcpy(p[0], p[1], n);
+    return TG_OK;
+  }
+  if (sd == dd && dd->copy) return dd->copy(db, 0, sb, 0, n);
+  if (!device_is_gpu(sd)) return dd->copyin(db, p[1], n);
+  if (!device_is_gpu(dd)) return sd->copyout(p[0], sb, n);
+  void *tmp = mem_alloc(n);  /* GPU to another GPU through the host */
+  tg_status st = tmp ? sd->copyout(tmp, sb, n) : TG_ERR_NOMEM;
+  if (st == TG_OK) st = dd->copyin(db, tmp, n);
+  if (!tmp) tg_set_error(st, "tg_jit_call: out of memory staging a %zu-byte copy from %s to %s", n, sd->name, dd->name);
+  free(tmp);
+  return st;
+}
+
 static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   const device *dev = device_default();
   if (!dev) return tg_error_status();
   tg_status st = TG_OK;
+  memset(j->copy_src, 0, (size_t)j->cap.n * sizeof *j->copy_src);
   /* random draws take their next counters, as the same step run eagerly would */
   if (j->cap.nrng) {
     uint64_t drawn = 0;
@@ -426,13 +492,16 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
     for (int r = 0; r < j->cap.nrng && st == TG_OK; r++) {
       uint32_t v[4];
       rng_draw_words(now + (j->cap.rng[r].base - j->cap.rng[0].base), v);
-      st = dev->copyin(j->cap.rng[r].buf, v, sizeof v);
+      st = j->cap.rng[r].buf->dev->copyin(j->cap.rng[r].buf, v, sizeof v);
     }
   }
   for (int p = 0; p < j->npatches && st == TG_OK; p++) {
     tg_buffer *b = tensor_storage(in[j->patches[p].input]);
     if (!b) st = tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
-    else j->ptrs[j->patches[p].launch][j->patches[p].slot] = b->ptr;
+    else {
+      j->ptrs[j->patches[p].launch][j->patches[p].slot] = b->ptr;
+      if (!j->cap.launches[j->patches[p].launch].prog) j->copy_src[j->patches[p].launch] = b;  /* only ever read */
+    }
   }
   /* the outputs' tensors first: once the kernels ran, nothing may fail (the parameters are written) */
   for (int i = 0; i < j->nout; i++) out[i] = NULL;
@@ -453,11 +522,13 @@ static tg_status replay(tg_jit *j, tg_tensor *const *in, tg_tensor **out) {
   for (int k = 0; k < j->cap.n && st == TG_OK; k++) {
     const jit_launch *l = &j->cap.launches[k];
     double k0 = timed ? engine_now_ms() : 0, dev_ms = -1;
-    st = dev->launch(l->prog, j->ptrs[k], l->nbufs, l->nthreads, timed && device_is_gpu(dev) ? &dev_ms : NULL);
+    if (l->prog)
+      st = l->dev->launch(l->prog, j->ptrs[k], l->nbufs, l->nthreads, timed && device_is_gpu(l->dev) ? &dev_ms : NULL);
+    else st = replay_copy(l, j->ptrs[k], j->copy_src[k]);
     if (timed && st == TG_OK) {
       double ms = dev_ms >= 0 ? dev_ms : engine_now_ms() - k0;
       total_ms += ms;
-      engine_print_kernel(dev->name, k, l->prog->name, l->nbufs, l->flops, l->bytes, ms, total_ms);
+      engine_print_kernel(l->dev->name, k, launch_name(l), l->nbufs, l->flops, l->bytes, ms, total_ms);
     }
   }
   uop_cache_invalidate();  /* the replay wrote parameters and outputs in place */

@@ -76,22 +76,26 @@ static tg_buffer *realize_value(uop *x) {
   return b;
 }
 
+/* the first n bytes of sb into db, whatever their devices */
+static tg_status transfer(tg_buffer *db, tg_buffer *sb, size_t n) {
+  const device *dst = db->dev;
+  if (!n) return TG_OK;
+  if (sb->dev == dst && dst->copy) return dst->copy(db, 0, sb, 0, n);
+  if (!device_is_gpu(sb->dev)) return dst->copyin(db, sb->ptr, n);   /* host memory straight in */
+  if (!device_is_gpu(dst)) return sb->dev->copyout(db->ptr, sb, n);  /* or straight out */
+  void *tmp = mem_alloc(n);  /* GPU to another GPU through the host */
+  tg_status st = tmp ? sb->dev->copyout(tmp, sb, n) : TG_ERR_NOMEM;
+  if (st == TG_OK) st = dst->copyin(db, tmp, n);
+  if (!tmp) tg_set_error(st, "COPY: out of memory staging %zu bytes from %s to %s", n, sb->dev->name, dst->name);
+  free(tmp);
+  return st;
+}
+
 /* a new buffer on dst holding the first n bytes of sb; NULL with tg_error set */
 static tg_buffer *copy_buffer(const device *dst, tg_buffer *sb, size_t n) {
   tg_buffer *db = buffer_new(dst, n ? n : 1);
   tg_status st = db ? TG_OK : (tg_error_status() ? tg_error_status() : TG_ERR_NOMEM);
-  if (st == TG_OK && n) {
-    if (sb->dev == dst && dst->copy) st = dst->copy(db, 0, sb, 0, n);
-    else if (!device_is_gpu(sb->dev)) st = dst->copyin(db, sb->ptr, n);   /* host memory straight in */
-    else if (!device_is_gpu(dst)) st = sb->dev->copyout(db->ptr, sb, n);  /* or straight out */
-    else {  /* GPU to another GPU through the host */
-      void *tmp = mem_alloc(n);
-      st = tmp ? sb->dev->copyout(tmp, sb, n) : TG_ERR_NOMEM;
-      if (st == TG_OK) st = dst->copyin(db, tmp, n);
-      if (!tmp) tg_set_error(st, "COPY: out of memory staging %zu bytes from %s to %s", n, sb->dev->name, dst->name);
-      free(tmp);
-    }
-  }
+  if (st == TG_OK) st = transfer(db, sb, n);
   if (st != TG_OK) {
     buffer_release(db);
     return NULL;
@@ -102,17 +106,13 @@ static tg_buffer *copy_buffer(const device *dst, tg_buffer *sb, size_t n) {
 
 /* x's value (of u's shape and dtype) in a buffer of dst, as a node: x realized on its device, then copied */
 static uop *copied(uop *u, uop *x, const device *dst) {
-  if (jit_capturing()) {
-    tg_set_error(TG_ERR_ARG, "tg_jit: a step that copies between devices (tg_to, or the all-reduce of a sharded "
-                 "tensor, to %s) cannot be captured: run it without tg_jit", dst->name);
-    jit_capturing()->failed = true;
-    return NULL;
-  }
   tg_buffer *sb = realize_value(x), *db = NULL;
   size_t nb = (size_t)uop_numel(u) * tg_dtype_size((tg_dtype)u->dtype);
   if (sb && sb->dev == dst) db = sb;
   else if (sb) {
     db = copy_buffer(dst, sb, nb);
+    jit_capture *cap = jit_capturing();  /* a JIT replay does the copy again, in order with the kernels */
+    if (db && cap) jit_record_copy(cap, db, sb, nb);
     buffer_release(sb);
   }
   uop *bn = db ? mk_buffer((tg_dtype)u->dtype, uop_numel(u), db) : NULL;
@@ -201,12 +201,6 @@ static tg_status copy_levels(uop *const *roots, int nr, uop_map *done) {
     }
     umap_free(&state);
     umap_free(&seen);
-    if (st == TG_OK && nready && jit_capturing()) {
-      st = TG_ERR_ARG;
-      tg_set_error(st, "tg_jit: a step that copies between devices (tg_to, or the all-reduce of a sharded tensor, to "
-                   "%s) cannot be captured: run it without tg_jit", ((const device *)(intptr_t)ready[0]->arg.i)->name);
-      jit_capturing()->failed = true;
-    }
     if (st != TG_OK || !nready) {
       free(ready);
       return st;
@@ -262,6 +256,33 @@ static uop_map *part_memo(uop_map *memos, const device **devs, int *n, const dev
   return &memos[(*n)++];
 }
 
+/* An assign is realized in place when its kernel can write the old buffer; but when its value was realized
+ * already (the source of a copy to another device, as an optimizer's step count replicated to a sharded
+ * parameter's devices), the tensor just takes that value's buffer. Eagerly that is the same; a captured JIT
+ * step would replay the same old value every time, as nothing writes the old buffer. So while capturing,
+ * the value is copied into the old buffer (a copy the replay does too) and the tensor reads it there. */
+static tg_status write_into(tg_tensor *t, tg_buffer *old) {
+  tg_buffer *b = plain_buffer(t->u);
+  uop *u = t->u;
+  size_t n = (size_t)uop_numel(u) * tg_dtype_size((tg_dtype)u->dtype);
+  if (!b || b == old || old->nbytes < n) return TG_OK;
+  tg_status st = transfer(old, b, n);
+  if (st != TG_OK) return st;
+  jit_record_copy(jit_capturing(), old, b, n);
+  old->writes++;  /* nodes made before stand for the old contents */
+  buffer_retain(old);
+  uop *bn = mk_buffer((tg_dtype)u->dtype, uop_numel(u), old);
+  uop *view = bn ? mk_reshape(bn, u->ndim, u->shape) : NULL;
+  if (!bn) buffer_release(old);
+  if (!view) return tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+  bn->epoch = old->writes;
+  lib_lock();
+  uop_pin_dropped(t->u);
+  t->u = view;
+  lib_unlock();
+  return TG_OK;
+}
+
 typedef struct item { const device *dev; tg_tensor *t; uop *p, *target, *done; } item;
 
 static const char *multi_name(const uop *m);
@@ -286,13 +307,6 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
   for (int i = 0; st == TG_OK && i < n; i++) {
     uop *l = lowered[i] = multi_lower(ts[i]->u, &lmemo);
     if (!l) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
-    if (l->op == OP_MULTI && jit_capturing()) {  /* a replay would need the parts' buffers patched per device */
-      st = TG_ERR_ARG;
-      tg_set_error(st, "tg_jit: a step over a tensor sharded over %s cannot be captured: run it without tg_jit",
-                   multi_name(l));
-      jit_capturing()->failed = true;
-      break;
-    }
     for (int j = 0; j < (l->op == OP_MULTI ? l->nsrc : 1) && nr < 256; j++) roots[nr++] = l->op == OP_MULTI ? l->src[j] : l;
   }
   uop_map *copies_before = copies_done;
@@ -346,9 +360,14 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
     }
     bool parts = false;
     for (int g = 0; g < k; g++) parts |= !items[gi[g]].t;
+    tg_buffer *into[256] = {0};  /* an assigned whole tensor's old buffer, while a JIT step is captured */
+    for (int g = 0; g < k && g < 256 && jit_capturing(); g++)
+      if (items[gi[g]].t && items[gi[g]].t->assign_target) into[g] = plain_buffer(items[gi[g]].t->assign_target);
     place_parts = parts;
     if (st == TG_OK) st = realize_on(items[i].dev, k, group);
     place_parts = false;
+    for (int g = 0; g < k && g < 256 && st == TG_OK; g++)
+      if (into[g]) st = write_into(group[g], into[g]);
     for (int g = 0; g < k; g++) {
       if (items[gi[g]].t) continue;
       items[gi[g]].done = group[g]->u;

@@ -615,7 +615,7 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
      * computed from the new ones */
     if (inplace[k]) inplace[k]->writes++;
     jit_capture *cap = jit_capturing();
-    if (cap) jit_record(cap, r->c.prog, r->tbufs, sk->nbufs, nthreads, r->c.info.flops, r->c.info.bytes);
+    if (cap) jit_record(cap, dev, r->c.prog, r->tbufs, sk->nbufs, nthreads, r->c.info.flops, r->c.info.bytes);
     stats.kernels_run++;
     if (dbg >= 2) {
       double ms = dev_ms >= 0 ? dev_ms : engine_now_ms() - k0;
