@@ -360,14 +360,17 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
     }
     bool parts = false;
     for (int g = 0; g < k; g++) parts |= !items[gi[g]].t;
-    tg_buffer *into[256] = {0};  /* an assigned whole tensor's old buffer, while a JIT step is captured */
-    for (int g = 0; g < k && g < 256 && jit_capturing(); g++)
+    /* an assigned whole tensor's old buffer, while a JIT step is captured */
+    tg_buffer **into = st == TG_OK && jit_capturing() ? mem_calloc((size_t)k, sizeof *into) : NULL;
+    if (st == TG_OK && jit_capturing() && !into) st = TG_ERR_NOMEM;
+    for (int g = 0; into && g < k; g++)
       if (items[gi[g]].t && items[gi[g]].t->assign_target) into[g] = plain_buffer(items[gi[g]].t->assign_target);
     place_parts = parts;
     if (st == TG_OK) st = realize_on(items[i].dev, k, group);
     place_parts = false;
-    for (int g = 0; g < k && g < 256 && st == TG_OK; g++)
+    for (int g = 0; into && g < k && st == TG_OK; g++)
       if (into[g]) st = write_into(group[g], into[g]);
+    free(into);
     for (int g = 0; g < k; g++) {
       if (items[gi[g]].t) continue;
       items[gi[g]].done = group[g]->u;
