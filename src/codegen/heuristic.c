@@ -354,8 +354,45 @@ static bool row_kernel(kernel_state *ks, int lanes) {
   for (int i = nout - 1; i >= 0 && row < 0; i--)
     if (ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1) && ax[i].size > 1) row = i;
   if (row < 0 || !nred) return false;
+  /* the broadcast loops innermost (SWAP exchanges the ids, so the reduces' loops are found again each time):
+   * the linearizer opens a reduce inside the loops it uses, so it then runs once per element of them and its
+   * value is stored along the loops inside. A convolution with a constant weight, whose reduce over (cin, ky,
+   * kx) does not use cout, otherwise recomputes it for every cout (64x the work, squeezenet's first conv) */
+  for (bool moved = true; moved;) {
+    moved = false;
+    n = ks_axes(ks, ax, &nout, &nred);
+    rl = reduce_loops(ks->ast);
+    for (int i = 0; i + 1 < nout && !moved; i++) {
+      bool bi = ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1), bj = ax[i + 1].r->arg.i < 64 && !(rl >> ax[i + 1].r->arg.i & 1);
+      moved = bi && !bj && ax[i + 1].size > 1 && try_opt(ks, OPT_SWAP, i, i + 1);
+    }
+  }
+  n = ks_axes(ks, ax, &nout, &nred);
+  rl = reduce_loops(ks->ast);
+  row = -1;
+  for (int i = nout - 1; i >= 0 && row < 0; i--)
+    if (ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1) && ax[i].size > 1) row = i;
   hot h;
   find_hot(ks->ast, &h);
+  /* the vector loop, when the row's store is not contiguous (a conv's cout): the innermost loop the reduces
+   * use with a contiguous store and hot loads contiguous or reused along it (the conv's ox) */
+  int64_t vec_id = -1;
+  if (row >= 0 && !store_contiguous(&h, ax[row].r))
+    for (int i = nout - 1; i >= 0 && vec_id < 0; i--) {
+      int re, co, ga;
+      load_kinds(&h, ax[i].r, &re, &co, &ga);
+      if (ax[i].r->arg.i < 64 && (rl >> ax[i].r->arg.i & 1) && !ga && co && store_contiguous(&h, ax[i].r))
+        vec_id = ax[i].r->arg.i;
+    }
+  if (vec_id >= 0 && lanes >= 2) {
+    int v = axis_of(ks, vec_id, false);
+    pad_loop(ks, v, ax[v].size, lanes, 2 * lanes);
+    v = axis_of(ks, vec_id, false);
+    n = ks_axes(ks, ax, &nout, &nred);
+    if (v >= 0 && ax[v].size % lanes == 0) try_opt(ks, OPT_UPCAST, v, lanes);
+    find_hot(ks->ast, &h);
+    n = ks_axes(ks, ax, &nout, &nred);
+  }
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
   /* rows that are not a multiple of the vector (1000 classes) are padded, their edge masked */
