@@ -19,8 +19,9 @@
  *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul);
  *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
  *      into a contiguous buffer (PACK) before the tile loop.
- * A row kernel (reduces broadcast along its inner output loop: softmax in one kernel) takes its own short
- * path instead, row_kernel() below, and so does a matrix-vector product of a few rows (decode), matvec().
+ * A row kernel (reduces broadcast along an output loop: softmax in one kernel, a convolution whose weight is
+ * a constant) takes its own short path instead, row_kernel() below: its broadcast loops innermost, so each
+ * reduce runs once per row. So does a matrix-vector product of a few rows (decode), matvec().
  */
 #include <stdlib.h>
 #include <string.h>
@@ -354,12 +355,47 @@ static bool row_kernel(kernel_state *ks, int lanes) {
   for (int i = nout - 1; i >= 0 && row < 0; i--)
     if (ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1) && ax[i].size > 1) row = i;
   if (row < 0 || !nred) return false;
+  /* the broadcast loops innermost (SWAP exchanges the ids, so the reduces' loops are found again each time):
+   * the linearizer opens a reduce inside the loops it uses, so it then runs once per element of them and its
+   * value is stored along the loops inside. A convolution with a constant weight, whose reduce over (cin, ky,
+   * kx) does not use cout, otherwise recomputes it for every cout (64x the work, squeezenet's first conv) */
+  for (bool moved = true; moved;) {
+    moved = false;
+    n = ks_axes(ks, ax, &nout, &nred);
+    rl = reduce_loops(ks->ast);
+    for (int i = 0; i + 1 < nout && !moved; i++) {
+      bool bi = ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1), bj = ax[i + 1].r->arg.i < 64 && !(rl >> ax[i + 1].r->arg.i & 1);
+      moved = bi && !bj && ax[i + 1].size > 1 && try_opt(ks, OPT_SWAP, i, i + 1);
+    }
+  }
+  n = ks_axes(ks, ax, &nout, &nred);
+  rl = reduce_loops(ks->ast);
+  row = -1;
+  for (int i = nout - 1; i >= 0 && row < 0; i--)
+    if (ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1) && ax[i].size > 1) row = i;
   hot h;
   find_hot(ks->ast, &h);
+  /* the vector loop, when the row's store is not contiguous (a conv's cout): the innermost loop the reduces
+   * use with a contiguous store (the conv's ox), its hot loads gathered lane by lane when strided (a stride-2
+   * conv: its stores along the row outnumber its loads: squeezenet's first conv 5.4 ms -> 1.5 ms) */
+  int64_t vec_id = -1, row_id = ax[row].r->arg.i;
+  if (!store_contiguous(&h, ax[row].r))
+    for (int i = nout - 1; i >= 0 && vec_id < 0; i--)
+      if (ax[i].r->arg.i < 64 && (rl >> ax[i].r->arg.i & 1) && store_contiguous(&h, ax[i].r)) vec_id = ax[i].r->arg.i;
+  if (vec_id >= 0 && lanes >= 2) {
+    int v = axis_of(ks, vec_id, false);
+    pad_loop(ks, v, ax[v].size, lanes, 2 * lanes);
+    v = axis_of(ks, vec_id, false);
+    n = ks_axes(ks, ax, &nout, &nred);
+    if (v >= 0 && ax[v].size % lanes == 0) try_opt(ks, OPT_UPCAST, v, lanes);
+    find_hot(ks->ast, &h);
+  }
+  n = ks_axes(ks, ax, &nout, &nred);
+  row = axis_of(ks, row_id, false);
+  if (row < 0) return true;
   double work = 1;
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
   /* rows that are not a multiple of the vector (1000 classes) are padded, their edge masked */
-  int64_t row_id = ax[row].r->arg.i;
   if (store_contiguous(&h, ax[row].r)) pad_loop(ks, row, ax[row].size, lanes, 2 * lanes);
   for (int i = 0; i < nred; i++) {
     int re, co, ga;
