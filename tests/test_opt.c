@@ -7,6 +7,7 @@
 #include "codegen/beam.h"
 #include "codegen/opt.h"
 #include "engine/search.h"
+#include "heuristic_source.h"
 #include "render/render.h"
 #include "runtime/device.h"
 #include "schedule/schedule.h"
@@ -267,21 +268,6 @@ TEST(test_opt_actions_refused_with_a_reason) {
 }
 
 /* the source the heuristic gives a kernel */
-static char *heuristic_source(tg_tensor *y, int vec_bytes, kernel_info *info) {
-  schedule s;
-  if (schedule_create(1, &y->u, &s) != TG_OK || s.nkernels != 1) return NULL;
-  kernel_state ks;
-  ks_init(&ks, s.kernels[0].ast, (opt_target){.nthreads = 2, .vec_bytes = vec_bytes});
-  hand_coded_optimizations(&ks);
-  memset(info, 0, sizeof *info);
-  uop *fin = codegen_finish(&ks, info);
-  linear_program lp = {0};
-  char *src = fin && linearize(fin, &lp, info) ? render_c(info->name, &lp, info) : NULL;
-  linear_program_free(&lp);
-  schedule_free(&s);
-  return src;
-}
-
 TEST(test_opt_heuristic_matmul_is_a_vector_register_tile_with_a_packed_panel) {
   REQUIRE_CPU();
   tg_scope_begin();

@@ -6,31 +6,13 @@
 #include <string.h>
 
 #include "codegen/opt.h"
+#include "heuristic_source.h"
 #include "render/render.h"
 #include "schedule/schedule.h"
 #include "tensor/tensor.h"
 #include "test.h"
 
 /* the C source the heuristic makes for y's one kernel; NULL when y is not one kernel */
-static char *row_source(tg_tensor *y, kernel_info *info) {
-  schedule s;
-  if (schedule_create(1, &y->u, &s) != TG_OK) return NULL;
-  if (s.nkernels != 1) {
-    schedule_free(&s);
-    return NULL;
-  }
-  kernel_state ks;
-  ks_init(&ks, s.kernels[0].ast, (opt_target){.nthreads = 2, .vec_bytes = 32});
-  hand_coded_optimizations(&ks);
-  memset(info, 0, sizeof *info);
-  uop *fin = codegen_finish(&ks, info);
-  linear_program lp = {0};
-  char *src = fin && linearize(fin, &lp, info) ? render_c(info->name, &lp, info) : NULL;
-  linear_program_free(&lp);
-  schedule_free(&s);
-  return src;
-}
-
 /* where the loop header "ridxN < size;" is in src, -1 if none */
 static long loop_at(const char *src, int size) {
   char pat[32];
@@ -61,7 +43,7 @@ TEST(test_opt_rows_conv_with_a_constant_weight_reduces_once_per_pixel) {
                                 tg_full(TG_FLOAT32, 0, NULL, 0.2)));
   CHECK_T(y);
   kernel_info info;
-  char *src = row_source(y, &info);
+  char *src = heuristic_source(y, 32, &info);
   CHECK(src, "not one kernel: %s", tg_error());
   if (src) {
     long red = loop_at(src, 16), cout = loop_at(src, 64);
@@ -107,7 +89,7 @@ TEST(test_opt_rows_a_sum_broadcast_in_a_middle_axis_runs_once_per_row) {
   tg_tensor *y = tg_add(tg_sum(tg_expand(tg_reshape(x, 4, sx1), 4, se), 1, (int[]){2}, false), z);
   CHECK_T(y);
   kernel_info info;
-  char *src = row_source(y, &info);
+  char *src = heuristic_source(y, 32, &info);
   CHECK(src, "not one kernel: %s", tg_error());
   if (src) {
     long red = loop_at(src, 64), b = loop_at(src, 32);
@@ -148,7 +130,7 @@ TEST(test_opt_rows_a_row_sum_added_back_to_its_row_is_one_kernel) {
   tg_tensor *y = tg_add(x, tg_sum(x, 1, (int[]){1}, true));
   CHECK_T(y);
   kernel_info info;
-  char *src = row_source(y, &info);
+  char *src = heuristic_source(y, 32, &info);
   CHECK(src, "not one kernel: %s", tg_error());
   free(src);
   float *hx = host(x, 24 * 1000), *hy = host(y, 24 * 1000);
