@@ -6,13 +6,15 @@
  *   1. vector lanes: an output loop with a contiguous store whose hot loads are contiguous or reused gets
  *      UPCAST by 2 or 1 vectors; else a reduce loop whose loads are contiguous or reused gets UNROLL by 4
  *      vectors (a vector accumulator reduced across its lanes at the end);
- *      When no loop gives vector lanes, a contiguous output loop that is not a multiple of the vector is
- *      padded to one (PADTO) and the choice made again. A vector loop whose hot load is strided in it is
+ *      When no loop gives vector lanes, a convolution takes them from its output channels (channel_vectors),
+ *      else a contiguous output loop that is not a multiple of the vector is padded to one (PADTO) and the
+ *      choice made again. A vector loop whose hot load is strided in it is
  *      taken when step 4 can pack that load transposed (matmul with B transposed), else the dot-product
  *      form: UNROLL of the reduce by one vector and 16 accumulators over the output loops with reuse;
  *      (a reduce's loop is padded from above one vector: conv's rows of 20 or 24 become 32);
  *   2. register tile: for a reduce, one more output loop along which a hot load is reused gets UPCAST by
- *      16/8/6/4/3/2, keeping at most 16 vector accumulators (matmul: 8x32 floats, 16 zmm registers); a load
+ *      16/8/6/4/3/2, keeping at most acc_budget() vector accumulators (AVX-512: 16, as matmul's 8x32 floats;
+ *      AVX2: 12); a load
  *      reused there that varies along the vector loop counts twice (conv: the tile goes on cout, where x's
  *      window vector is shared, not on the batch, where only the weight's scalar is);
  *   3. threads: the output loop that splits evenly across the pool, preferring the vector loop's outer part
@@ -30,6 +32,19 @@
 
 /* below this many loop iterations in total a kernel runs on one thread: waking the pool costs more */
 #define THREAD_MIN_WORK 32768
+
+/* Vector accumulators a register tile may keep: what the register file holds besides the tile's operands (a
+ * vector load or two and a broadcast). AVX-512 has 32 vector registers: 16 accumulators; AVX2 and SSE have 16:
+ * 12, as BLIS's 6x16 Haswell kernel (16 accumulators there spilled every step: MNIST's 5x5 convolution on an
+ * AVX2 EPYC ran at 15-70 GFLOP/s). */
+static int acc_budget(const kernel_state *ks) { return ks->tg.vec_bytes >= 64 ? 16 : 12; }
+
+/* the largest power of two below n (n > 1) */
+static int64_t pow2_below(int64_t n) {
+  int64_t p = 1;
+  while (2 * p < n) p *= 2;
+  return p;
+}
 #define PACK_WEIGHT_MIN_ROWS 32  /* output rows a convolution's packed weight panel must serve (step 4) */
 
 typedef struct hot { uop *loads[64]; int nloads; uop *stores[16]; int nstores; } hot;
@@ -199,7 +214,7 @@ static bool window_row(kernel_state *ks, const hot *h, uop *r) {
   return false;
 }
 
-/* Channel vectors: a convolution whose output rows give no vector (7 or 14 pixels, a stride-2 window, a
+/* Channel vectors: a convolution whose output rows give no vector (7, 14 or 20 pixels, a stride-2 window, a
  * residual's strided 1x1 convolution fused in) takes its lanes from the output channels instead. Along them
  * the input is reused (one broadcast per FMA) and the weight strided: that weight's panel is packed with the
  * channels innermost (a transposing PACK before the row loop), so each FMA reads one contiguous vector, and
@@ -217,17 +232,23 @@ static bool channel_vectors(kernel_state *ks, const hot *h, int lanes) {
   for (int i = nout; i < n; i++)
     if (ax[i].type == AX_REDUCE) red *= ax[i].size;
   if (red < CHANNEL_VEC_MIN_REDUCE) return false;
-  int c = -1;
-  for (int i = 0; i < nout && c < 0; i++) {
+  /* of the loops along which every load is strided or reused, the one whose strided loads (the panel to pack)
+   * use the fewest other output loops: the output channels, whose weight is the same for every image and pixel,
+   * not the batch, whose images vary along the rows */
+  int c = -1, c_uses = 0;
+  for (int i = 0; i < nout; i++) {
     if (ax[i].type != AX_GLOBAL || ax[i].size % lanes) continue;
-    int strided = 0, other = 0;
+    int strided = 0, other = 0, uses = 0;
     for (int l = 0; l < h->nloads; l++) {
-      int64_t k;
+      int64_t k, kj;
       if (!lin_coef(h->loads[l]->src[1], ax[i].r, &k)) other++;
-      else if (k > 1) strided++;
-      else if (k != 0) other++;
+      else if (k > 1) {
+        strided++;
+        for (int j = 0; j < nout; j++)
+          if (j != i && (!lin_coef(h->loads[l]->src[1], ax[j].r, &kj) || kj != 0)) uses++;
+      } else if (k != 0) other++;
     }
-    if (strided && !other) c = i;
+    if (strided && !other && (c < 0 || uses < c_uses)) c = i, c_uses = uses;
   }
   if (c < 0) return false;
   /* the tile: the output loop the strided (weight) loads do not use and the others do: the row's pixels */
@@ -253,7 +274,7 @@ static bool channel_vectors(kernel_state *ks, const hot *h, int lanes) {
   int ti = axis_of(ks, tid, false);
   static const int64_t amts[] = {8, 7, 6, 5, 4, 3, 2};
   for (int k = 0; ti >= 0 && k < 7; k++)
-    if (ax[ti].size % amts[k] == 0 && vecs * amts[k] <= 16 && try_opt(ks, OPT_UPCAST, ti, amts[k])) break;
+    if (ax[ti].size % amts[k] == 0 && vecs * amts[k] <= acc_budget(ks) && try_opt(ks, OPT_UPCAST, ti, amts[k])) break;
   /* threads over the channel blocks (each core packs its own panel), else any output loop that splits */
   n = ks_axes(ks, ax, &nout, &nred);
   double work = 1;
@@ -322,10 +343,11 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
        * gradient: the output gradient's rows across input channels, the input's across output channels)
        * loads 4 + 4 vectors per 16 FMAs where 16 on one loop loads 16 + 1 (conv 64->64 56x56 weight gradient:
        * 124 -> 59 ms); with one such loop, 16 on it */
-      int64_t left = 16, per = nt == 2 ? 4 : 16;
+      int64_t left = acc_budget(ks), per = nt == 2 ? 4 : left;
       for (int t = 0; t < nt && left > 1; t++) {
         int a = axis_of(ks, tile_ids[t], false);
-        for (int64_t u = per < left ? per : left; u >= 2; u /= 2)
+        /* the budget (12 on AVX2), then powers of two below it */
+        for (int64_t u = per < left ? per : left; u >= 2; u = u & (u - 1) ? pow2_below(u) : u / 2)
           if (a >= 0 && ax[a].size % u == 0 && try_opt(ks, OPT_UPCAST, a, u)) { left /= u; break; }
       }
       break;
@@ -475,9 +497,9 @@ static bool matvec(kernel_state *ks, const hot *h, int lanes) {
   static const int64_t amts[] = {16, 12, 8, 6, 4, 3, 2};
   int64_t u = 1;
   for (int i = 0; i < 7 && u == 1; i++)
-    if (amts[i] * m <= 16 && nn % amts[i] == 0 && nn > amts[i]) u = amts[i];
+    if (amts[i] * m <= acc_budget(ks) && nn % amts[i] == 0 && nn > amts[i]) u = amts[i];
   int64_t unroll = v;
-  while (u * m * (2 * unroll / v) <= 16 && u * m * (unroll / v) < 8 && k % (2 * unroll) == 0) unroll *= 2;
+  while (u * m * (2 * unroll / v) <= acc_budget(ks) && u * m * (unroll / v) < 8 && k % (2 * unroll) == 0) unroll *= 2;
   kernel_state save = *ks;
   ks->tg.vec_bytes = v * 4;
   int64_t nid = ax[ni].r->arg.i;
@@ -551,11 +573,16 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
     }
   }
 
-  /* 1. the vector loop; when there is none, an output loop with a contiguous store that is not a multiple
-   * of the vector is padded to one (masked loads and stores at its edge) and the choice made again */
+  /* 1. the vector loop; when there is none, a convolution's output channels, else an output loop with a
+   * contiguous store that is not a multiple of the vector is padded to one (masked loads and stores at its
+   * edge) and the choice made again */
   int64_t vec_id = -1;
   bool vec_on_reduce = false;
   pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
+  /* a convolution whose rows are no multiple of the vector takes its lanes from its output channels rather than
+   * padding its rows: no masked lanes, no masked loads (MNIST's 5x5 convolution, rows of 20 padded to 24 or 32:
+   * 512-609 -> 181 ms on one AVX2 core; its weight gradient 324 -> 129; the 3x3 ones 38-64 -> 37-42) */
+  if (vec_id < 0 && !vec_on_reduce && channel_vectors(ks, &h, lanes)) return true;
   for (int i = 0; i < nout && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++)
     if (ax[i].size > (nred ? lanes / 2 : 2 * lanes) && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
       kernel_state before = *ks;
@@ -586,15 +613,6 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
       find_hot(ks->ast, &h);
       pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
       if (vec_id < 0 && !vec_on_reduce) *ks = before, h = hb;
-    }
-  }
-
-  /* the last resort for vector lanes: a convolution's output channels */
-  if (vec_id < 0 && !vec_on_reduce) {
-    find_hot(ks->ast, &h);
-    if (channel_vectors(ks, &h, lanes)) {
-      *vectorized = true;
-      return true;
     }
   }
 
@@ -633,7 +651,7 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
      * faster each than 8 accumulators, per-kernel minimums of alternated runs; BEAM found it first) */
     static const int64_t amts[] = {16, 8, 6, 4, 3, 2};
     for (int k = 0; best >= 0 && k < 6; k++)
-      if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= 16 && ax[best].size > amts[k] &&
+      if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= acc_budget(ks) && ax[best].size > amts[k] &&
           try_opt(ks, OPT_UPCAST, best, amts[k])) {
         tile_id = ax[best].r->arg.i;
         break;

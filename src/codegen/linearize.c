@@ -37,6 +37,8 @@ typedef struct lin_ctx {
   int64_t next_id;   /* a loop id no RANGE of the kernel has */
   loop_sets ls;      /* for trim_bound */
   uop_map guards;    /* REDUCE -> the condition its value is used under (trim_guards) */
+  uop_map body;      /* nodes a REDUCE's body uses (its value, its loops' bounds) */
+  uop_map above;     /* nodes with a REDUCE under them */
 } lin_ctx;
 
 static void push(lin_ctx *c, uop *u) {
@@ -87,10 +89,19 @@ static void mark(lin_ctx *c, uop *u) {
 
 static void emit(lin_ctx *c, uop *u);
 
+/* A value only the epilogue after the reduces uses (a bias, the mask of a ReLU's gradient, the output's index)
+ * is not hoisted above their loops: there it would hold registers through the whole reduce, which the register
+ * tile needs (MNIST's input-gradient convolution on AVX2 spilled two of its twelve accumulators to the stack
+ * while a ReLU mask waited). It is computed after the reduce, once per output tile as before. */
+static bool epilogue_only(lin_ctx *c, uop *u) {
+  if (!c->nreduces || umap_get(&c->body, u) || u->op == OP_REDUCE || u->op == OP_STORE) return false;
+  return u->op == OP_LOAD || uop_is_alu((uop_op)u->op) || u->op == OP_CAST || u->op == OP_BITCAST;
+}
+
 static void hoist_walk(lin_ctx *c, uop *u) {
   if (c->fail || emitted(c, u) || (intptr_t)umap_get(&c->seen, u) == c->pass) return;
   if (!umap_put(&c->seen, u, (void *)c->pass)) { c->fail = true; return; }
-  if ((deps(c, u) & ~c->open) == 0) { emit(c, u); return; }
+  if ((deps(c, u) & ~c->open) == 0 && !epilogue_only(c, u)) { emit(c, u); return; }
   if (u->op == OP_REDUCE) { hoist_walk(c, u->src[0]); return; }
   if (is_local_store(u)) { hoist_walk(c, u->src[0]); hoist_walk(c, u->src[2]); return; }
   for (int i = 0; i < u->nsrc; i++) hoist_walk(c, u->src[i]);
@@ -297,6 +308,9 @@ static void emit(lin_ctx *c, uop *u) {
   if (u->op == OP_PARAM || u->op == OP_CONST) return;  /* rendered inline */
   if (u->op == OP_REDUCE) { emit_reduce(c, u); return; }
   if (is_local_store(u)) { emit_local_store(c, u); return; }
+  /* the sources with reduces first: the others are then computed after the reduces' loops, not held through them */
+  for (int i = 0; i < u->nsrc; i++)
+    if (u->src[i]->op == OP_REDUCE || umap_get(&c->above, u->src[i])) emit(c, u->src[i]);
   for (int i = 0; i < u->nsrc; i++) emit(c, u->src[i]);
   push(c, u);
 }
@@ -356,6 +370,18 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
     if (u->op == OP_REDUCE) c.reduces[c.nreduces++] = u;
     if (vec_of(u, c.lane, c.vec) && !umap_put(c.vec, u, (void *)1)) c.fail = true;
   }
+  /* what the reduces' bodies use (sources before users in order: walked backwards), and what uses a reduce */
+  static char yes;
+  for (int i = nn - 1; i >= 0; i--) {
+    uop *u = order[i];
+    bool in_body = umap_get(&c.body, u) != NULL;
+    for (int k = 0; k < u->nsrc; k++)
+      if ((in_body || u->op == OP_REDUCE) && !umap_put(&c.body, u->src[k], &yes)) c.fail = true;
+  }
+  for (int i = 0; i < nn; i++)
+    for (int k = 0; k < order[i]->nsrc; k++)
+      if ((order[i]->src[k]->op == OP_REDUCE || umap_get(&c.above, order[i]->src[k])) && !umap_put(&c.above, order[i], &yes))
+        c.fail = true;
   free(order);
   if (!trim_guards(ast, &c.guards)) c.fail = true;
   if (c.lane) c.open |= range_bit(&c, c.lane);
@@ -379,6 +405,8 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   umap_free(&c.seen);
   loop_sets_free(&c.ls);
   umap_free(&c.guards);
+  umap_free(&c.body);
+  umap_free(&c.above);
   free(c.reduces);
   if (c.fail) {
     free(c.out);

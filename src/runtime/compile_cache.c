@@ -215,6 +215,10 @@ static void config_init(void) {
   int nf = 0;
   c->flags[nf++] = "-O2";
   if (!clang) c->flags[nf++] = "-fvect-cost-model=cheap";
+  /* gcc's predictive commoning carries a convolution's overlapping window loads (x[i+1] of one step is x[i] of
+   * the next) from iteration to iteration in registers, which spilled two of the tile's accumulators to the
+   * stack on AVX2: MNIST's 5x5 convolution 310 -> 179 ms, its weight gradient 298 -> 128 (one thread) */
+  if (!clang) c->flags[nf++] = "-fno-predictive-commoning";
   /* the renderer writes a multiply-add as two statements (t = a*b; acc = acc + t): gcc fuses them into one
    * FMA in GNU C by default, clang only within one expression; without this flag clang's kernels issue a
    * vmulps and a vaddps for each FMA, half the machine's peak (conv2d 64->64's inner loop, clang 14) */
