@@ -379,7 +379,7 @@ static tg_status view_open(const char *fn, tg_tensor *t, host_view *v, bool read
     return TG_OK;
   }
   v->staged = true;
-  v->p = mem_alloc(v->nbytes);
+  v->p = host_alloc(v->nbytes);  /* huge pages from 2 MB, as a CPU tensor's (see the all-reduce's scratch) */
   if (!v->p) {
     tg_set_error(TG_ERR_NOMEM, "%s: no memory to stage %zu bytes on the host", fn, v->nbytes);
     return TG_ERR_NOMEM;
@@ -396,7 +396,7 @@ static tg_status view_close(host_view *v, bool written) {
     uop_cache_invalidate();
     lib_unlock();
   }
-  if (v->staged) free(v->p);
+  if (v->staged) host_free(v->p, v->nbytes);
   return st;
 }
 
