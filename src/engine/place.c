@@ -121,6 +121,21 @@ static uop *copied(uop *u, uop *x, const device *dst) {
 }
 
 static uop_map *copies_done;  /* COPY -> its BUFFER on the destination, during place_realize (library lock) */
+/* a COPY's source -> its value realized on its device (a buffer view), during place_realize: the graphs realized
+ * later read it there instead of computing it again (a data-parallel step's partial gradient is the source of
+ * the all-reduce's copy and a term of its own device's sum: without this each device ran its forward and
+ * backward twice, as a value cached on its node is dropped by the first in-place write, an optimizer's) */
+static uop_map *sources_done;
+
+/* the realized value of source u for a graph computed on dev (NULL: on the device its buffers say), or NULL:
+ * a value that reads no buffer was realized on the default device and stands for u on that device alone */
+static uop *source_done(uop *u, const device *dev) {
+  uop *r = sources_done ? umap_get(sources_done, u) : NULL;
+  tg_buffer *b = r ? plain_buffer(r) : NULL;
+  if (!b) return NULL;
+  const device *other, *d = dev ? dev : device_of(u, &other);
+  return d == b->dev && (dev || !other) ? r : NULL;
+}
 
 /* root with every COPY under it done: the source realized on its device and copied to the destination. For a
  * part of a sharded value (dev: its device), a value that reads no buffer but was cached on its node by a
@@ -133,6 +148,11 @@ static uop *resolve(uop *root, uop_map *memo, const device *dev) {
   for (int i = 0; i < nn && ok; i++) {
     uop *u = order[i], *r = u, *s[64];
     if (umap_get(memo, u) || u->nsrc > 64) continue;
+    if ((r = source_done(u, dev))) {
+      ok = umap_put(memo, u, r);
+      continue;
+    }
+    r = u;
     tg_buffer *b = uop_storage(u);
     if (b) {
       if (!dev || b->dev == dev || plain_buffer(u) || u->op == OP_BUFFER || reads_buffer(u)) continue;
@@ -209,10 +229,11 @@ static tg_status copy_levels(uop *const *roots, int nr, uop_map *done) {
     tg_tensor **ts = mem_calloc((size_t)nready, sizeof *ts), **group = mem_calloc((size_t)nready, sizeof *group);
     const device **dev = mem_calloc((size_t)nready, sizeof *dev);
     bool *taken = mem_calloc((size_t)nready, sizeof *taken);
-    if (!ts || !group || !dev || !taken) st = TG_ERR_NOMEM;
+    uop **xs = mem_calloc((size_t)nready, sizeof *xs);
+    if (!ts || !group || !dev || !taken || !xs) st = TG_ERR_NOMEM;
     uop_map tmp = {0};
     for (int i = 0; st == TG_OK && i < nready; i++) {
-      uop *x = resolve(ready[i]->src[0], &tmp, NULL);
+      uop *x = xs[i] = resolve(ready[i]->src[0], &tmp, NULL);
       const device *other;
       if (!x || !(ts[i] = tensor_new_unscoped(x))) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
       if (!(dev[i] = device_of(x, &other)) && !(dev[i] = device_default())) st = tg_error_status();
@@ -232,12 +253,17 @@ static tg_status copy_levels(uop *const *roots, int nr, uop_map *done) {
     for (int i = 0; st == TG_OK && i < nready; i++) {
       uop *c = ready[i], *r = copied(c, ts[i]->u, (const device *)(intptr_t)c->arg.i);
       if (!r || !umap_put(done, c, r)) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+      /* the source's value, for the graphs realized after (the node ts[i] stood for, and c's source) */
+      if (st == TG_OK && sources_done && plain_buffer(ts[i]->u) &&
+          (!umap_put(sources_done, c->src[0], ts[i]->u) || !umap_put(sources_done, xs[i], ts[i]->u)))
+        st = TG_ERR_NOMEM;
     }
     for (int i = 0; ts && i < nready; i++) tg_free(ts[i]);
     free(ts);
     free(group);
     free(dev);
     free(taken);
+    free(xs);
     free(ready);
     if (level > 1000) st = TG_ERR_INTERNAL;
   }
@@ -301,7 +327,7 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
   bool *taken = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *taken);
   int ni = 0;
   tg_status st = items && lowered && group && gi && taken ? TG_OK : TG_ERR_NOMEM;
-  uop_map copies = {0};
+  uop_map copies = {0}, sources = {0};
   uop *roots[256];
   int nr = 0;
   for (int i = 0; st == TG_OK && i < n; i++) {
@@ -309,8 +335,9 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
     if (!l) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
     for (int j = 0; j < (l->op == OP_MULTI ? l->nsrc : 1) && nr < 256; j++) roots[nr++] = l->op == OP_MULTI ? l->src[j] : l;
   }
-  uop_map *copies_before = copies_done;
+  uop_map *copies_before = copies_done, *sources_before = sources_done;
   copies_done = &copies;
+  sources_done = &sources;
   if (st == TG_OK && nr < 256) st = copy_levels(roots, nr, &copies);  /* else each COPY on its own (resolve) */
   for (int i = 0; st == TG_OK && i < n; i++) {
     uop *l = lowered[i];
@@ -402,7 +429,9 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
   }
   for (int i = 0; st == TG_OK && i < n; i++) ts[i]->assign_target = NULL;
   copies_done = copies_before;
+  sources_done = sources_before;
   umap_free(&copies);
+  umap_free(&sources);
   umap_free(&lmemo);
   umap_free(&rmemo);
   for (int i = 0; i < npm; i++) umap_free(&pmemo[i]);
