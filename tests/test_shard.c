@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "engine/engine.h"
 #include "engine/jit.h"
 #include "test.h"
 
@@ -203,6 +204,8 @@ static tg_status mlp_step(void *ctx, int nin, tg_tensor *const *in, int nout, tg
   return out[0] ? st : tg_error_status();
 }
 
+static uint64_t last_step_kernels[2];  /* kernels the last step of train ran on CPU:0 (the default) and CPU:1 */
+
 /* params[0..3] (w1, b1, w2, b2) and the losses after steps Adam steps (batch s at step s), under tg_jit or not */
 static bool train(bool sharded, bool jit, int steps, float *out[4], float *losses, const int64_t *shapes[4],
                   const int *ndims) {
@@ -222,8 +225,11 @@ static bool train(bool sharded, bool jit, int steps, float *out[4], float *losse
     tg_scope_begin();
     tg_tensor *in[2], *loss = NULL;
     batch(s, &in[0], &in[1]);
+    uint64_t k0 = engine_kernels_run_on("CPU:0"), k1 = engine_kernels_run_on("CPU:1");
     ok = (jit ? tg_jit_call(j, in, &loss) : mlp_step(&m, 2, in, 1, &loss)) == TG_OK;
     if (ok) ok = tg_to_host(loss, &losses[s], sizeof *losses) == TG_OK;
+    last_step_kernels[0] = engine_kernels_run_on("CPU:0") - k0;
+    last_step_kernels[1] = engine_kernels_run_on("CPU:1") - k1;
     tg_free(loss);
     tg_scope_end();
   }
@@ -253,6 +259,25 @@ TEST(test_shard_training_step_data_parallel_matches_unsharded) {
   float *pa[4] = {a[0], a[1], a[2], a[3]}, *pb[4] = {b[0], b[1], b[2], b[3]};
   CHECK(train(false, false, 3, pa, la, (const int64_t **)mlp_shapes, mlp_ndims), "unsharded: %s", tg_error());
   CHECK(train(true, false, 3, pb, lb, (const int64_t **)mlp_shapes, mlp_ndims), "sharded: %s", tg_error());
+  for (int i = 0; i < 4; i++) check_close_f32("parameter", pb[i], pa[i], mlp_n[i], 1e-6, 0, __FILE__, __LINE__);
+}
+
+/* Each device computes its half of the batch once: a partial gradient another device needs (a copy's source)
+ * and the same partial its own update reads are one computation, so a device runs no more kernels per step
+ * than the whole step on one device (the copies' sources were realized on their own and then recomputed by
+ * the device's step: twice the forward and backward per device). Values as the unsharded step's. */
+TEST(test_shard_step_runs_each_devices_kernels_once) {
+  enum { STEPS = 3 };
+  float a[4][192], b[4][192], la[STEPS], lb[STEPS];
+  float *pa[4] = {a[0], a[1], a[2], a[3]}, *pb[4] = {b[0], b[1], b[2], b[3]};
+  CHECK(train(false, false, STEPS, pa, la, (const int64_t **)mlp_shapes, mlp_ndims), "unsharded: %s", tg_error());
+  uint64_t one = last_step_kernels[0];
+  CHECK(last_step_kernels[1] == 0, "the unsharded step ran %llu kernels on CPU:1", (unsigned long long)last_step_kernels[1]);
+  CHECK(train(true, false, STEPS, pb, lb, (const int64_t **)mlp_shapes, mlp_ndims), "sharded: %s", tg_error());
+  CHECK(one > 0 && last_step_kernels[0] <= one && last_step_kernels[1] <= one,
+        "kernels per step: unsharded %llu, sharded CPU:0 %llu, CPU:1 %llu", (unsigned long long)one,
+        (unsigned long long)last_step_kernels[0], (unsigned long long)last_step_kernels[1]);
+  for (int s = 0; s < STEPS; s++) CHECK(fabsf(lb[s] - la[s]) <= 1e-6f, "step %d: loss %.9g sharded, %.9g", s, lb[s], la[s]);
   for (int i = 0; i < 4; i++) check_close_f32("parameter", pb[i], pa[i], mlp_n[i], 1e-6, 0, __FILE__, __LINE__);
 }
 

@@ -22,6 +22,10 @@ struct tg_buffer *tensor_storage(tg_tensor *t);
 struct uop;
 void engine_set_kernel_observer(void (*fn)(struct uop *ast));
 
+/* kernels tg_realize launched on the device called name since the process started (as tg_stats' kernels_run,
+ * JIT replays not counted); 0 (tg_error set) for an unknown name. For tests: a sharded step runs each device's kernels once */
+uint64_t engine_kernels_run_on(const char *name);
+
 /* true while a JIT step is being captured (host-side changes inside it would not be replayed) */
 bool engine_capturing(void);
 

@@ -1,7 +1,9 @@
 /* place.c — realizing graphs that span devices: lazy copies (tg_to makes a COPY node) and sharded tensors
  * (tg_shard makes a MULTI). See place.h for how a node's device is found. A COPY's source is realized on its
  * own device first (a realize of its own), then copied with the devices' copy functions; the COPY becomes a
- * BUFFER on the destination, and the kernels of each device then run as one realize per device. */
+ * BUFFER on the destination, and the kernels of each device then run as one realize per device, reading the
+ * sources' buffers where they need a source's value too (computed once). Nothing is computed for a COPY to the
+ * device its source is on (the source stays lazy), nor for a range of a host buffer (copied from there). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,10 +106,46 @@ static tg_buffer *copy_buffer(const device *dst, tg_buffer *sb, size_t n) {
   return db;
 }
 
-/* x's value (of u's shape and dtype) in a buffer of dst, as a node: x realized on its device, then copied */
+/* the host buffer x is one contiguous range of (a shard of a batch: rows of a buffer), *off its byte offset;
+ * NULL when x is not that. Not while a JIT step is captured: its replay copies whole buffers */
+static tg_buffer *host_range(uop *x, size_t *off) {
+  if (x->op != OP_SHRINK || jit_capturing()) return NULL;
+  uop *v = x->src[0];
+  tg_buffer *b = plain_buffer(v);
+  if (!b || device_is_gpu(b->dev) || !b->ptr || v->dtype != x->dtype || x->naux != 2 * v->ndim) return NULL;
+  /* row-major: axes of extent 1, then one axis cut anywhere, then whole axes */
+  int a = 0;
+  while (a < v->ndim && x->aux[2 * a + 1] - x->aux[2 * a] == 1) a++;
+  for (int i = a + 1; i < v->ndim; i++)
+    if (x->aux[2 * i] != 0 || x->aux[2 * i + 1] != v->shape[i]) return NULL;
+  int64_t o = 0, stride = 1;
+  for (int i = v->ndim - 1; i >= 0; i--) {
+    o += x->aux[2 * i] * stride;
+    stride *= v->shape[i];
+  }
+  *off = (size_t)o * tg_dtype_size((tg_dtype)x->dtype);
+  return b;
+}
+
+/* x's value (of u's shape and dtype) in a buffer of dst, as a node: x realized on its device, then copied; a
+ * range of a host buffer is copied from there without a kernel */
 static uop *copied(uop *u, uop *x, const device *dst) {
-  tg_buffer *sb = realize_value(x), *db = NULL;
-  size_t nb = (size_t)uop_numel(u) * tg_dtype_size((tg_dtype)u->dtype);
+  size_t nb = (size_t)uop_numel(u) * tg_dtype_size((tg_dtype)u->dtype), off = 0;
+  tg_buffer *rb = host_range(x, &off), *db = NULL;
+  if (rb && rb->dev != dst) {
+    db = buffer_new(dst, nb ? nb : 1);
+    tg_status st = db ? (nb ? dst->copyin(db, (const unsigned char *)rb->ptr + off, nb) : TG_OK) : TG_ERR_NOMEM;
+    if (st != TG_OK) {
+      if (!tg_error_status()) tg_set_error(st, "COPY: out of memory for %zu bytes on %s", nb, dst->name);
+      buffer_release(db);
+      return NULL;
+    }
+    uop_gc_note_bytes(nb);
+    uop *bn = mk_buffer((tg_dtype)u->dtype, uop_numel(u), db);
+    if (!bn) buffer_release(db);
+    return bn ? mk_reshape(bn, u->ndim, u->shape) : NULL;
+  }
+  tg_buffer *sb = realize_value(x);
   if (sb && sb->dev == dst) db = sb;
   else if (sb) {
     db = copy_buffer(dst, sb, nb);
@@ -121,6 +159,21 @@ static uop *copied(uop *u, uop *x, const device *dst) {
 }
 
 static uop_map *copies_done;  /* COPY -> its BUFFER on the destination, during place_realize (library lock) */
+/* a COPY's source -> its value realized on its device (a buffer view), during place_realize: the graphs realized
+ * later read it there instead of computing it again (a data-parallel step's partial gradient is the source of
+ * the all-reduce's copy and a term of its own device's sum: without this each device ran its forward and
+ * backward twice, as a value cached on its node is dropped by the first in-place write, an optimizer's) */
+static uop_map *sources_done;
+
+/* the realized value of source u for a graph computed on dev (NULL: on the device its buffers say), or NULL:
+ * a value that reads no buffer was realized on the default device and stands for u on that device alone */
+static uop *source_done(uop *u, const device *dev) {
+  uop *r = sources_done ? umap_get(sources_done, u) : NULL;
+  tg_buffer *b = r ? plain_buffer(r) : NULL;
+  if (!b) return NULL;
+  const device *other, *d = dev ? dev : device_of(u, &other);
+  return d == b->dev && (dev || !other) ? r : NULL;
+}
 
 /* root with every COPY under it done: the source realized on its device and copied to the destination. For a
  * part of a sharded value (dev: its device), a value that reads no buffer but was cached on its node by a
@@ -133,6 +186,11 @@ static uop *resolve(uop *root, uop_map *memo, const device *dev) {
   for (int i = 0; i < nn && ok; i++) {
     uop *u = order[i], *r = u, *s[64];
     if (umap_get(memo, u) || u->nsrc > 64) continue;
+    if ((r = source_done(u, dev))) {
+      ok = umap_put(memo, u, r);
+      continue;
+    }
+    r = u;
     tg_buffer *b = uop_storage(u);
     if (b) {
       if (!dev || b->dev == dev || plain_buffer(u) || u->op == OP_BUFFER || reads_buffer(u)) continue;
@@ -209,14 +267,21 @@ static tg_status copy_levels(uop *const *roots, int nr, uop_map *done) {
     tg_tensor **ts = mem_calloc((size_t)nready, sizeof *ts), **group = mem_calloc((size_t)nready, sizeof *group);
     const device **dev = mem_calloc((size_t)nready, sizeof *dev);
     bool *taken = mem_calloc((size_t)nready, sizeof *taken);
-    if (!ts || !group || !dev || !taken) st = TG_ERR_NOMEM;
+    uop **xs = mem_calloc((size_t)nready, sizeof *xs);
+    bool *same = mem_calloc((size_t)nready, sizeof *same);
+    if (!ts || !group || !dev || !taken || !xs || !same) st = TG_ERR_NOMEM;
     uop_map tmp = {0};
     for (int i = 0; st == TG_OK && i < nready; i++) {
-      uop *x = resolve(ready[i]->src[0], &tmp, NULL);
+      uop *x = xs[i] = resolve(ready[i]->src[0], &tmp, NULL);
       const device *other;
       if (!x || !(ts[i] = tensor_new_unscoped(x))) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
       if (!(dev[i] = device_of(x, &other)) && !(dev[i] = device_default())) st = tg_error_status();
-      taken[i] = plain_buffer(x) != NULL;  /* nothing to compute */
+      size_t off;
+      const device *dst = (const device *)(intptr_t)ready[i]->arg.i;
+      /* nothing to compute: a buffer, a range of one copied from the host, or a value on dst already (no copy:
+       * the destination's graph computes it, fused with what reads it, as on one device) */
+      same[i] = dev[i] == dst && !other && !plain_buffer(x);
+      taken[i] = plain_buffer(x) || (host_range(x, &off) && dev[i] != dst) || same[i];
     }
     umap_free(&tmp);
     for (int i = 0; st == TG_OK && i < nready; i++) {
@@ -230,14 +295,25 @@ static tg_status copy_levels(uop *const *roots, int nr, uop_map *done) {
       st = realize_on(dev[i], k, group);
     }
     for (int i = 0; st == TG_OK && i < nready; i++) {
+      if (same[i]) continue;
       uop *c = ready[i], *r = copied(c, ts[i]->u, (const device *)(intptr_t)c->arg.i);
       if (!r || !umap_put(done, c, r)) st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM;
+      /* the source's value, for the graphs realized after (the node ts[i] stood for, and c's source) */
+      if (st == TG_OK && sources_done && plain_buffer(ts[i]->u) &&
+          (!umap_put(sources_done, c->src[0], ts[i]->u) || !umap_put(sources_done, xs[i], ts[i]->u)))
+        st = TG_ERR_NOMEM;
+    }
+    for (int i = 0; st == TG_OK && i < nready; i++) {  /* realized for another device's copy, or lazy */
+      uop *r = same[i] ? source_done(xs[i], dev[i]) : NULL;
+      if (same[i] && !umap_put(done, ready[i], r ? r : xs[i])) st = TG_ERR_NOMEM;
     }
     for (int i = 0; ts && i < nready; i++) tg_free(ts[i]);
     free(ts);
     free(group);
     free(dev);
     free(taken);
+    free(xs);
+    free(same);
     free(ready);
     if (level > 1000) st = TG_ERR_INTERNAL;
   }
@@ -301,7 +377,7 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
   bool *taken = mem_calloc((size_t)n * PLACE_MAX_DEVS + 1, sizeof *taken);
   int ni = 0;
   tg_status st = items && lowered && group && gi && taken ? TG_OK : TG_ERR_NOMEM;
-  uop_map copies = {0};
+  uop_map copies = {0}, sources = {0};
   uop *roots[256];
   int nr = 0;
   for (int i = 0; st == TG_OK && i < n; i++) {
@@ -309,8 +385,9 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
     if (!l) { st = tg_error_status() ? tg_error_status() : TG_ERR_NOMEM; break; }
     for (int j = 0; j < (l->op == OP_MULTI ? l->nsrc : 1) && nr < 256; j++) roots[nr++] = l->op == OP_MULTI ? l->src[j] : l;
   }
-  uop_map *copies_before = copies_done;
+  uop_map *copies_before = copies_done, *sources_before = sources_done;
   copies_done = &copies;
+  sources_done = &sources;
   if (st == TG_OK && nr < 256) st = copy_levels(roots, nr, &copies);  /* else each COPY on its own (resolve) */
   for (int i = 0; st == TG_OK && i < n; i++) {
     uop *l = lowered[i];
@@ -402,7 +479,9 @@ tg_status place_realize(int n, tg_tensor *const *ts) {
   }
   for (int i = 0; st == TG_OK && i < n; i++) ts[i]->assign_target = NULL;
   copies_done = copies_before;
+  sources_done = sources_before;
   umap_free(&copies);
+  umap_free(&sources);
   umap_free(&lmemo);
   umap_free(&rmemo);
   for (int i = 0; i < npm; i++) umap_free(&pmemo[i]);

@@ -36,6 +36,8 @@ static const device *kcache_dev;
 static const device *sched_dev;  /* of the schedule cache */
 static tg_stats stats;
 static _Thread_local uint64_t last_kernels TG_TLS_FAST;  /* of this thread's last realize */
+/* kernels launched per device (tests check that a sharded step runs each device's kernels once) */
+static struct { const device *dev; uint64_t n; } kernels_on[16];
 
 #define KCACHE_MAX 4096
 
@@ -617,6 +619,12 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     jit_capture *cap = jit_capturing();
     if (cap) jit_record(cap, dev, r->c.prog, r->tbufs, sk->nbufs, nthreads, r->c.info.flops, r->c.info.bytes);
     stats.kernels_run++;
+    for (int d = 0; d < 16; d++)
+      if (kernels_on[d].dev == dev || !kernels_on[d].dev) {
+        kernels_on[d].dev = dev;
+        kernels_on[d].n++;
+        break;
+      }
     if (dbg >= 2) {
       double ms = dev_ms >= 0 ? dev_ms : engine_now_ms() - k0;
       total_ms += ms;
@@ -736,6 +744,16 @@ tg_stats tg_get_stats(void) {
 }
 
 uint64_t tg_kernel_count_last(void) { return last_kernels; }
+
+uint64_t engine_kernels_run_on(const char *name) {
+  const device *d = device_get(name);
+  uint64_t n = 0;
+  lib_lock();
+  for (int i = 0; d && i < 16; i++)
+    if (kernels_on[i].dev == d) n = kernels_on[i].n;
+  lib_unlock();
+  return n;
+}
 
 int tg_num_threads(void) {
   const device *dev = device_default();
