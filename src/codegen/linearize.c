@@ -210,10 +210,18 @@ static void emit_reduce(lin_ctx *c, uop *r) {
     if (b) emit(c, b);
     open_loop(c, r->src[i]);
     if (b && !c->fail) c->bnd[c->n - 1] = b;
-    for (int g = 0; g < ng; g++) hoist(c, grp[g]->src[0]);
+    /* inside the innermost loop the bodies are emitted one reduce at a time below, not hoisted all at once */
+    bool innermost = true;
+    for (int j = i + 1; j < r->nsrc; j++) innermost &= r->src[j] == c->lane;
+    if (!innermost)
+      for (int g = 0; g < ng; g++) hoist(c, grp[g]->src[0]);
   }
-  for (int g = 0; g < ng; g++) emit(c, grp[g]->src[0]);
+  /* each accumulator's update right after its own body: a register tile's products then live one statement,
+   * not until every product of the tile is computed (gcc kept all of a 5x5 convolution's broadcasts live and
+   * read its weight vectors from memory at every FMA: MNIST's input-gradient convolution 270 -> 211 ms, a 3x3
+   * one 33 -> 15, on one AVX2 core) */
   for (int g = 0; g < ng && !c->fail; g++) {
+    emit(c, grp[g]->src[0]);
     uop *upd = uop_binary((uop_op)grp[g]->arg.i, acc[g], grp[g]->src[0]);
     if (upd && umap_get(c->vec, grp[g]->src[0]) && !umap_put(c->vec, upd, (void *)1)) c->fail = true;
     uop *s[2] = {acc[g], upd};
