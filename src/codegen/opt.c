@@ -256,7 +256,7 @@ static uop *swap_ranges(uop *ast, uop *a, uop *b) {
 
 /* load: the value copied (the load, or WHERE(gate, load, const): padding's gate then is evaluated in the copy,
  * not in the tile loop); src: the load itself */
-typedef struct pack_plan { uop *load, *src; uop *inner[KS_MAX_AXES]; int ninner; int64_t elems; } pack_plan;
+typedef struct pack_plan { uop *load, *src; uop *inner[KS_MAX_AXES]; int ninner; int64_t elems; int nodes; } pack_plan;
 
 /* whether load L can be packed for loop t: it does not use t, and every loop it uses is opened before t
  * (before[]), is one of red's loops, or is a register loop */
@@ -287,6 +287,45 @@ static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbe
   pl->load = L;
   pl->src = src;
   return ok && uses_red;
+}
+
+/* A value decoded from packed bytes (a quantized weight: the scheduler fuses it into its matmul,
+ * schedule/schedule.c decodes_bytes): a float32 expression whose loads all read 1-byte integers from kernel
+ * parameters, with no reduce in it. It is packed whole: the copy decodes each weight once per panel and the
+ * tile loop reads float32 from the panel, so the decode is shared by every row of the tile loop. pl->src is
+ * its first load (the loop order of the panel follows that load's strides). */
+static bool decoded_candidate(uop *x, uop *red, uop *t, uop *const *before, int nbefore, pack_plan *pl) {
+  if (x->dtype != TG_FLOAT32 || !uop_is_alu((uop_op)x->op) || uop_uses(x, t)) return false;
+  int n;
+  uop **order = uop_toposort(x, &n);
+  if (!order) return false;
+  bool ok = true, uses_red = false;
+  uop *first = NULL;
+  pl->ninner = 0;
+  pl->elems = 1;
+  for (int i = 0; i < n && ok; i++) {
+    uop *r = order[i];
+    if (r->op == OP_REDUCE || r->op == OP_DEFINE_LOCAL) ok = false;
+    if (r->op == OP_LOAD) {
+      ok = r->src[0]->op == OP_PARAM && (r->dtype == TG_UINT8 || r->dtype == TG_INT8);
+      if (!first) first = r;
+    }
+    if (r->op != OP_RANGE || !ok) continue;
+    bool outer = false, mine = false;
+    for (int j = 0; j < nbefore; j++) outer |= before[j] == r;
+    for (int j = 1; j < red->nsrc; j++) mine |= red->src[j] == r;
+    uses_red |= mine;
+    if (outer) continue;
+    if (!mine && r->aux[0] != AX_UPCAST && r->aux[0] != AX_UNROLL) { ok = false; break; }
+    if (pl->ninner == KS_MAX_AXES) { ok = false; break; }
+    pl->inner[pl->ninner++] = r;
+    pl->elems *= r->src[0]->arg.i;
+  }
+  free(order);
+  pl->load = x;
+  pl->src = first;
+  pl->nodes = n;
+  return ok && uses_red && first;
 }
 
 /* the copy of the load's values over its inner loops into a DEFINE_LOCAL, and the load from it */
@@ -351,11 +390,17 @@ static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, bool up
     int m;
     uop **sub = uop_toposort(order[i]->src[0], &m);
     if (!sub) break;
-    for (int j = 0; j < m; j++)
+    for (int j = 0; j < m; j++) {
       if ((sub[j]->op == OP_LOAD || sub[j]->op == OP_WHERE) && pack_candidate(sub[j], order[i], ax[a].r, before, a, &pl) &&
           pl.elems <= (upcast_last ? PACK_T_MAX_ELEMS : PACK_MAX_ELEMS) &&
           (pl.elems > best.elems || (pl.elems == best.elems && pl.src == best.load)))
+        best = pl, best.nodes = 0;
+      /* of a decoded value's nodes, the whole expression: the most nodes */
+      if (uop_is_alu((uop_op)sub[j]->op) && decoded_candidate(sub[j], order[i], ax[a].r, before, a, &pl) &&
+          pl.elems <= (upcast_last ? PACK_T_MAX_ELEMS : PACK_MAX_ELEMS) &&
+          (pl.elems > best.elems || (pl.elems == best.elems && pl.nodes > best.nodes)))
         best = pl;
+    }
     free(sub);
   }
   free(order);

@@ -22,10 +22,12 @@
  * (2.8), Q6_K 2.6-4.0 (2.3), F16 2.4-7 (0.8-2.3), F32 4-12 (2-9). The scalar kernel before this ran Q8_0 25
  * ms, Q4_0 25, Q4_K 67, Q6_K 48, F16 7-8 on the same machine (recorded here earlier elsewhere: Q4_0 87-110 ms,
  * Q8_0 79-94, Q4_K 277-293, Q6_K 169-227).
- * A matmul of several rows (prefill) stores the dequantized weight once (the scheduler's rule for a value
- * broadcast over rows: a vector kernel now), then multiplies it as float32: x (16, 4096) 34-56 ms, (128, 4096)
- * 99-160 ms, (512, 4096) 280-420 ms against 30-34, 99-144, 235-390 for float32 weights. Fusing the dequantize
- * into the product (its work shared by a register tile of rows) is the scheduler's to decide, not done yet.
+ * A matmul of several rows (prefill) is one kernel too: the scheduler does not store a value decoded from bytes
+ * when it is broadcast over rows (schedule.c decodes_bytes), and the heuristic gives it the float32 GEMM's tile
+ * with the decoded weight as its packed panel (heuristic.c decoded_gemm, opt.c decoded_candidate): each weight is
+ * decoded once per panel of 16 columns into a float32 buffer the row tiles read. x (128, 4096), 2 threads on
+ * a shared machine: Q4_0 71 ms, Q8_0 74, Q4_K 82, Q6_K 79, F32 weights 105-120 (before: the dequantized weight
+ * stored as float32 by a kernel of its own, then multiplied: 162-170 ms each).
  *
  * The layouts (ggml's block_q4_0 ... block_q6_K, all little-endian, d and dmin float16):
  *   Q4_0  (32, 18 bytes): d, qs[16]; x[j] = d * ((qs[j] & 15) - 8), x[j + 16] = d * ((qs[j] >> 4) - 8)
