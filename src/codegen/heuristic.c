@@ -518,7 +518,6 @@ static bool decoded_gemm(kernel_state *ks, const hot *h, int lanes) {
   axis_info ax[KS_MAX_AXES];
   int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
   if (nred != 1 || n != nout + 1 || lanes < 4 || !h->nloads) return false;
-  uop *k = ax[nout].r;
   int mi = -1, ni = -1;
   for (int i = 0; i < nout; i++) {
     if (ax[i].size == 1) continue;
@@ -527,7 +526,7 @@ static bool decoded_gemm(kernel_state *ks, const hot *h, int lanes) {
     else return false;
   }
   if (mi < 0 || ni < 0) return false;
-  /* x: float32 loads contiguous along K and the same for every N; the weight: 1-byte loads the same for every
+  /* x: float32 loads the same for every N; the weight: 1-byte loads the same for every
    * M and varying along N; the M and N roles are found from the loads */
   bool xs = false, ws = false;
   uop *rm = ax[mi].r, *rn = ax[ni].r;
@@ -537,9 +536,8 @@ static bool decoded_gemm(kernel_state *ks, const hot *h, int lanes) {
     bool bad = false;
     for (int l = 0; l < h->nloads && !bad; l++) {
       uop *L = h->loads[l];
-      int64_t c;
-      if (L->dtype == TG_FLOAT32) {
-        bad = uop_uses(L->src[1], rn) || !lin_coef(L->src[1], k, &c) || c != 1;
+      if (L->dtype == TG_FLOAT32) {  /* read as broadcast scalars: any index along K (attention's heads) */
+        bad = uop_uses(L->src[1], rn);
         xs = true;
       } else if (L->dtype == TG_UINT8 || L->dtype == TG_INT8) {
         bad = uop_uses(L->src[1], rm);
