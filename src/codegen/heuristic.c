@@ -554,11 +554,13 @@ static bool decoded_gemm(kernel_state *ks, const hot *h, int lanes) {
   if (!vn) return false;
   int64_t mid = rm->arg.i, nid = rn->arg.i;
   kernel_state save = *ks;
-  int vregs = (int)(vn / lanes);
+  /* the accumulators, the weight's vectors and a broadcast of x must fit the registers: 16 with AVX2 (an 8 x
+   * 16 tile, 16 accumulators, spilled 6 of them to the stack in the inner loop), 32 with AVX-512 */
+  int vregs = (int)(vn / lanes), regs = lanes >= 16 ? 32 : 16;
   int64_t tm = 1;
   static const int64_t amts[] = {8, 6, 4, 3, 2};
   for (int i = 0; i < 5 && tm == 1; i++)
-    if (M % amts[i] == 0 && amts[i] * vregs <= 16) tm = amts[i];
+    if (M % amts[i] == 0 && amts[i] * vregs <= 16 && amts[i] * vregs + vregs + 2 <= regs) tm = amts[i];
   ks->tg.vec_bytes = lanes * 4;
   bool ok = try_opt(ks, OPT_UPCAST, axis_of(ks, nid, false), vn);
   if (ok && tm > 1) ok = try_opt(ks, OPT_UPCAST, axis_of(ks, mid, false), tm);
