@@ -328,6 +328,54 @@ static bool decoded_candidate(uop *x, uop *red, uop *t, uop *const *before, int 
   return ok && uses_red && first;
 }
 
+/* The fill loops of a decoded value's panel (decoded_candidate) in the order its bytes lie, not the panel's:
+ * the register tile's loops (N: rows of the weight) outermost, then each reduce loop split into blocks of 32
+ * (the block formats' grain; a K-quant's 256 are 8 of them) and the 32 values of a block innermost. A block's
+ * scale then depends on outer loops only and is decoded once per block (the linearizer hoists it), not once
+ * per value as in the panel's order (reduce outside, N inside, each value in another block). fl are the fill's
+ * loops (ids below next), replaced in *val and *fidx. Returns false when out of memory or loops. */
+#define DECODE_BLOCK 32
+
+static bool decoded_fill_order(uop **val, uop **fidx, uop *const *fl, const pack_plan *pl, int64_t next, tg_dtype it) {
+  int nsplit = 0;
+  for (int i = 0; i < pl->ninner; i++) {
+    int64_t n = fl[i]->src[0]->arg.i;
+    nsplit += pl->inner[i]->aux[0] == AX_REDUCE && n > DECODE_BLOCK && n % DECODE_BLOCK == 0;
+  }
+  if (next + pl->ninner + nsplit > 64) {
+    tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
+    return false;
+  }
+  uop *inner[KS_MAX_AXES];  /* the block loops, given ids after all others */
+  uop *from[KS_MAX_AXES], *to[KS_MAX_AXES];
+  int ni = 0, nsub = 0;
+  for (int pass = 0; pass < 2; pass++)  /* the tile's loops first */
+    for (int i = 0; i < pl->ninner; i++) {
+      if ((pl->inner[i]->aux[0] == AX_UPCAST) != (pass == 0)) continue;
+      int64_t n = fl[i]->src[0]->arg.i;
+      bool split = pl->inner[i]->aux[0] == AX_REDUCE && n > DECODE_BLOCK && n % DECODE_BLOCK == 0;
+      uop *o = mk_range(it, split ? n / DECODE_BLOCK : n, next++, AX_LOOP);
+      if (!o) return false;
+      from[nsub] = fl[i];
+      to[nsub++] = o;
+      if (split) inner[ni++] = o;
+    }
+  for (int i = 0; i < ni; i++) {  /* the split loops' values: block * 32 + value */
+    uop *j = mk_range(it, DECODE_BLOCK, next++, AX_LOOP);
+    if (!j) return false;
+    for (int k = 0; k < nsub; k++)
+      if (to[k] == inner[i]) to[k] = uop_binary(OP_ADD, uop_binary(OP_MUL, inner[i], uop_const_int(it, DECODE_BLOCK)), j);
+  }
+  for (int k = 0; k < nsub && *val && *fidx; k++) {
+    if (!to[k]) return false;
+    *val = uop_substitute(*val, from[k], to[k]);
+    *fidx = uop_substitute(*fidx, from[k], to[k]);
+  }
+  *val = *val ? uop_simplify(*val) : NULL;
+  *fidx = *fidx ? uop_simplify(*fidx) : NULL;
+  return *val && *fidx;
+}
+
 /* the copy of the load's values over its inner loops into a DEFINE_LOCAL, and the load from it */
 static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
   /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous (of equal
@@ -358,15 +406,20 @@ static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
   for (int i = 0; i < n; i++) nlocal += order[i]->op == OP_DEFINE_LOCAL;
   free(order);
   tg_dtype it = (tg_dtype)pl->inner[0]->dtype;
-  uop *val = pl->load, *fidx = uop_const_int(it, 0), *lidx = uop_const_int(it, 0);
+  uop *val = pl->load, *fidx = uop_const_int(it, 0), *lidx = uop_const_int(it, 0), *fl[KS_MAX_AXES];
   int64_t stride = 1;
   for (int i = pl->ninner - 1; i >= 0 && val; i--) {
     uop *r = pl->inner[i], *r2 = mk_range(it, r->src[0]->arg.i, id + i, AX_LOOP);
     if (!r2) return NULL;
+    fl[i] = r2;
     val = uop_substitute(val, r, r2);
     fidx = uop_binary(OP_ADD, fidx, uop_binary(OP_MUL, r2, uop_const_int(it, stride)));
     lidx = uop_binary(OP_ADD, lidx, uop_binary(OP_MUL, r, uop_const_int(it, stride)));
     stride *= r->src[0]->arg.i;
+  }
+  if (val && fidx && pl->load->op != OP_LOAD && pl->load->op != OP_WHERE) {
+    fidx = uop_simplify(fidx);
+    if (!fidx || !decoded_fill_order(&val, &fidx, fl, pl, id + pl->ninner, it)) return NULL;
   }
   uop *local = uop_new(OP_DEFINE_LOCAL, (tg_dtype)pl->load->dtype, 0, NULL, (uop_arg){.i = nlocal}, 1, &pl->elems);
   uop *fs[3] = {local, uop_simplify(fidx), val};
