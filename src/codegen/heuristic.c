@@ -506,6 +506,58 @@ static bool matvec(kernel_state *ks, const hot *h, int lanes) {
   return true;
 }
 
+/* A matrix-vector product whose weight is decoded from packed bytes in the kernel (decode: x (1, K) @ W^T, W
+ * quantized): the reduce unrolled by the weight's block (its scale decoded once per block, its values vector
+ * lanes, as step 0 of the general path does) and a register tile of weight rows whose accumulators, x's
+ * vectors of the block and a few temporaries fit the registers. The general path's 4 rows x 4 vectors (16
+ * accumulators) fit AVX-512's 32 registers but not AVX2's 16: 42 of the 168 instructions of its inner loop
+ * were spills (Q4_0, 11008 x 4096). Returns false, changing nothing, when the kernel is not one. */
+static bool decoded_matvec(kernel_state *ks, const hot *h, int lanes) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  if (nred != 1 || n != nout + 1 || lanes < 4 || !h->nloads) return false;
+  int ni = -1;
+  for (int i = 0; i < nout; i++) {
+    if (ax[i].size == 1) continue;
+    if (ni >= 0) return false;
+    ni = i;
+  }
+  if (ni < 0) return false;
+  uop *rn = ax[ni].r;
+  bool xs = false, ws = false;
+  for (int l = 0; l < h->nloads; l++) {
+    uop *L = h->loads[l];
+    if (L->dtype == TG_FLOAT32) {
+      if (uop_uses(L->src[1], rn)) return false;
+      xs = true;
+    } else if (L->dtype == TG_UINT8 || L->dtype == TG_INT8) {
+      ws |= uop_uses(L->src[1], rn);
+    } else {
+      return false;
+    }
+  }
+  int64_t b = block_of(h, ax[nout].r, ax[nout].size, 32);
+  if (!xs || !ws || !b || b % lanes || !store_contiguous(h, rn)) return false;
+  int bv = (int)(b / lanes), regs = lanes >= 16 ? 32 : 16;
+  int64_t u = 1, N = ax[ni].size, nid = rn->arg.i;
+  static const int64_t amts[] = {8, 6, 4, 3, 2};
+  for (int i = 0; i < 5 && u == 1; i++)
+    if (N % amts[i] == 0 && N > amts[i] && amts[i] * bv <= 16 && amts[i] * bv + bv + 3 <= regs) u = amts[i];
+  kernel_state save = *ks;
+  ks->tg.vec_bytes = lanes * 4;
+  bool ok = try_opt(ks, OPT_UNROLL, 0, b);
+  if (ok && u > 1) ok = try_opt(ks, OPT_UPCAST, axis_of(ks, nid, false), u);
+  if (!ok) {
+    *ks = save;
+    return false;
+  }
+  n = ks_axes(ks, ax, &nout, &nred);
+  int a = axis_of(ks, nid, false), nt = ks->tg.nthreads;
+  if (nt > 1 && a >= 0 && ax[a].size >= 2 * nt && (double)N * (double)ax[nout].size * b >= THREAD_MIN_WORK)
+    try_opt(ks, OPT_THREAD, a, nt);
+  return true;
+}
+
 /* A matmul whose weight is decoded from packed bytes inside the kernel (x (M, K) @ W^T, W a quantized weight the
  * scheduler fused: schedule.c decodes_bytes): the float32 GEMM's tile with the decoded weight as its packed
  * panel. Vector lanes on N (2 vectors), a register tile of up to 8 rows of M, threads on N, and the N panel's
@@ -615,7 +667,7 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
   if (row_kernel(ks, lanes)) return true;
   if (matvec(ks, &h, lanes)) return true;
-  if (decoded_gemm(ks, &h, lanes)) return true;
+  if (decoded_matvec(ks, &h, lanes) || decoded_gemm(ks, &h, lanes)) return true;
 
   /* 0. a reduce read in blocks (see block_of) is unrolled by its block: as many accumulators (vectors of the
    * machine's lanes when the block is whole vectors), which the register tile of step 2 then multiplies */
