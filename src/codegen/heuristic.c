@@ -21,7 +21,9 @@
  *      into a contiguous buffer (PACK) before the tile loop.
  * A row kernel (reduces broadcast along an output loop: softmax in one kernel, a convolution whose weight is
  * a constant) takes its own short path instead, row_kernel() below: its broadcast loops innermost, so each
- * reduce runs once per row. So does a matrix-vector product of a few rows (decode), matvec().
+ * reduce runs once per row. So does a matrix-vector product of a few rows (decode), matvec(), and a product
+ * with a weight decoded from packed bytes in the kernel (a quantized weight): decoded_matvec() for one row,
+ * decoded_gemm() for many (the decoded weight packed once per panel and shared by the rows).
  */
 #include <stdlib.h>
 #include <string.h>
