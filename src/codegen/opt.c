@@ -330,9 +330,10 @@ static bool decoded_candidate(uop *x, uop *red, uop *t, uop *const *before, int 
 
 /* The fill loops of a decoded value's panel (decoded_candidate) in the order its bytes lie, not the panel's:
  * the register tile's loops (N: rows of the weight) outermost, then each reduce loop split into blocks of 32
- * (the block formats' grain; a K-quant's 256 are 8 of them) and the 32 values of a block innermost. A block's
- * scale then depends on outer loops only and is decoded once per block (the linearizer hoists it), not once
- * per value as in the panel's order (reduce outside, N inside, each value in another block). fl are the fill's
+ * (the block formats' grain; a K-quant's 256 are 8 of them), their two halves and the 16 values of a half
+ * innermost. A block's scale then depends on outer loops only and is decoded once per block (the linearizer
+ * hoists it), not once per value as in the panel's order (reduce outside, N inside, each value in another
+ * block); a half's nibble shift (Q4_0: low nibbles, then high) once per half, and its bytes are contiguous. fl are the fill's
  * loops (ids below next), replaced in *val and *fidx. Returns false when out of memory or loops. */
 #define DECODE_BLOCK 32
 
@@ -342,7 +343,7 @@ static bool decoded_fill_order(uop **val, uop **fidx, uop *const *fl, const pack
     int64_t n = fl[i]->src[0]->arg.i;
     nsplit += pl->inner[i]->aux[0] == AX_REDUCE && n > DECODE_BLOCK && n % DECODE_BLOCK == 0;
   }
-  if (next + pl->ninner + nsplit > 64) {
+  if (next + pl->ninner + 2 * nsplit > 64) {
     tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
     return false;
   }
@@ -360,11 +361,13 @@ static bool decoded_fill_order(uop **val, uop **fidx, uop *const *fl, const pack
       to[nsub++] = o;
       if (split) inner[ni++] = o;
     }
-  for (int i = 0; i < ni; i++) {  /* the split loops' values: block * 32 + value */
-    uop *j = mk_range(it, DECODE_BLOCK, next++, AX_LOOP);
+  for (int i = 0; i < ni; i++) {  /* the split loops' values: block * 32 + half * 16 + value */
+    uop *h = mk_range(it, 2, next++, AX_LOOP), *j = h ? mk_range(it, DECODE_BLOCK / 2, next++, AX_LOOP) : NULL;
     if (!j) return false;
     for (int k = 0; k < nsub; k++)
-      if (to[k] == inner[i]) to[k] = uop_binary(OP_ADD, uop_binary(OP_MUL, inner[i], uop_const_int(it, DECODE_BLOCK)), j);
+      if (to[k] == inner[i])
+        to[k] = uop_binary(OP_ADD, uop_binary(OP_MUL, inner[i], uop_const_int(it, DECODE_BLOCK)),
+                           uop_binary(OP_ADD, uop_binary(OP_MUL, h, uop_const_int(it, DECODE_BLOCK / 2)), j));
   }
   for (int k = 0; k < nsub && *val && *fidx; k++) {
     if (!to[k]) return false;
