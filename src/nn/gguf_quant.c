@@ -25,9 +25,12 @@
  * A matmul of several rows (prefill) is one kernel too: the scheduler does not store a value decoded from bytes
  * when it is broadcast over rows (schedule.c decodes_bytes), and the heuristic gives it the float32 GEMM's tile
  * with the decoded weight as its packed panel (heuristic.c decoded_gemm, opt.c decoded_candidate): each weight is
- * decoded once per panel of 16 columns into a float32 buffer the row tiles read. x (128, 4096), 2 threads on
- * a shared machine: Q4_0 71 ms, Q8_0 74, Q4_K 82, Q6_K 79, F32 weights 105-120 (before: the dequantized weight
- * stored as float32 by a kernel of its own, then multiplied: 162-170 ms each).
+ * decoded once per panel of 16 columns into a float32 buffer the row tiles read. CPU time per product (2
+ * threads summed, bench/quant.c under /usr/bin/time, a machine loaded 4x: wall times there are noise), before
+ * (the dequantized weight stored as float32 by a kernel of its own, then multiplied) -> now: x (128, 4096) @
+ * 4096x4096 Q4_0 120 -> 75 ms, Q8_0 110 -> 76 (F32 weights 106); x (1, 4096) @ 11008x4096 Q4_0 8.75 -> 5.0,
+ * Q8_0 6.25 -> 3.75, i.e. 5.1 and 12.8 GB of weight per CPU second, at the memory bandwidth of the two cores
+ * (9-12 GB/s read by 2 threads at that load).
  *
  * The layouts (ggml's block_q4_0 ... block_q6_K, all little-endian, d and dmin float16):
  *   Q4_0  (32, 18 bytes): d, qs[16]; x[j] = d * ((qs[j] & 15) - 8), x[j + 16] = d * ((qs[j] >> 4) - 8)
