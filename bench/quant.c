@@ -15,7 +15,8 @@
  * the time includes graph build, schedule and launch, as a model's step pays them. TG_THREADS sets the
  * threads (2 to compare with llama.cpp -t 2).
  *
- * Usage: build/bench/quant [--json] [--reps N] [--only WORD] (WORD: a type name or "m=16" ...). --json prints
+ * Usage: build/bench/quant [--json] [--reps N] [--only WORD]... (WORD: a type name or "m=16" ...; repeated:
+ * every WORD matches). --json prints
  * one JSON line per result: {"workload", "type", "ms", "gbs", "best_ms"}. */
 #include <math.h>
 #include <stdint.h>
@@ -89,18 +90,25 @@ static bool step(const job *j) {
 int main(int argc, char **argv) {
   args_prog = "quant";
   long long reps = 9;
-  const char *only = NULL;
+  const char *only[4] = {0};
+  int nonly = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) json_mode = true;
     else if (!strcmp(argv[i], "--reps")) {
       if (!args_int(argc, argv, &i, 1, 64, &reps)) return ARGS_EXIT;
     } else if (!strcmp(argv[i], "--only")) {
-      if (!(only = args_value(argc, argv, &i, "a type name or a word of a shape: Q4_0, m=16, 11008"))) return ARGS_EXIT;
+      if (nonly == 4) {
+        args_unknown(argv[i]);
+        return ARGS_EXIT;
+      }
+      if (!(only[nonly++] = args_value(argc, argv, &i, "a type name or a word of a shape: Q4_0, m=16, 11008")))
+        return ARGS_EXIT;
     } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       printf("usage: %s [--json] [--reps N] [--only WORD]\n"
              "  --json       one JSON line per result on stdout, nothing else there\n"
              "  --reps N     timed products per result, 1..64 (default 9)\n"
-             "  --only WORD  only the type WORD (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K) or the shapes containing WORD\n",
+             "  --only WORD  only the type WORD (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K) or the shapes containing WORD;\n"
+             "               up to 4 times: the results matching every WORD\n",
              argv[0]);
       return 0;
     } else {
@@ -125,7 +133,9 @@ int main(int argc, char **argv) {
     double f32_ms = NAN;
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
       const char *tn = gguf_type_of(types[t])->name;
-      if (only && !strstr(wl, only) && strcmp(tn, only)) continue;
+      bool skip = false;
+      for (int o = 0; o < nonly; o++) skip |= !strstr(wl, only[o]) && strcmp(tn, only[o]);
+      if (skip) continue;
       if (!shapes[s].all && types[t] != GGML_F32 && types[t] != GGML_Q8_0 && types[t] != GGML_Q4_0) continue;
       job j = {types[t], shapes[s].m, shapes[s].n, shapes[s].k, NULL, 0, x};
       if (types[t] == GGML_F32) {

@@ -23,7 +23,9 @@
  *      into a contiguous buffer (PACK) before the tile loop.
  * A row kernel (reduces broadcast along an output loop: softmax in one kernel, a convolution whose weight is
  * a constant) takes its own short path instead, row_kernel() below: its broadcast loops innermost, so each
- * reduce runs once per row. So does a matrix-vector product of a few rows (decode), matvec().
+ * reduce runs once per row. So does a matrix-vector product of a few rows (decode), matvec(), and a product
+ * with a weight decoded from packed bytes in the kernel (a quantized weight): decoded_matvec() for one row,
+ * decoded_gemm() for many (the decoded weight packed once per panel and shared by the rows).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -528,6 +530,136 @@ static bool matvec(kernel_state *ks, const hot *h, int lanes) {
   return true;
 }
 
+/* A matrix-vector product whose weight is decoded from packed bytes in the kernel (decode: x (1, K) @ W^T, W
+ * quantized): the reduce unrolled by the weight's block (its scale decoded once per block, its values vector
+ * lanes, as step 0 of the general path does) and a register tile of weight rows whose accumulators, x's
+ * vectors of the block and a few temporaries fit the registers. The general path's 4 rows x 4 vectors (16
+ * accumulators) fit AVX-512's 32 registers but not AVX2's 16: 42 of the 168 instructions of its inner loop
+ * were spills (Q4_0, 11008 x 4096). Returns false, changing nothing, when the kernel is not one. */
+static bool decoded_matvec(kernel_state *ks, const hot *h, int lanes) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  if (nred != 1 || n != nout + 1 || lanes < 4 || !h->nloads) return false;
+  int ni = -1;
+  for (int i = 0; i < nout; i++) {
+    if (ax[i].size == 1) continue;
+    if (ni >= 0) return false;
+    ni = i;
+  }
+  if (ni < 0) return false;
+  uop *rn = ax[ni].r;
+  bool xs = false, ws = false;
+  for (int l = 0; l < h->nloads; l++) {
+    uop *L = h->loads[l];
+    if (L->dtype == TG_FLOAT32) {
+      if (uop_uses(L->src[1], rn)) return false;
+      xs = true;
+    } else if (L->dtype == TG_UINT8 || L->dtype == TG_INT8) {
+      ws |= uop_uses(L->src[1], rn);
+    } else {
+      return false;
+    }
+  }
+  int64_t b = block_of(h, ax[nout].r, ax[nout].size, 32);
+  if (!xs || !ws || !b || b % lanes || !store_contiguous(h, rn)) return false;
+  int bv = (int)(b / lanes), regs = lanes >= 16 ? 32 : 16;
+  int64_t u = 1, N = ax[ni].size, nid = rn->arg.i;
+  static const int64_t amts[] = {8, 6, 4, 3, 2};
+  for (int i = 0; i < 5 && u == 1; i++)
+    if (N % amts[i] == 0 && N > amts[i] && amts[i] * bv <= 16 && amts[i] * bv + bv + 3 <= regs) u = amts[i];
+  kernel_state save = *ks;
+  ks->tg.vec_bytes = lanes * 4;
+  bool ok = try_opt(ks, OPT_UNROLL, 0, b);
+  if (ok && u > 1) ok = try_opt(ks, OPT_UPCAST, axis_of(ks, nid, false), u);
+  if (!ok) {
+    *ks = save;
+    return false;
+  }
+  n = ks_axes(ks, ax, &nout, &nred);
+  int a = axis_of(ks, nid, false), nt = ks->tg.nthreads;
+  if (nt > 1 && a >= 0 && ax[a].size >= 2 * nt && (double)N * (double)ax[nout].size * b >= THREAD_MIN_WORK)
+    try_opt(ks, OPT_THREAD, a, nt);
+  return true;
+}
+
+/* A matmul whose weight is decoded from packed bytes inside the kernel (x (M, K) @ W^T, W a quantized weight the
+ * scheduler fused: schedule.c decodes_bytes): the float32 GEMM's tile with the decoded weight as its packed
+ * panel. Vector lanes on N (2 vectors), a register tile of up to 8 rows of M, threads on N, and the N panel's
+ * decoded weights (16 x K float32) packed transposed before the M loop: each weight is decoded once per panel
+ * and read by all M rows from there, where decoding in the tile would repeat it for every 8 rows (m = 128,
+ * 4096 x 4096 Q4_0: 317 ms decoding per tile, see the commit for the packed panel's time). A matrix of a few
+ * rows (M <= the tile) skips the PACK: one tile decodes each weight once anyway. Returns false, changing
+ * nothing, when the kernel is not one. */
+static bool decoded_gemm(kernel_state *ks, const hot *h, int lanes) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  if (nred != 1 || n != nout + 1 || lanes < 4 || !h->nloads) return false;
+  int mi = -1, ni = -1;
+  for (int i = 0; i < nout; i++) {
+    if (ax[i].size == 1) continue;
+    if (mi < 0) mi = i;
+    else if (ni < 0) ni = i;
+    else return false;
+  }
+  if (mi < 0 || ni < 0) return false;
+  /* x: float32 loads the same for every N; the weight: 1-byte loads the same for every
+   * M and varying along N; the M and N roles are found from the loads */
+  bool xs = false, ws = false;
+  uop *rm = ax[mi].r, *rn = ax[ni].r;
+  for (int pass = 0; pass < 2 && !(xs && ws); pass++) {
+    xs = ws = false;
+    if (pass) { uop *t = rm; rm = rn; rn = t; int ti = mi; mi = ni; ni = ti; }
+    bool bad = false;
+    for (int l = 0; l < h->nloads && !bad; l++) {
+      uop *L = h->loads[l];
+      if (L->dtype == TG_FLOAT32) {  /* read as broadcast scalars: any index along K (attention's heads) */
+        bad = uop_uses(L->src[1], rn);
+        xs = true;
+      } else if (L->dtype == TG_UINT8 || L->dtype == TG_INT8) {
+        bad = uop_uses(L->src[1], rm);
+        ws |= uop_uses(L->src[1], rn);
+      } else {
+        bad = true;
+      }
+    }
+    if (bad) xs = ws = false;
+  }
+  if (!xs || !ws || !store_contiguous(h, rn)) return false;
+  int64_t M = ax[mi].size, N = ax[ni].size;
+  int64_t vn = N % (2 * lanes) == 0 ? 2 * lanes : N % lanes == 0 ? lanes : 0;
+  if (!vn) return false;
+  int64_t mid = rm->arg.i, nid = rn->arg.i;
+  kernel_state save = *ks;
+  /* the accumulators, the weight's vectors and a broadcast of x must fit the registers: 16 with AVX2 (an 8 x
+   * 16 tile, 16 accumulators, spilled 6 of them to the stack in the inner loop), 32 with AVX-512 */
+  int vregs = (int)(vn / lanes), regs = lanes >= 16 ? 32 : 16;
+  int64_t tm = 1;
+  static const int64_t amts[] = {8, 6, 4, 3, 2};
+  for (int i = 0; i < 5 && tm == 1; i++)
+    if (M % amts[i] == 0 && amts[i] * vregs <= 16 && amts[i] * vregs + vregs + 2 <= regs) tm = amts[i];
+  ks->tg.vec_bytes = lanes * 4;
+  bool ok = try_opt(ks, OPT_UPCAST, axis_of(ks, nid, false), vn);
+  if (ok && tm > 1) ok = try_opt(ks, OPT_UPCAST, axis_of(ks, mid, false), tm);
+  if (!ok) {
+    *ks = save;
+    return false;
+  }
+  n = ks_axes(ks, ax, &nout, &nred);
+  int an = axis_of(ks, nid, false), am = axis_of(ks, mid, false);
+  int nt = ks->tg.nthreads;
+  if (nt > 1 && an >= 0 && ax[an].size >= 2 * nt && (double)M * (double)N * (double)ax[nout].size >= THREAD_MIN_WORK)
+    try_opt(ks, OPT_THREAD, an, nt);
+  if (am < 0 || ax[am].size < 2) return true;  /* one tile of rows: each weight is decoded once already */
+  an = axis_of(ks, nid, false);
+  am = axis_of(ks, mid, false);
+  if (an >= 0 && am >= 0 && an > am && try_opt(ks, OPT_SWAP, am, an)) {
+    /* SWAP exchanges the loops' ids */
+    am = axis_of(ks, nid, false);
+  }
+  if (am >= 0) try_opt(ks, OPT_PACK, am, 1);
+  return true;
+}
+
 /* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
  * can make that load contiguous; false when that PACK then does not apply */
 static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
@@ -559,6 +691,7 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   for (int i = 0; i < n; i++) work *= (double)ax[i].size;
   if (row_kernel(ks, lanes)) return true;
   if (matvec(ks, &h, lanes)) return true;
+  if (decoded_matvec(ks, &h, lanes) || decoded_gemm(ks, &h, lanes)) return true;
 
   /* 0. a reduce read in blocks (see block_of) is unrolled by its block: as many accumulators (vectors of the
    * machine's lanes when the block is whole vectors), which the register tile of step 2 then multiplies */

@@ -256,7 +256,7 @@ static uop *swap_ranges(uop *ast, uop *a, uop *b) {
 
 /* load: the value copied (the load, or WHERE(gate, load, const): padding's gate then is evaluated in the copy,
  * not in the tile loop); src: the load itself */
-typedef struct pack_plan { uop *load, *src; uop *inner[KS_MAX_AXES]; int ninner; int64_t elems; } pack_plan;
+typedef struct pack_plan { uop *load, *src; uop *inner[KS_MAX_AXES]; int ninner; int64_t elems; int nodes; } pack_plan;
 
 /* whether load L can be packed for loop t: it does not use t, and every loop it uses is opened before t
  * (before[]), is one of red's loops, or is a register loop */
@@ -289,6 +289,96 @@ static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbe
   return ok && uses_red;
 }
 
+/* A value decoded from packed bytes (a quantized weight: the scheduler fuses it into its matmul,
+ * schedule/schedule.c decodes_bytes): a float32 expression whose loads all read 1-byte integers from kernel
+ * parameters, with no reduce in it. It is packed whole: the copy decodes each weight once per panel and the
+ * tile loop reads float32 from the panel, so the decode is shared by every row of the tile loop. pl->src is
+ * its first load (the loop order of the panel follows that load's strides). */
+static bool decoded_candidate(uop *x, uop *red, uop *t, uop *const *before, int nbefore, pack_plan *pl) {
+  if (x->dtype != TG_FLOAT32 || !uop_is_alu((uop_op)x->op) || uop_uses(x, t)) return false;
+  int n;
+  uop **order = uop_toposort(x, &n);
+  if (!order) return false;
+  bool ok = true, uses_red = false;
+  uop *first = NULL;
+  pl->ninner = 0;
+  pl->elems = 1;
+  for (int i = 0; i < n && ok; i++) {
+    uop *r = order[i];
+    if (r->op == OP_REDUCE || r->op == OP_DEFINE_LOCAL) ok = false;
+    if (r->op == OP_LOAD) {
+      ok = r->src[0]->op == OP_PARAM && (r->dtype == TG_UINT8 || r->dtype == TG_INT8);
+      if (!first) first = r;
+    }
+    if (r->op != OP_RANGE || !ok) continue;
+    bool outer = false, mine = false;
+    for (int j = 0; j < nbefore; j++) outer |= before[j] == r;
+    for (int j = 1; j < red->nsrc; j++) mine |= red->src[j] == r;
+    uses_red |= mine;
+    if (outer) continue;
+    if (!mine && r->aux[0] != AX_UPCAST && r->aux[0] != AX_UNROLL) { ok = false; break; }
+    if (pl->ninner == KS_MAX_AXES) { ok = false; break; }
+    pl->inner[pl->ninner++] = r;
+    pl->elems *= r->src[0]->arg.i;
+  }
+  free(order);
+  pl->load = x;
+  pl->src = first;
+  pl->nodes = n;
+  return ok && uses_red && first;
+}
+
+/* The fill loops of a decoded value's panel (decoded_candidate) in the order its bytes lie, not the panel's:
+ * the register tile's loops (N: rows of the weight) outermost, then each reduce loop split into blocks of 32
+ * (the block formats' grain; a K-quant's 256 are 8 of them), their two halves and the 16 values of a half
+ * innermost. A block's scale then depends on outer loops only and is decoded once per block (the linearizer
+ * hoists it), not once per value as in the panel's order (reduce outside, N inside, each value in another
+ * block); a half's nibble shift (Q4_0: low nibbles, then high) once per half, and its bytes are contiguous. fl are the fill's
+ * loops (ids below next), replaced in *val and *fidx. Returns false when out of memory or loops. */
+#define DECODE_BLOCK 32
+
+static bool decoded_fill_order(uop **val, uop **fidx, uop *const *fl, const pack_plan *pl, int64_t next, tg_dtype it) {
+  int nsplit = 0;
+  for (int i = 0; i < pl->ninner; i++) {
+    int64_t n = fl[i]->src[0]->arg.i;
+    nsplit += pl->inner[i]->aux[0] == AX_REDUCE && n > DECODE_BLOCK && n % DECODE_BLOCK == 0;
+  }
+  if (next + pl->ninner + 2 * nsplit > 64) {
+    tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
+    return false;
+  }
+  uop *inner[KS_MAX_AXES];  /* the block loops, given ids after all others */
+  uop *from[KS_MAX_AXES], *to[KS_MAX_AXES];
+  int ni = 0, nsub = 0;
+  for (int pass = 0; pass < 2; pass++)  /* the tile's loops first */
+    for (int i = 0; i < pl->ninner; i++) {
+      if ((pl->inner[i]->aux[0] == AX_UPCAST) != (pass == 0)) continue;
+      int64_t n = fl[i]->src[0]->arg.i;
+      bool split = pl->inner[i]->aux[0] == AX_REDUCE && n > DECODE_BLOCK && n % DECODE_BLOCK == 0;
+      uop *o = mk_range(it, split ? n / DECODE_BLOCK : n, next++, AX_LOOP);
+      if (!o) return false;
+      from[nsub] = fl[i];
+      to[nsub++] = o;
+      if (split) inner[ni++] = o;
+    }
+  for (int i = 0; i < ni; i++) {  /* the split loops' values: block * 32 + half * 16 + value */
+    uop *h = mk_range(it, 2, next++, AX_LOOP), *j = h ? mk_range(it, DECODE_BLOCK / 2, next++, AX_LOOP) : NULL;
+    if (!j) return false;
+    for (int k = 0; k < nsub; k++)
+      if (to[k] == inner[i])
+        to[k] = uop_binary(OP_ADD, uop_binary(OP_MUL, inner[i], uop_const_int(it, DECODE_BLOCK)),
+                           uop_binary(OP_ADD, uop_binary(OP_MUL, h, uop_const_int(it, DECODE_BLOCK / 2)), j));
+  }
+  for (int k = 0; k < nsub && *val && *fidx; k++) {
+    if (!to[k]) return false;
+    *val = uop_substitute(*val, from[k], to[k]);
+    *fidx = uop_substitute(*fidx, from[k], to[k]);
+  }
+  *val = *val ? uop_simplify(*val) : NULL;
+  *fidx = *fidx ? uop_simplify(*fidx) : NULL;
+  return *val && *fidx;
+}
+
 /* the copy of the load's values over its inner loops into a DEFINE_LOCAL, and the load from it */
 static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
   /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous (of equal
@@ -319,15 +409,20 @@ static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
   for (int i = 0; i < n; i++) nlocal += order[i]->op == OP_DEFINE_LOCAL;
   free(order);
   tg_dtype it = (tg_dtype)pl->inner[0]->dtype;
-  uop *val = pl->load, *fidx = uop_const_int(it, 0), *lidx = uop_const_int(it, 0);
+  uop *val = pl->load, *fidx = uop_const_int(it, 0), *lidx = uop_const_int(it, 0), *fl[KS_MAX_AXES];
   int64_t stride = 1;
   for (int i = pl->ninner - 1; i >= 0 && val; i--) {
     uop *r = pl->inner[i], *r2 = mk_range(it, r->src[0]->arg.i, id + i, AX_LOOP);
     if (!r2) return NULL;
+    fl[i] = r2;
     val = uop_substitute(val, r, r2);
     fidx = uop_binary(OP_ADD, fidx, uop_binary(OP_MUL, r2, uop_const_int(it, stride)));
     lidx = uop_binary(OP_ADD, lidx, uop_binary(OP_MUL, r, uop_const_int(it, stride)));
     stride *= r->src[0]->arg.i;
+  }
+  if (val && fidx && pl->load->op != OP_LOAD && pl->load->op != OP_WHERE) {
+    fidx = uop_simplify(fidx);
+    if (!fidx || !decoded_fill_order(&val, &fidx, fl, pl, id + pl->ninner, it)) return NULL;
   }
   uop *local = uop_new(OP_DEFINE_LOCAL, (tg_dtype)pl->load->dtype, 0, NULL, (uop_arg){.i = nlocal}, 1, &pl->elems);
   uop *fs[3] = {local, uop_simplify(fidx), val};
@@ -351,11 +446,17 @@ static uop *pack(kernel_state *ks, const axis_info *ax, int nout, int a, bool up
     int m;
     uop **sub = uop_toposort(order[i]->src[0], &m);
     if (!sub) break;
-    for (int j = 0; j < m; j++)
+    for (int j = 0; j < m; j++) {
       if ((sub[j]->op == OP_LOAD || sub[j]->op == OP_WHERE) && pack_candidate(sub[j], order[i], ax[a].r, before, a, &pl) &&
           pl.elems <= (upcast_last ? PACK_T_MAX_ELEMS : PACK_MAX_ELEMS) &&
           (pl.elems > best.elems || (pl.elems == best.elems && pl.src == best.load)))
+        best = pl, best.nodes = 0;
+      /* of a decoded value's nodes, the whole expression: the most nodes */
+      if (uop_is_alu((uop_op)sub[j]->op) && decoded_candidate(sub[j], order[i], ax[a].r, before, a, &pl) &&
+          pl.elems <= (upcast_last ? PACK_T_MAX_ELEMS : PACK_MAX_ELEMS) &&
+          (pl.elems > best.elems || (pl.elems == best.elems && pl.nodes > best.nodes)))
         best = pl;
+    }
     free(sub);
   }
   free(order);

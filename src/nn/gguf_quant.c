@@ -22,10 +22,15 @@
  * (2.8), Q6_K 2.6-4.0 (2.3), F16 2.4-7 (0.8-2.3), F32 4-12 (2-9). The scalar kernel before this ran Q8_0 25
  * ms, Q4_0 25, Q4_K 67, Q6_K 48, F16 7-8 on the same machine (recorded here earlier elsewhere: Q4_0 87-110 ms,
  * Q8_0 79-94, Q4_K 277-293, Q6_K 169-227).
- * A matmul of several rows (prefill) stores the dequantized weight once (the scheduler's rule for a value
- * broadcast over rows: a vector kernel now), then multiplies it as float32: x (16, 4096) 34-56 ms, (128, 4096)
- * 99-160 ms, (512, 4096) 280-420 ms against 30-34, 99-144, 235-390 for float32 weights. Fusing the dequantize
- * into the product (its work shared by a register tile of rows) is the scheduler's to decide, not done yet.
+ * A matmul of several rows (prefill) is one kernel too: the scheduler does not store a value decoded from bytes
+ * when it is broadcast over rows (schedule.c decodes_bytes), and the heuristic gives it the float32 GEMM's tile
+ * with the decoded weight as its packed panel (heuristic.c decoded_gemm, opt.c decoded_candidate): each weight is
+ * decoded once per panel of 16 columns into a float32 buffer the row tiles read. CPU time per product (2
+ * threads summed, bench/quant.c under /usr/bin/time, a machine loaded 4x: wall times there are noise), before
+ * (the dequantized weight stored as float32 by a kernel of its own, then multiplied) -> now: x (128, 4096) @
+ * 4096x4096 Q4_0 120 -> 75 ms, Q8_0 110 -> 76 (F32 weights 106); x (1, 4096) @ 11008x4096 Q4_0 8.75 -> 5.0,
+ * Q8_0 6.25 -> 3.75, i.e. 5.1 and 12.8 GB of weight per CPU second, at the memory bandwidth of the two cores
+ * (9-12 GB/s read by 2 threads at that load).
  *
  * The layouts (ggml's block_q4_0 ... block_q6_K, all little-endian, d and dmin float16):
  *   Q4_0  (32, 18 bytes): d, qs[16]; x[j] = d * ((qs[j] & 15) - 8), x[j + 16] = d * ((qs[j] >> 4) - 8)
@@ -144,15 +149,21 @@ tg_tensor *gguf_dequantize(tg_tensor *blk, uint32_t type) {
   tg_scope_begin();
   tg_tensor *y = NULL;
   switch (type) {
-    case GGML_Q4_0:
-      y = tg_mul(tg_sub_scalar(as_f32(nibbles32(blk, nb, 2)), 8), half_at(blk, 0, SHAPE(nb, 2, 16)));
+    /* Q4_0, Q5_0: d q - 8 d (16 d), the same float32 as d (q - 8) (q - 8 is exact, and -8 d: one rounding either
+     * way), but one FMA per value in the kernel instead of a subtract and a multiply; -8 d is made once per block */
+    case GGML_Q4_0: {
+      tg_tensor *d = half_at(blk, 0, SHAPE(nb, 2, 16));
+      y = tg_add(tg_mul(as_f32(nibbles32(blk, nb, 2)), d), tg_mul_scalar(d, -8));
       break;
+    }
     case GGML_Q4_1:
       y = tg_add(tg_mul(as_f32(nibbles32(blk, nb, 4)), half_at(blk, 0, SHAPE(nb, 2, 16))), half_at(blk, 2, SHAPE(nb, 2, 16)));
       break;
-    case GGML_Q5_0:
-      y = tg_mul(tg_sub_scalar(as_f32(fives32(blk, nb, 2)), 16), half_at(blk, 0, SHAPE(nb, 2, 16)));
+    case GGML_Q5_0: {
+      tg_tensor *d = half_at(blk, 0, SHAPE(nb, 2, 16));
+      y = tg_add(tg_mul(as_f32(fives32(blk, nb, 2)), d), tg_mul_scalar(d, -16));
       break;
+    }
     case GGML_Q5_1:
       y = tg_add(tg_mul(as_f32(fives32(blk, nb, 4)), half_at(blk, 0, SHAPE(nb, 2, 16))), half_at(blk, 2, SHAPE(nb, 2, 16)));
       break;

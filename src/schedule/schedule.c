@@ -311,6 +311,58 @@ static bool cheap_to_recompute(uop *u, const uop_map *realized) {
   return true;
 }
 
+/* Whether u is a value decoded from packed bytes (a quantized weight: nibbles and scales read from uint8 or int8
+ * buffers, shifted, masked, converted and scaled): every input it reads is a stored buffer of 1-byte integers,
+ * and there is no reduce in it (and it is real work: a cast of uint8 images alone is not this, see widened
+ * below). Such a value read through a broadcast (a matmul over many rows) is not stored
+ * as float32 (4 bytes a weight written and read again, the whole weight's float copy in memory): it fuses into
+ * its reader, whose codegen decodes it once per panel of the reduce (a PACK of the expression, codegen/opt.c)
+ * and reuses the panel across the rows. */
+#define DECODE_WALK 512
+
+static bool decodes_bytes(uop *u, const uop_map *realized) {
+  if (u->dtype != TG_FLOAT32 || !uop_is_alu((uop_op)u->op)) return false;
+  uop *stack[DECODE_WALK];
+  uop_map seen = {0};
+  static char yes;
+  int sp = 0, visited = 0, leaves = 0;
+  bool ok = true;
+  stack[sp++] = u;
+  while (sp && ok) {
+    uop *x = stack[--sp];
+    if (umap_get(&seen, x)) continue;
+    if (!umap_put(&seen, x, &yes) || ++visited >= DECODE_WALK) { ok = false; break; }
+    if (x != u && (node_has_storage(x) || umap_get(realized, x))) {
+      ok = dtype_is_int((tg_dtype)x->dtype) && tg_dtype_size((tg_dtype)x->dtype) == 1;
+      leaves++;
+      continue;
+    }
+    if (x->op == OP_REDUCE_AXIS || x->op == OP_CONTIGUOUS || x->op == OP_PAD) { ok = false; break; }
+    for (int k = 0; k < x->nsrc && ok; k++) {
+      if (sp == DECODE_WALK) ok = false;
+      else stack[sp++] = x->src[k];
+    }
+  }
+  umap_free(&seen);
+  return ok && leaves > 0;
+}
+
+/* marks every node of u's expression (down to stored nodes) in m */
+static bool mark_expression(uop *u, const uop_map *realized, uop_map *m) {
+  uop *stack[DECODE_WALK];
+  static char yes;
+  int sp = 0;
+  stack[sp++] = u;
+  while (sp) {
+    uop *x = stack[--sp];
+    if (umap_get(m, x)) continue;
+    if (x != u && (node_has_storage(x) || umap_get(realized, x))) continue;
+    if (!umap_put(m, x, &yes)) return false;
+    for (int k = 0; k < x->nsrc && sp < DECODE_WALK; k++) stack[sp++] = x->src[k];
+  }
+  return true;
+}
+
 static bool recompute_cheap(uop_map *realized, uop **cands, int n) {
   for (int i = n - 1; i >= 0; i--) {  /* cands are readers first */
     uop *u = cands[i];
@@ -323,7 +375,8 @@ tg_status schedule_create(int n, uop *const *outs, schedule *s) { return schedul
 
 tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, schedule *s) {
   memset(s, 0, sizeof *s);
-  uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0}, viewed = {0}, moved = {0};
+  uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0}, viewed = {0}, moved = {0},
+          decoded = {0};
   tg_status st = TG_OK;
   uop **order = NULL, **cands = NULL, **shared_cands = NULL, **recompute_cands = NULL;
   int ncands = 0, nshared = 0, nrecompute = 0;
@@ -373,12 +426,17 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
      * per output channel and tap) is stored as float32: the vector path has no uint8 lanes, and the conv
      * reading it ran scalar (MNIST conv1: 43 ms scalar) */
     bool widened = u->op == OP_CAST && u->dtype == TG_FLOAT32 && tg_dtype_size((tg_dtype)u->src[0]->dtype) < 4 &&
-                   dtype_is_int((tg_dtype)u->src[0]->dtype);
+                   dtype_is_int((tg_dtype)u->src[0]->dtype) && !umap_get(&decoded, u);
+    /* a weight decoded from its bytes, read through a broadcast: fused whole into its reader (decodes_bytes) */
+    if (!stored && broadcast && !umap_get(&decoded, u) && decodes_bytes(u, &realized) &&
+        expensive(u, &realized, false) && !mark_expression(u, &realized, &decoded))
+      goto nomem;
+    bool in_decode = umap_get(&decoded, u) != NULL;
     bool by_sharing = (shared && alu && expensive(u, &realized, true)) || (shared && u->op == OP_REDUCE_AXIS);
     bool must = u->op == OP_CONTIGUOUS || by_sharing || (broadcast && widened) ||
                 (pad_grown && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, false))));
     bool bcast_reduce = broadcast && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, true)));
-    if (!stored && (must || bcast_reduce || (broadcast && alu && expensive(u, &realized, false)))) {
+    if (!stored && !in_decode && (must || bcast_reduce || (broadcast && alu && expensive(u, &realized, false)))) {
       if (!umap_put(&realized, u, &yes)) goto nomem;
       stored = true;
       if (!must && bcast_reduce) cands[ncands++] = u;
@@ -453,6 +511,7 @@ out:
   umap_free(&consumers);
   umap_free(&viewed);
   umap_free(&moved);
+  umap_free(&decoded);
   if (st != TG_OK) schedule_free(s);
   return st;
 }
