@@ -216,8 +216,10 @@ tg_status schedule_kernels(schedule *s, uop **order, int nn, uop *sink, const uo
     int g = -1;
     if (ks[i].mergeable && !ks[i].window)
       for (int h = ng - 1, tries = 0; h >= 0 && g < 0 && tries < GROUP_TRIES; h--) {
-        const uop *f = ks[gs[h].members[0]].u;
-        if (f->ndim != ks[i].u->ndim || memcmp(f->shape, ks[i].u->shape, (size_t)f->ndim * sizeof *f->shape)) continue;
+        const knode *f = &ks[gs[h].members[0]];
+        if (!f->mergeable || f->window || f->u->ndim != ks[i].u->ndim ||
+            memcmp(f->u->shape, ks[i].u->shape, (size_t)f->u->ndim * sizeof *f->u->shape))
+          continue;
         tries++;
         if (may_join(ks, gs, stamp, &mark, stack, i, h)) g = h;
       }

@@ -3,7 +3,8 @@
  * Decides which nodes are stored to a buffer (outputs, CONTIGUOUS, reduces whose result is broadcast, except
  * those a kernel computes once per row of its own: softmax's max and sum),
  * turns everything between two stored values into ONE kernel AST with movement ops rewritten to index
- * arithmetic and validity masks (lower.c), and orders the kernels by their buffer dependencies.
+ * arithmetic and validity masks (lower.c), stores values of the same loop nest from one kernel (merge.c), and
+ * orders the kernels by their buffer dependencies.
  */
 #ifndef TG_SCHEDULE_H
 #define TG_SCHEDULE_H
