@@ -91,6 +91,28 @@ TEST(test_multiout_independent_outputs_share_a_kernel) {
   tg_scope_end();
 }
 
+/* eight outputs reading four buffers each would take 40 buffers: more than a kernel takes, they split in two */
+TEST(test_multiout_many_buffers_split_into_halves) {
+  tg_scope_begin();
+  tg_tensor *in[32], *outs[8];
+  for (int i = 0; i < 32; i++) {
+    in[i] = filled(1, (int64_t[]){33}, 20 + i);
+    CHECK(tg_realize(in[i]) == TG_OK, "%s", tg_error());
+  }
+  for (int o = 0; o < 8; o++) outs[o] = tg_add(tg_mul(in[4 * o], in[4 * o + 1]), tg_mul(in[4 * o + 2], in[4 * o + 3]));
+  CHECK_T(outs[7]);
+  CHECK(tg_realize_many(8, outs) == TG_OK, "%s", tg_error());
+  CHECK(tg_kernel_count_last() == 2, "8 outputs of 4 inputs each: %d kernels, want 2", (int)tg_kernel_count_last());
+  for (int o = 0; o < 8; o++) {
+    float got[33], want[33];
+    CHECK(read(outs[o], got), "%s", tg_error());
+    for (int i = 0; i < 33; i++)
+      want[i] = fval(i, 20 + 4 * o) * fval(i, 21 + 4 * o) + fval(i, 22 + 4 * o) * fval(i, 23 + 4 * o);
+    CHECK_CLOSE("out", got, want, 33);
+  }
+  tg_scope_end();
+}
+
 TEST(test_multiout_output_read_at_its_element_is_computed_in_the_kernel) {
   tg_scope_begin();
   tg_tensor *x = filled(2, (int64_t[]){8, 12}, 5);

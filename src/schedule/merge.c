@@ -21,6 +21,8 @@
 
 #define GROUP_TRIES 2       /* same-shaped groups tried per node, most recent first */
 #define REACH_VISITS 4096   /* groups a dependency check may visit before it answers "depends" */
+/* buffers of a merged kernel at most (tinygrad's limit for CPU and Metal; OpenCL and CUDA devices take more) */
+#define MAX_KERNEL_BUFS 31
 
 typedef struct knode {
   uop *u;
@@ -158,34 +160,37 @@ static bool order_groups(const knode *ks, const kgroup *gs, int ng, int *out) {
   return ok && no == ng;
 }
 
-/* kernel k of s storing the nodes of one group (one kernel per member when they do not share their loops) */
-static tg_status emit_group(schedule *s, knode *ks, const kgroup *g, const uop_map *realized) {
-  uop *roots[SCHED_MAX_OUTS], *targets[SCHED_MAX_OUTS];
-  for (int m = 0; m < g->n; m++) {
-    roots[m] = ks[g->members[m]].u;
-    targets[m] = ks[g->members[m]].target;
-  }
-  if (g->n > 1) {
+/* the kernels of members[0..n) of one group (in dependency order): one kernel storing them all, else (they do not
+ * share their loops, or need more buffers than a kernel takes) the first half's kernels, then the second's */
+static tg_status emit_members(schedule *s, knode *ks, const int *members, int n, const uop_map *realized) {
+  if (n > 1) {
+    uop *roots[SCHED_MAX_OUTS], *targets[SCHED_MAX_OUTS];
+    for (int m = 0; m < n; m++) {
+      roots[m] = ks[members[m]].u;
+      targets[m] = ks[members[m]].target;
+    }
     sched_kernel *k = &s->kernels[s->nkernels];
-    tg_status st = lower_multi(g->n, roots, targets, realized, &k->ast, &k->bufs, &k->nbufs);
+    tg_status st = lower_multi(n, roots, targets, realized, &k->ast, &k->bufs, &k->nbufs);
     if (st != TG_OK) return st;
-    if (k->ast) {
+    if (k->ast && k->nbufs <= MAX_KERNEL_BUFS) {
       k->output = roots[0];
-      k->nout = g->n;
+      k->nout = n;
       s->nkernels++;
       return TG_OK;
     }
+    free(k->bufs);
+    memset(k, 0, sizeof *k);
+    st = emit_members(s, ks, members, n / 2, realized);
+    return st == TG_OK ? emit_members(s, ks, members + n / 2, n - n / 2, realized) : st;
   }
-  for (int m = 0; m < g->n; m++) {
-    knode *x = &ks[g->members[m]];
-    sched_kernel *k = &s->kernels[s->nkernels];
-    k->output = x->u;
-    k->nout = 1;
-    k->window_into = x->window ? x->target : NULL;
-    k->ast = lower_window_kernel(x->u, x->window ? &x->w : NULL, realized, &k->bufs, &k->nbufs);
-    if (!k->ast) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
-    s->nkernels++;
-  }
+  knode *x = &ks[members[0]];
+  sched_kernel *k = &s->kernels[s->nkernels];
+  k->output = x->u;
+  k->nout = 1;
+  k->window_into = x->window ? x->target : NULL;
+  k->ast = lower_window_kernel(x->u, x->window ? &x->w : NULL, realized, &k->bufs, &k->nbufs);
+  if (!k->ast) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
+  s->nkernels++;
   return TG_OK;
 }
 
@@ -229,7 +234,7 @@ tg_status schedule_kernels(schedule *s, uop **order, int nn, uop *sink, const uo
   }
   if (!order_groups(ks, gs, ng, gorder)) goto out;
   st = TG_OK;
-  for (int i = 0; i < ng && st == TG_OK; i++) st = emit_group(s, ks, &gs[gorder[i]], realized);
+  for (int i = 0; i < ng && st == TG_OK; i++) st = emit_members(s, ks, gs[gorder[i]].members, gs[gorder[i]].n, realized);
 out:
   if (st == TG_ERR_NOMEM && !tg_error_status()) tg_set_error(st, "schedule: out of memory");
   for (int i = 0; ks && i < nk; i++) {
