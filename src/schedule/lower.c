@@ -21,6 +21,7 @@ typedef struct lower_ctx {
   int nroots;            /* a kernel of several outputs (lower_multi): its roots, computed where read at out_idx */
   uop *const *roots;
   uop *out_idx[TG_MAX_DIMS];
+  bool flat;             /* one loop over the elements, unravelled into the axes (flat_kernel) */
   uop **bufs;
   int nbufs, cap;
   uop_map memo;
@@ -344,11 +345,22 @@ static uop *lower_roots(lower_ctx *c, int n, uop *const *roots, const window_wri
   }
   for (int r = 0; r < n; r++) param_slot(c, roots[r]);  /* the outputs are PARAM 0..n-1 */
   uop *root = roots[0], *src = w ? w->value : root, *idx[TG_MAX_DIMS], *at[TG_MAX_DIMS];
-  for (int i = 0; i < src->ndim; i++) {
-    if (src->shape[i] == 1) { idx[i] = ic(c, 0); continue; }
-    uop *bound = ic(c, src->shape[i]);
-    int64_t type = AX_GLOBAL;
-    idx[i] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+  int64_t type = AX_GLOBAL;
+  if (c->flat && !w) {  /* as a reshape to one axis: the loads of this layout fold back to the one index */
+    uop *bound = ic(c, uop_numel(src));
+    uop *lin = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+    int64_t stride = 1;
+    for (int j = src->ndim - 1; j >= 0; j--) {
+      uop *q = stride == 1 ? lin : uop_binary(OP_IDIV, lin, ic(c, stride));
+      idx[j] = src->shape[j] == 1 ? ic(c, 0) : j == 0 ? q : uop_binary(OP_MOD, q, ic(c, src->shape[j]));
+      stride *= src->shape[j];
+    }
+  } else {
+    for (int i = 0; i < src->ndim; i++) {
+      if (src->shape[i] == 1) { idx[i] = ic(c, 0); continue; }
+      uop *bound = ic(c, src->shape[i]);
+      idx[i] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+    }
   }
   memcpy(c->out_idx, idx, sizeof idx);
   for (int i = 0; i < root->ndim; i++) {
@@ -407,10 +419,76 @@ uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs) {
   return lower_window_kernel(root, NULL, realized, bufs, nbufs);
 }
 
+/* An elementwise kernel whose innermost axis is no multiple of a vector (an Adam update of a 3x3 convolution's
+ * weight: (64, 64, 3, 3)) got no vector lanes: its loops are short. When it reads every buffer in its own layout
+ * (or one element of it), it runs as one loop over all elements instead (as tinygrad merges adjacent axes), where
+ * the heuristic finds vectors and threads. flat_candidate says when to try; flat_clean whether it worked. */
+#define FLAT_VECTOR 16
+
+static bool flat_candidate(lower_ctx *c, int n, uop *const *roots) {
+  const uop *r = roots[0];
+  int big = 0, inner = -1;
+  for (int i = 0; i < r->ndim; i++)
+    if (r->shape[i] > 1) {
+      big++;
+      inner = i;
+    }
+  if (big < 2 || r->shape[inner] % FLAT_VECTOR == 0) return false;
+  bool ok = true;
+  for (int k = 0; k < n && ok; k++) {
+    int nn;
+    uop **order = uop_toposort_filtered(roots[k], enter_unrealized, c, &nn);
+    ok = order != NULL;
+    for (int i = 0; i < nn && ok; i++) {
+      uop *u = order[i];
+      if (!enter_unrealized(u, c)) continue;
+      bool moves = u->op >= OP_RESHAPE && u->op <= OP_FLIP;
+      /* a view of one element (a learning rate broadcast) reads it anywhere; another view another layout */
+      if ((moves && uop_numel(u->src[0]) != 1) || u->op == OP_REDUCE_AXIS) ok = false;
+    }
+    free(order);
+  }
+  return ok;
+}
+
+/* every load and store of ast at the one loop's index, or a load at a constant one */
+static bool flat_clean(uop *ast) {
+  int m;
+  uop **order = uop_toposort(ast, &m);
+  if (!order) return false;
+  uop *range = NULL;
+  bool ok = true;
+  for (int i = 0; i < m && ok; i++)
+    if (order[i]->op == OP_RANGE) {
+      ok = !range;
+      range = order[i];
+    }
+  for (int i = 0; i < m && ok; i++) {
+    uop *u = order[i];
+    if (u->op == OP_STORE) ok = u->src[1] == range;
+    if (u->op == OP_LOAD) ok = u->nsrc == 2 && (u->src[1] == range || uop_is_const(u->src[1]));
+    if (u->op == OP_REDUCE) ok = false;
+  }
+  free(order);
+  return ok && range;
+}
+
 /* the kernel of roots[0..n) (lower_roots), simplified, its indices narrowed; NULL with tg_error set */
 static uop *lower_finish(lower_ctx *c, int n, uop *const *roots, const window_write *w, uop ***bufs, int *nbufs) {
   *bufs = NULL;
   *nbufs = 0;
+  if (!w && flat_candidate(c, n, roots)) {
+    lower_ctx f = *c;
+    f.flat = true;
+    uop *ast = uop_simplify(lower_roots(&f, n, roots, NULL));
+    umap_free(&f.memo);
+    if (ast && !f.oom && f.idt == TG_INT32 && flat_clean(ast)) {
+      *bufs = f.bufs;
+      *nbufs = f.nbufs;
+      return ast;
+    }
+    free(f.bufs);
+  }
   uop *ast = uop_simplify(lower_roots(c, n, roots, w));
   if (ast && c->idt == TG_INT64 && lower_narrow_indices) ast = uop_simplify(narrow_indices(ast));
   umap_free(&c->memo);
