@@ -443,8 +443,9 @@ static bool flat_candidate(lower_ctx *c, int n, uop *const *roots) {
       uop *u = order[i];
       if (!enter_unrealized(u, c)) continue;
       bool moves = u->op >= OP_RESHAPE && u->op <= OP_FLIP;
-      /* a view of one element (a learning rate broadcast) reads it anywhere; another view another layout */
-      if ((moves && uop_numel(u->src[0]) != 1) || u->op == OP_REDUCE_AXIS) ok = false;
+      /* a reshape keeps the layout; a view of one element (a learning rate broadcast) reads it anywhere;
+       * another view reads another layout */
+      if ((moves && u->op != OP_RESHAPE && uop_numel(u->src[0]) != 1) || u->op == OP_REDUCE_AXIS) ok = false;
     }
     free(order);
   }
