@@ -39,6 +39,7 @@ typedef struct linear_program {
                        * which its reduces' bodies are their identities), computed before it), else NULL */
   int n;
   int nparams;
+  int nouts;          /* the params stored into are 0..nouts (the others are read only: const) */
   uop *lane;          /* the vector lane RANGE (never a loop), or NULL */
   int lanes;
   uop_map vec;        /* node -> non-NULL when its value is a vector of `lanes` */

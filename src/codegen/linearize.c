@@ -375,6 +375,8 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
     if (u->op == OP_RANGE && u != c.lane && u->aux[0] != AX_REDUCE && u->aux[0] != AX_UNROLL && u->aux[0] != AX_LOOP)
       globals[ng++] = u;
     if (u->op == OP_PARAM && u->arg.i + 1 > out->nparams) out->nparams = (int)u->arg.i + 1;
+    if (u->op == OP_STORE && u->src[0]->op == OP_PARAM && u->src[0]->arg.i + 1 > out->nouts)
+      out->nouts = (int)u->src[0]->arg.i + 1;
     if (u->op == OP_REDUCE) c.reduces[c.nreduces++] = u;
     if (vec_of(u, c.lane, c.vec) && !umap_put(c.vec, u, (void *)1)) c.fail = true;
   }

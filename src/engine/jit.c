@@ -63,8 +63,8 @@ static bool grow(jit_capture *c) {
   return true;
 }
 
-void jit_record(jit_capture *c, const device *dev, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads,
-                double flops, double bytes) {
+void jit_record(jit_capture *c, const device *dev, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nout,
+                int nthreads, double flops, double bytes) {
   if (c->failed) return;
   if (!grow(c)) return;
   tg_buffer **copy = mem_alloc((size_t)(nbufs ? nbufs : 1) * sizeof *copy);
@@ -74,8 +74,8 @@ void jit_record(jit_capture *c, const device *dev, tg_program *prog, tg_buffer *
     buffer_retain(bufs[i]);
   }
   program_retain(prog);
-  c->launches[c->n++] = (jit_launch){.prog = prog, .dev = dev, .nbufs = nbufs, .nthreads = nthreads, .bufs = copy,
-                                     .flops = flops, .bytes = bytes};
+  c->launches[c->n++] = (jit_launch){.prog = prog, .dev = dev, .nbufs = nbufs, .nout = nout, .nthreads = nthreads,
+                                     .bufs = copy, .flops = flops, .bytes = bytes};
 }
 
 void jit_record_copy(jit_capture *c, tg_buffer *dst, tg_buffer *src, size_t nbytes) {
@@ -86,7 +86,7 @@ void jit_record_copy(jit_capture *c, tg_buffer *dst, tg_buffer *src, size_t nbyt
   b[1] = src;
   buffer_retain(dst);
   buffer_retain(src);
-  c->launches[c->n++] = (jit_launch){.dev = dst->dev, .src_dev = src->dev, .nbufs = 2, .bufs = b, .nbytes = nbytes,
+  c->launches[c->n++] = (jit_launch){.dev = dst->dev, .src_dev = src->dev, .nbufs = 2, .nout = 1, .bufs = b, .nbytes = nbytes,
                                      .bytes = (double)nbytes};
 }
 
@@ -212,7 +212,7 @@ typedef struct buf_use {
   tg_buffer *buf;
   int slots;          /* launch slots that hold it (each one retained it) */
   int first, last;    /* first and last launch that touch it */
-  bool written_first; /* the first launch writes it (slot 0) and does not read it */
+  bool written_first; /* the first launch writes it (an output slot) and does not read it */
   bool gpu_copy;      /* a GPU buffer a copy reads or writes: the device's copy functions take whole buffers */
 } buf_use;
 
@@ -247,7 +247,7 @@ static tg_status plan_memory(tg_jit *j, const device *dev) {
       int u = slot_use[s] = find_use(use, nuse, buf);
       if (u < 0) {
         u = slot_use[s] = nuse++;
-        use[u] = (buf_use){.buf = buf, .first = k, .written_first = b == 0};
+        use[u] = (buf_use){.buf = buf, .first = k, .written_first = b < c->launches[k].nout};
       } else if (use[u].first == k) {
         use[u].written_first = false;  /* read and written by the same kernel: its old value matters */
       }

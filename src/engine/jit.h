@@ -6,11 +6,12 @@
 
 /* A recorded action: a kernel launch on dev, or (prog NULL) a copy of nbytes from bufs[1] on src_dev to
  * bufs[0] on dev, as place.c copies between devices. A copy is two slots like a kernel's (slot 0 written,
- * slot 1 read), so inputs are patched into it and the memory planner sees its buffers as a kernel's. */
+ * slot 1 read), so inputs are patched into it and the memory planner sees its buffers as a kernel's. A kernel
+ * writes its first nout slots (several outputs: schedule.h) and reads the others. */
 typedef struct jit_launch {
   tg_program *prog;
   const device *dev;
-  int nbufs, nthreads;
+  int nbufs, nout, nthreads;
   tg_buffer **bufs;   /* retained; NULL once the memory planner moved the buffer into the arena */
   double flops, bytes;  /* for DEBUG=2's line per replayed kernel */
   const device *src_dev;  /* a copy: the source's device */
@@ -33,9 +34,9 @@ typedef struct jit_capture {
 
 /* the capture in progress, or NULL */
 jit_capture *jit_capturing(void);
-/* records one launch (realize.c calls it while capturing); buffers and program are retained */
-void jit_record(jit_capture *c, const device *dev, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nthreads,
-                double flops, double bytes);
+/* records one launch writing bufs[0..nout) (realize.c calls it while capturing); buffers and program are retained */
+void jit_record(jit_capture *c, const device *dev, tg_program *prog, tg_buffer *const *bufs, int nbufs, int nout,
+                int nthreads, double flops, double bytes);
 /* records a copy of nbytes from src to dst (place.c calls it while capturing); both retained */
 void jit_record_copy(jit_capture *c, tg_buffer *dst, tg_buffer *src, size_t nbytes);
 

@@ -196,12 +196,22 @@ static tg_buffer *storage(const device *dev, uop *u) {
   return u->buf;
 }
 
-/* Whether kernel k may store its value into target (an assigned tensor's old buffer): it reads that buffer
- * only at the element it writes. */
-static bool reads_only_own_element(const sched_kernel *k, const device *dev, const tg_buffer *target,
+/* per kernel k and output j: the assigned tensor's buffer it overwrites, or NULL */
+#define INPLACE(inplace, k, j) (inplace)[(size_t)(k) * SCHED_MAX_OUTS + (size_t)(j)]
+
+/* whether some output of kernel k is written in place */
+static bool any_in_place(tg_buffer *const *inplace, const sched_kernel *sk, int k) {
+  for (int j = 0; j < sk->nout; j++)
+    if (INPLACE(inplace, k, j)) return true;
+  return false;
+}
+
+/* Whether kernel k may store its output j into target (an assigned tensor's old buffer): it reads that buffer
+ * only at the element output j is written at. */
+static bool reads_only_own_element(const sched_kernel *k, int j, const device *dev, const tg_buffer *target,
                                    const uop_map *made) {
-  uop *store = k->ast->src[0];
-  if (k->ast->nsrc != 1 || store->op != OP_STORE) return false;
+  uop *store = j < k->ast->nsrc ? k->ast->src[j] : NULL;
+  if (k->ast->nsrc != k->nout || !store || store->op != OP_STORE) return false;
   int n;
   uop **order = uop_toposort(k->ast, &n);
   if (!order) return false;
@@ -227,27 +237,30 @@ static bool order_kernels(const schedule *s, const device *dev, tg_buffer *const
   if (!done) return false;
   uop_map producer = {0};
   bool ok = true;
-  for (int k = 0; k < n && ok; k++) ok = umap_put(&producer, s->kernels[k].output, (void *)(intptr_t)(k + 1));
+  for (int k = 0; k < n && ok; k++)
+    for (int j = 0; j < s->kernels[k].nout && ok; j++) ok = umap_put(&producer, s->kernels[k].bufs[j], (void *)(intptr_t)(k + 1));
   for (int pos = 0; pos < n && ok; pos++) {
     int pick = -1;
     for (int k = 0; k < n && pick < 0; k++) {
       if (done[k]) continue;
       bool ready = true;
       const sched_kernel *sk = &s->kernels[k];
-      for (int j = 1; j < sk->nbufs && ready; j++) {  /* what it reads must be made */
+      for (int j = sk->nout; j < sk->nbufs && ready; j++) {  /* what it reads must be made */
         intptr_t p = (intptr_t)umap_get(&producer, sk->bufs[j]);
         if (p && !done[p - 1]) ready = false;
       }
-      if (ready && inplace[k])  /* and who reads the old contents must have run */
-        for (int r = 0; r < n && ready; r++) {
+      for (int o = 0; ready && o < sk->nout; o++) {  /* and who reads the old contents must have run */
+        tg_buffer *ip = INPLACE(inplace, k, o);
+        for (int r = 0; ip && r < n && ready; r++) {
           if (r == k || done[r]) continue;
           const sched_kernel *rk = &s->kernels[r];
-          for (int j = 1; j < rk->nbufs && ready; j++) {
+          for (int j = rk->nout; j < rk->nbufs && ready; j++) {
             tg_buffer *b = umap_get(made, rk->bufs[j]);
             if (!b) b = storage(dev, rk->bufs[j]);
-            if (b == inplace[k]) ready = false;
+            if (b == ip) ready = false;
           }
         }
+      }
       if (ready) pick = k;
     }
     if (pick < 0) ok = false;
@@ -305,7 +318,7 @@ static bool *shared_targets(const device *dev, tg_tensor *const *ts, int n) {
 static bool plan_in_place(const schedule *s, const device *dev, tg_tensor *const *ts, int n, const uop_map *made,
                           tg_buffer ***inplace_out, int **korder_out, tg_status *st) {
   uint64_t failed0 = mem_failures();
-  tg_buffer **inplace = *inplace_out = mem_calloc((size_t)s->nkernels + 1, sizeof *inplace);
+  tg_buffer **inplace = *inplace_out = mem_calloc(((size_t)s->nkernels + 1) * SCHED_MAX_OUTS, sizeof *inplace);
   int *korder = *korder_out = mem_calloc((size_t)s->nkernels + 1, sizeof *korder);
   if (!inplace || !korder) {
     *st = TG_ERR_NOMEM;
@@ -319,7 +332,7 @@ static bool plan_in_place(const schedule *s, const device *dev, tg_tensor *const
   bool windows = false;
   for (int k = 0; k < s->nkernels; k++)
     if (s->kernels[k].window_into) {
-      inplace[k] = storage(dev, s->kernels[k].window_into);
+      INPLACE(inplace, k, 0) = storage(dev, s->kernels[k].window_into);
       windows = true;
       for (int i = 0; i < n; i++)
         if (ts[i]->assign_target == s->kernels[k].window_into && shared[i]) {
@@ -332,9 +345,10 @@ static bool plan_in_place(const schedule *s, const device *dev, tg_tensor *const
     if (!t || shared[i]) continue;  /* shared: copy on write */
     tg_buffer *tb = storage(dev, t);
     for (int k = 0; k < s->nkernels && tb; k++)
-      if (!s->kernels[k].window_into && s->kernels[k].output == s->roots[i] && uop_numel(t) == uop_numel(s->roots[i]) &&
-          t->dtype == s->roots[i]->dtype && reads_only_own_element(&s->kernels[k], dev, tb, made))
-        inplace[k] = tb;
+      for (int j = 0; j < s->kernels[k].nout; j++)
+        if (!s->kernels[k].window_into && s->kernels[k].bufs[j] == s->roots[i] && uop_numel(t) == uop_numel(s->roots[i]) &&
+            t->dtype == s->roots[i]->dtype && reads_only_own_element(&s->kernels[k], j, dev, tb, made))
+          INPLACE(inplace, k, j) = tb;
   }
   free(shared);
   bool ordered = order_kernels(s, dev, inplace, made, korder);
@@ -347,7 +361,8 @@ static bool plan_in_place(const schedule *s, const device *dev, tg_tensor *const
   }
   if (ordered) return true;
   if (windows) return false;
-  for (int k = 0; k < s->nkernels; k++) { inplace[k] = NULL; korder[k] = k; }
+  memset(inplace, 0, (size_t)s->nkernels * SCHED_MAX_OUTS * sizeof *inplace);
+  for (int k = 0; k < s->nkernels; k++) korder[k] = k;
   return true;
 }
 
@@ -391,9 +406,11 @@ static tg_status plan_intermediates(const device *dev, const schedule *s, int no
   uop_map writer_of = {0}, last_of = {0};
   for (int k = 0; st == TG_OK && k < s->nkernels; k++) {
     const sched_kernel *sk = &s->kernels[k];
-    if (!umap_get(&writer_of, sk->output) && !umap_put(&writer_of, sk->output, (void *)(intptr_t)(k + 1)))
-      st = TG_ERR_NOMEM;
-    for (int j = 1; st == TG_OK && j < sk->nbufs; j++) {
+    for (int j = 0; st == TG_OK && j < sk->nout; j++)  /* (kernel, output) + 1 */
+      if (!umap_get(&writer_of, sk->bufs[j]) &&
+          !umap_put(&writer_of, sk->bufs[j], (void *)(intptr_t)((size_t)k * SCHED_MAX_OUTS + (size_t)j + 1)))
+        st = TG_ERR_NOMEM;
+    for (int j = sk->nout; st == TG_OK && j < sk->nbufs; j++) {
       intptr_t l = (intptr_t)umap_get(&last_of, sk->bufs[j]);
       if (pos[k] + 1 > l && !umap_put(&last_of, sk->bufs[j], (void *)(intptr_t)(pos[k] + 1))) st = TG_ERR_NOMEM;
     }
@@ -402,8 +419,9 @@ static tg_status plan_intermediates(const device *dev, const schedule *s, int no
     uop *r = s->realized[i];
     bool keep = umap_get(made, r) == NULL;
     for (int o = 0; o < nout && keep; o++) keep = s->roots[o] != r;  /* an output keeps a buffer of its own */
-    int writer = (int)(intptr_t)umap_get(&writer_of, r) - 1;
-    if (!keep || writer < 0 || inplace[writer] || s->kernels[writer].window_into) continue;
+    intptr_t wo = (intptr_t)umap_get(&writer_of, r) - 1;
+    int writer = wo < 0 ? -1 : (int)(wo / SCHED_MAX_OUTS);
+    if (!keep || writer < 0 || inplace[wo] || s->kernels[writer].window_into) continue;
     int last = pos[writer], l = (int)(intptr_t)umap_get(&last_of, r) - 1;
     if (l > last) last = l;
     size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
@@ -495,7 +513,7 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
   int dbg = tg_debug_level();
   double t0 = engine_now_ms();
   schedule s = {0};
-  tg_buffer **inplace = NULL;  /* per kernel: the assigned tensor's buffer it overwrites, or NULL */
+  tg_buffer **inplace = NULL;  /* per kernel and output (INPLACE): the assigned tensor's buffer it overwrites */
   ready_kernel *ready = NULL;  /* per kernel in run order */
   uop **views = NULL, **bns = NULL;  /* per output: the view it is rebound to, on a BUFFER node of its buffer */
   int *korder = NULL;
@@ -532,10 +550,11 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
     tg_buffer *b = NULL;
     for (int k = 0; k < s.nkernels && !b; k++)
-      if (inplace[k] && s.kernels[k].output == r) {
-        b = inplace[k];
-        buffer_retain(b);
-      }
+      for (int j = 0; j < s.kernels[k].nout && !b; j++)
+        if (INPLACE(inplace, k, j) && s.kernels[k].bufs[j] == r) {
+          b = INPLACE(inplace, k, j);
+          buffer_retain(b);
+        }
     if (b) {
       if (!umap_put(&made, r, b)) { buffer_release(b); st = TG_ERR_NOMEM; goto out; }
       continue;
@@ -615,9 +634,11 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     if (st != TG_OK) goto out;
     /* counted now: if a later launch failed, values built from the old contents would be refused, not
      * computed from the new ones */
-    if (inplace[k]) inplace[k]->writes++;
+    for (int j = 0; j < sk->nout; j++)
+      if (INPLACE(inplace, k, j)) INPLACE(inplace, k, j)->writes++;
     jit_capture *cap = jit_capturing();
-    if (cap) jit_record(cap, dev, r->c.prog, r->tbufs, sk->nbufs, nthreads, r->c.info.flops, r->c.info.bytes);
+    if (cap)
+      jit_record(cap, dev, r->c.prog, r->tbufs, sk->nbufs, sk->nout, nthreads, r->c.info.flops, r->c.info.bytes);
     stats.kernels_run++;
     for (int d = 0; d < 16; d++)
       if (kernels_on[d].dev == dev || !kernels_on[d].dev) {
@@ -660,7 +681,7 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
   for (int i = 0; i < n; i++) ts[i]->assign_target = NULL;
 out:
   for (int k = 0; inplace && k < s.nkernels; k++)  /* values realized before may have read the old contents */
-    if (inplace[k]) {
+    if (any_in_place(inplace, &s.kernels[k], k)) {
       uop_cache_invalidate();
       break;
     }

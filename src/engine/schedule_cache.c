@@ -176,6 +176,7 @@ static bool copy_schedule(const schedule *s, schedule *out, node_fn fn, void *ct
     sched_kernel *b = &out->kernels[k];
     b->ast = a->ast;
     b->nbufs = a->nbufs;
+    b->nout = a->nout;
     if (!(b->bufs = mem_alloc(((size_t)a->nbufs + 1) * sizeof *b->bufs))) goto fail;
     for (int j = 0; j < a->nbufs; j++)
       if (!(b->bufs[j] = fn(ctx, a->bufs[j]))) goto fail;

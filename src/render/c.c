@@ -515,7 +515,7 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
   put(&o, "static void %s_body(", name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
-    put(&o, "%s%s%s* restrict data%d", i ? ", " : "", i ? "const " : "", c_type(dt), i);
+    put(&o, "%s%s%s* restrict data%d", i ? ", " : "", i && i >= p->nouts ? "const " : "", c_type(dt), i);
   }
   put(&o, "%slong long core_id, long long ncores, long long worker) {\n  (void)worker;\n", p->nparams ? ", " : "");
   for (int i = 0; i < p->n && !c.oom; i++) render_op(&c, p->ops[i], i);

@@ -224,7 +224,7 @@ char *render_gpu(render_lang lang, const char *name, const linear_program *p, co
   else put(&o, "extern \"C\" __global__ void __launch_bounds__(%" PRId64 ") %s(", local, name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
-    put(&o, "%s%s%s%s* data%d", i ? ", " : "", cl ? "__global " : "", i ? "const " : "", c.d->param_type(dt), i);
+    put(&o, "%s%s%s%s* data%d", i ? ", " : "", cl ? "__global " : "", i && i >= p->nouts ? "const " : "", c.d->param_type(dt), i);
   }
   put(&o, ") {\n");
   put(&o, cl ? "  long gid = (long)get_global_id(0);\n" : "  long long gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");

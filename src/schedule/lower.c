@@ -18,6 +18,10 @@
 typedef struct lower_ctx {
   const uop_map *realized;
   uop *root;
+  int nroots;            /* a kernel of several outputs (lower_multi): its roots, computed where read at out_idx */
+  uop *const *roots;
+  uop *out_idx[TG_MAX_DIMS];
+  bool flat;             /* one loop over the elements, unravelled into the axes (flat_kernel) */
   uop **bufs;
   int nbufs, cap;
   uop_map memo;
@@ -143,9 +147,26 @@ static uop *ungate_unpadded_loads(uop *v, uop *gate, uop *valid, uop *const *ph,
   return v;
 }
 
+/* whether n is one of the kernel's roots (several outputs) */
+static bool is_root(const lower_ctx *c, const uop *n) {
+  for (int i = 0; i < c->nroots; i++)
+    if (c->roots[i] == n) return true;
+  return n == c->root;
+}
+
+/* whether the kernel computes n here rather than loading it: its root, or one of its roots read (by another)
+ * unmasked at the element the kernel stores */
+static bool computed_here(const lower_ctx *c, uop *n, uop **idx, uop *valid) {
+  if (n == c->root) return true;
+  if (!c->nroots || !is_root(c, n) || !uop_is_const(valid) || !valid->arg.i) return false;
+  for (int i = 0; i < n->ndim; i++)
+    if (idx[i] != c->out_idx[i]) return false;
+  return true;
+}
+
 static uop *lower_uncached(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   uop *in[TG_MAX_DIMS];
-  if (n != c->root && (umap_get(c->realized, n) || node_has_storage(n))) return load(c, n, idx, valid);
+  if ((umap_get(c->realized, n) || node_has_storage(n)) && !computed_here(c, n, idx, valid)) return load(c, n, idx, valid);
   uop *src = n->nsrc ? n->src[0] : NULL;
   switch (n->op) {
     case OP_CONST: return n;
@@ -261,7 +282,7 @@ static uop *lower(lower_ctx *c, uop *n, uop **idx, uop *valid) {
 
 static bool enter_unrealized(uop *u, void *ctx) {
   lower_ctx *c = ctx;
-  return u == c->root || !(umap_get(c->realized, u) || node_has_storage(u));
+  return is_root(c, u) || !(umap_get(c->realized, u) || node_has_storage(u));
 }
 
 /* The index type is chosen from the sizes of the tensor graph, and a convolution's windows are a virtual
@@ -305,41 +326,60 @@ static uop *narrow_indices(uop *ast) {
   return res;
 }
 
-/* the kernel of root lowered into c: SINK(STORE) before simplification, NULL on failure. With a window, the
- * kernel runs over the window's value only and stores it at its place in root's layout: the rest of the
- * output buffer (the assigned tensor's own) keeps what it holds. */
-static uop *lower_into(lower_ctx *c, uop *root, const window_write *w) {
+/* the kernel of roots[0..n) (one shape) lowered into c: SINK(STORE, ...) before simplification, NULL on failure.
+ * With a window (one root), the kernel runs over the window's value only and stores it at its place in root's
+ * layout: the rest of the output buffer (the assigned tensor's own) keeps what it holds. */
+static uop *lower_roots(lower_ctx *c, int n, uop *const *roots, const window_write *w) {
   /* 32-bit indices unless some node of the kernel has 2^31 elements or more */
-  int nn;
-  uop **order = uop_toposort_filtered(root, enter_unrealized, c, &nn);
-  if (!order) return NULL;
-  for (int i = 0; i < nn; i++) {
-    int64_t ne = order[i]->op == OP_BUFFER ? order[i]->aux[0] : uop_numel(order[i]);
-    if (ne >= ((int64_t)1 << 31) - 1) c->idt = TG_INT64;
-    for (int d = 0; d < order[i]->ndim; d++)
-      if (order[i]->shape[d] >= ((int64_t)1 << 31) - 1) c->idt = TG_INT64;
+  for (int r = 0; r < n; r++) {
+    int nn;
+    uop **order = uop_toposort_filtered(roots[r], enter_unrealized, c, &nn);
+    if (!order) return NULL;
+    for (int i = 0; i < nn; i++) {
+      int64_t ne = order[i]->op == OP_BUFFER ? order[i]->aux[0] : uop_numel(order[i]);
+      if (ne >= ((int64_t)1 << 31) - 1) c->idt = TG_INT64;
+      for (int d = 0; d < order[i]->ndim; d++)
+        if (order[i]->shape[d] >= ((int64_t)1 << 31) - 1) c->idt = TG_INT64;
+    }
+    free(order);
   }
-  free(order);
-  param_slot(c, root);  /* the output is PARAM 0 */
-  uop *src = w ? w->value : root, *idx[TG_MAX_DIMS], *at[TG_MAX_DIMS];
-  for (int i = 0; i < src->ndim; i++) {
-    if (src->shape[i] == 1) { idx[i] = ic(c, 0); continue; }
-    uop *bound = ic(c, src->shape[i]);
-    int64_t type = AX_GLOBAL;
-    idx[i] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+  for (int r = 0; r < n; r++) param_slot(c, roots[r]);  /* the outputs are PARAM 0..n-1 */
+  uop *root = roots[0], *src = w ? w->value : root, *idx[TG_MAX_DIMS], *at[TG_MAX_DIMS];
+  int64_t type = AX_GLOBAL;
+  if (c->flat && !w) {  /* as a reshape to one axis: the loads of this layout fold back to the one index */
+    uop *bound = ic(c, uop_numel(src));
+    uop *lin = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+    int64_t stride = 1;
+    for (int j = src->ndim - 1; j >= 0; j--) {
+      uop *q = stride == 1 ? lin : uop_binary(OP_IDIV, lin, ic(c, stride));
+      idx[j] = src->shape[j] == 1 ? ic(c, 0) : j == 0 ? q : uop_binary(OP_MOD, q, ic(c, src->shape[j]));
+      stride *= src->shape[j];
+    }
+  } else {
+    for (int i = 0; i < src->ndim; i++) {
+      if (src->shape[i] == 1) { idx[i] = ic(c, 0); continue; }
+      uop *bound = ic(c, src->shape[i]);
+      idx[i] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+    }
   }
-  uop *value = lower(c, src, idx, uop_const_int(TG_BOOL, 1));
-  if (!value || c->oom) return NULL;
+  memcpy(c->out_idx, idx, sizeof idx);
   for (int i = 0; i < root->ndim; i++) {
     at[i] = idx[i];
     if (!w) continue;
     if (w->before[i]) at[i] = add(at[i], ic(c, w->before[i]));
     if (i == w->axis && w->offset) at[i] = add(at[i], variable_offset(c, w->offset));
   }
-  uop *s[3] = {param(c, root), linear_index(c, root->ndim, root->shape, at), value};
-  uop *store = uop_new(OP_STORE, (tg_dtype)root->dtype, 3, s, (uop_arg){0}, 0, NULL);
-  return store ? uop_new(OP_SINK, TG_BOOL, 1, &store, (uop_arg){0}, 0, NULL) : NULL;
+  uop *stores[SCHED_MAX_OUTS];
+  for (int r = 0; r < n; r++) {
+    uop *value = lower(c, w ? src : roots[r], idx, uop_const_int(TG_BOOL, 1));
+    if (!value || c->oom) return NULL;
+    uop *s[3] = {param(c, roots[r]), linear_index(c, root->ndim, root->shape, at), value};
+    if (!(stores[r] = uop_new(OP_STORE, (tg_dtype)roots[r]->dtype, 3, s, (uop_arg){0}, 0, NULL))) return NULL;
+  }
+  return uop_new(OP_SINK, TG_BOOL, n, stores, (uop_arg){0}, 0, NULL);
 }
+
+static uop *lower_into(lower_ctx *c, uop *root, const window_write *w) { return lower_roots(c, 1, &root, w); }
 
 /* true for a bool value true everywhere: a constant seen through reshapes and expands */
 static bool all_true(uop *u) {
@@ -379,21 +419,138 @@ uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs) {
   return lower_window_kernel(root, NULL, realized, bufs, nbufs);
 }
 
-uop *lower_window_kernel(uop *root, const window_write *w, const uop_map *realized, uop ***bufs, int *nbufs) {
-  lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32, .next_placeholder = -2};
+/* An elementwise kernel whose innermost axis is no multiple of a vector (an Adam update of a 3x3 convolution's
+ * weight: (64, 64, 3, 3)) got no vector lanes: its loops are short. When it reads every buffer in its own layout
+ * (or one element of it), it runs as one loop over all elements instead (as tinygrad merges adjacent axes), where
+ * the heuristic finds vectors and threads. flat_candidate says when to try; flat_clean whether it worked. */
+#define FLAT_VECTOR 16
+
+static bool flat_candidate(lower_ctx *c, int n, uop *const *roots) {
+  const uop *r = roots[0];
+  int big = 0, inner = -1;
+  for (int i = 0; i < r->ndim; i++)
+    if (r->shape[i] > 1) {
+      big++;
+      inner = i;
+    }
+  if (big < 2 || r->shape[inner] % FLAT_VECTOR == 0) return false;
+  bool ok = true;
+  for (int k = 0; k < n && ok; k++) {
+    int nn;
+    uop **order = uop_toposort_filtered(roots[k], enter_unrealized, c, &nn);
+    ok = order != NULL;
+    for (int i = 0; i < nn && ok; i++) {
+      uop *u = order[i];
+      if (!enter_unrealized(u, c)) continue;
+      bool moves = u->op >= OP_RESHAPE && u->op <= OP_FLIP;
+      /* a reshape keeps the layout; a view of one element (a learning rate broadcast) reads it anywhere;
+       * another view reads another layout */
+      if ((moves && u->op != OP_RESHAPE && uop_numel(u->src[0]) != 1) || u->op == OP_REDUCE_AXIS) ok = false;
+    }
+    free(order);
+  }
+  return ok;
+}
+
+/* every load and store of ast at the one loop's index, or a load at a constant one */
+static bool flat_clean(uop *ast) {
+  int m;
+  uop **order = uop_toposort(ast, &m);
+  if (!order) return false;
+  uop *range = NULL;
+  bool ok = true;
+  for (int i = 0; i < m && ok; i++)
+    if (order[i]->op == OP_RANGE) {
+      ok = !range;
+      range = order[i];
+    }
+  for (int i = 0; i < m && ok; i++) {
+    uop *u = order[i];
+    if (u->op == OP_STORE) ok = u->src[1] == range;
+    if (u->op == OP_LOAD) ok = u->nsrc == 2 && (u->src[1] == range || uop_is_const(u->src[1]));
+    if (u->op == OP_REDUCE) ok = false;
+  }
+  free(order);
+  return ok && range;
+}
+
+/* the kernel of roots[0..n) (lower_roots), simplified, its indices narrowed; NULL with tg_error set */
+static uop *lower_finish(lower_ctx *c, int n, uop *const *roots, const window_write *w, uop ***bufs, int *nbufs) {
   *bufs = NULL;
   *nbufs = 0;
-  uop *ast = uop_simplify(lower_into(&c, root, w));
-  if (ast && c.idt == TG_INT64 && lower_narrow_indices) ast = uop_simplify(narrow_indices(ast));
-  umap_free(&c.memo);
-  if (!ast || c.oom) {
-    if (c.oom) tg_set_error(TG_ERR_NOMEM, "schedule: out of memory lowering a kernel");
-    free(c.bufs);
+  if (!w && flat_candidate(c, n, roots)) {
+    lower_ctx f = *c;
+    f.flat = true;
+    uop *ast = uop_simplify(lower_roots(&f, n, roots, NULL));
+    umap_free(&f.memo);
+    if (ast && !f.oom && f.idt == TG_INT32 && flat_clean(ast)) {
+      *bufs = f.bufs;
+      *nbufs = f.nbufs;
+      return ast;
+    }
+    free(f.bufs);
+  }
+  uop *ast = uop_simplify(lower_roots(c, n, roots, w));
+  if (ast && c->idt == TG_INT64 && lower_narrow_indices) ast = uop_simplify(narrow_indices(ast));
+  umap_free(&c->memo);
+  if (!ast || c->oom) {
+    if (c->oom) tg_set_error(TG_ERR_NOMEM, "schedule: out of memory lowering a kernel");
+    free(c->bufs);
     return NULL;
   }
-  *bufs = c.bufs;
-  *nbufs = c.nbufs;
+  *bufs = c->bufs;
+  *nbufs = c->nbufs;
   return ast;
+}
+
+uop *lower_window_kernel(uop *root, const window_write *w, const uop_map *realized, uop ***bufs, int *nbufs) {
+  lower_ctx c = {.realized = realized, .root = root, .idt = TG_INT32, .next_placeholder = -2};
+  return lower_finish(&c, 1, &root, w, bufs, nbufs);
+}
+
+/* whether the kernel stores every root at its own element only: no LOAD of an output (PARAM < n: one root
+ * read by another at another element), and a root's assign target read, if at all, unmasked at the element
+ * that root stores (its kernel may then write the target in place, as reads_only_own_element in realize.c) */
+static bool stores_apart(uop *ast, int n, uop *const *targets, uop *const *bufs, int nbufs) {
+  int m;
+  uop **order = uop_toposort(ast, &m);
+  if (!order) return false;
+  bool ok = ast->nsrc == n;
+  for (int i = 0; i < m && ok; i++) {
+    uop *u = order[i];
+    if (u->op != OP_LOAD || u->src[0]->op != OP_PARAM) continue;
+    int slot = (int)u->src[0]->arg.i;
+    if (slot < n || slot >= nbufs) { ok = slot < nbufs && slot >= n; continue; }
+    for (int r = 0; r < n && ok && targets; r++) {
+      if (!targets[r]) continue;
+      void *tb = node_stored_buffer(targets[r]);
+      bool same = bufs[slot] == targets[r] || (tb && node_stored_buffer(bufs[slot]) == tb);
+      if (same) ok = u->nsrc == 2 && ast->src[r]->op == OP_STORE && u->src[1] == ast->src[r]->src[1];
+    }
+  }
+  free(order);
+  return ok;
+}
+
+tg_status lower_multi(int n, uop *const *roots, uop *const *targets, const uop_map *realized, uop **ast, uop ***bufs,
+                      int *nbufs) {
+  *ast = NULL;
+  if (n < 1 || n > SCHED_MAX_OUTS) {
+    tg_set_error(TG_ERR_INTERNAL, "schedule: a kernel of %d outputs (1 to %d)", n, SCHED_MAX_OUTS);
+    return TG_ERR_INTERNAL;
+  }
+  lower_ctx c = {.realized = realized, .root = n == 1 ? roots[0] : NULL, .nroots = n, .roots = roots,
+                 .idt = TG_INT32, .next_placeholder = -2};
+  uop *a = lower_finish(&c, n, roots, NULL, bufs, nbufs);
+  if (!a) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
+  if (n > 1 && !stores_apart(a, n, targets, *bufs, *nbufs)) {
+    free(*bufs);
+    *bufs = NULL;
+    *nbufs = 0;
+    return TG_OK;
+  }
+  *ast = a;
+  return TG_OK;
 }
 
 #define FUSE_ROW_MIN 16

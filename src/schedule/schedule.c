@@ -478,23 +478,9 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
   s->kernels = mem_calloc((size_t)realized.n + 1, sizeof *s->kernels);
   s->realized = mem_calloc((size_t)realized.n + 1, sizeof *s->realized);
   if (!s->kernels || !s->realized) goto nomem;
-  for (int i = 0; i < nn; i++) {
-    uop *u = order[i];
-    if (u == sink || !umap_get(&realized, u)) continue;
-    s->realized[s->nrealized++] = u;
-    if (uop_numel(u) == 0) continue;  /* an empty tensor needs storage but no kernel */
-    sched_kernel *k = &s->kernels[s->nkernels];
-    k->output = u;
-    window_write w;
-    for (int r = 0; targets && r < n && !k->window_into; r++)
-      if (targets[r] && s->roots[r] == u && lower_window_of(u, targets[r], &w)) k->window_into = targets[r];
-    k->ast = lower_window_kernel(u, k->window_into ? &w : NULL, &realized, &k->bufs, &k->nbufs);
-    if (!k->ast) {
-      st = tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
-      goto out;
-    }
-    s->nkernels++;
-  }
+  for (int i = 0; i < nn; i++)
+    if (order[i] != sink && umap_get(&realized, order[i])) s->realized[s->nrealized++] = order[i];
+  st = schedule_kernels(s, order, nn, sink, &realized, n, targets);
   goto out;
 nomem:
   st = TG_ERR_NOMEM;

@@ -3,16 +3,21 @@
  * Decides which nodes are stored to a buffer (outputs, CONTIGUOUS, reduces whose result is broadcast, except
  * those a kernel computes once per row of its own: softmax's max and sum),
  * turns everything between two stored values into ONE kernel AST with movement ops rewritten to index
- * arithmetic and validity masks (lower.c), and orders the kernels by their buffer dependencies.
+ * arithmetic and validity masks (lower.c), stores values of the same loop nest from one kernel (merge.c), and
+ * orders the kernels by their buffer dependencies.
  */
 #ifndef TG_SCHEDULE_H
 #define TG_SCHEDULE_H
 
 #include "uop/uop.h"
 
+/* most values one kernel stores (kernels of the same loop nest merged: schedule.c) */
+#define SCHED_MAX_OUTS 8
+
 typedef struct sched_kernel {
-  uop *ast;         /* SINK(STORE(PARAM 0, index, value)) over RANGEs; simplified */
-  uop *output;      /* the tensor-graph node this kernel stores */
+  uop *ast;         /* SINK(STORE(PARAM 0, index, value), ..., STORE(PARAM nout-1, ...)) over RANGEs; simplified */
+  uop *output;      /* the (first) tensor-graph node this kernel stores: bufs[0] */
+  int nout;         /* the nodes it stores: bufs[0..nout), each PARAM i written at the same index */
   int nbufs;
   uop **bufs;       /* tensor-graph nodes whose storage is PARAM i; bufs[0] == output */
   uop *window_into; /* a window write (lower_window_of): the kernel stores only the window, so its output
@@ -36,6 +41,17 @@ void schedule_free(schedule *s);
 
 /* the kernel graph of node `root` stored contiguously (lower.c); leaves: nodes with storage or realized */
 uop *lower_kernel(uop *root, const uop_map *realized, uop ***bufs, int *nbufs);
+/* One kernel storing roots[0..n) (all of one shape) as PARAM 0..n-1 over the same loops (*ast), so loads and
+ * values they share are computed once. A root read by another at the element it stores is computed in place, not
+ * loaded. *ast NULL (TG_OK) when they cannot share the loops: one reads another at another element, or, with
+ * targets (an assign target per root, NULL: none), a target is read at another element than its root's. */
+tg_status lower_multi(int n, uop *const *roots, uop *const *targets, const uop_map *realized, uop **ast, uop ***bufs,
+                      int *nbufs);
+
+/* the kernels of the realized nodes among order[0..nn) (producers first; sink skipped) into s, which holds
+ * s->roots; values of one loop nest share a kernel (merge.c). targets as schedule_create_assign's. */
+tg_status schedule_kernels(schedule *s, uop **order, int nn, uop *sink, const uop_map *realized, int n,
+                           uop *const *targets);
 /* whether lower_kernel narrows int64 indices that fit to int32 (true; tests turn it off to cover int64 code) */
 extern bool lower_narrow_indices;
 
