@@ -21,25 +21,22 @@
  *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul);
  *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
  *      into a contiguous buffer (PACK) before the tile loop.
- * A row kernel (reduces broadcast along an output loop: softmax in one kernel, a convolution whose weight is
- * a constant) takes its own short path instead, row_kernel() below: its broadcast loops innermost, so each
- * reduce runs once per row. So does a matrix-vector product of a few rows (decode), matvec(), and a product
+ * Some kernel shapes take a short path of their own (heuristic_shapes.c): a row kernel (reduces broadcast
+ * along an output loop: softmax in one kernel, a convolution whose weight is a constant), row_kernel(): its
+ * broadcast loops innermost, so each reduce runs once per row. So does a matrix-vector product of a few rows (decode), matvec(), and a product
  * with a weight decoded from packed bytes in the kernel (a quantized weight): decoded_matvec() for one row,
  * decoded_gemm() for many (the decoded weight packed once per panel and shared by the rows).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/opt.h"
-
-/* below this many loop iterations in total a kernel runs on one thread: waking the pool costs more */
-#define THREAD_MIN_WORK 32768
+#include "codegen/heuristic.h"
 
 /* Vector accumulators a register tile may keep: what the register file holds besides the tile's operands (a
  * vector load or two and a broadcast). AVX-512 has 32 vector registers: 16 accumulators; AVX2 and SSE have 16:
  * 12, as BLIS's 6x16 Haswell kernel (16 accumulators there spilled every step: MNIST's 5x5 convolution on an
  * AVX2 EPYC ran at 15-70 GFLOP/s). */
-static int acc_budget(const kernel_state *ks) { return ks->tg.vec_bytes >= 64 ? 16 : 12; }
+int acc_budget(const kernel_state *ks) { return ks->tg.vec_bytes >= 64 ? 16 : 12; }
 
 /* the largest power of two below n (n > 1) */
 static int64_t pow2_below(int64_t n) {
@@ -49,9 +46,7 @@ static int64_t pow2_below(int64_t n) {
 }
 #define PACK_WEIGHT_MIN_ROWS 32  /* output rows a convolution's packed weight panel must serve (step 4) */
 
-typedef struct hot { uop *loads[64]; int nloads; uop *stores[16]; int nstores; } hot;
-
-static void find_hot(uop *ast, hot *h) {
+void find_hot(uop *ast, hot *h) {
   memset(h, 0, sizeof *h);
   int n;
   uop **order = uop_toposort(ast, &n);
@@ -80,7 +75,7 @@ static void find_hot(uop *ast, hot *h) {
 }
 
 /* how the hot loads index r: counts of reused (0), contiguous (1) and other (gather) accesses */
-static void load_kinds(const hot *h, uop *r, int *reuse, int *contig, int *gather) {
+void load_kinds(const hot *h, uop *r, int *reuse, int *contig, int *gather) {
   *reuse = *contig = *gather = 0;
   for (int i = 0; i < h->nloads; i++) {
     int64_t k;
@@ -138,7 +133,7 @@ static int64_t grain(uop *e, uop *r) {
  * largest such B up to max, 0 when none. UNROLL by B makes the block one straight run: that load is made once
  * per block, not per value, and the values' indices within the block become constants (their loads
  * contiguous: expand.c's lane) */
-static int64_t block_of(const hot *h, uop *r, int64_t size, int64_t max) {
+int64_t block_of(const hot *h, uop *r, int64_t size, int64_t max) {
   int64_t best = 0;
   for (int l = 0; l < h->nloads; l++) {
     int64_t b = grain(h->loads[l]->src[1], r);
@@ -162,7 +157,7 @@ static void load_kinds_vec(const hot *h, uop *r, int lanes, int *reuse, int *con
   }
 }
 
-static bool store_contiguous(const hot *h, uop *r) {
+bool store_contiguous(const hot *h, uop *r) {
   if (!h->nstores) return false;
   for (int i = 0; i < h->nstores; i++) {
     int64_t k;
@@ -171,13 +166,13 @@ static bool store_contiguous(const hot *h, uop *r) {
   return true;
 }
 
-static bool try_opt(kernel_state *ks, opt_op op, int axis, int64_t arg) {
+bool try_opt(kernel_state *ks, opt_op op, int axis, int64_t arg) {
   char why[160];
   return apply_opt(ks, (opt){op, axis, arg}, why);
 }
 
 /* the index among output axes (or reduce axes when red) of the RANGE with this id */
-static int axis_of(kernel_state *ks, int64_t id, bool red) {
+int axis_of(kernel_state *ks, int64_t id, bool red) {
   axis_info ax[KS_MAX_AXES];
   int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
   for (int i = 0; i < n; i++)
@@ -213,87 +208,6 @@ static bool window_row(kernel_state *ks, const hot *h, uop *r) {
     for (int i = 0; i < n; i++)
       if (ax[i].r != r && lin_coef(h->loads[l]->src[1], ax[i].r, &c) && c == cr) return true;
   }
-  return false;
-}
-
-/* Channel vectors: a convolution whose output rows give no vector (7, 14 or 20 pixels, a stride-2 window, a
- * residual's strided 1x1 convolution fused in) takes its lanes from the output channels instead. Along them
- * the input is reused (one broadcast per FMA) and the weight strided: that weight's panel is packed with the
- * channels innermost (a transposing PACK before the row loop), so each FMA reads one contiguous vector, and
- * the pixels of a row become the register tile (the weight vector reused across them). The store is a
- * scatter, once per reduce of at least CHANNEL_VEC_MIN_REDUCE. Returns whether it applied; ks is unchanged
- * when not. Before: the channels were upcast with the weight gathered lane by lane (ResNet-18's 7x7 and 14x14
- * layers at 2 GFLOP/s). */
-#define CHANNEL_VEC_MIN_REDUCE 64
-
-static bool channel_vectors(kernel_state *ks, const hot *h, int lanes) {
-  axis_info ax[KS_MAX_AXES];
-  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
-  if (lanes < 2 || !nred || nout < 2) return false;
-  int64_t red = 1;
-  for (int i = nout; i < n; i++)
-    if (ax[i].type == AX_REDUCE) red *= ax[i].size;
-  if (red < CHANNEL_VEC_MIN_REDUCE) return false;
-  /* of the loops along which every load is strided or reused, the one whose strided loads (the panel to pack)
-   * use the fewest other output loops: the output channels, whose weight is the same for every image and pixel,
-   * not the batch, whose images vary along the rows */
-  int c = -1, c_uses = 0;
-  for (int i = 0; i < nout; i++) {
-    if (ax[i].type != AX_GLOBAL || ax[i].size % lanes) continue;
-    int strided = 0, other = 0, uses = 0;
-    for (int l = 0; l < h->nloads; l++) {
-      int64_t k, kj;
-      if (!lin_coef(h->loads[l]->src[1], ax[i].r, &k)) other++;
-      else if (k > 1) {
-        strided++;
-        for (int j = 0; j < nout; j++)
-          if (j != i && (!lin_coef(h->loads[l]->src[1], ax[j].r, &kj) || kj != 0)) uses++;
-      } else if (k != 0) other++;
-    }
-    if (strided && !other && (c < 0 || uses < c_uses)) c = i, c_uses = uses;
-  }
-  if (c < 0) return false;
-  /* the tile: the output loop the strided (weight) loads do not use and the others do: the row's pixels */
-  int t = -1;
-  for (int i = nout - 1; i >= 0 && t < 0; i--) {
-    if (i == c || ax[i].type != AX_GLOBAL || ax[i].size < 2) continue;
-    bool w_reused = true, x_varies = false;
-    for (int l = 0; l < h->nloads; l++) {
-      int64_t kc, ki;
-      bool strided = lin_coef(h->loads[l]->src[1], ax[c].r, &kc) && kc > 1;
-      bool uses = !lin_coef(h->loads[l]->src[1], ax[i].r, &ki) || ki != 0;
-      if (strided && uses) w_reused = false;
-      if (!strided && uses) x_varies = true;
-    }
-    if (w_reused && x_varies) t = i;
-  }
-  if (t < 0) return false;  /* no row to reuse the weight's vectors across (a weight gradient) */
-  kernel_state save = *ks;
-  int64_t cid = ax[c].r->arg.i, tid = ax[t].r->arg.i;
-  int64_t vecs = ax[c].size % (2 * lanes) == 0 ? 2 : 1;
-  if (!try_opt(ks, OPT_UPCAST, c, vecs * lanes)) return false;
-  n = ks_axes(ks, ax, &nout, &nred);
-  int ti = axis_of(ks, tid, false);
-  static const int64_t amts[] = {8, 7, 6, 5, 4, 3, 2};
-  for (int k = 0; ti >= 0 && k < 7; k++)
-    if (ax[ti].size % amts[k] == 0 && vecs * amts[k] <= acc_budget(ks) && try_opt(ks, OPT_UPCAST, ti, amts[k])) break;
-  /* threads over the channel blocks (each core packs its own panel), else any output loop that splits */
-  n = ks_axes(ks, ax, &nout, &nred);
-  double work = 1;
-  for (int i = 0; i < n; i++) work *= (double)ax[i].size;
-  int nt = ks->tg.nthreads, ci = axis_of(ks, cid, false);
-  if (nt > 1 && work >= THREAD_MIN_WORK) {
-    bool done = ci >= 0 && ax[ci].size >= nt && (ax[ci].size % nt == 0 || ax[ci].size >= 4 * nt) &&
-                try_opt(ks, OPT_THREAD, ci, nt);
-    for (int i = 0; i < nout && !done; i++)
-      if (ax[i].type == AX_GLOBAL && ax[i].size >= 4 * nt) done = try_opt(ks, OPT_THREAD, i, nt);
-  }
-  /* the weight's panel, channels innermost, packed before the first loop inside the channel blocks */
-  n = ks_axes(ks, ax, &nout, &nred);
-  ci = axis_of(ks, cid, false);
-  for (int i = ci + 1; ci >= 0 && i < nout; i++)
-    if (ax[i].type == AX_GLOBAL && try_opt(ks, OPT_PACK, i, 1)) return true;
-  *ks = save;
   return false;
 }
 
@@ -360,305 +274,6 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
   *vec_on_reducep = vec_on_reduce;
 }
 
-/* a loop of size not a multiple of the vector padded to a multiple of `to`, or of the vector when that wastes
- * more than an eighth */
-static void pad_loop(kernel_state *ks, int axis, int64_t size, int lanes, int64_t to) {
-  if (lanes < 2 || size % lanes == 0 || size < 2 * lanes) return;
-  if (8 * ((size + to - 1) / to * to - size) > size || !try_opt(ks, OPT_PADTO, axis, to)) try_opt(ks, OPT_PADTO, axis, lanes);
-}
-
-/* A row kernel (a reduce broadcast along an output loop, computed once per row: see schedule.c) gets vector
- * lanes on its row's output loop and on each reduce's loop (expand.c gives them one lane: no value uses two
- * of them), 4 vector accumulators per reduce to hide the latency of the add or max chain, and threads on the
- * rows. Returns false when the kernel is not a row kernel. */
-static bool row_kernel(kernel_state *ks, int lanes) {
-  axis_info ax[KS_MAX_AXES];
-  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
-  uint64_t rl = reduce_loops(ks->ast);
-  int row = -1;
-  for (int i = nout - 1; i >= 0 && row < 0; i--)
-    if (ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1) && ax[i].size > 1) row = i;
-  if (row < 0 || !nred) return false;
-  /* the broadcast loops innermost (SWAP exchanges the ids, so the reduces' loops are found again each time):
-   * the linearizer opens a reduce inside the loops it uses, so it then runs once per element of them and its
-   * value is stored along the loops inside. A convolution with a constant weight, whose reduce over (cin, ky,
-   * kx) does not use cout, otherwise recomputes it for every cout (64x the work, squeezenet's first conv) */
-  for (bool moved = true; moved;) {
-    moved = false;
-    n = ks_axes(ks, ax, &nout, &nred);
-    rl = reduce_loops(ks->ast);
-    for (int i = 0; i + 1 < nout && !moved; i++) {
-      bool bi = ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1), bj = ax[i + 1].r->arg.i < 64 && !(rl >> ax[i + 1].r->arg.i & 1);
-      moved = bi && !bj && ax[i + 1].size > 1 && try_opt(ks, OPT_SWAP, i, i + 1);
-    }
-  }
-  n = ks_axes(ks, ax, &nout, &nred);
-  rl = reduce_loops(ks->ast);
-  row = -1;
-  for (int i = nout - 1; i >= 0 && row < 0; i--)
-    if (ax[i].r->arg.i < 64 && !(rl >> ax[i].r->arg.i & 1) && ax[i].size > 1) row = i;
-  hot h;
-  find_hot(ks->ast, &h);
-  /* the vector loop, when the row's store is not contiguous (a conv's cout): the innermost loop the reduces
-   * use with a contiguous store (the conv's ox), its hot loads gathered lane by lane when strided (a stride-2
-   * conv: its stores along the row outnumber its loads: squeezenet's first conv 5.4 ms -> 1.5 ms) */
-  int64_t vec_id = -1, row_id = ax[row].r->arg.i;
-  if (!store_contiguous(&h, ax[row].r))
-    for (int i = nout - 1; i >= 0 && vec_id < 0; i--)
-      if (ax[i].r->arg.i < 64 && (rl >> ax[i].r->arg.i & 1) && store_contiguous(&h, ax[i].r)) vec_id = ax[i].r->arg.i;
-  if (vec_id >= 0 && lanes >= 2) {
-    int v = axis_of(ks, vec_id, false);
-    pad_loop(ks, v, ax[v].size, lanes, 2 * lanes);
-    v = axis_of(ks, vec_id, false);
-    n = ks_axes(ks, ax, &nout, &nred);
-    if (v >= 0 && ax[v].size % lanes == 0) try_opt(ks, OPT_UPCAST, v, lanes);
-    find_hot(ks->ast, &h);
-  }
-  n = ks_axes(ks, ax, &nout, &nred);
-  row = axis_of(ks, row_id, false);
-  if (row < 0) return true;
-  double work = 1;
-  for (int i = 0; i < n; i++) work *= (double)ax[i].size;
-  /* rows that are not a multiple of the vector (1000 classes) are padded, their edge masked */
-  if (store_contiguous(&h, ax[row].r)) pad_loop(ks, row, ax[row].size, lanes, 2 * lanes);
-  for (int i = 0; i < nred; i++) {
-    int re, co, ga;
-    n = ks_axes(ks, ax, &nout, &nred);
-    load_kinds(&h, ax[nout + i].r, &re, &co, &ga);
-    if (!ga && co) pad_loop(ks, nout + i, ax[nout + i].size, lanes, 4 * lanes);
-  }
-  find_hot(ks->ast, &h);
-  n = ks_axes(ks, ax, &nout, &nred);
-  row = axis_of(ks, row_id, false);
-  if (row >= 0 && lanes >= 2 && ax[row].size % lanes == 0 && store_contiguous(&h, ax[row].r))
-    try_opt(ks, OPT_UPCAST, row, ax[row].size % (2 * lanes) == 0 ? 2 * lanes : lanes);
-  /* by id: an UNROLL of a whole loop removes it, and the others move */
-  int64_t red_ids[KS_MAX_AXES];
-  int nids = 0;
-  for (int i = nout; i < nout + nred; i++) red_ids[nids++] = ax[i].r->arg.i;
-  for (int k = 0; k < nids && lanes >= 2; k++) {
-    int i = axis_of(ks, red_ids[k], true);
-    n = ks_axes(ks, ax, &nout, &nred);
-    if (i < 0) continue;
-    int re, co, ga;
-    load_kinds(&h, ax[nout + i].r, &re, &co, &ga);
-    if (ax[nout + i].size % lanes || ga || !co) continue;
-    int64_t amt = 4 * lanes;
-    while (amt > lanes && ax[nout + i].size % amt) amt /= 2;
-    try_opt(ks, OPT_UNROLL, i, amt);
-  }
-  if (ks->tg.nthreads > 1 && work >= THREAD_MIN_WORK) {
-    n = ks_axes(ks, ax, &nout, &nred);
-    int nt = ks->tg.nthreads;
-    for (int i = 0; i < nout; i++)
-      if (ax[i].type == AX_GLOBAL && ax[i].size >= nt && (ax[i].size % nt == 0 || ax[i].size >= 4 * nt) &&
-          try_opt(ks, OPT_THREAD, i, nt))
-        break;
-  }
-  return true;
-}
-
-/* below this many multiply-adds a matrix-vector product runs on one thread: about 10 µs of one core's work,
- * against 1-5 µs to wake the pool and the risk of waiting for a thread the OS has set aside */
-#define MATVEC_THREAD_MIN_WORK 131072
-
-/* A matrix-vector product (decode: y = x W^T, x of M <= 4 rows, W of N rows of K contiguous values): one
- * reduce over K, along which every hot load is contiguous or reused, and one long output loop N along which
- * the weight is strided. Vector lanes go on K, as wide as divide it (K = 172: 4 lanes, not 8 lanes padded to
- * 176 with every load masked), the M rows and 16 / M of the N rows become the register tile (x's vector is
- * loaded once for all N rows, W's once for all M rows), and threads split N only when the product is large
- * enough to pay for waking the pool. Returns false, changing nothing, when the kernel is not one. */
-static bool matvec(kernel_state *ks, const hot *h, int lanes) {
-  axis_info ax[KS_MAX_AXES];
-  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
-  if (nred != 1 || n != nout + 1 || nout < 1 || lanes < 4 || !h->nloads) return false;
-  int ni = -1;
-  int64_t m = 1;
-  for (int i = 0; i < nout; i++)
-    if (ni < 0 || ax[i].size > ax[ni].size) ni = i;
-  for (int i = 0; i < nout; i++) m *= i == ni ? 1 : ax[i].size;
-  int64_t nn = ax[ni].size, k = ax[nout].size;
-  if (m > 4 || nn < 8 || k < 4 || !store_contiguous(h, ax[ni].r)) return false;
-  /* every hot load float32, contiguous or reused along K; the weight (contiguous along K) strided along N, the
-   * vector (contiguous along K) the same for every N (without it, a sum of rows: the general path's) */
-  bool weight = false, vec = false;
-  for (int l = 0; l < h->nloads; l++) {
-    int64_t ck, cn;
-    if (h->loads[l]->dtype != TG_FLOAT32 || !lin_coef(h->loads[l]->src[1], ax[nout].r, &ck) || (ck != 0 && ck != 1))
-      return false;
-    if (!lin_coef(h->loads[l]->src[1], ax[ni].r, &cn) || cn == 1) return false;
-    weight |= ck == 1 && cn != 0;
-    vec |= ck == 1 && cn == 0;
-  }
-  if (!weight || !vec) return false;
-  int v = lanes;
-  while (v > 4 && k % v) v /= 2;
-  if (k % v) return false;
-  /* the tile: all M rows and the most N rows that divide N, 16 accumulators at most; a tile of fewer than 8
-   * (N = 172 = 4 x 43) gets more vectors of K per step instead, to keep 8 or more FMA chains in flight */
-  static const int64_t amts[] = {16, 12, 8, 6, 4, 3, 2};
-  int64_t u = 1;
-  for (int i = 0; i < 7 && u == 1; i++)
-    if (amts[i] * m <= acc_budget(ks) && nn % amts[i] == 0 && nn > amts[i]) u = amts[i];
-  int64_t unroll = v;
-  while (u * m * (2 * unroll / v) <= acc_budget(ks) && u * m * (unroll / v) < 8 && k % (2 * unroll) == 0) unroll *= 2;
-  kernel_state save = *ks;
-  ks->tg.vec_bytes = v * 4;
-  int64_t nid = ax[ni].r->arg.i;
-  bool ok = try_opt(ks, OPT_UNROLL, 0, unroll);
-  /* the M rows whole, by id: each UPCAST moves the axes */
-  int64_t mids[KS_MAX_AXES];
-  int nm = 0;
-  for (int i = 0; i < nout; i++)
-    if (i != ni && ax[i].size > 1) mids[nm++] = ax[i].r->arg.i;
-  for (int i = 0; ok && i < nm; i++) {
-    int a = axis_of(ks, mids[i], false);
-    n = ks_axes(ks, ax, &nout, &nred);
-    ok = a >= 0 && try_opt(ks, OPT_UPCAST, a, ax[a].size);
-  }
-  int a = axis_of(ks, nid, false);
-  if (ok && u > 1) ok = a >= 0 && try_opt(ks, OPT_UPCAST, a, u);
-  if (!ok) {
-    *ks = save;
-    return false;
-  }
-  int nt = ks->tg.nthreads;
-  a = axis_of(ks, nid, false);
-  n = ks_axes(ks, ax, &nout, &nred);
-  if (nt > 1 && a >= 0 && (double)m * (double)nn * (double)k >= MATVEC_THREAD_MIN_WORK && ax[a].size >= 2)
-    try_opt(ks, OPT_THREAD, a, ax[a].size < nt ? ax[a].size : nt);
-  return true;
-}
-
-/* A matrix-vector product whose weight is decoded from packed bytes in the kernel (decode: x (1, K) @ W^T, W
- * quantized): the reduce unrolled by the weight's block (its scale decoded once per block, its values vector
- * lanes, as step 0 of the general path does) and a register tile of weight rows whose accumulators, x's
- * vectors of the block and a few temporaries fit the registers. The general path's 4 rows x 4 vectors (16
- * accumulators) fit AVX-512's 32 registers but not AVX2's 16: 42 of the 168 instructions of its inner loop
- * were spills (Q4_0, 11008 x 4096). Returns false, changing nothing, when the kernel is not one. */
-static bool decoded_matvec(kernel_state *ks, const hot *h, int lanes) {
-  axis_info ax[KS_MAX_AXES];
-  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
-  if (nred != 1 || n != nout + 1 || lanes < 4 || !h->nloads) return false;
-  int ni = -1;
-  for (int i = 0; i < nout; i++) {
-    if (ax[i].size == 1) continue;
-    if (ni >= 0) return false;
-    ni = i;
-  }
-  if (ni < 0) return false;
-  uop *rn = ax[ni].r;
-  bool xs = false, ws = false;
-  for (int l = 0; l < h->nloads; l++) {
-    uop *L = h->loads[l];
-    if (L->dtype == TG_FLOAT32) {
-      if (uop_uses(L->src[1], rn)) return false;
-      xs = true;
-    } else if (L->dtype == TG_UINT8 || L->dtype == TG_INT8) {
-      ws |= uop_uses(L->src[1], rn);
-    } else {
-      return false;
-    }
-  }
-  int64_t b = block_of(h, ax[nout].r, ax[nout].size, 32);
-  if (!xs || !ws || !b || b % lanes || !store_contiguous(h, rn)) return false;
-  int bv = (int)(b / lanes), regs = lanes >= 16 ? 32 : 16;
-  int64_t u = 1, N = ax[ni].size, nid = rn->arg.i;
-  static const int64_t amts[] = {8, 6, 4, 3, 2};
-  for (int i = 0; i < 5 && u == 1; i++)
-    if (N % amts[i] == 0 && N > amts[i] && amts[i] * bv <= 16 && amts[i] * bv + bv + 3 <= regs) u = amts[i];
-  kernel_state save = *ks;
-  ks->tg.vec_bytes = lanes * 4;
-  bool ok = try_opt(ks, OPT_UNROLL, 0, b);
-  if (ok && u > 1) ok = try_opt(ks, OPT_UPCAST, axis_of(ks, nid, false), u);
-  if (!ok) {
-    *ks = save;
-    return false;
-  }
-  n = ks_axes(ks, ax, &nout, &nred);
-  int a = axis_of(ks, nid, false), nt = ks->tg.nthreads;
-  if (nt > 1 && a >= 0 && ax[a].size >= 2 * nt && (double)N * (double)ax[nout].size * b >= THREAD_MIN_WORK)
-    try_opt(ks, OPT_THREAD, a, nt);
-  return true;
-}
-
-/* A matmul whose weight is decoded from packed bytes inside the kernel (x (M, K) @ W^T, W a quantized weight the
- * scheduler fused: schedule.c decodes_bytes): the float32 GEMM's tile with the decoded weight as its packed
- * panel. Vector lanes on N (2 vectors), a register tile of up to 8 rows of M, threads on N, and the N panel's
- * decoded weights (16 x K float32) packed transposed before the M loop: each weight is decoded once per panel
- * and read by all M rows from there, where decoding in the tile would repeat it for every 8 rows (m = 128,
- * 4096 x 4096 Q4_0: 317 ms decoding per tile, see the commit for the packed panel's time). A matrix of a few
- * rows (M <= the tile) skips the PACK: one tile decodes each weight once anyway. Returns false, changing
- * nothing, when the kernel is not one. */
-static bool decoded_gemm(kernel_state *ks, const hot *h, int lanes) {
-  axis_info ax[KS_MAX_AXES];
-  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
-  if (nred != 1 || n != nout + 1 || lanes < 4 || !h->nloads) return false;
-  int mi = -1, ni = -1;
-  for (int i = 0; i < nout; i++) {
-    if (ax[i].size == 1) continue;
-    if (mi < 0) mi = i;
-    else if (ni < 0) ni = i;
-    else return false;
-  }
-  if (mi < 0 || ni < 0) return false;
-  /* x: float32 loads the same for every N; the weight: 1-byte loads the same for every
-   * M and varying along N; the M and N roles are found from the loads */
-  bool xs = false, ws = false;
-  uop *rm = ax[mi].r, *rn = ax[ni].r;
-  for (int pass = 0; pass < 2 && !(xs && ws); pass++) {
-    xs = ws = false;
-    if (pass) { uop *t = rm; rm = rn; rn = t; int ti = mi; mi = ni; ni = ti; }
-    bool bad = false;
-    for (int l = 0; l < h->nloads && !bad; l++) {
-      uop *L = h->loads[l];
-      if (L->dtype == TG_FLOAT32) {  /* read as broadcast scalars: any index along K (attention's heads) */
-        bad = uop_uses(L->src[1], rn);
-        xs = true;
-      } else if (L->dtype == TG_UINT8 || L->dtype == TG_INT8) {
-        bad = uop_uses(L->src[1], rm);
-        ws |= uop_uses(L->src[1], rn);
-      } else {
-        bad = true;
-      }
-    }
-    if (bad) xs = ws = false;
-  }
-  if (!xs || !ws || !store_contiguous(h, rn)) return false;
-  int64_t M = ax[mi].size, N = ax[ni].size;
-  int64_t vn = N % (2 * lanes) == 0 ? 2 * lanes : N % lanes == 0 ? lanes : 0;
-  if (!vn) return false;
-  int64_t mid = rm->arg.i, nid = rn->arg.i;
-  kernel_state save = *ks;
-  /* the accumulators, the weight's vectors and a broadcast of x must fit the registers: 16 with AVX2 (an 8 x
-   * 16 tile, 16 accumulators, spilled 6 of them to the stack in the inner loop), 32 with AVX-512 */
-  int vregs = (int)(vn / lanes), regs = lanes >= 16 ? 32 : 16;
-  int64_t tm = 1;
-  static const int64_t amts[] = {8, 6, 4, 3, 2};
-  for (int i = 0; i < 5 && tm == 1; i++)
-    if (M % amts[i] == 0 && amts[i] * vregs <= 16 && amts[i] * vregs + vregs + 2 <= regs) tm = amts[i];
-  ks->tg.vec_bytes = lanes * 4;
-  bool ok = try_opt(ks, OPT_UPCAST, axis_of(ks, nid, false), vn);
-  if (ok && tm > 1) ok = try_opt(ks, OPT_UPCAST, axis_of(ks, mid, false), tm);
-  if (!ok) {
-    *ks = save;
-    return false;
-  }
-  n = ks_axes(ks, ax, &nout, &nred);
-  int an = axis_of(ks, nid, false), am = axis_of(ks, mid, false);
-  int nt = ks->tg.nthreads;
-  if (nt > 1 && an >= 0 && ax[an].size >= 2 * nt && (double)M * (double)N * (double)ax[nout].size >= THREAD_MIN_WORK)
-    try_opt(ks, OPT_THREAD, an, nt);
-  if (am < 0 || ax[am].size < 2) return true;  /* one tile of rows: each weight is decoded once already */
-  an = axis_of(ks, nid, false);
-  am = axis_of(ks, mid, false);
-  if (an >= 0 && am >= 0 && an > am && try_opt(ks, OPT_SWAP, am, an)) {
-    /* SWAP exchanges the loops' ids */
-    am = axis_of(ks, nid, false);
-  }
-  if (am >= 0) try_opt(ks, OPT_PACK, am, 1);
-  return true;
-}
 
 /* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
  * can make that load contiguous; false when that PACK then does not apply */
