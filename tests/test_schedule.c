@@ -91,6 +91,34 @@ TEST(test_schedule_nested_reduce_is_one_kernel) {
   tg_scope_end();
 }
 
+/* a 2x2 average pool over relu(1x1 conv) with a long reduce (densenet's transition): the conv is stored, so it
+ * keeps its own output loops for vectors and tiles (schedule.c, big_nested), and the pool is a second kernel */
+TEST(test_schedule_pool_over_big_conv_stores_the_conv) {
+  tg_scope_begin();
+  enum { CI = 256, CO = 32, H = 16 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 1, 1});
+  tg_tensor *r = tg_avg_pool2d(tg_relu(tg_conv2d(x, w, NULL, (tg_conv_opts){0})), (tg_pool_opts){0});
+  CHECK_T(r);
+  CHECK(kernels_of(r) == 2, "avg_pool2d(relu(conv 1x1, %d in)) took %d kernels, want 2", CI, (int)tg_kernel_count_last());
+  float *hx = host(x), *hw = host(w), *hr = host(r);
+  float *conv = malloc(sizeof(float) * CO * H * H), *want = malloc(sizeof(float) * CO * (H / 2) * (H / 2));
+  for (int o = 0; o < CO; o++)
+    for (int p = 0; p < H * H; p++) {
+      double acc = 0;
+      for (int c = 0; c < CI; c++) acc += (double)hx[c * H * H + p] * hw[o * CI + c];
+      conv[o * H * H + p] = acc > 0 ? (float)acc : 0;
+    }
+  for (int o = 0; o < CO; o++)
+    for (int y = 0; y < H / 2; y++)
+      for (int xx = 0; xx < H / 2; xx++) {
+        const float *c = conv + o * H * H + 2 * y * H + 2 * xx;
+        want[(o * (H / 2) + y) * (H / 2) + xx] = (c[0] + c[1] + c[H] + c[H + 1]) / 4;
+      }
+  CHECK_CLOSE("avg_pool2d(relu(conv))", hr, want, CO * (H / 2) * (H / 2));
+  free(hx); free(hw); free(hr); free(conv); free(want);
+  tg_scope_end();
+}
+
 TEST(test_schedule_elementwise_chain_of_ten_is_one_kernel) {
   tg_scope_begin();
   int64_t sh[2] = {31, 17};
