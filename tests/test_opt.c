@@ -662,3 +662,52 @@ TEST(test_opt_strided_conv_takes_vectors_from_its_output_channels) {
   check_close_f32("strided conv", got, want, CO * OH * OH, 1e-4, 1e-4, __FILE__, __LINE__);
   tg_scope_end();
 }
+
+/* A stride-1 3x3 convolution on 7 output pixels a row with a big weight (ResNet-18's last stage, here 128 -> 64
+ * channels: 73728 values), its batchnorm-like epilogue and a residual add fused: its row would need padding to a
+ * vector, so it takes channel vectors (the weight packed channels-innermost, read as vectors, no PADTO); the
+ * same convolution with a small weight (16 -> 16 channels, in cache) keeps the padded row. Values equal a plain
+ * C convolution */
+TEST(test_opt_big_weight_conv_on_short_rows_takes_channel_vectors) {
+  REQUIRE_CPU();
+  for (int big = 1; big >= 0; big--) {
+    tg_scope_begin();
+    int CI = big ? 128 : 16, CO = big ? 64 : 16;
+    enum { H = 7 };
+    tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 3, 3});
+    tg_tensor *sc = rand_t(4, (int64_t[]){1, CO, 1, 1}), *res = rand_t(4, (int64_t[]){1, CO, H, H});
+    tg_tensor *y = tg_relu(tg_add(tg_mul(tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)}), sc), res));
+    CHECK_T(y);
+    kernel_info info;
+    char *src = heuristic_source(y, 32, &info);
+    bool chv = src && strstr(info.opts, "PACK(") && strstr(info.opts, ",1)") && !strstr(info.opts, "PADTO") &&
+               strstr(src, "*(const tg_float_v*)(local0");
+    bool padded = src && strstr(info.opts, "PADTO");
+    CHECK(big ? chv : padded, "%s weight: opts %s, want %s:\n%s", big ? "big" : "small", src ? info.opts : "",
+          big ? "channel vectors (PACK(..,1), no PADTO)" : "the padded row", src ? src : tg_error());
+    free(src);
+    float *hx = malloc(sizeof(float) * CI * H * H), *hw = malloc(sizeof(float) * CO * CI * 9);
+    float *hs = malloc(sizeof(float) * CO), *hr = malloc(sizeof(float) * CO * H * H);
+    float *got = malloc(sizeof(float) * CO * H * H), *want = malloc(sizeof(float) * CO * H * H);
+    CHECK(tg_to_host(x, hx, sizeof(float) * CI * H * H) == TG_OK && tg_to_host(w, hw, sizeof(float) * CO * CI * 9) == TG_OK &&
+          tg_to_host(sc, hs, sizeof(float) * CO) == TG_OK && tg_to_host(res, hr, sizeof(float) * CO * H * H) == TG_OK &&
+          tg_to_host(y, got, sizeof(float) * CO * H * H) == TG_OK, "%s", tg_error());
+    for (int o = 0; o < CO; o++)
+      for (int i = 0; i < H; i++)
+        for (int j = 0; j < H; j++) {
+          double s = 0;
+          for (int c = 0; c < CI; c++)
+            for (int ky = 0; ky < 3; ky++)
+              for (int kx = 0; kx < 3; kx++) {
+                int yy = i + ky - 1, xx = j + kx - 1;
+                if (yy >= 0 && yy < H && xx >= 0 && xx < H)
+                  s += (double)hx[(c * H + yy) * H + xx] * hw[((o * CI + c) * 3 + ky) * 3 + kx];
+              }
+          double v = s * hs[o] + hr[(o * H + i) * H + j];
+          want[(o * H + i) * H + j] = v > 0 ? (float)v : 0;
+        }
+    check_close_f32(big ? "big-weight conv" : "small-weight conv", got, want, CO * H * H, 1e-4, 1e-4, __FILE__, __LINE__);
+    free(hx); free(hw); free(hs); free(hr); free(got); free(want);
+    tg_scope_end();
+  }
+}
