@@ -711,3 +711,49 @@ TEST(test_opt_big_weight_conv_on_short_rows_takes_channel_vectors) {
     tg_scope_end();
   }
 }
+
+/* the number of vector accumulators the kernel source declares */
+static int count_accumulators(const char *src) {
+  int n = 0;
+  for (const char *p = src; (p = strstr(p, "tg_float_v acc")); p++) n++;
+  return n;
+}
+
+/* A 3x3 convolution (32 -> 64 channels, 16x16, padding 1) gets a register tile that fits the registers: at most
+ * 12 vector accumulators with AVX2's 16 registers (16 spilled two every step), 16 with AVX-512's 32. Values
+ * equal a plain C convolution */
+TEST(test_opt_conv_register_tile_fits_the_registers) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { CI = 32, CO = 64, H = 16 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 3, 3});
+  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)});
+  CHECK_T(y);
+  for (int vb = 32; vb <= 64; vb *= 2) {
+    kernel_info info;
+    char *src = heuristic_source(y, vb, &info);
+    int acc = src ? count_accumulators(src) : -1, max = vb == 32 ? 12 : 16;
+    CHECK(acc >= 4 && acc <= max, "vec_bytes %d: %d vector accumulators, want 4 to %d (opts %s)", vb, acc, max,
+          src ? info.opts : tg_error());
+    free(src);
+  }
+  float *hx = malloc(sizeof(float) * CI * H * H), *hw = malloc(sizeof(float) * CO * CI * 9);
+  float *got = malloc(sizeof(float) * CO * H * H), *want = malloc(sizeof(float) * CO * H * H);
+  CHECK(tg_to_host(x, hx, sizeof(float) * CI * H * H) == TG_OK && tg_to_host(w, hw, sizeof(float) * CO * CI * 9) == TG_OK &&
+        tg_to_host(y, got, sizeof(float) * CO * H * H) == TG_OK, "%s", tg_error());
+  for (int o = 0; o < CO; o++)
+    for (int i = 0; i < H; i++)
+      for (int j = 0; j < H; j++) {
+        double s = 0;
+        for (int c = 0; c < CI; c++)
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+              int yy = i + ky - 1, xx = j + kx - 1;
+              if (yy >= 0 && yy < H && xx >= 0 && xx < H) s += (double)hx[(c * H + yy) * H + xx] * hw[((o * CI + c) * 3 + ky) * 3 + kx];
+            }
+        want[(o * H + i) * H + j] = (float)s;
+      }
+  check_close_f32("conv 3x3", got, want, CO * H * H, 1e-4, 1e-4, __FILE__, __LINE__);
+  free(hx); free(hw); free(got); free(want);
+  tg_scope_end();
+}

@@ -13,9 +13,10 @@
  *      form: UNROLL of the reduce by one vector and 16 accumulators over the output loops with reuse;
  *      (a reduce's loop is padded from above one vector: conv's rows of 20 or 24 become 32);
  *   2. register tile: for a reduce, one more output loop along which a hot load is reused gets UPCAST by
- *      16/8/6/4/3/2, keeping at most 16 vector accumulators (matmul: 8x32 floats, 16 zmm registers); a load
- *      reused there that varies along the vector loop counts twice (conv: the tile goes on cout, where x's
- *      window vector is shared, not on the batch, where only the weight's scalar is);
+ *      16/8/6/4/3/2, keeping at most 16 vector accumulators with 32 registers (matmul: 8x32 floats, 16 zmm), 12
+ *      with 16 (AVX2: max_acc); a load reused there that varies along the vector loop counts twice (conv: the
+ *      tile goes on cout, where x's window vector is shared, not on the batch, where only the weight's scalar
+ *      is);
  *   3. threads: the output loop that splits evenly across the pool, preferring the vector loop's outer part
  *      (each core then keeps its own panel of the reused operand in its cache, e.g. B's columns in matmul);
  *   4. cache blocking: the vector loop outside the tile loop (SWAP) and the reused operand's panel packed
@@ -32,6 +33,12 @@
 /* below this many loop iterations in total a kernel runs on one thread: waking the pool costs more */
 #define THREAD_MIN_WORK 32768
 #define PACK_WEIGHT_MIN_ROWS 32  /* output rows a convolution's packed weight panel must serve (step 4) */
+
+/* the register tile's vector accumulators (step 2): with AVX-512's 32 registers 16; with AVX2's 16 registers
+ * 12, which leaves room for the shared vector and a broadcast: 16 spilled accumulators every step (ResNet-18's
+ * 3x3 conv 64->64 on 56x56 with its residual, one thread, best of 60 runs: 10.0 -> 4.0 ms; 128 on 28x28 7.3 ->
+ * 4.7; MNIST's 3x3 and 5x5 convs at batch 512 1.5-2x faster each, per-kernel minimums) */
+static int max_acc(const kernel_state *ks) { return ks->tg.vec_bytes >= 64 ? 16 : 12; }
 
 typedef struct hot { uop *loads[64]; int nloads; uop *stores[16]; int nstores; } hot;
 
@@ -647,12 +654,13 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
        * no loop outside the tile to pack for) */
       if (re > best_reuse || (re && re == best_reuse && ax[i].size > ax[best].size)) { best_reuse = re; best = i; }
     }
-    /* 16 when the vector loop is one vector: 16 accumulators, one vector load and 16 broadcasts a step (the
-     * 3x3 and 5x5 convolutions of MNIST on rows of 8 or 16 pixels, and its conv2 weight gradient: 8-12%
-     * faster each than 8 accumulators, per-kernel minimums of alternated runs; BEAM found it first) */
+    /* 16 when the vector loop is one vector and there are 32 registers: 16 accumulators, one vector load and
+     * 16 broadcasts a step (the 3x3 and 5x5 convolutions of MNIST on rows of 8 or 16 pixels, and its conv2
+     * weight gradient: 8-12% faster each than 8 accumulators, per-kernel minimums of alternated runs; BEAM
+     * found it first); 8 with 16 registers (max_acc) */
     static const int64_t amts[] = {16, 8, 6, 4, 3, 2};
     for (int k = 0; best >= 0 && k < 6; k++)
-      if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= 16 && ax[best].size > amts[k] &&
+      if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= max_acc(ks) && ax[best].size > amts[k] &&
           try_opt(ks, OPT_UPCAST, best, amts[k])) {
         tile_id = ax[best].r->arg.i;
         break;
