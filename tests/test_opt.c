@@ -757,3 +757,41 @@ TEST(test_opt_conv_register_tile_fits_the_registers) {
   free(hx); free(hw); free(got); free(want);
   tg_scope_end();
 }
+
+/* A 7x7 stride-2 convolution of a 3-channel image (ResNet's stem, here 16 output channels on 32x32): on two
+ * threads the threads split a loop other than the register tile's, so the vector loop moves outside the tile
+ * and the packed panel applies (PACK) as on one thread; before, the threads split the tile's channels, the PACK
+ * failed and the kernel took the reduce-vector form (UNROLL of the padded kx), 4x slower. Values equal a plain C
+ * convolution */
+TEST(test_opt_stem_conv_on_two_threads_keeps_its_packed_tile) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { CI = 3, CO = 16, H = 64, OH = 32 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 7, 7});
+  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.stride = TG_INTS(2), .padding = TG_INTS(3)});
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 32, &info);
+  CHECK(src && strstr(info.opts, "PACK(") && strstr(info.opts, "THREAD(") && !strstr(info.opts, "UNROLL"),
+        "opts %s: want a packed tile split across threads, no reduce-vector UNROLL", src ? info.opts : tg_error());
+  free(src);
+  float *hx = malloc(sizeof(float) * CI * H * H), *hw = malloc(sizeof(float) * CO * CI * 49);
+  float *got = malloc(sizeof(float) * CO * OH * OH), *want = malloc(sizeof(float) * CO * OH * OH);
+  CHECK(tg_to_host(x, hx, sizeof(float) * CI * H * H) == TG_OK && tg_to_host(w, hw, sizeof(float) * CO * CI * 49) == TG_OK &&
+        tg_to_host(y, got, sizeof(float) * CO * OH * OH) == TG_OK, "%s", tg_error());
+  for (int o = 0; o < CO; o++)
+    for (int i = 0; i < OH; i++)
+      for (int j = 0; j < OH; j++) {
+        double s = 0;
+        for (int c = 0; c < CI; c++)
+          for (int ky = 0; ky < 7; ky++)
+            for (int kx = 0; kx < 7; kx++) {
+              int yy = 2 * i + ky - 3, xx = 2 * j + kx - 3;
+              if (yy >= 0 && yy < H && xx >= 0 && xx < H) s += (double)hx[(c * H + yy) * H + xx] * hw[((o * CI + c) * 7 + ky) * 7 + kx];
+            }
+        want[(o * OH + i) * OH + j] = (float)s;
+      }
+  check_close_f32("stem conv", got, want, CO * OH * OH, 1e-4, 1e-4, __FILE__, __LINE__);
+  free(hx); free(hw); free(got); free(want);
+  tg_scope_end();
+}
