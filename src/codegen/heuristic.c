@@ -679,10 +679,13 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
     int vi = vec_id >= 0 ? axis_of(ks, vec_id, false) : -1;
     /* the vector loop's outer part also when it does not divide but is long (49 panels: 25 and 24) */
     if (nred && vi >= 0 && ax[vi].size >= 2 * nt && (ax[vi].size % nt == 0 || ax[vi].size >= 8 * nt)) pick = vi;
-    /* not the tile loop when another splits: step 4 moves the vector loop outside it and packs there
-     * (ResNet's 7x7 stem conv on rows of 112: its cout split, the PACK failed and the kernel took the
-     * reduce-vector form, 16 ms; oy split, 4 ms on 2 threads) */
-    int ti = tile_id >= 0 && vec_id >= 0 ? axis_of(ks, tile_id, false) : -1;
+    /* not the tile loop when another splits and step 4 will move the vector loop outside it to pack there
+     * (ResNet's 7x7 stride-2 stem conv on rows of 112: its cout split, the PACK failed and the kernel took the
+     * reduce-vector form, 16 ms; oy split, 4 ms on 2 threads). A window's weight packs outside the tile loop:
+     * that one keeps the threads on its tile */
+    hot h3;
+    find_hot(ks->ast, &h3);
+    int ti = tile_id >= 0 && vec_id >= 0 && !windowed(ks, &h3) ? axis_of(ks, tile_id, false) : -1;
     for (int i = 0; i < nout && pick < 0; i++)
       if (ax[i].type == AX_GLOBAL && ax[i].size % nt == 0 && i != ti) pick = i;
     for (int i = 0; i < nout && pick < 0; i++)
