@@ -662,3 +662,138 @@ TEST(test_opt_strided_conv_takes_vectors_from_its_output_channels) {
   check_close_f32("strided conv", got, want, CO * OH * OH, 1e-4, 1e-4, __FILE__, __LINE__);
   tg_scope_end();
 }
+
+/* A stride-1 3x3 convolution on 7 output pixels a row with a big weight (ResNet-18's last stage, here 128 -> 64
+ * channels: 73728 values), its batchnorm-like epilogue and a residual add fused: its row would need padding to a
+ * vector, so it takes channel vectors (the weight packed channels-innermost, read as vectors, no PADTO); the
+ * same convolution with a small weight (16 -> 16 channels, in cache), or on rows of 14 (padded to two vectors),
+ * keeps the padded row. Values equal a plain C convolution */
+TEST(test_opt_big_weight_conv_on_short_rows_takes_channel_vectors) {
+  REQUIRE_CPU();
+  for (int cs = 0; cs < 3; cs++) {
+    tg_scope_begin();
+    /* big weight on 7x7: channel vectors; small weight on 7x7, big weight on 14x14 (the row pads to two
+     * vectors, and 2 x 7 channel vectors would not fit the registers): the padded row */
+    int big = cs != 1, CI = big ? 128 : 16, CO = big ? 64 : 16, H = cs == 2 ? 14 : 7;
+    bool want_chv = cs == 0;
+    tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 3, 3});
+    tg_tensor *sc = rand_t(4, (int64_t[]){1, CO, 1, 1}), *res = rand_t(4, (int64_t[]){1, CO, H, H});
+    tg_tensor *y = tg_relu(tg_add(tg_mul(tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)}), sc), res));
+    CHECK_T(y);
+    kernel_info info;
+    char *src = heuristic_source(y, 32, &info);
+    bool chv = src && strstr(info.opts, "PACK(") && strstr(info.opts, ",1)") && !strstr(info.opts, "PADTO") &&
+               strstr(src, "*(const tg_float_v*)(local0");
+    bool padded = src && strstr(info.opts, "PADTO");
+    CHECK(want_chv ? chv : padded, "%s weight, %dx%d: opts %s, want %s:\n%s", big ? "big" : "small", H, H,
+          src ? info.opts : "", want_chv ? "channel vectors (PACK(..,1), no PADTO)" : "the padded row", src ? src : tg_error());
+    free(src);
+    float *hx = malloc(sizeof(float) * CI * H * H), *hw = malloc(sizeof(float) * CO * CI * 9);
+    float *hs = malloc(sizeof(float) * CO), *hr = malloc(sizeof(float) * CO * H * H);
+    float *got = malloc(sizeof(float) * CO * H * H), *want = malloc(sizeof(float) * CO * H * H);
+    CHECK(tg_to_host(x, hx, sizeof(float) * CI * H * H) == TG_OK && tg_to_host(w, hw, sizeof(float) * CO * CI * 9) == TG_OK &&
+          tg_to_host(sc, hs, sizeof(float) * CO) == TG_OK && tg_to_host(res, hr, sizeof(float) * CO * H * H) == TG_OK &&
+          tg_to_host(y, got, sizeof(float) * CO * H * H) == TG_OK, "%s", tg_error());
+    for (int o = 0; o < CO; o++)
+      for (int i = 0; i < H; i++)
+        for (int j = 0; j < H; j++) {
+          double s = 0;
+          for (int c = 0; c < CI; c++)
+            for (int ky = 0; ky < 3; ky++)
+              for (int kx = 0; kx < 3; kx++) {
+                int yy = i + ky - 1, xx = j + kx - 1;
+                if (yy >= 0 && yy < H && xx >= 0 && xx < H)
+                  s += (double)hx[(c * H + yy) * H + xx] * hw[((o * CI + c) * 3 + ky) * 3 + kx];
+              }
+          double v = s * hs[o] + hr[(o * H + i) * H + j];
+          want[(o * H + i) * H + j] = v > 0 ? (float)v : 0;
+        }
+    check_close_f32(big ? "big-weight conv" : "small-weight conv", got, want, CO * H * H, 1e-4, 1e-4, __FILE__, __LINE__);
+    free(hx); free(hw); free(hs); free(hr); free(got); free(want);
+    tg_scope_end();
+  }
+}
+
+/* the number of vector accumulators the kernel source declares */
+static int count_accumulators(const char *src) {
+  int n = 0;
+  for (const char *p = src; (p = strstr(p, "tg_float_v acc")); p++) n++;
+  return n;
+}
+
+/* A 3x3 convolution (32 -> 64 channels, 16x16, padding 1) gets a register tile that fits the registers: at most
+ * 12 vector accumulators with AVX2's 16 registers (16 spilled two every step), 16 with AVX-512's 32. Values
+ * equal a plain C convolution */
+TEST(test_opt_conv_register_tile_fits_the_registers) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { CI = 32, CO = 64, H = 16 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 3, 3});
+  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)});
+  CHECK_T(y);
+  for (int vb = 32; vb <= 64; vb *= 2) {
+    kernel_info info;
+    char *src = heuristic_source(y, vb, &info);
+    int acc = src ? count_accumulators(src) : -1, max = vb == 32 ? 12 : 16;
+    CHECK(acc >= 4 && acc <= max, "vec_bytes %d: %d vector accumulators, want 4 to %d (opts %s)", vb, acc, max,
+          src ? info.opts : tg_error());
+    free(src);
+  }
+  float *hx = malloc(sizeof(float) * CI * H * H), *hw = malloc(sizeof(float) * CO * CI * 9);
+  float *got = malloc(sizeof(float) * CO * H * H), *want = malloc(sizeof(float) * CO * H * H);
+  CHECK(tg_to_host(x, hx, sizeof(float) * CI * H * H) == TG_OK && tg_to_host(w, hw, sizeof(float) * CO * CI * 9) == TG_OK &&
+        tg_to_host(y, got, sizeof(float) * CO * H * H) == TG_OK, "%s", tg_error());
+  for (int o = 0; o < CO; o++)
+    for (int i = 0; i < H; i++)
+      for (int j = 0; j < H; j++) {
+        double s = 0;
+        for (int c = 0; c < CI; c++)
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+              int yy = i + ky - 1, xx = j + kx - 1;
+              if (yy >= 0 && yy < H && xx >= 0 && xx < H) s += (double)hx[(c * H + yy) * H + xx] * hw[((o * CI + c) * 3 + ky) * 3 + kx];
+            }
+        want[(o * H + i) * H + j] = (float)s;
+      }
+  check_close_f32("conv 3x3", got, want, CO * H * H, 1e-4, 1e-4, __FILE__, __LINE__);
+  free(hx); free(hw); free(got); free(want);
+  tg_scope_end();
+}
+
+/* A 7x7 stride-2 convolution of a 3-channel image (ResNet's stem, here 16 output channels on 32x32): on two
+ * threads the threads split a loop other than the register tile's, so the vector loop moves outside the tile
+ * and the packed panel applies (PACK) as on one thread; before, the threads split the tile's channels, the PACK
+ * failed and the kernel took the reduce-vector form (UNROLL of the padded kx), 4x slower. Values equal a plain C
+ * convolution */
+TEST(test_opt_stem_conv_on_two_threads_keeps_its_packed_tile) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { CI = 3, CO = 16, H = 64, OH = 32 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 7, 7});
+  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.stride = TG_INTS(2), .padding = TG_INTS(3)});
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 32, &info);
+  CHECK(src && strstr(info.opts, "PACK(") && strstr(info.opts, "THREAD(") && !strstr(info.opts, "UNROLL"),
+        "opts %s: want a packed tile split across threads, no reduce-vector UNROLL", src ? info.opts : tg_error());
+  free(src);
+  float *hx = malloc(sizeof(float) * CI * H * H), *hw = malloc(sizeof(float) * CO * CI * 49);
+  float *got = malloc(sizeof(float) * CO * OH * OH), *want = malloc(sizeof(float) * CO * OH * OH);
+  CHECK(tg_to_host(x, hx, sizeof(float) * CI * H * H) == TG_OK && tg_to_host(w, hw, sizeof(float) * CO * CI * 49) == TG_OK &&
+        tg_to_host(y, got, sizeof(float) * CO * OH * OH) == TG_OK, "%s", tg_error());
+  for (int o = 0; o < CO; o++)
+    for (int i = 0; i < OH; i++)
+      for (int j = 0; j < OH; j++) {
+        double s = 0;
+        for (int c = 0; c < CI; c++)
+          for (int ky = 0; ky < 7; ky++)
+            for (int kx = 0; kx < 7; kx++) {
+              int yy = 2 * i + ky - 3, xx = 2 * j + kx - 3;
+              if (yy >= 0 && yy < H && xx >= 0 && xx < H) s += (double)hx[(c * H + yy) * H + xx] * hw[((o * CI + c) * 7 + ky) * 7 + kx];
+            }
+        want[(o * OH + i) * OH + j] = (float)s;
+      }
+  check_close_f32("stem conv", got, want, CO * OH * OH, 1e-4, 1e-4, __FILE__, __LINE__);
+  free(hx); free(hw); free(got); free(want);
+  tg_scope_end();
+}

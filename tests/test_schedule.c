@@ -1,6 +1,9 @@
 /* test_schedule.c — fusion: the kernel counts tinygrad gets for known graphs, values checked too. */
+#include <math.h>
 #include <stdlib.h>
 
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
 #include "test.h"
 
 static uint64_t xs = 88172645463325252ULL;
@@ -87,6 +90,79 @@ TEST(test_schedule_nested_reduce_is_one_kernel) {
     want[i] = (float)acc;
   }
   CHECK_CLOSE("sum(relu(matmul))", hr, want, 8);
+  free(hx); free(hw); free(hr);
+  tg_scope_end();
+}
+
+/* a 2x2 average pool over relu(1x1 conv) with a long reduce (densenet's transition): the conv is stored, so it
+ * keeps its own output loops for vectors and tiles (schedule.c, big_nested), and the pool is a second kernel */
+TEST(test_schedule_pool_over_big_conv_stores_the_conv) {
+  tg_scope_begin();
+  enum { CI = 256, CO = 32, H = 16 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 1, 1});
+  tg_tensor *r = tg_avg_pool2d(tg_relu(tg_conv2d(x, w, NULL, (tg_conv_opts){0})), (tg_pool_opts){0});
+  CHECK_T(r);
+  CHECK(kernels_of(r) == 2, "avg_pool2d(relu(conv 1x1, %d in)) took %d kernels, want 2", CI, (int)tg_kernel_count_last());
+  float *hx = host(x), *hw = host(w), *hr = host(r);
+  float *conv = malloc(sizeof(float) * CO * H * H), *want = malloc(sizeof(float) * CO * (H / 2) * (H / 2));
+  for (int o = 0; o < CO; o++)
+    for (int p = 0; p < H * H; p++) {
+      double acc = 0;
+      for (int c = 0; c < CI; c++) acc += (double)hx[c * H * H + p] * hw[o * CI + c];
+      conv[o * H * H + p] = acc > 0 ? (float)acc : 0;
+    }
+  for (int o = 0; o < CO; o++)
+    for (int y = 0; y < H / 2; y++)
+      for (int xx = 0; xx < H / 2; xx++) {
+        const float *c = conv + o * H * H + 2 * y * H + 2 * xx;
+        want[(o * (H / 2) + y) * (H / 2) + xx] = (c[0] + c[1] + c[H] + c[H + 1]) / 4;
+      }
+  CHECK_CLOSE("avg_pool2d(relu(conv))", hr, want, CO * (H / 2) * (H / 2));
+  free(hx); free(hw); free(hr); free(conv); free(want);
+  tg_scope_end();
+}
+
+/* a max pool with padding 1 over relu(conv) (ResNet's stem): the conv's output is stored at its own size, not
+ * on the pool's padded grid (pad_with_value: the pool applies the pad and -inf as it loads); values vs C */
+TEST(test_schedule_max_pool_pad_is_not_stored_padded) {
+  tg_scope_begin();
+  enum { CI = 16, CO = 16, H = 16, OH = 8 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 3, 3});
+  tg_tensor *r = tg_max_pool2d(tg_relu(tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)})),
+                               (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .padding = TG_INTS(1)});
+  CHECK_T(r);
+  schedule s;
+  CHECK(schedule_create(1, &r->u, &s) == TG_OK, "%s", tg_error());
+  for (int k = 0; k < s.nkernels; k++)
+    CHECK(uop_numel(s.kernels[k].output) == CO * H * H || uop_numel(s.kernels[k].output) == CO * OH * OH,
+          "kernel %d stores %lld values, want the conv's %d or the pool's %d", k, (long long)uop_numel(s.kernels[k].output),
+          CO * H * H, CO * OH * OH);
+  schedule_free(&s);
+  float *hx = host(x), *hw = host(w), *hr = host(r), conv[CO * H * H], want[CO * OH * OH];
+  for (int o = 0; o < CO; o++)
+    for (int i = 0; i < H; i++)
+      for (int j = 0; j < H; j++) {
+        double acc = 0;
+        for (int c = 0; c < CI; c++)
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+              int yy = i + ky - 1, xx = j + kx - 1;
+              if (yy >= 0 && yy < H && xx >= 0 && xx < H) acc += (double)hx[(c * H + yy) * H + xx] * hw[((o * CI + c) * 3 + ky) * 3 + kx];
+            }
+        conv[(o * H + i) * H + j] = acc > 0 ? (float)acc : 0;
+      }
+  for (int o = 0; o < CO; o++)
+    for (int i = 0; i < OH; i++)
+      for (int j = 0; j < OH; j++) {
+        float m = -INFINITY;
+        for (int ky = 0; ky < 3; ky++)
+          for (int kx = 0; kx < 3; kx++) {
+            int yy = 2 * i + ky - 1, xx = 2 * j + kx - 1;
+            if (yy >= 0 && yy < H && xx >= 0 && xx < H && conv[(o * H + yy) * H + xx] > m) m = conv[(o * H + yy) * H + xx];
+          }
+        want[(o * OH + i) * OH + j] = m;
+      }
+  CHECK_CLOSE("max_pool2d(relu(conv))", hr, want, CO * OH * OH);
   free(hx); free(hw); free(hr);
   tg_scope_end();
 }

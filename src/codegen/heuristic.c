@@ -330,7 +330,7 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   /* a convolution whose rows are no multiple of the vector takes its lanes from its output channels rather than
    * padding its rows: no masked lanes, no masked loads (MNIST's 5x5 convolution, rows of 20 padded to 24 or 32:
    * 512-609 -> 181 ms on one AVX2 core; its weight gradient 324 -> 129; the 3x3 ones 38-64 -> 37-42) */
-  if (vec_id < 0 && !vec_on_reduce && channel_vectors(ks, &h, lanes)) return true;
+  if (vec_id < 0 && !vec_on_reduce && channel_vectors(ks, &h, lanes, true)) return true;
   for (int i = 0; i < nout && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++)
     if (ax[i].size > (nred ? lanes / 2 : 2 * lanes) && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
       kernel_state before = *ks;
@@ -364,6 +364,12 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
     }
   }
 
+  /* the last resort for vector lanes: a convolution's output channels with any tile */
+  if (vec_id < 0 && !vec_on_reduce) {
+    find_hot(ks->ast, &h);
+    if (channel_vectors(ks, &h, lanes, false)) return true;
+  }
+
   *vectorized = vec_id >= 0 || vec_on_reduce || lanes < 2;
 
   /* 2. a register tile for reduces: reuse a hot load across one more output loop */
@@ -394,9 +400,10 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
        * no loop outside the tile to pack for) */
       if (re > best_reuse || (re && re == best_reuse && ax[i].size > ax[best].size)) { best_reuse = re; best = i; }
     }
-    /* 16 when the vector loop is one vector: 16 accumulators, one vector load and 16 broadcasts a step (the
-     * 3x3 and 5x5 convolutions of MNIST on rows of 8 or 16 pixels, and its conv2 weight gradient: 8-12%
-     * faster each than 8 accumulators, per-kernel minimums of alternated runs; BEAM found it first) */
+    /* 16 when the vector loop is one vector and there are 32 registers: 16 accumulators, one vector load and
+     * 16 broadcasts a step (the 3x3 and 5x5 convolutions of MNIST on rows of 8 or 16 pixels, and its conv2
+     * weight gradient: 8-12% faster each than 8 accumulators, per-kernel minimums of alternated runs; BEAM
+     * found it first); 8 with 16 registers (acc_budget) */
     static const int64_t amts[] = {16, 8, 6, 4, 3, 2};
     for (int k = 0; best >= 0 && k < 6; k++)
       if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= acc_budget(ks) && ax[best].size > amts[k] &&
@@ -413,6 +420,15 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
     int vi = vec_id >= 0 ? axis_of(ks, vec_id, false) : -1;
     /* the vector loop's outer part also when it does not divide but is long (49 panels: 25 and 24) */
     if (nred && vi >= 0 && ax[vi].size >= 2 * nt && (ax[vi].size % nt == 0 || ax[vi].size >= 8 * nt)) pick = vi;
+    /* not the tile loop when another splits and step 4 will move the vector loop outside it to pack there
+     * (ResNet's 7x7 stride-2 stem conv on rows of 112: its cout split, the PACK failed and the kernel took the
+     * reduce-vector form, 16 ms; oy split, 4 ms on 2 threads). A window's weight packs outside the tile loop:
+     * that one keeps the threads on its tile */
+    hot h3;
+    find_hot(ks->ast, &h3);
+    int ti = tile_id >= 0 && vec_id >= 0 && !windowed(ks, &h3) ? axis_of(ks, tile_id, false) : -1;
+    for (int i = 0; i < nout && pick < 0; i++)
+      if (ax[i].type == AX_GLOBAL && ax[i].size % nt == 0 && i != ti) pick = i;
     for (int i = 0; i < nout && pick < 0; i++)
       if (ax[i].type == AX_GLOBAL && ax[i].size % nt == 0) pick = i;
     for (int i = 0; i < nout && pick < 0; i++)

@@ -26,7 +26,8 @@ bool try_opt(kernel_state *ks, opt_op op, int axis, int64_t arg);
 int axis_of(kernel_state *ks, int64_t id, bool red);
 
 /* heuristic_shapes.c: each returns whether the kernel is of its shape and got its actions (ks unchanged when not) */
-bool channel_vectors(kernel_state *ks, const hot *h, int lanes);  /* a convolution's output channels as lanes */
+/* a convolution's output channels as lanes; with need_fit only with a register tile of 4+ pixels or a row under a vector */
+bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit);
 bool row_kernel(kernel_state *ks, int lanes);                     /* reduces broadcast along an output loop */
 bool matvec(kernel_state *ks, const hot *h, int lanes);           /* x (M <= 4, K) @ W^T */
 bool decoded_matvec(kernel_state *ks, const hot *h, int lanes);   /* the same with W decoded from bytes */

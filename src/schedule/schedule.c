@@ -6,8 +6,8 @@
  * PAD that at least doubles its size (the padded kernel runs the reduce for every element, valid or not: a
  * KV-cache row placed among 512), or a reduce (or a costly value) that several nodes read, unless they are
  * all one kernel's elementwise epilogue (shared epilogues, below). Everything else fuses: elementwise chains,
- * the work before a reduce, the epilogue after it, and reduces nested in reduces (matmul -> relu -> sum is one
- * kernel).
+ * the work before a reduce, the epilogue after it, and small reduces nested in reduces (matmul -> relu -> sum is
+ * one kernel; a long one, a pooled convolution, is stored: big_nested).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -371,12 +371,38 @@ static bool recompute_cheap(uop_map *realized, uop **cands, int n) {
   return true;
 }
 
+/* ---- reduces nested in reduces -------------------------------------------------------------------------
+ * A reduce read by another reduce of its kernel (a pooling over a convolution's pixels, a sum over a matmul's
+ * columns) fuses: each inner value is computed once. But the inner reduce's output loops are then loops of the
+ * outer reduce, and the code generator gets only the outer kernel's few output loops for vector lanes and
+ * register tiles (a global average pool over ResNet-18's last 3x3 conv ran at 6-17 GFLOP/s with its pixels
+ * reduced; densenet's 2x2 average pool over a 1x1 conv likewise). When the inner reduce is long and its work
+ * large, storing its output (one write and one read per value, against NESTED_MIN_REDUCE or more multiply-adds)
+ * costs far less than losing those loops: it is stored. Small ones stay fused (matmul -> relu -> sum). */
+#define NESTED_MIN_REDUCE 128
+#define NESTED_MIN_WORK (1 << 20)
+
+static bool big_nested(uop *u, bool read_by_reduce) {
+  if (!read_by_reduce || u->op != OP_REDUCE_AXIS) return false;
+  int64_t in = uop_numel(u->src[0]), out = uop_numel(u);
+  return out > 0 && in / out >= NESTED_MIN_REDUCE && in >= NESTED_MIN_WORK;
+}
+
+/* A pad with a value (max pool's -inf): where(pad(true), pad(x), value). Seen through a broadcast it is not
+ * stored itself, padded: x is, at its own size, and the readers apply the pad and the value as they load
+ * (ResNet's stem conv stored on a 114x114 grid for its max pool ran its reduce on the border too and missed
+ * the vector rows of 112: 12 -> 4 ms) */
+static bool pad_with_value(const uop *u) {
+  return u->op == OP_WHERE && u->nsrc == 3 && u->src[0]->op == OP_PAD && u->src[1]->op == OP_PAD &&
+         !node_has_storage(u->src[1]);
+}
+
 tg_status schedule_create(int n, uop *const *outs, schedule *s) { return schedule_create_assign(n, outs, NULL, s); }
 
 tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, schedule *s) {
   memset(s, 0, sizeof *s);
-  uop_map realized = {0}, expanded = {0}, padded = {0}, rewritten = {0}, consumers = {0}, viewed = {0}, moved = {0},
-          decoded = {0};
+  uop_map realized = {0}, expanded = {0}, in_reduce = {0}, padded = {0}, rewritten = {0}, consumers = {0}, viewed = {0},
+          moved = {0}, decoded = {0};
   tg_status st = TG_OK;
   uop **order = NULL, **cands = NULL, **shared_cands = NULL, **recompute_cands = NULL;
   int ncands = 0, nshared = 0, nrecompute = 0;
@@ -435,7 +461,9 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
     bool by_sharing = (shared && alu && expensive(u, &realized, true)) || (shared && u->op == OP_REDUCE_AXIS);
     bool must = u->op == OP_CONTIGUOUS || by_sharing || (broadcast && widened) ||
                 (pad_grown && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, false))));
+    if (pad_with_value(u)) alu = false;
     bool bcast_reduce = broadcast && (u->op == OP_REDUCE_AXIS || (alu && expensive(u, &realized, true)));
+    must |= !broadcast && big_nested(u, umap_get(&in_reduce, u) != NULL);
     if (!stored && !in_decode && (must || bcast_reduce || (broadcast && alu && expensive(u, &realized, false)))) {
       if (!umap_put(&realized, u, &yes)) goto nomem;
       stored = true;
@@ -453,7 +481,8 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
      * would then match nothing (0/0) */
     if (u->op == OP_REDUCE_AXIS && u->arg.i == OP_MAX) {
       uop *x = u->src[0];
-      while (x->op >= OP_RESHAPE && x->op <= OP_FLIP && !node_has_storage(x)) x = x->src[0];
+      while (!node_has_storage(x) && ((x->op >= OP_RESHAPE && x->op <= OP_FLIP) || pad_with_value(x)))
+        x = x->op == OP_WHERE ? x->src[1] : x->src[0];
       if (!node_has_storage(x) && uop_is_alu((uop_op)x->op) && expensive(x, &realized, false) && !umap_put(&realized, x, &yes))
         goto nomem;
     }
@@ -462,6 +491,10 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
     if (!stored && u->op >= OP_RESHAPE && u->op <= OP_FLIP &&
         ((intptr_t)umap_get(&consumers, u) >= 2 || umap_get(&viewed, u)) && !umap_put(&viewed, u->src[0], &yes))
       goto nomem;
+    /* the values a reduce of this kernel reads */
+    if (u->op == OP_REDUCE_AXIS || (!stored && umap_get(&in_reduce, u)))
+      for (int k = 0; k < u->nsrc; k++)
+        if (!umap_put(&in_reduce, u->src[k], &yes)) goto nomem;
     bool flag = !stored && (umap_get(&expanded, u) || u->op == OP_EXPAND);
     if (flag)
       for (int k = 0; k < u->nsrc; k++)
@@ -492,6 +525,7 @@ out:
   free(recompute_cands);
   umap_free(&realized);
   umap_free(&expanded);
+  umap_free(&in_reduce);
   umap_free(&padded);
   umap_free(&rewritten);
   umap_free(&consumers);
