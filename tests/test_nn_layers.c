@@ -49,9 +49,11 @@ static bool grads_of(tg_tensor *y, const fx_rec *gy, int n, tg_tensor *const *ta
 
 /* ---- BatchNorm --------------------------------------------------------------------------------------- */
 
-static int32_t batches_tracked(const tg_nn_batchnorm *l) {
-  int32_t v = -1;
-  if (tg_to_host(l->num_batches_tracked, &v, sizeof v) != TG_OK) return -1;
+static int64_t batches_tracked(const tg_nn_batchnorm *l) {
+  int64_t v = -1;
+  if (tg_dtype_of(l->num_batches_tracked) != TG_INT64 || tg_ndim(l->num_batches_tracked) != 0 ||
+      tg_to_host(l->num_batches_tracked, &v, sizeof v) != TG_OK)
+    return -1;
   return v;
 }
 
@@ -89,7 +91,7 @@ static void bn_case(const fx *f, int i) {
     CHECK_FX(w, l.running_mean, fx_get(f, "bn/%d/rm%d", i, step));
     snprintf(w, sizeof w, "bn %d running_var (unbiased) after step %d", i, step);
     CHECK_FX(w, l.running_var, fx_get(f, "bn/%d/rv%d", i, step));
-    CHECK(batches_tracked(&l) == step + 1, "bn %d num_batches_tracked %d after step %d", i, batches_tracked(&l), step);
+    CHECK(batches_tracked(&l) == step + 1, "bn %d num_batches_tracked %lld after step %d", i, (long long)batches_tracked(&l), step);
   }
   tg_set_training(false);
 
@@ -109,7 +111,7 @@ static void bn_case(const fx *f, int i) {
   CHECK_FX(w, l.running_mean, fx_get(f, "bn/%d/rm1", i));
   snprintf(w, sizeof w, "bn %d running_var after eval", i);
   CHECK_FX(w, l.running_var, fx_get(f, "bn/%d/rv1", i));
-  CHECK(batches_tracked(&l) == 2, "bn %d: eval changed num_batches_tracked to %d", i, batches_tracked(&l));
+  CHECK(batches_tracked(&l) == 2, "bn %d: eval changed num_batches_tracked to %lld", i, (long long)batches_tracked(&l));
 out:
   tg_set_training(false);
   tg_nn_batchnorm_free(&l);
@@ -117,6 +119,25 @@ out:
 
 LAYER_TEST(test_nn_layers_batchnorm_running_stats_match_pytorch) {
   for (int i = 0; i < 3; i++) bn_case(f, i);
+}
+
+/* a BatchNorm2d state dict saved by PyTorch (num_batches_tracked a 0-d int64) loads strictly into the layer's
+ * params, and the eval forward then matches PyTorch's */
+LAYER_TEST(test_nn_layers_batchnorm_loads_a_pytorch_state_dict) {
+  char path[512];
+  const char *dir = getenv("TG_FIXTURES");
+  if (dir) snprintf(path, sizeof path, "%s/nn_layers_bn_safetensors.bin", dir);
+  else snprintf(path, sizeof path, "tests/fixtures/nn_layers_bn_safetensors.bin");
+  tg_nn_batchnorm l;
+  tg_params *p = tg_params_new();
+  CHECK(p && tg_nn_batchnorm_init(&l, 3) == TG_OK && tg_nn_batchnorm_params(&l, NULL, p) == TG_OK, "init: %s", tg_error());
+  if (!p || !l.weight) { tg_params_free(p); return; }
+  CHECK(tg_safetensors_load(path, p, false) == TG_OK, "loading PyTorch's state dict: %s", tg_error());
+  tg_set_training(false);
+  CHECK_FX("batchnorm eval after loading", tg_nn_batchnorm_forward(&l, fx_tensor(fx_get(f, "bnstate/x"))), fx_get(f, "bnstate/y"));
+  CHECK(batches_tracked(&l) == 3, "num_batches_tracked %lld, want 3 from the file", (long long)batches_tracked(&l));
+  tg_params_free(p);
+  tg_nn_batchnorm_free(&l);
 }
 
 /* ---- LayerNorm, RMSNorm, GroupNorm ------------------------------------------------------------------ */

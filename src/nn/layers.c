@@ -186,7 +186,8 @@ tg_status tg_nn_batchnorm_init(tg_nn_batchnorm *l, int64_t c) {
   l->bias = param_of(tg_zeros(TG_FLOAT32, 1, &c), true);
   l->running_mean = param_of(tg_zeros(TG_FLOAT32, 1, &c), false);
   l->running_var = param_of(tg_ones(TG_FLOAT32, 1, &c), false);
-  l->num_batches_tracked = param_of(tg_zeros(TG_INT32, 1, (int64_t[]){1}), false);
+  /* 0-d int64 as PyTorch's and tinygrad's: a PyTorch state dict loads as it is */
+  l->num_batches_tracked = param_of(tg_zeros(TG_INT64, 0, NULL), false);
   if (!l->weight || !l->bias || !l->running_mean || !l->running_var || !l->num_batches_tracked) {
     tg_nn_batchnorm_free(l);
     return init_failed("tg_nn_batchnorm_init");
