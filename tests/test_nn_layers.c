@@ -319,3 +319,54 @@ LAYER_TEST(test_nn_layers_conv_transpose2d_matches_pytorch) {
     tg_nn_conv_transpose2d_free(&l);
   }
 }
+
+/* ---- errors: refused as PyTorch refuses them, the message naming the layer and the values -------------- */
+
+static void expect_err(bool failed, const char *needle, const char *file, int line) {
+  if (!failed) test_fail(file, line, "expected an error naming \"%s\"", needle);
+  else if (!strstr(tg_error(), needle)) test_fail(file, line, "the message does not name \"%s\": %s", needle, tg_error());
+}
+#define EXPECT_ERR(failed, needle) expect_err(failed, needle, __FILE__, __LINE__)
+
+TEST(test_nn_layers_errors_name_the_layer) {
+  tg_scope_begin();
+  tg_nn_groupnorm gn;
+  EXPECT_ERR(tg_nn_groupnorm_init(&gn, 3, 4, 1e-5) == TG_ERR_ARG && !gn.weight, "3 groups do not divide 4 channels");
+  tg_nn_layernorm ln;
+  tg_nn_rmsnorm rn;
+  if (tg_nn_layernorm_init(&ln, 5, 1e-5) == TG_OK && tg_nn_rmsnorm_init(&rn, 5, 1e-6) == TG_OK) {
+    tg_tensor *x = tg_ones(TG_FLOAT32, 2, (int64_t[]){2, 4});
+    EXPECT_ERR(!tg_nn_layernorm_forward(&ln, x), "tg_nn_layernorm_forward: input of shape (2, 4), expected a last axis of 5");
+    EXPECT_ERR(!tg_nn_rmsnorm_forward(&rn, x), "tg_nn_rmsnorm_forward: input of shape (2, 4)");
+  } else {
+    CHECK(false, "init: %s", tg_error());
+  }
+  tg_nn_layernorm_free(&ln);
+  tg_nn_rmsnorm_free(&rn);
+  /* training on one value per channel: PyTorch refuses it (the unbiased variance divides by n - 1 = 0) */
+  tg_nn_batchnorm bn;
+  if (tg_nn_batchnorm_init(&bn, 3) == TG_OK) {
+    tg_set_training(true);
+    EXPECT_ERR(!tg_nn_batchnorm_forward(&bn, tg_ones(TG_FLOAT32, 4, (int64_t[]){1, 3, 1, 1})), "more than 1 value per channel");
+    tg_set_training(false);
+    /* eval takes it */
+    tg_tensor *y = tg_nn_batchnorm_forward(&bn, tg_ones(TG_FLOAT32, 4, (int64_t[]){1, 3, 1, 1}));
+    float v[3];
+    CHECK(y && tg_to_host(y, v, sizeof v) == TG_OK && fabsf(v[0] - 1 / sqrtf(1 + 1e-5f)) < 1e-6f, "eval on one value: %s",
+          tg_error());
+  }
+  tg_nn_batchnorm_free(&bn);
+  /* an embedding index outside [0, vocab) gives a row of zeros, as tinygrad's (PyTorch refuses it) */
+  tg_nn_embedding em;
+  if (tg_nn_embedding_init(&em, 4, 3) == TG_OK) {
+    int32_t idx[3] = {0, 4, -1};
+    float v[9], w0[3];
+    tg_tensor *y = tg_nn_embedding_forward(&em, tg_from_data(TG_INT32, 1, (int64_t[]){3}, idx, sizeof idx));
+    bool ok = y && tg_to_host(y, v, sizeof v) == TG_OK && tg_to_host(tg_shrink(em.weight, 2, (int64_t[]){0, 1, 0, 3}), w0, sizeof w0) == TG_OK;
+    CHECK(ok && !memcmp(v, w0, sizeof w0), "embedding row 0: %s", tg_error());
+    for (int i = 3; ok && i < 9; i++) CHECK(v[i] == 0, "embedding out of range: value %d is %g, want 0", i, v[i]);
+    EXPECT_ERR(!tg_nn_embedding_forward(&em, tg_ones(TG_FLOAT32, 1, (int64_t[]){3})), "index must be an integer tensor");
+  }
+  tg_nn_embedding_free(&em);
+  tg_scope_end();
+}
