@@ -764,8 +764,9 @@ tg_tensor *tg_params_find(const tg_params *p, const char *name);  /* borrowed; N
 /* Each layer is a struct of its tensors: _init creates them (initialized as tinygrad's nn does;
  * tg_manual_seed makes them reproducible) and owns them until _free; _forward builds the lazy output;
  * _params adds them to p as "prefix.weight", ... (the names of PyTorch's state dicts). The tensors are
- * float32 (num_batches_tracked 0-d int64, as PyTorch's) and stored by _init (it runs kernels); a size <= 0 is TG_ERR_ARG, and
- * a failed _init leaves no tensor in the struct. _free drops the tensors and zeroes the struct. */
+ * float32 (num_batches_tracked 0-d int64, as PyTorch's) and stored by _init (it runs kernels); a size <= 0
+ * is TG_ERR_ARG, and a failed _init leaves no tensor in the struct. _free drops the tensors and zeroes the
+ * struct. */
 typedef struct tg_nn_linear { tg_tensor *weight, *bias; } tg_nn_linear;   /* weight (out, in), bias (out) */
 tg_status tg_nn_linear_init(tg_nn_linear *l, int64_t in, int64_t out, bool bias);
 tg_tensor *tg_nn_linear_forward(const tg_nn_linear *l, tg_tensor *x);

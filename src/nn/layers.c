@@ -216,8 +216,8 @@ tg_tensor *tg_nn_batchnorm_forward(tg_nn_batchnorm *l, tg_tensor *x) {
   double n = (double)tg_numel(x) / (double)tg_shape(x, 1);
   if (tg_training() && n <= 1) {  /* PyTorch refuses it; tinygrad divides by zero in the running variance */
     char b[256];
-    tg_set_error(TG_ERR_ARG, "tg_nn_batchnorm_forward: training needs more than 1 value per channel, got input of shape %s",
-                 shape_str(b, sizeof b, tg_ndim(x), tg_shape_ptr(x)));
+    tg_set_error(TG_ERR_ARG, "tg_nn_batchnorm_forward: training needs more than 1 value per channel, got input of "
+                 "shape %s", shape_str(b, sizeof b, tg_ndim(x), tg_shape_ptr(x)));
     return NULL;
   }
   tg_tensor *r = NULL;
