@@ -370,3 +370,24 @@ TEST(test_nn_layers_errors_name_the_layer) {
   tg_nn_embedding_free(&em);
   tg_scope_end();
 }
+
+/* the norm layers' params carry PyTorch's state-dict names */
+TEST(test_nn_layers_norm_params_names) {
+  tg_nn_layernorm ln;
+  tg_nn_rmsnorm rn;
+  tg_nn_groupnorm gn;
+  tg_params *p = tg_params_new();
+  bool ok = p && tg_nn_layernorm_init(&ln, 4, 1e-5) == TG_OK && tg_nn_rmsnorm_init(&rn, 4, 1e-6) == TG_OK &&
+            tg_nn_groupnorm_init(&gn, 2, 4, 1e-5) == TG_OK && tg_nn_layernorm_params(&ln, "ln", p) == TG_OK &&
+            tg_nn_rmsnorm_params(&rn, "norm", p) == TG_OK && tg_nn_groupnorm_params(&gn, "gn", p) == TG_OK;
+  CHECK(ok, "init or params: %s", tg_error());
+  const char *want[] = {"ln.weight", "ln.bias", "norm.weight", "gn.weight", "gn.bias"};
+  CHECK(!ok || tg_params_count(p) == 5, "%d params, want 5", tg_params_count(p));
+  for (int i = 0; ok && i < 5 && i < tg_params_count(p); i++)
+    CHECK(!strcmp(tg_params_name(p, i), want[i]), "param %d is %s, want %s", i, tg_params_name(p, i), want[i]);
+  tg_params_free(p);
+  tg_nn_layernorm_free(&ln);
+  tg_nn_rmsnorm_free(&rn);
+  tg_nn_groupnorm_free(&gn);
+  CHECK(!ln.weight && !rn.weight && !gn.weight, "_free zeroes the struct");
+}
