@@ -680,7 +680,8 @@ tg_tensor *tg_one_hot(tg_tensor *labels, int64_t num_classes);
 tg_tensor *tg_gather(tg_tensor *x, int axis, tg_tensor *index);
 /* x[index] along axis with an integer index tensor of any shape: the result replaces that axis by index's shape */
 tg_tensor *tg_index_select(tg_tensor *x, int axis, tg_tensor *index);
-tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *index);   /* weight (V, D), index int (...) -> (..., D) */
+/* weight (V, D), index int (...) -> (..., D); an index outside [0, V) gives a row of zeros, as tinygrad's */
+tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *index);
 /* dropout(softmax(q k^T / sqrt(E) + mask), dropout_p) v: q (..., L, E), k (..., S, E), v (..., S, Ev) ->
  * (..., L, Ev); mask (broadcast to (..., L, S)) bool: true keeps (a row with no key kept gives 0; the loops over
  * keys end at the last one kept, so a mask from a variable costs O(that position)), or float: added; is_causal:
@@ -763,8 +764,9 @@ tg_tensor *tg_params_find(const tg_params *p, const char *name);  /* borrowed; N
 /* Each layer is a struct of its tensors: _init creates them (initialized as tinygrad's nn does;
  * tg_manual_seed makes them reproducible) and owns them until _free; _forward builds the lazy output;
  * _params adds them to p as "prefix.weight", ... (the names of PyTorch's state dicts). The tensors are
- * float32 (num_batches_tracked int32) and stored by _init (it runs kernels); a size <= 0 is TG_ERR_ARG, and
- * a failed _init leaves no tensor in the struct. _free drops the tensors and zeroes the struct. */
+ * float32 (num_batches_tracked 0-d int64, as PyTorch's) and stored by _init (it runs kernels); a size <= 0
+ * is TG_ERR_ARG, and a failed _init leaves no tensor in the struct. _free drops the tensors and zeroes the
+ * struct. */
 typedef struct tg_nn_linear { tg_tensor *weight, *bias; } tg_nn_linear;   /* weight (out, in), bias (out) */
 tg_status tg_nn_linear_init(tg_nn_linear *l, int64_t in, int64_t out, bool bias);
 tg_tensor *tg_nn_linear_forward(const tg_nn_linear *l, tg_tensor *x);
@@ -791,7 +793,8 @@ void tg_nn_conv_transpose2d_free(tg_nn_conv_transpose2d *l);
 /* nn.BatchNorm (BatchNorm2d): batch statistics while tg_training(), running statistics otherwise (updated in
  * training with momentum); eps 1e-5 and momentum 0.1 after _init, both fields yours to change. In training,
  * _forward assigns running_mean, running_var and num_batches_tracked lazily: realize them with the step
- * (tg_optim_step's extra) */
+ * (tg_optim_step's extra). running_var takes the unbiased batch variance (PyTorch's); training needs more
+ * than one value per channel (N * spatial > 1), else TG_ERR_ARG */
 typedef struct tg_nn_batchnorm {
   tg_tensor *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
   double eps, momentum;
@@ -801,21 +804,21 @@ tg_tensor *tg_nn_batchnorm_forward(tg_nn_batchnorm *l, tg_tensor *x);
 tg_status tg_nn_batchnorm_params(const tg_nn_batchnorm *l, const char *prefix, tg_params *p);  /* with running stats */
 void tg_nn_batchnorm_free(tg_nn_batchnorm *l);
 
-/* nn.LayerNorm over the last axis (of size dim), with weight and bias */
+/* nn.LayerNorm over the last axis (of size dim, else the forward is TG_ERR_ARG), with weight and bias */
 typedef struct tg_nn_layernorm { tg_tensor *weight, *bias; double eps; } tg_nn_layernorm;
 tg_status tg_nn_layernorm_init(tg_nn_layernorm *l, int64_t dim, double eps);
 tg_tensor *tg_nn_layernorm_forward(const tg_nn_layernorm *l, tg_tensor *x);
 tg_status tg_nn_layernorm_params(const tg_nn_layernorm *l, const char *prefix, tg_params *p);
 void tg_nn_layernorm_free(tg_nn_layernorm *l);
 
-/* nn.RMSNorm over the last axis, with weight */
+/* nn.RMSNorm over the last axis (of size dim, as tg_nn_layernorm), with weight */
 typedef struct tg_nn_rmsnorm { tg_tensor *weight; double eps; } tg_nn_rmsnorm;
 tg_status tg_nn_rmsnorm_init(tg_nn_rmsnorm *l, int64_t dim, double eps);
 tg_tensor *tg_nn_rmsnorm_forward(const tg_nn_rmsnorm *l, tg_tensor *x);
 tg_status tg_nn_rmsnorm_params(const tg_nn_rmsnorm *l, const char *prefix, tg_params *p);
 void tg_nn_rmsnorm_free(tg_nn_rmsnorm *l);
 
-/* nn.GroupNorm: tg_group_norm with weight and bias (channels) */
+/* nn.GroupNorm: tg_group_norm with weight and bias (channels); groups must divide channels */
 typedef struct tg_nn_groupnorm { tg_tensor *weight, *bias; int64_t groups; double eps; } tg_nn_groupnorm;
 tg_status tg_nn_groupnorm_init(tg_nn_groupnorm *l, int64_t groups, int64_t channels, double eps);
 tg_tensor *tg_nn_groupnorm_forward(const tg_nn_groupnorm *l, tg_tensor *x);

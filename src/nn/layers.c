@@ -186,7 +186,8 @@ tg_status tg_nn_batchnorm_init(tg_nn_batchnorm *l, int64_t c) {
   l->bias = param_of(tg_zeros(TG_FLOAT32, 1, &c), true);
   l->running_mean = param_of(tg_zeros(TG_FLOAT32, 1, &c), false);
   l->running_var = param_of(tg_ones(TG_FLOAT32, 1, &c), false);
-  l->num_batches_tracked = param_of(tg_zeros(TG_INT32, 1, (int64_t[]){1}), false);
+  /* 0-d int64 as PyTorch's and tinygrad's: a PyTorch state dict loads as it is */
+  l->num_batches_tracked = param_of(tg_zeros(TG_INT64, 0, NULL), false);
   if (!l->weight || !l->bias || !l->running_mean || !l->running_var || !l->num_batches_tracked) {
     tg_nn_batchnorm_free(l);
     return init_failed("tg_nn_batchnorm_init");
@@ -212,6 +213,13 @@ tg_tensor *tg_nn_batchnorm_forward(tg_nn_batchnorm *l, tg_tensor *x) {
   int nd = tg_ndim(x), axes[TG_MAX_DIMS], na = 0;
   for (int i = 0; i < nd; i++)
     if (i != 1) axes[na++] = i;
+  double n = (double)tg_numel(x) / (double)tg_shape(x, 1);
+  if (tg_training() && n <= 1) {  /* PyTorch refuses it; tinygrad divides by zero in the running variance */
+    char b[256];
+    tg_set_error(TG_ERR_ARG, "tg_nn_batchnorm_forward: training needs more than 1 value per channel, got input of "
+                 "shape %s", shape_str(b, sizeof b, tg_ndim(x), tg_shape_ptr(x)));
+    return NULL;
+  }
   tg_tensor *r = NULL;
   tg_scope_begin();
   tg_tensor *mean, *invstd;
@@ -219,8 +227,7 @@ tg_tensor *tg_nn_batchnorm_forward(tg_nn_batchnorm *l, tg_tensor *x) {
     tg_tensor *bm = tg_mean(x, na, axes, false);
     tg_tensor *xc = tg_sub(x, chan(bm, nd));
     tg_tensor *bv = tg_mean(tg_mul(xc, xc), na, axes, false);  /* biased, for normalizing */
-    double n = (double)tg_numel(x) / (double)tg_shape(x, 1);
-    tg_tensor *unbiased = tg_mul_scalar(bv, n > 1 ? n / (n - 1) : 1);
+    tg_tensor *unbiased = tg_mul_scalar(bv, n / (n - 1));
     double m = l->momentum;
     tg_assign(l->running_mean, tg_add(tg_mul_scalar(tg_detach(l->running_mean), 1 - m), tg_mul_scalar(tg_detach(bm), m)));
     tg_assign(l->running_var, tg_add(tg_mul_scalar(tg_detach(l->running_var), 1 - m), tg_mul_scalar(tg_detach(unbiased), m)));
@@ -271,8 +278,17 @@ tg_status tg_nn_layernorm_init(tg_nn_layernorm *l, int64_t dim, double eps) {
   return TG_OK;
 }
 
+/* x's last axis has the layer's size n, else an error naming op */
+static bool last_dim_is(const char *op, tg_tensor *x, int64_t n) {
+  if (tg_ndim(x) >= 1 && tg_shape(x, tg_ndim(x) - 1) == n) return true;
+  char b[256];
+  tg_set_error(TG_ERR_ARG, "%s: input of shape %s, expected a last axis of %lld", op,
+               shape_str(b, sizeof b, tg_ndim(x), tg_shape_ptr(x)), (long long)n);
+  return false;
+}
+
 tg_tensor *tg_nn_layernorm_forward(const tg_nn_layernorm *l, tg_tensor *x) {
-  if (!l || !x) return NULL;
+  if (!l || !x || !l->weight || !last_dim_is("tg_nn_layernorm_forward", x, tg_shape(l->weight, 0))) return NULL;
   tg_scope_begin();
   tg_tensor *r = tg_keep(tg_add(tg_mul(tg_layernorm(x, 1, (int[]){-1}, l->eps), l->weight), l->bias));
   tg_scope_end();
@@ -301,7 +317,7 @@ tg_status tg_nn_rmsnorm_init(tg_nn_rmsnorm *l, int64_t dim, double eps) {
 }
 
 tg_tensor *tg_nn_rmsnorm_forward(const tg_nn_rmsnorm *l, tg_tensor *x) {
-  if (!l || !x) return NULL;
+  if (!l || !x || !l->weight || !last_dim_is("tg_nn_rmsnorm_forward", x, tg_shape(l->weight, 0))) return NULL;
   tg_tensor *n = tg_rmsnorm(x, 1, (int[]){-1}, l->eps);
   tg_tensor *r = tg_mul(n, l->weight);
   tg_free(n);
@@ -323,6 +339,11 @@ tg_status tg_nn_groupnorm_init(tg_nn_groupnorm *l, int64_t groups, int64_t chann
   if (!l) return null_layer("tg_nn_groupnorm_init");
   *l = (tg_nn_groupnorm){.groups = groups, .eps = eps};
   if (!positive("tg_nn_groupnorm_init", 2, (int64_t[]){groups, channels})) return TG_ERR_ARG;
+  if (channels % groups) {  /* PyTorch refuses it at construction; the forward could never run */
+    tg_set_error(TG_ERR_ARG, "tg_nn_groupnorm_init: %lld groups do not divide %lld channels", (long long)groups,
+                 (long long)channels);
+    return TG_ERR_ARG;
+  }
   l->weight = param_of(tg_ones(TG_FLOAT32, 1, &channels), true);
   l->bias = param_of(tg_zeros(TG_FLOAT32, 1, &channels), true);
   if (!l->weight || !l->bias) {
