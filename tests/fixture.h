@@ -26,4 +26,17 @@ double fx_param(const fx_rec *p, int i);      /* value i of a parameter record (
 /* got against want: shape, then values (floats within atol/rtol, integers exactly); false after recording */
 bool check_fx(const char *what, tg_tensor *got, const fx_rec *want, double atol, double rtol, const char *file, int line);
 
+/* a test whose body runs with the fixtures of `file` loaded (as f) and in a scope that frees its tensors */
+#define FIXTURE_TEST(name, file)              \
+  static void name##_body(const fx *f);       \
+  TEST(name) {                                \
+    fx f;                                     \
+    if (!fx_load(&f, file)) return;           \
+    tg_scope_begin();                         \
+    name##_body(&f);                          \
+    tg_scope_end();                           \
+    fx_free(&f);                              \
+  }                                           \
+  static void name##_body(const fx *f)
+
 #endif

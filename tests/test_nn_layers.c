@@ -12,17 +12,7 @@
 #define CHECK_FX(what, got, want) check_fx(what, got, want, 1e-5, 1e-3, __FILE__, __LINE__)
 #define CHECK_FXG(what, got, want) check_fx(what, got, want, 1e-4, 1e-3, __FILE__, __LINE__)
 
-#define LAYER_TEST(name)                          \
-  static void name##_body(const fx *f);           \
-  TEST(name) {                                    \
-    fx f;                                         \
-    if (!fx_load(&f, "nn_layers.bin")) return;    \
-    tg_scope_begin();                             \
-    name##_body(&f);                              \
-    tg_scope_end();                               \
-    fx_free(&f);                                  \
-  }                                               \
-  static void name##_body(const fx *f)
+#define LAYER_TEST(name) FIXTURE_TEST(name, "nn_layers.bin")
 
 /* a layer's parameter takes the golden value (stored, as an optimizer step would) */
 static bool set_param(tg_tensor *p, const fx_rec *r, const char *file, int line) {

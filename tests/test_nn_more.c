@@ -18,17 +18,7 @@
 
 #define CHECK_FX(what, got, want) check_fx(what, got, want, ATOL, RTOL, __FILE__, __LINE__)
 
-#define NN_TEST(name)                        \
-  static void name##_body(const fx *f);      \
-  TEST(name) {                               \
-    fx f;                                    \
-    if (!fx_load(&f, "nn_more.bin")) return;                \
-    tg_scope_begin();                        \
-    name##_body(&f);                         \
-    tg_scope_end();                          \
-    fx_free(&f);                             \
-  }                                          \
-  static void name##_body(const fx *f)
+#define NN_TEST(name) FIXTURE_TEST(name, "nn_more.bin")
 
 static void expect_error(tg_tensor *t, const char *needle, const char *file, int line) {
   if (t) test_fail(file, line, "expected an error naming \"%s\", got a tensor", needle);

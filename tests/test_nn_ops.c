@@ -20,17 +20,7 @@
 #define CHECK_FX(what, got, want) check_fx(what, got, want, ATOL, RTOL, __FILE__, __LINE__)
 
 /* every test body runs in a scope that frees its tensors, and with the fixtures loaded */
-#define NN_TEST(name)                        \
-  static void name##_body(const fx *f);      \
-  TEST(name) {                               \
-    fx f;                                    \
-    if (!fx_load(&f, "nn_ops.bin")) return;                \
-    tg_scope_begin();                        \
-    name##_body(&f);                         \
-    tg_scope_end();                          \
-    fx_free(&f);                             \
-  }                                          \
-  static void name##_body(const fx *f)
+#define NN_TEST(name) FIXTURE_TEST(name, "nn_ops.bin")
 
 /* ---- convolutions --------------------------------------------------------------------------------------- */
 

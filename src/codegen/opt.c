@@ -258,6 +258,20 @@ static uop *swap_ranges(uop *ast, uop *a, uop *b) {
  * not in the tile loop); src: the load itself */
 typedef struct pack_plan { uop *load, *src; uop *inner[KS_MAX_AXES]; int ninner; int64_t elems; int nodes; } pack_plan;
 
+/* a loop r the packed value uses: fine when opened before the tile loop (before[]), else it becomes a loop of the
+ * panel (one of red's loops, or a register loop; *uses_red notes red's); false for any other loop */
+static bool panel_loop(pack_plan *pl, uop *r, const uop *red, uop *const *before, int nbefore, bool *uses_red) {
+  bool outer = false, mine = false;
+  for (int j = 0; j < nbefore; j++) outer |= before[j] == r;
+  for (int j = 1; j < red->nsrc; j++) mine |= red->src[j] == r;
+  *uses_red |= mine;
+  if (outer) return true;
+  if ((!mine && r->aux[0] != AX_UPCAST && r->aux[0] != AX_UNROLL) || pl->ninner == KS_MAX_AXES) return false;
+  pl->inner[pl->ninner++] = r;
+  pl->elems *= r->src[0]->arg.i;
+  return true;
+}
+
 /* whether load L can be packed for loop t: it does not use t, and every loop it uses is opened before t
  * (before[]), is one of red's loops, or is a register loop */
 static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbefore, pack_plan *pl) {
@@ -272,16 +286,7 @@ static bool pack_candidate(uop *L, uop *red, uop *t, uop *const *before, int nbe
   pl->elems = 1;
   for (int i = 0; i < n && ok; i++) {
     uop *r = order[i];
-    if (r->op != OP_RANGE) continue;
-    bool outer = false, mine = false;
-    for (int j = 0; j < nbefore; j++) outer |= before[j] == r;
-    for (int j = 1; j < red->nsrc; j++) mine |= red->src[j] == r;
-    uses_red |= mine;
-    if (outer) continue;
-    if (!mine && r->aux[0] != AX_UPCAST && r->aux[0] != AX_UNROLL) { ok = false; break; }
-    if (pl->ninner == KS_MAX_AXES) { ok = false; break; }
-    pl->inner[pl->ninner++] = r;
-    pl->elems *= r->src[0]->arg.i;
+    if (r->op == OP_RANGE) ok = panel_loop(pl, r, red, before, nbefore, &uses_red);
   }
   free(order);
   pl->load = L;
@@ -310,16 +315,7 @@ static bool decoded_candidate(uop *x, uop *red, uop *t, uop *const *before, int 
       ok = r->src[0]->op == OP_PARAM && (r->dtype == TG_UINT8 || r->dtype == TG_INT8);
       if (!first) first = r;
     }
-    if (r->op != OP_RANGE || !ok) continue;
-    bool outer = false, mine = false;
-    for (int j = 0; j < nbefore; j++) outer |= before[j] == r;
-    for (int j = 1; j < red->nsrc; j++) mine |= red->src[j] == r;
-    uses_red |= mine;
-    if (outer) continue;
-    if (!mine && r->aux[0] != AX_UPCAST && r->aux[0] != AX_UNROLL) { ok = false; break; }
-    if (pl->ninner == KS_MAX_AXES) { ok = false; break; }
-    pl->inner[pl->ninner++] = r;
-    pl->elems *= r->src[0]->arg.i;
+    if (r->op == OP_RANGE && ok) ok = panel_loop(pl, r, red, before, nbefore, &uses_red);
   }
   free(order);
   pl->load = x;
