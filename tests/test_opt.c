@@ -797,3 +797,26 @@ TEST(test_opt_stem_conv_on_two_threads_keeps_its_packed_tile) {
   free(hx); free(hw); free(got); free(want);
   tg_scope_end();
 }
+
+/* attention's heads merged back into the width: (H, T, D) permuted to (T, H, D), reshaped to (T, H*D), times W.
+ * The reduce loop over H*D is read as r // D and r % D; the kernel splits it into H and D loops. Against a plain
+ * C matmul of the same values. */
+TEST(test_opt_reduce_over_merged_heads_splits_and_is_correct) {
+  REQUIRE_CPU();
+  enum { H = 4, T = 24, D = 16, N = 40 };
+  tg_scope_begin();
+  tg_tensor *a = rand_t(3, (int64_t[]){H, T, D}), *w = rand_t(2, (int64_t[]){H * D, N});
+  int perm[3] = {1, 0, 2};
+  tg_tensor *y = tg_matmul(tg_reshape(tg_permute(a, 3, perm), 2, (int64_t[]){T, H * D}), w);
+  static float ha[H * T * D], hw[H * D * N], got[T * N], want[T * N];
+  CHECK(y && tg_to_host(a, ha, sizeof ha) == TG_OK && tg_to_host(w, hw, sizeof hw) == TG_OK &&
+        tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+  for (int t = 0; t < T; t++)
+    for (int n = 0; n < N; n++) {
+      double s = 0;
+      for (int k = 0; k < H * D; k++) s += (double)ha[(k / D) * T * D + t * D + k % D] * hw[k * N + n];
+      want[t * N + n] = (float)s;
+    }
+  check_close_f32("merged heads matmul", got, want, T * N, 1e-5, 1e-4, __FILE__, __LINE__);
+  tg_scope_end();
+}

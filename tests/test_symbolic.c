@@ -211,3 +211,25 @@ TEST(test_symbolic_block_inside_a_larger_block_folds) {
       }
   }
 }
+
+/* bool masks built as where(cond, false, true) or compared with constants fold to one comparison (trim.c and
+ * the guards read comparisons, not wheres of constants) */
+TEST(test_symbolic_bool_negations_fold) {
+  uop *r0 = var(0, 8), *r1 = var(1, 8);
+  uop *lt = uop_binary(OP_CMPLT, r0, r1), *f = uop_const_int(TG_BOOL, 0), *t = uop_const_int(TG_BOOL, 1);
+  uop *not_lt = uop_simplify(uop_where(lt, f, t));
+  CHECK(not_lt && not_lt->op == OP_CMPEQ && not_lt->src[0] == lt, "where(lt, false, true) is not lt == false");
+  CHECK(uop_simplify(uop_where(lt, t, f)) == lt, "where(lt, true, false) is not lt");
+  CHECK(uop_simplify(uop_binary(OP_CMPEQ, uop_binary(OP_CMPEQ, lt, f), f)) == lt, "(lt == false) == false is not lt");
+  CHECK(uop_simplify(uop_binary(OP_CMPNE, lt, f)) == lt, "lt != false is not lt");
+  CHECK(uop_simplify(uop_binary(OP_CMPEQ, lt, t)) == lt, "lt == true is not lt");
+  CHECK(uop_simplify(uop_binary(OP_XOR, lt, f)) == lt, "lt ^ false is not lt");
+  CHECK(uop_simplify(uop_where(uop_binary(OP_CMPNE, lt, t), f, t)) == lt, "where(lt != true, false, true) is not lt");
+  /* and they keep their value at every point */
+  for (int64_t a = 0; a < 8; a++)
+    for (int64_t b = 0; b < 8; b++) {
+      int64_t env[2] = {a, b};
+      bool ok = true;
+      CHECK(eval(not_lt, env, &ok) == !(a < b) && ok, "not lt at %lld, %lld", (long long)a, (long long)b);
+    }
+}

@@ -510,8 +510,36 @@ uop *lower_groups(uop *ast) {
 
 /* ---- the axes ------------------------------------------------------------------------------------------ */
 
+/* a reduce loop r of N read as r // c and r % c (c dividing N) becomes two loops, N/c outside c: the reshaped
+ * read of a permuted tensor (attention's heads merged back into the width: (r // 64)*8192 + r % 64) then
+ * indexes linearly, without a division and a remainder in every iteration of the innermost loop */
+static uop *split_divmod_reduces(uop *ast) {
+  for (int guard = 0; guard < 8; guard++) {
+    int n;
+    uop **order = uop_toposort(ast, &n);
+    if (!order) return NULL;
+    uop *r = NULL;
+    int64_t c = 0;
+    for (int i = 0; i < n && !r; i++) {
+      uop *u = order[i], *x = u->nsrc == 2 ? u->src[0] : NULL;
+      if ((u->op != OP_IDIV && u->op != OP_MOD) || !x || x->op != OP_RANGE || x->aux[0] != AX_REDUCE ||
+          !uop_is_const(x->src[0]) || !uop_is_const(u->src[1]))
+        continue;
+      int64_t k = u->src[1]->arg.i, size = x->src[0]->arg.i;
+      if (k > 1 && k < size && size % k == 0) r = x, c = k;
+    }
+    free(order);
+    if (!r) return ast;
+    ast = split_range(ast, r, c, AX_REDUCE, NULL, NULL);
+    if (!ast) return NULL;
+  }
+  return ast;
+}
+
 bool ks_init(kernel_state *ks, uop *ast, opt_target tg) {
   memset(ks, 0, sizeof *ks);
+  ast = split_divmod_reduces(ast);
+  if (!ast) return false;
   ks->ast = ast;
   ks->tg = tg;
   ks->nthreads = 1;

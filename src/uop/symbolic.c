@@ -263,6 +263,24 @@ static uop *rule_bool_or(void *ctx, uop *u, uop **cap) {
   return cap[1]->arg.i ? cap[1] : cap[0];
 }
 static uop *rule_where_const(void *ctx, uop *u, uop **cap) { return cap[0]->arg.i ? cap[1] : cap[2]; }
+/* bools between constants: where(c, true, false) -> c, where(c, false, true) -> c == false (a mask built as
+ * where(cond, 0, 1) is then a comparison that codegen/trim.c can read) */
+static uop *rule_where_bool(void *ctx, uop *u, uop **cap) {
+  if (u->dtype != TG_BOOL || cap[0]->dtype != TG_BOOL || (cap[1]->arg.i != 0) == (cap[2]->arg.i != 0)) return NULL;
+  return cap[1]->arg.i ? cap[0] : uop_binary(OP_CMPEQ, cap[0], cap[1]);
+}
+/* a bool against a constant: x == true, x != false, x ^ false -> x; (y == false) == false -> y; x != true ->
+ * x == false (one form of not) */
+static uop *rule_bool_cmp(void *ctx, uop *u, uop **cap) {
+  uop *x = cap[0], *c = cap[1];
+  if (x->dtype != TG_BOOL || c->dtype != TG_BOOL) return NULL;
+  bool keep = u->op == OP_CMPEQ ? c->arg.i != 0 : c->arg.i == 0;  /* x itself, else its negation */
+  if (keep) return x;
+  if (u->op == OP_XOR) return NULL;
+  if (x->op == OP_CMPEQ && x->src[0]->dtype == TG_BOOL && uop_is_const(x->src[1]) && x->src[1]->arg.i == 0)
+    return x->src[0];
+  return u->op == OP_CMPNE ? uop_binary(OP_CMPEQ, x, uop_const_int(TG_BOOL, 0)) : NULL;
+}
 /* (WHERE c (LOAD p i g) 0) -> the load when its gate g implies c (g is c, or c AND something): a gated load
  * reads 0 where its gate is false (a pad's mask applied twice in every tap of a padded convolution) */
 static uop *rule_where_gated_load(void *ctx, uop *u, uop **cap) {
@@ -548,6 +566,10 @@ static const rule symbolic_rules[] = {
     {"(SHR x 0)", rule_identity},
     {"(WHERE _ x x)", rule_identity},
     {"(WHERE c:CONST a b)", rule_where_const},
+    {"(WHERE c a:CONST b:CONST)", rule_where_bool},
+    {"(CMPEQ x c:CONST)", rule_bool_cmp},
+    {"(CMPNE x c:CONST)", rule_bool_cmp},
+    {"(XOR x c:CONST)", rule_bool_cmp},
     {"(WHERE _ _ _)", rule_where_gated_load},
     {"(CMPLT x x)", rule_false_int},
     {"(CMPNE x x)", rule_false_int},
