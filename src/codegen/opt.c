@@ -333,12 +333,17 @@ static bool decoded_candidate(uop *x, uop *red, uop *t, uop *const *before, int 
  * loops (ids below next), replaced in *val and *fidx. Returns false when out of memory or loops. */
 #define DECODE_BLOCK 32
 
+/* a reduce loop of values across blocks: longer than a block, and read at no fixed stride (a loop already of
+ * blocks, its values' loops apart, reads its bytes at the block's stride and is not split again) */
+static bool value_loop(const pack_plan *pl, int i, int64_t n) {
+  int64_t k;
+  return pl->inner[i]->aux[0] == AX_REDUCE && n > DECODE_BLOCK && n % DECODE_BLOCK == 0 &&
+         !lin_coef(pl->src->src[1], pl->inner[i], &k);
+}
+
 static bool decoded_fill_order(uop **val, uop **fidx, uop *const *fl, const pack_plan *pl, int64_t next, tg_dtype it) {
   int nsplit = 0;
-  for (int i = 0; i < pl->ninner; i++) {
-    int64_t n = fl[i]->src[0]->arg.i;
-    nsplit += pl->inner[i]->aux[0] == AX_REDUCE && n > DECODE_BLOCK && n % DECODE_BLOCK == 0;
-  }
+  for (int i = 0; i < pl->ninner; i++) nsplit += value_loop(pl, i, fl[i]->src[0]->arg.i);
   if (next + pl->ninner + 2 * nsplit > 64) {
     tg_set_error(TG_ERR_INTERNAL, "opt: more than 64 loops in one kernel");
     return false;
@@ -350,7 +355,7 @@ static bool decoded_fill_order(uop **val, uop **fidx, uop *const *fl, const pack
     for (int i = 0; i < pl->ninner; i++) {
       if ((pl->inner[i]->aux[0] == AX_UPCAST) != (pass == 0)) continue;
       int64_t n = fl[i]->src[0]->arg.i;
-      bool split = pl->inner[i]->aux[0] == AX_REDUCE && n > DECODE_BLOCK && n % DECODE_BLOCK == 0;
+      bool split = value_loop(pl, i, n);
       uop *o = mk_range(it, split ? n / DECODE_BLOCK : n, next++, AX_LOOP);
       if (!o) return false;
       from[nsub] = fl[i];
