@@ -232,6 +232,15 @@ static char *valu_text(rctx *c, uop *u) {
   char *s[3] = {NULL, NULL, NULL}, *r = NULL;
   for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = vsrc(c, u, i);
   bool b = st == TG_BOOL, L = st == TG_INT64;
+  /* unsigned bytes (or halves) read as signed ones (a Q8_0 weight's int8 in a uint8 file): the signed widening
+   * load of the same address (one vpmovsxbd), not the unsigned one then an and, a xor and a subtract */
+  uop *ld = u->nsrc ? u->src[0] : NULL;
+  if ((u->op == OP_CAST || u->op == OP_BITCAST) && ((st == TG_UINT8 && dt == TG_INT8) || (st == TG_UINT16 && dt == TG_INT16)) &&
+      ld->op == OP_LOAD && ld->arg.i > 0 && ld->nsrc == 2 && is_vec(c, ld)) {
+    for (int i = 0; i < u->nsrc && i < 3; i++) free(s[i]);
+    return fmt("%s((const %s*)(%s+%s))", small_vu(dt), dt == TG_INT8 ? "signed char" : "short", name_of(c, ld->src[0]),
+               name_of(c, ld->src[1]));
+  }
   switch (u->op) {
     case OP_ADD: r = b ? NULL : fmt("(%s+%s)", s[0], s[1]); break;
     case OP_MUL: r = b ? fmt("(%s&%s)", s[0], s[1]) : fmt("(%s*%s)", s[0], s[1]); break;
