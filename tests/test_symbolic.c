@@ -233,3 +233,16 @@ TEST(test_symbolic_bool_negations_fold) {
       CHECK(eval(not_lt, env, &ok) == !(a < b) && ok, "not lt at %lld, %lld", (long long)a, (long long)b);
     }
 }
+
+/* a mask that keeps every bit the value can have folds: (r >> 4) & 15 for r < 256 is r >> 4; & 7 stays */
+TEST(test_symbolic_masks_of_shifted_values_fold) {
+  uop *r = var(0, 256);
+  uop *hi = uop_binary(OP_SHR, r, c(4));
+  CHECK(uop_vmin(hi) == 0 && uop_vmax(hi) == 15, "range of r >> 4: [%lld, %lld]", (long long)uop_vmin(hi), (long long)uop_vmax(hi));
+  CHECK(uop_simplify(uop_binary(OP_AND, hi, c(15))) == hi, "(r >> 4) & 15 is not r >> 4");
+  CHECK(uop_simplify(uop_binary(OP_AND, r, c(255))) == r, "r & 255 is not r for r < 256");
+  uop *m7 = uop_simplify(uop_binary(OP_AND, hi, c(7)));
+  CHECK(m7 && m7->op == OP_AND, "(r >> 4) & 7 lost its mask");
+  uop *m14 = uop_simplify(uop_binary(OP_AND, hi, c(14)));
+  CHECK(m14 && m14->op == OP_AND, "(r >> 4) & 14 lost its mask");
+}

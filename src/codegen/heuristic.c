@@ -212,6 +212,28 @@ static bool window_row(kernel_state *ks, const hot *h, uop *r) {
 }
 
 /* step 1 of the heuristic: the vector loop (see the top of the file); *vec_id its id when it is an output loop */
+/* A short reduce loop that no packed-byte load is indexed by (a Q4_0 block's two nibbles, the low and the high
+ * four bits of the same 16 bytes) is unrolled: its copies share one load of the bytes, and the low nibble's
+ * shift by 0 folds away. Returns the accumulators each one becomes (the loop's size), 1 when none applies. */
+static int64_t unroll_shared_bytes(kernel_state *ks) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  hot h;
+  find_hot(ks->ast, &h);
+  for (int i = nout; i < n && i < nout + nred; i++) {
+    if (ax[i].type != AX_REDUCE || ax[i].size < 2 || ax[i].size > 4) continue;
+    bool bytes = false, indexed = false;
+    for (int l = 0; l < h.nloads; l++) {
+      uop *L = h.loads[l];
+      if (L->dtype != TG_UINT8 && L->dtype != TG_INT8) continue;
+      bytes = true;
+      indexed |= uop_uses(L->src[1], ax[i].r);
+    }
+    if (bytes && !indexed && try_opt(ks, OPT_UNROLL, i - nout, ax[i].size)) return ax[i].size;
+  }
+  return 1;
+}
+
 static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int64_t *vec_idp, bool *vec_on_reducep) {
   axis_info ax[KS_MAX_AXES];
   int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
@@ -259,7 +281,9 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
        * gradient: the output gradient's rows across input channels, the input's across output channels)
        * loads 4 + 4 vectors per 16 FMAs where 16 on one loop loads 16 + 1 (conv 64->64 56x56 weight gradient:
        * 124 -> 59 ms); with one such loop, 16 on it */
-      int64_t left = acc_budget(ks), per = nt == 2 ? 4 : left;
+      int64_t left = acc_budget(ks);
+      left /= unroll_shared_bytes(ks);
+      int64_t per = nt == 2 ? 4 : left;
       for (int t = 0; t < nt && left > 1; t++) {
         int a = axis_of(ks, tile_ids[t], false);
         /* the budget (12 on AVX2), then powers of two below it */

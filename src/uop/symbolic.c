@@ -103,6 +103,12 @@ static void compute_range(uop *u) {
     case OP_OR:
       if (u->dtype == TG_BOOL) { lo = uop_vmin(a) || uop_vmin(b); hi = uop_vmax(a) || uop_vmax(b); }
       break;
+    case OP_SHR:
+      if (uop_vmin(a) >= 0 && uop_is_const(b) && b->arg.i >= 0 && b->arg.i < 63) {
+        lo = uop_vmin(a) >> b->arg.i;
+        hi = uop_vmax(a) >> b->arg.i;
+      }
+      break;
     case OP_WHERE: {
       uop *c = u->src[2];
       if (uop_vmin(a) == 1) { lo = uop_vmin(b); hi = uop_vmax(b); }
@@ -257,6 +263,13 @@ static uop *rule_true_int(void *ctx, uop *u, uop **cap) {
 static uop *rule_bool_and(void *ctx, uop *u, uop **cap) {  /* (AND x c) for bools */
   if (u->dtype != TG_BOOL) return NULL;
   return cap[1]->arg.i ? cap[0] : cap[1];
+}
+/* x & (2^k - 1) for 0 <= x < 2^k is x (a byte's high nibble, x >> 4 of a uint8, masked with 15) */
+static uop *rule_and_mask(void *ctx, uop *u, uop **cap) {
+  uop *x = cap[0];
+  int64_t c = cap[1]->arg.i;
+  if (!is_intish(u) || c < 0 || (c & (c + 1)) || uop_vmin(x) < 0 || uop_vmax(x) > c) return NULL;
+  return x;
 }
 static uop *rule_bool_or(void *ctx, uop *u, uop **cap) {
   if (u->dtype != TG_BOOL) return NULL;
@@ -575,6 +588,7 @@ static const rule symbolic_rules[] = {
     {"(CMPNE x x)", rule_false_int},
     {"(CMPEQ x x)", rule_true_int},
     {"(AND x c:CONST)", rule_bool_and},
+    {"(AND x c:CONST)", rule_and_mask},
     {"(OR x c:CONST)", rule_bool_or},
     {"(AND x x)", rule_identity},
     {"(CAST x)", rule_cast_noop},
