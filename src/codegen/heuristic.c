@@ -429,12 +429,33 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
      * weight gradient: 8-12% faster each than 8 accumulators, per-kernel minimums of alternated runs; BEAM
      * found it first); 8 with 16 registers (acc_budget) */
     static const int64_t amts[] = {16, 8, 6, 4, 3, 2};
-    for (int k = 0; best >= 0 && k < 6; k++)
-      if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= acc_budget(ks) && ax[best].size > amts[k] &&
-          try_opt(ks, OPT_UPCAST, best, amts[k])) {
-        tile_id = ax[best].r->arg.i;
-        break;
+    int64_t amt = 0;
+    for (int k = 0; best >= 0 && k < 6 && !amt; k++)
+      if (ax[best].size % amts[k] == 0 && vec_regs * amts[k] <= acc_budget(ks) && ax[best].size > amts[k]) amt = amts[k];
+    /* 8 accumulators of one vector each on 16 registers: a tile of 4 on best and 2 on a second loop that
+     * best's broadcast operand is reused across loads 4 + 2 per 8 FMAs, not 8 + 1 (a 3x3 convolution of rows
+     * of 56 pixels, one vector of 8 wide: 4 output channels x 2 rows, the weight's broadcasts shared by the
+     * rows, the input's vector by the channels) */
+    int second = -1;
+    for (int j = 0; amt == 8 && vec_regs == 1 && vi >= 0 && acc_budget(ks) < 16 && j < nout && second < 0; j++) {
+      if (j == best || ax[j].r->arg.i == vec_id || ax[j].type != AX_GLOBAL || ax[j].size % 2 || ax[j].size <= 2) continue;
+      for (int l = 0; l < h2.nloads && second < 0; l++) {
+        int64_t kj, kb;
+        if (lin_coef(h2.loads[l]->src[1], ax[j].r, &kj) && kj == 0 && (!lin_coef(h2.loads[l]->src[1], ax[best].r, &kb) || kb != 0))
+          second = j;
       }
+    }
+    if (second >= 0) {
+      kernel_state before = *ks;
+      int64_t sid = ax[second].r->arg.i, bid = ax[best].r->arg.i;
+      if (try_opt(ks, OPT_UPCAST, best, amt / 2) && try_opt(ks, OPT_UPCAST, axis_of(ks, sid, false), 2)) {
+        tile_id = bid;
+        amt = 0;
+      } else {
+        *ks = before;
+      }
+    }
+    if (amt && try_opt(ks, OPT_UPCAST, best, amt)) tile_id = ax[best].r->arg.i;
   }
 
   /* 3. threads */
