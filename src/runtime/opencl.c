@@ -1,8 +1,8 @@
 /* opencl.c — the OpenCL device: any installed ICD (a GPU vendor's, or PoCL on the CPU), loaded at run time.
  *
  * The first device_cl() call dlopens libOpenCL.so.1 (the ICD loader), resolves the OpenCL 1.2 functions this
- * file uses and lists the devices of every platform: GPUs first, then the rest, each group in platform order;
- * "CL:n" is number n of that list. Opening one makes a context and one in-order command queue with profiling
+ * file uses (opencl_api.c) and lists the devices of every platform: GPUs first, then the rest, each group in
+ * platform order; "CL:n" is number n of that list. Opening one makes a context and one in-order command queue with profiling
  * on. A missing library or device is remembered: every later call gives the same error without trying again.
  *
  * Buffers are cl_mem objects (buffer->ptr). Freed buffers are kept per device by exact byte size (up to
@@ -16,7 +16,6 @@
  * argument per buffer and enqueues the kernel over the program's global/local shape; it returns at once
  * unless the caller asks for the kernel's time, which is read from the profiling events.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -32,150 +31,9 @@
 #include "runtime/device.h"
 #include "runtime/disk_blob.h"
 #include "runtime/free_cache.h"
+#include "runtime/opencl_api.h"
 #include "runtime/program_cache.h"
 #include "uop/uop.h"
-
-/* ---- the OpenCL 1.2 API (Khronos CL/cl.h, version 1.2): the types, constants and functions used here -- */
-
-typedef int32_t cl_int;
-typedef uint32_t cl_uint;
-typedef uint64_t cl_ulong;
-typedef cl_uint cl_bool;
-typedef cl_ulong cl_bitfield;
-typedef cl_bitfield cl_device_type;
-typedef cl_bitfield cl_mem_flags;
-typedef cl_bitfield cl_command_queue_properties;
-typedef cl_uint cl_device_info;
-typedef cl_uint cl_program_info;
-typedef cl_uint cl_program_build_info;
-typedef cl_uint cl_profiling_info;
-typedef intptr_t cl_context_properties;
-typedef struct _cl_platform_id *cl_platform_id;
-typedef struct _cl_device_id *cl_device_id;
-typedef struct _cl_context *cl_context;
-typedef struct _cl_command_queue *cl_command_queue;
-typedef struct _cl_mem *cl_mem;
-typedef struct _cl_program *cl_program;
-typedef struct _cl_kernel *cl_kernel;
-typedef struct _cl_event *cl_event;
-
-#define CL_SUCCESS 0
-#define CL_TRUE 1
-#define CL_DEVICE_TYPE_GPU ((cl_device_type)1 << 2)
-#define CL_DEVICE_TYPE_ALL ((cl_device_type)0xFFFFFFFF)
-#define CL_DEVICE_TYPE 0x1000
-#define CL_DEVICE_NAME 0x102B
-#define CL_DRIVER_VERSION 0x102D
-#define CL_DEVICE_VERSION 0x102F
-#define CL_QUEUE_PROFILING_ENABLE ((cl_command_queue_properties)1 << 1)
-#define CL_MEM_READ_WRITE ((cl_mem_flags)1 << 0)
-#define CL_PROGRAM_BINARY_SIZES 0x1165
-#define CL_PROGRAM_BINARIES 0x1166
-#define CL_PROGRAM_BUILD_LOG 0x1183
-#define CL_PROFILING_COMMAND_START 0x1282
-#define CL_PROFILING_COMMAND_END 0x1283
-
-#define CL_DEVICE_NOT_FOUND (-1)
-#define CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)
-#define CL_OUT_OF_RESOURCES (-5)
-#define CL_OUT_OF_HOST_MEMORY (-6)
-#define CL_MEM_COPY_OVERLAP (-8)
-#define CL_BUILD_PROGRAM_FAILURE (-11)
-#define CL_INVALID_KERNEL_NAME (-46)
-#define CL_INVALID_BUFFER_SIZE (-61)
-
-typedef void (*cl_notify_fn)(const char *, const void *, size_t, void *);
-typedef void (*cl_build_fn)(cl_program, void *);
-
-/* X(name, return type, parameters) for each function resolved with dlsym */
-#define CL_FUNCS(X)                                                                                            \
-  X(clGetPlatformIDs, cl_int, (cl_uint, cl_platform_id *, cl_uint *))                                          \
-  X(clGetDeviceIDs, cl_int, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *))              \
-  X(clGetDeviceInfo, cl_int, (cl_device_id, cl_device_info, size_t, void *, size_t *))                         \
-  X(clCreateContext, cl_context,                                                                               \
-    (const cl_context_properties *, cl_uint, const cl_device_id *, cl_notify_fn, void *, cl_int *))            \
-  X(clReleaseContext, cl_int, (cl_context))                                                                    \
-  X(clCreateCommandQueue, cl_command_queue, (cl_context, cl_device_id, cl_command_queue_properties, cl_int *)) \
-  X(clReleaseCommandQueue, cl_int, (cl_command_queue))                                                         \
-  X(clCreateBuffer, cl_mem, (cl_context, cl_mem_flags, size_t, void *, cl_int *))                              \
-  X(clReleaseMemObject, cl_int, (cl_mem))                                                                      \
-  X(clEnqueueWriteBuffer, cl_int,                                                                              \
-    (cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, cl_uint, const cl_event *, cl_event *))  \
-  X(clEnqueueReadBuffer, cl_int,                                                                               \
-    (cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint, const cl_event *, cl_event *))        \
-  X(clEnqueueCopyBuffer, cl_int,                                                                               \
-    (cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint, const cl_event *, cl_event *))         \
-  X(clCreateProgramWithSource, cl_program, (cl_context, cl_uint, const char **, const size_t *, cl_int *))     \
-  X(clCreateProgramWithBinary, cl_program,                                                                     \
-    (cl_context, cl_uint, const cl_device_id *, const size_t *, const unsigned char **, cl_int *, cl_int *))   \
-  X(clBuildProgram, cl_int, (cl_program, cl_uint, const cl_device_id *, const char *, cl_build_fn, void *))    \
-  X(clGetProgramBuildInfo, cl_int, (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *)) \
-  X(clGetProgramInfo, cl_int, (cl_program, cl_program_info, size_t, void *, size_t *))                         \
-  X(clReleaseProgram, cl_int, (cl_program))                                                                    \
-  X(clRetainProgram, cl_int, (cl_program))                                                                     \
-  X(clCreateKernel, cl_kernel, (cl_program, const char *, cl_int *))                                           \
-  X(clReleaseKernel, cl_int, (cl_kernel))                                                                      \
-  X(clGetKernelInfo, cl_int, (cl_kernel, cl_uint, size_t, void *, size_t *))                                   \
-  X(clSetKernelArg, cl_int, (cl_kernel, cl_uint, size_t, const void *))                                        \
-  X(clEnqueueNDRangeKernel, cl_int,                                                                            \
-    (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *, cl_uint,            \
-     const cl_event *, cl_event *))                                                                            \
-  X(clWaitForEvents, cl_int, (cl_uint, const cl_event *))                                                      \
-  X(clGetEventProfilingInfo, cl_int, (cl_event, cl_profiling_info, size_t, void *, size_t *))                 \
-  X(clReleaseEvent, cl_int, (cl_event))                                                                        \
-  X(clFinish, cl_int, (cl_command_queue))
-
-#define CL_DECLARE(name, ret, params) ret(*name) params;
-static struct { CL_FUNCS(CL_DECLARE) } cl;
-
-/* the name of an OpenCL error code, for messages */
-static const char *cl_error_name(cl_int e) {
-  switch (e) {
-    case 0: return "CL_SUCCESS";
-    case -1: return "CL_DEVICE_NOT_FOUND";
-    case -2: return "CL_DEVICE_NOT_AVAILABLE";
-    case -3: return "CL_COMPILER_NOT_AVAILABLE";
-    case -4: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-    case -5: return "CL_OUT_OF_RESOURCES";
-    case -6: return "CL_OUT_OF_HOST_MEMORY";
-    case -7: return "CL_PROFILING_INFO_NOT_AVAILABLE";
-    case -8: return "CL_MEM_COPY_OVERLAP";
-    case -11: return "CL_BUILD_PROGRAM_FAILURE";
-    case -12: return "CL_MAP_FAILURE";
-    case -14: return "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST";
-    case -30: return "CL_INVALID_VALUE";
-    case -31: return "CL_INVALID_DEVICE_TYPE";
-    case -32: return "CL_INVALID_PLATFORM";
-    case -33: return "CL_INVALID_DEVICE";
-    case -34: return "CL_INVALID_CONTEXT";
-    case -35: return "CL_INVALID_QUEUE_PROPERTIES";
-    case -36: return "CL_INVALID_COMMAND_QUEUE";
-    case -37: return "CL_INVALID_HOST_PTR";
-    case -38: return "CL_INVALID_MEM_OBJECT";
-    case -42: return "CL_INVALID_BINARY";
-    case -43: return "CL_INVALID_BUILD_OPTIONS";
-    case -44: return "CL_INVALID_PROGRAM";
-    case -45: return "CL_INVALID_PROGRAM_EXECUTABLE";
-    case -46: return "CL_INVALID_KERNEL_NAME";
-    case -47: return "CL_INVALID_KERNEL_DEFINITION";
-    case -48: return "CL_INVALID_KERNEL";
-    case -49: return "CL_INVALID_ARG_INDEX";
-    case -50: return "CL_INVALID_ARG_VALUE";
-    case -51: return "CL_INVALID_ARG_SIZE";
-    case -52: return "CL_INVALID_KERNEL_ARGS";
-    case -53: return "CL_INVALID_WORK_DIMENSION";
-    case -54: return "CL_INVALID_WORK_GROUP_SIZE";
-    case -55: return "CL_INVALID_WORK_ITEM_SIZE";
-    case -56: return "CL_INVALID_GLOBAL_OFFSET";
-    case -57: return "CL_INVALID_EVENT_WAIT_LIST";
-    case -58: return "CL_INVALID_EVENT";
-    case -59: return "CL_INVALID_OPERATION";
-    case -61: return "CL_INVALID_BUFFER_SIZE";
-    case -63: return "CL_INVALID_GLOBAL_WORK_SIZE";
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "an unknown OpenCL error";
-  }
-}
 
 /* ---- devices ------------------------------------------------------------------------------------------- */
 
@@ -223,10 +81,10 @@ static void list_devices(const cl_platform_id *plats, cl_uint nplat, bool gpus) 
   for (cl_uint p = 0; p < nplat && g.ndev < MAX_DEVICES; p++) {
     cl_device_id ids[MAX_DEVICES];
     cl_uint n = 0;
-    if (cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, MAX_DEVICES, ids, &n) != CL_SUCCESS) continue;
+    if (opencl_fn.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, MAX_DEVICES, ids, &n) != CL_SUCCESS) continue;
     for (cl_uint i = 0; i < n && i < MAX_DEVICES && g.ndev < MAX_DEVICES; i++) {
       cl_device_type t = 0;
-      if (cl.clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL) != CL_SUCCESS) continue;
+      if (opencl_fn.clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL) != CL_SUCCESS) continue;
       if (((t & CL_DEVICE_TYPE_GPU) != 0) == gpus) g.ids[g.ndev++] = ids[i];
     }
   }
@@ -247,32 +105,19 @@ static bool usable(const char *what) {
 /* once per process: the library, its functions and the device list; failures go to g.status/g.err */
 static void load_driver(void) {
   pthread_atfork(NULL, NULL, on_fork_child);
-  g.lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!g.lib) g.lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
-  if (!g.lib) {
+  char why[160];
+  if (opencl_api_load(&g.lib, why, sizeof why)) {
     g.status = TG_ERR_DEVICE;
-    snprintf(g.err, sizeof g.err, "device CL: libOpenCL.so.1 not found; " INSTALL_HINT);
-    return;
-  }
-  const char *missing = NULL;
-#define CL_LOAD(name, ret, params)                      \
-  cl.name = (ret(*) params)dlsym(g.lib, #name);         \
-  if (!cl.name && !missing) missing = #name;
-  CL_FUNCS(CL_LOAD)
-#undef CL_LOAD
-  if (missing) {
-    g.status = TG_ERR_DEVICE;
-    snprintf(g.err, sizeof g.err, "device CL: libOpenCL.so.1 has no function %s (an OpenCL 1.2 loader is needed); "
-             INSTALL_HINT, missing);
+    snprintf(g.err, sizeof g.err, "device CL: %s; " INSTALL_HINT, why);
     return;
   }
   cl_platform_id plats[MAX_DEVICES];
   cl_uint nplat = 0;
-  cl_int e = cl.clGetPlatformIDs(MAX_DEVICES, plats, &nplat);
+  cl_int e = opencl_fn.clGetPlatformIDs(MAX_DEVICES, plats, &nplat);
   if (e != CL_SUCCESS || nplat == 0) {
     g.status = TG_ERR_DEVICE;
     snprintf(g.err, sizeof g.err, "device CL: no OpenCL platform found (clGetPlatformIDs: %s); " INSTALL_HINT,
-             cl_error_name(e));
+             opencl_error_name(e));
     return;
   }
   if (nplat > MAX_DEVICES) nplat = MAX_DEVICES;
@@ -290,7 +135,7 @@ static void load_driver(void) {
 /* a device string property into out ("?" when it cannot be read) */
 static void device_string(cl_device_id id, cl_device_info what, char *out, size_t n) {
   size_t got = 0;
-  if (cl.clGetDeviceInfo(id, what, n - 1, out, &got) != CL_SUCCESS) got = 0;
+  if (opencl_fn.clGetDeviceInfo(id, what, n - 1, out, &got) != CL_SUCCESS) got = 0;
   out[got < n ? got : n - 1] = 0;
   if (!out[0]) snprintf(out, n, "?");
 }
@@ -316,18 +161,18 @@ static bool open_slot(int idx, cl_slot *s) {
   if (idx == 0) snprintf(s->name, sizeof s->name, "CL");
   else snprintf(s->name, sizeof s->name, "CL:%d", idx);
   cl_int e = CL_SUCCESS;
-  st->ctx = cl.clCreateContext(NULL, 1, &st->id, NULL, NULL, &e);
+  st->ctx = opencl_fn.clCreateContext(NULL, 1, &st->id, NULL, NULL, &e);
   if (!st->ctx) {
     s->err_status = TG_ERR_DEVICE;
-    snprintf(s->err, sizeof s->err, "device %s: clCreateContext failed: %s", s->name, cl_error_name(e));
+    snprintf(s->err, sizeof s->err, "device %s: clCreateContext failed: %s", s->name, opencl_error_name(e));
     return false;
   }
-  st->queue = cl.clCreateCommandQueue(st->ctx, st->id, CL_QUEUE_PROFILING_ENABLE, &e);
+  st->queue = opencl_fn.clCreateCommandQueue(st->ctx, st->id, CL_QUEUE_PROFILING_ENABLE, &e);
   if (!st->queue) {
-    cl.clReleaseContext(st->ctx);
+    opencl_fn.clReleaseContext(st->ctx);
     st->ctx = NULL;
     s->err_status = TG_ERR_DEVICE;
-    snprintf(s->err, sizeof s->err, "device %s: clCreateCommandQueue failed: %s", s->name, cl_error_name(e));
+    snprintf(s->err, sizeof s->err, "device %s: clCreateCommandQueue failed: %s", s->name, opencl_error_name(e));
     return false;
   }
   pthread_mutex_init(&st->launch_lock, NULL);
@@ -381,7 +226,7 @@ const device *device_cl(int idx) {
 static void release_buffer(void *handle, void *arg) {
   (void)arg;
   tg_buffer *b = handle;
-  cl.clReleaseMemObject((cl_mem)b->ptr);
+  opencl_fn.clReleaseMemObject((cl_mem)b->ptr);
   free(b);
 }
 
@@ -415,18 +260,18 @@ static tg_buffer *cl_alloc(const device *d, size_t nbytes) {
   }
   size_t sz = nbytes ? nbytes : 1;  /* OpenCL has no empty buffers */
   cl_int e = CL_SUCCESS;
-  cl_mem m = cl.clCreateBuffer(st->ctx, CL_MEM_READ_WRITE, sz, NULL, &e);
+  cl_mem m = opencl_fn.clCreateBuffer(st->ctx, CL_MEM_READ_WRITE, sz, NULL, &e);
   if (!m && out_of_memory(e)) {  /* the freed-buffer cache may hold what this needs */
     cl_flush_cache(d);
-    m = cl.clCreateBuffer(st->ctx, CL_MEM_READ_WRITE, sz, NULL, &e);
+    m = opencl_fn.clCreateBuffer(st->ctx, CL_MEM_READ_WRITE, sz, NULL, &e);
   }
   if (!m) {
     free(b);
     if (out_of_memory(e) || e == CL_INVALID_BUFFER_SIZE)
       tg_set_error(TG_ERR_NOMEM, "%s: out of device memory allocating a buffer of %zu bytes (clCreateBuffer: %s)",
-                   d->name, nbytes, cl_error_name(e));
+                   d->name, nbytes, opencl_error_name(e));
     else
-      tg_set_error(TG_ERR_DEVICE, "%s: clCreateBuffer of %zu bytes failed: %s", d->name, nbytes, cl_error_name(e));
+      tg_set_error(TG_ERR_DEVICE, "%s: clCreateBuffer of %zu bytes failed: %s", d->name, nbytes, opencl_error_name(e));
     return NULL;
   }
   atomic_fetch_add(&n_allocated, 1);
@@ -457,10 +302,10 @@ static tg_status cl_copyin(tg_buffer *dst, const void *src, size_t nbytes) {
   }
   if (!nbytes) return TG_OK;
   cl_state *st = dst->dev->ctx;
-  cl_int e = cl.clEnqueueWriteBuffer(st->queue, (cl_mem)dst->ptr, CL_TRUE, 0, nbytes, src, 0, NULL, NULL);
+  cl_int e = opencl_fn.clEnqueueWriteBuffer(st->queue, (cl_mem)dst->ptr, CL_TRUE, 0, nbytes, src, 0, NULL, NULL);
   if (e != CL_SUCCESS) {
     tg_set_error(TG_ERR_DEVICE, "%s copyin of %zu bytes: clEnqueueWriteBuffer: %s", dst->dev->name, nbytes,
-                 cl_error_name(e));
+                 opencl_error_name(e));
     return TG_ERR_DEVICE;
   }
   return TG_OK;
@@ -476,10 +321,10 @@ static tg_status cl_copyout(void *dst, const tg_buffer *src, size_t nbytes) {
   }
   if (!nbytes) return TG_OK;
   cl_state *st = src->dev->ctx;
-  cl_int e = cl.clEnqueueReadBuffer(st->queue, (cl_mem)src->ptr, CL_TRUE, 0, nbytes, dst, 0, NULL, NULL);
+  cl_int e = opencl_fn.clEnqueueReadBuffer(st->queue, (cl_mem)src->ptr, CL_TRUE, 0, nbytes, dst, 0, NULL, NULL);
   if (e != CL_SUCCESS) {
     tg_set_error(TG_ERR_DEVICE, "%s copyout of %zu bytes: clEnqueueReadBuffer: %s", src->dev->name, nbytes,
-                 cl_error_name(e));
+                 opencl_error_name(e));
     return TG_ERR_DEVICE;
   }
   return TG_OK;
@@ -501,10 +346,10 @@ static tg_status cl_copy(tg_buffer *dst, size_t doff, const tg_buffer *src, size
     return TG_ERR_ARG;
   }
   cl_state *st = dst->dev->ctx;
-  cl_int e = cl.clEnqueueCopyBuffer(st->queue, (cl_mem)src->ptr, (cl_mem)dst->ptr, soff, doff, nbytes, 0, NULL, NULL);
+  cl_int e = opencl_fn.clEnqueueCopyBuffer(st->queue, (cl_mem)src->ptr, (cl_mem)dst->ptr, soff, doff, nbytes, 0, NULL, NULL);
   if (e != CL_SUCCESS) {
     tg_set_error(TG_ERR_DEVICE, "%s copy of %zu bytes: clEnqueueCopyBuffer: %s", dst->dev->name, nbytes,
-                 cl_error_name(e));
+                 opencl_error_name(e));
     return TG_ERR_DEVICE;
   }
   return TG_OK;
@@ -525,9 +370,9 @@ static cl_program disk_load(cl_state *st, const char *path, uint64_t key, uint64
   if (ds != DISK_BLOB_OK) return NULL;
   const unsigned char *bins[1] = {bin};
   cl_int bstatus = CL_SUCCESS, e = CL_SUCCESS;
-  cl_program prog = cl.clCreateProgramWithBinary(st->ctx, 1, &st->id, &len, bins, &bstatus, &e);
-  if (prog && (bstatus != CL_SUCCESS || cl.clBuildProgram(prog, 1, &st->id, BUILD_OPTIONS, NULL, NULL) != CL_SUCCESS)) {
-    cl.clReleaseProgram(prog);
+  cl_program prog = opencl_fn.clCreateProgramWithBinary(st->ctx, 1, &st->id, &len, bins, &bstatus, &e);
+  if (prog && (bstatus != CL_SUCCESS || opencl_fn.clBuildProgram(prog, 1, &st->id, BUILD_OPTIONS, NULL, NULL) != CL_SUCCESS)) {
+    opencl_fn.clReleaseProgram(prog);
     prog = NULL;
   }
   free(bin);
@@ -541,13 +386,13 @@ static cl_program disk_load(cl_state *st, const char *path, uint64_t key, uint64
 /* writes prog's binary to path; failures leave no file (the cache is an optimisation) */
 static void disk_store(cl_program prog, const char *dir, const char *path, uint64_t key, uint64_t key2) {
   size_t size = 0;
-  if (cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || !size ||
+  if (opencl_fn.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || !size ||
       size > MAX_BIN_BYTES)
     return;
   unsigned char *buf = mem_alloc(size);
   if (!buf) return;
   unsigned char *bins[1] = {buf};
-  if (cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
+  if (opencl_fn.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
     disk_blob_write(dir, path, BIN_MAGIC, key, key2, buf, size);
   free(buf);
 }
@@ -566,25 +411,25 @@ static cl_program build_source(const device *d, const char *name, const char *sr
   cl_state *st = d->ctx;
   cl_int e = CL_SUCCESS;
   size_t len = strlen(src);
-  cl_program prog = cl.clCreateProgramWithSource(st->ctx, 1, &src, &len, &e);
+  cl_program prog = opencl_fn.clCreateProgramWithSource(st->ctx, 1, &src, &len, &e);
   if (!prog) {
     tg_set_error(out_of_memory(e) ? TG_ERR_NOMEM : TG_ERR_DEVICE, "%s: kernel %s: clCreateProgramWithSource: %s",
-                 d->name, name, cl_error_name(e));
+                 d->name, name, opencl_error_name(e));
     return NULL;
   }
   atomic_fetch_add(&n_compiles, 1);
-  e = cl.clBuildProgram(prog, 1, &st->id, BUILD_OPTIONS, NULL, NULL);
+  e = opencl_fn.clBuildProgram(prog, 1, &st->id, BUILD_OPTIONS, NULL, NULL);
   if (e == CL_SUCCESS) return prog;
   char log[900];
   size_t got = 0;
-  if (cl.clGetProgramBuildInfo(prog, st->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &got) != CL_SUCCESS) {
+  if (opencl_fn.clGetProgramBuildInfo(prog, st->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &got) != CL_SUCCESS) {
     /* a log longer than the buffer is refused whole: read it all, keep the start */
     size_t need = 0;
     char *all = NULL;
     got = 0;
-    if (cl.clGetProgramBuildInfo(prog, st->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &need) == CL_SUCCESS && need &&
+    if (opencl_fn.clGetProgramBuildInfo(prog, st->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &need) == CL_SUCCESS && need &&
         (all = mem_alloc(need + 1)) != NULL &&
-        cl.clGetProgramBuildInfo(prog, st->id, CL_PROGRAM_BUILD_LOG, need, all, NULL) == CL_SUCCESS) {
+        opencl_fn.clGetProgramBuildInfo(prog, st->id, CL_PROGRAM_BUILD_LOG, need, all, NULL) == CL_SUCCESS) {
       got = need < sizeof log - 1 ? need : sizeof log - 1;
       memcpy(log, all, got);
     }
@@ -593,9 +438,9 @@ static cl_program build_source(const device *d, const char *name, const char *sr
   log[got < sizeof log ? got : sizeof log - 1] = 0;
   size_t n = strlen(log);
   while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = 0;
-  cl.clReleaseProgram(prog);
+  opencl_fn.clReleaseProgram(prog);
   *refused = e == CL_BUILD_PROGRAM_FAILURE;
-  tg_set_error(TG_ERR_DEVICE, "CL: kernel %s failed to compile: %s%s%s", name, cl_error_name(e), n ? "\n" : "", log);
+  tg_set_error(TG_ERR_DEVICE, "CL: kernel %s failed to compile: %s%s%s", name, opencl_error_name(e), n ? "\n" : "", log);
   return NULL;
 }
 
@@ -626,7 +471,7 @@ static cl_program stage_take(const device *d, uint64_t key, uint64_t key2, char 
 
 static void stage_clear(void) {
   pthread_mutex_lock(&stage.lock);
-  for (int i = 0; i < stage.n; i++) cl.clReleaseProgram(stage.e[i].prog);
+  for (int i = 0; i < stage.n; i++) opencl_fn.clReleaseProgram(stage.e[i].prog);
   stage.n = 0;
   pthread_mutex_unlock(&stage.lock);
 }
@@ -699,13 +544,13 @@ static void cl_prebuild(const device *d, int n, const char *const *names, const 
       if (!renamed[i] && source_keys(d, srcs[i], &keys[2 * i], &keys[2 * i + 1], dir, path))
         disk_store(prog, dir, path, keys[2 * i], keys[2 * i + 1]);
       pthread_mutex_lock(&stage.lock);
-      if (stage.n < STAGE_MAX && cl.clRetainProgram(prog) == CL_SUCCESS) {
+      if (stage.n < STAGE_MAX && opencl_fn.clRetainProgram(prog) == CL_SUCCESS) {
         stage.e[stage.n] = (__typeof__(stage.e[0])){.d = d, .key = keys[2 * i], .key2 = keys[2 * i + 1], .prog = prog};
         memcpy(stage.e[stage.n++].kname, kname[i], sizeof kname[i]);
       }
       pthread_mutex_unlock(&stage.lock);
     }
-    if (prog) cl.clReleaseProgram(prog);
+    if (prog) opencl_fn.clReleaseProgram(prog);
   }
   for (int i = 0; renamed && i < n; i++) free(renamed[i]);
   free(renamed);
@@ -751,11 +596,11 @@ static tg_program *load_program(const device *d, const char *name, const char *s
     if (have_path) disk_store(prog, dir, path, key, key2);
   }
   cl_int e = CL_SUCCESS;
-  cl_kernel k = cl.clCreateKernel(prog, kname, &e);
+  cl_kernel k = opencl_fn.clCreateKernel(prog, kname, &e);
   if (!k) {
-    cl.clReleaseProgram(prog);
+    opencl_fn.clReleaseProgram(prog);
     *refused = e == CL_INVALID_KERNEL_NAME;
-    tg_set_error(TG_ERR_DEVICE, "CL: kernel %s: clCreateKernel: %s%s", name, cl_error_name(e),
+    tg_set_error(TG_ERR_DEVICE, "CL: kernel %s: clCreateKernel: %s%s", name, opencl_error_name(e),
                  *refused ? " (the source defines no kernel of that name)" : "");
     return NULL;
   }
@@ -764,14 +609,14 @@ static tg_program *load_program(const device *d, const char *name, const char *s
   if (!p || !nm) {
     free(p);
     free(nm);
-    cl.clReleaseKernel(k);
-    cl.clReleaseProgram(prog);
+    opencl_fn.clReleaseKernel(k);
+    opencl_fn.clReleaseProgram(prog);
     tg_set_error(TG_ERR_NOMEM, "CL: out of memory loading kernel %s", name);
     return NULL;
   }
   cl_uint nargs = 0;
   const cl_uint CL_KERNEL_NUM_ARGS_ = 0x1191;  /* OpenCL 1.0 */
-  bool known = cl.clGetKernelInfo(k, CL_KERNEL_NUM_ARGS_, sizeof nargs, &nargs, NULL) == CL_SUCCESS;
+  bool known = opencl_fn.clGetKernelInfo(k, CL_KERNEL_NUM_ARGS_, sizeof nargs, &nargs, NULL) == CL_SUCCESS;
   *p = (tg_program){.refcnt = 1, .dev = d, .name = nm, .fn = k, .handle = prog, .from_disk = from_disk,
                     .compile_ms = now_ms() - t0, .nargs = known ? (int)nargs : -1};
   if (tg_debug_level() >= 4)
@@ -782,8 +627,8 @@ static tg_program *load_program(const device *d, const char *name, const char *s
 
 static void cl_program_free(tg_program *p) {
   if (!p) return;
-  if (p->fn) cl.clReleaseKernel((cl_kernel)p->fn);
-  if (p->handle) cl.clReleaseProgram((cl_program)p->handle);
+  if (p->fn) opencl_fn.clReleaseKernel((cl_kernel)p->fn);
+  if (p->handle) opencl_fn.clReleaseProgram((cl_program)p->handle);
   free(p->name);
   free(p);
 }
@@ -858,30 +703,30 @@ static tg_status cl_launch(const tg_program *p, void **bufs, int nbufs, int nthr
   if (p->nargs >= 0 && nbufs > p->nargs) nbufs = p->nargs;
   pthread_mutex_lock(&st->launch_lock);
   for (int i = 0; i < nbufs && e == CL_SUCCESS; i++) {
-    e = cl.clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &bufs[i]);
+    e = opencl_fn.clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &bufs[i]);
     if (e != CL_SUCCESS) bad_arg = i;
   }
   if (e == CL_SUCCESS)
-    e = cl.clEnqueueNDRangeKernel(st->queue, k, dim, NULL, global, has_local ? local : NULL, 0, NULL, ms ? &ev : NULL);
+    e = opencl_fn.clEnqueueNDRangeKernel(st->queue, k, dim, NULL, global, has_local ? local : NULL, 0, NULL, ms ? &ev : NULL);
   pthread_mutex_unlock(&st->launch_lock);
   if (e != CL_SUCCESS) {
     if (bad_arg >= 0)
       tg_set_error(TG_ERR_DEVICE, "%s: kernel %s: clSetKernelArg %d of %d: %s", p->dev->name, p->name, bad_arg, nbufs,
-                   cl_error_name(e));
+                   opencl_error_name(e));
     else
       tg_set_error(TG_ERR_DEVICE, "%s: kernel %s: clEnqueueNDRangeKernel (global %zu,%zu,%zu local %zu,%zu,%zu%s): %s",
                    p->dev->name, p->name, global[0], global[1], global[2], local[0], local[1], local[2],
-                   has_local ? "" : " unset", cl_error_name(e));
+                   has_local ? "" : " unset", opencl_error_name(e));
     return TG_ERR_DEVICE;
   }
   if (ms) {
     cl_ulong t0 = 0, t1 = 0;
-    e = cl.clWaitForEvents(1, &ev);
-    if (e == CL_SUCCESS) e = cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-    if (e == CL_SUCCESS) e = cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-    cl.clReleaseEvent(ev);
+    e = opencl_fn.clWaitForEvents(1, &ev);
+    if (e == CL_SUCCESS) e = opencl_fn.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    if (e == CL_SUCCESS) e = opencl_fn.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    opencl_fn.clReleaseEvent(ev);
     if (e != CL_SUCCESS) {
-      tg_set_error(TG_ERR_DEVICE, "%s: kernel %s: waiting for it to end: %s", p->dev->name, p->name, cl_error_name(e));
+      tg_set_error(TG_ERR_DEVICE, "%s: kernel %s: waiting for it to end: %s", p->dev->name, p->name, opencl_error_name(e));
       return TG_ERR_DEVICE;
     }
     *ms = t1 > t0 ? (double)(t1 - t0) / 1e6 : 0.0;
@@ -895,9 +740,9 @@ static tg_status cl_synchronize(const device *d) {
     tg_set_error(TG_ERR_ARG, "CL synchronize: not an OpenCL device");
     return TG_ERR_ARG;
   }
-  cl_int e = cl.clFinish(((cl_state *)d->ctx)->queue);
+  cl_int e = opencl_fn.clFinish(((cl_state *)d->ctx)->queue);
   if (e != CL_SUCCESS) {
-    tg_set_error(TG_ERR_DEVICE, "%s: clFinish: %s", d->name, cl_error_name(e));
+    tg_set_error(TG_ERR_DEVICE, "%s: clFinish: %s", d->name, opencl_error_name(e));
     return TG_ERR_DEVICE;
   }
   return TG_OK;
