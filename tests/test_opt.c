@@ -820,3 +820,32 @@ TEST(test_opt_reduce_over_merged_heads_splits_and_is_correct) {
   check_close_f32("merged heads matmul", got, want, T * N, 1e-5, 1e-4, __FILE__, __LINE__);
   tg_scope_end();
 }
+
+/* a grouped 1x1 convolution after a channel shuffle (ShuffleNet: (N, g, C/g, H, W) transposed to (N, C/g, g, H,
+ * W)): the output channel loop is read through co // (C/g) (the group) by the input, and split into (group,
+ * channel) so the tile reuses the input across channels. Against a plain C convolution of the same values. */
+TEST(test_opt_grouped_conv_after_a_channel_shuffle_is_correct) {
+  REQUIRE_CPU();
+  enum { N = 2, C = 32, G = 4, H = 6, W = 7, CO = 48 };
+  tg_scope_begin();
+  tg_tensor *x = rand_t(4, (int64_t[]){N, C, H, W}), *w = rand_t(4, (int64_t[]){CO, C / G, 1, 1});
+  tg_tensor *s = tg_reshape(tg_transpose(tg_reshape(x, 5, (int64_t[]){N, G, C / G, H, W}), 1, 2), 4, (int64_t[]){N, C, H, W});
+  tg_tensor *y = tg_conv2d(s, w, NULL, (tg_conv_opts){.groups = G});
+  static float hx[N * C * H * W], hw[CO * (C / G)], got[N * CO * H * W], want[N * CO * H * W];
+  CHECK(y && tg_to_host(x, hx, sizeof hx) == TG_OK && tg_to_host(w, hw, sizeof hw) == TG_OK &&
+        tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+  for (int n = 0; n < N; n++)
+    for (int co = 0; co < CO; co++)
+      for (int p = 0; p < H * W; p++) {
+        double acc = 0;
+        int g = co / (CO / G);
+        for (int ci = 0; ci < C / G; ci++) {
+          int sc = g * (C / G) + ci;           /* channel of the shuffled input */
+          int xc = (sc % G) * (C / G) + sc / G; /* where the shuffle took it from */
+          acc += (double)hx[(n * C + xc) * H * W + p] * hw[co * (C / G) + ci];
+        }
+        want[(n * CO + co) * H * W + p] = (float)acc;
+      }
+  check_close_f32("shuffled grouped conv", got, want, N * CO * H * W, 1e-5, 1e-4, __FILE__, __LINE__);
+  tg_scope_end();
+}

@@ -591,6 +591,8 @@ static const rule symbolic_rules[] = {
     {"(AND x c:CONST)", rule_and_mask},
     {"(OR x c:CONST)", rule_bool_or},
     {"(AND x x)", rule_identity},
+    {"(OR x x)", rule_identity},
+    {"(MAX x x)", rule_identity},
     {"(CAST x)", rule_cast_noop},
     {"(MUL x c:CONST)", rule_mul_const},
     {"(ADD _ _)", rule_sum},
