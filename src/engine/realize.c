@@ -1,6 +1,7 @@
 /* realize.c — runs a schedule: codegen + render + compile each kernel (cached by its AST, which is
  * interned, so equal kernels are one pointer), allocate buffers, launch, and make the realized tensors
- * point at their buffers. DEBUG=1 prints kernel counts, 2 a line per kernel, 3 the AST, 4 the source.
+ * point at their buffers (which kernels write into an assigned tensor's old buffer: inplace.c). DEBUG=1 prints
+ * kernel counts, 2 a line per kernel, 3 the AST, 4 the source.
  *
  * A realize holds the library lock from start to end (uop.h), kernel runs included: the kernel cache, the
  * collector and the buffers of interned nodes stay as it found them, and kernels of two threads take turns
@@ -14,6 +15,7 @@
 #include "codegen/codegen.h"
 #include "codegen/opt.h"
 #include "engine/engine.h"
+#include "engine/inplace.h"
 #include "engine/jit.h"
 #include "engine/memplan.h"
 #include "engine/place.h"
@@ -183,7 +185,7 @@ fail:
 }
 
 /* the storage a node has outside this schedule (allocating a BUFFER made by tg_empty), or NULL */
-static tg_buffer *storage(const device *dev, uop *u) {
+tg_buffer *realize_storage(const device *dev, uop *u) {
   if (uop_storage(u)) return u->buf;
   if (u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER) u = u->src[0];
   if (u->op != OP_BUFFER) return NULL;
@@ -196,174 +198,11 @@ static tg_buffer *storage(const device *dev, uop *u) {
   return u->buf;
 }
 
-/* per kernel k and output j: the assigned tensor's buffer it overwrites, or NULL */
-#define INPLACE(inplace, k, j) (inplace)[(size_t)(k) * SCHED_MAX_OUTS + (size_t)(j)]
-
 /* whether some output of kernel k is written in place */
 static bool any_in_place(tg_buffer *const *inplace, const sched_kernel *sk, int k) {
   for (int j = 0; j < sk->nout; j++)
     if (INPLACE(inplace, k, j)) return true;
   return false;
-}
-
-/* Whether kernel k may store its output j into target (an assigned tensor's old buffer): it reads that buffer
- * only at the element output j is written at. */
-static bool reads_only_own_element(const sched_kernel *k, int j, const device *dev, const tg_buffer *target,
-                                   const uop_map *made) {
-  uop *store = j < k->ast->nsrc ? k->ast->src[j] : NULL;
-  if (k->ast->nsrc != k->nout || !store || store->op != OP_STORE) return false;
-  int n;
-  uop **order = uop_toposort(k->ast, &n);
-  if (!order) return false;
-  bool ok = true;
-  for (int i = 0; i < n && ok; i++) {
-    uop *u = order[i];
-    if (u->op != OP_LOAD || u->src[0]->op != OP_PARAM) continue;
-    uop *node = k->bufs[u->src[0]->arg.i];
-    const tg_buffer *b = umap_get(made, node);
-    if (!b) b = storage(dev, node);
-    if (b == target) ok = u->nsrc == 2 && u->src[1] == store->src[1];
-  }
-  free(order);
-  return ok;
-}
-
-/* kernel order with write-after-read edges: a kernel that overwrites a buffer in place runs after every
- * other kernel that reads the old contents. false when no order exists (then nothing runs in place). */
-static bool order_kernels(const schedule *s, const device *dev, tg_buffer *const *inplace, const uop_map *made,
-                          int *order) {
-  int n = s->nkernels;
-  bool *done = mem_calloc((size_t)n + 1, sizeof *done);
-  if (!done) return false;
-  uop_map producer = {0};
-  bool ok = true;
-  for (int k = 0; k < n && ok; k++)
-    for (int j = 0; j < s->kernels[k].nout && ok; j++) ok = umap_put(&producer, s->kernels[k].bufs[j], (void *)(intptr_t)(k + 1));
-  for (int pos = 0; pos < n && ok; pos++) {
-    int pick = -1;
-    for (int k = 0; k < n && pick < 0; k++) {
-      if (done[k]) continue;
-      bool ready = true;
-      const sched_kernel *sk = &s->kernels[k];
-      for (int j = sk->nout; j < sk->nbufs && ready; j++) {  /* what it reads must be made */
-        intptr_t p = (intptr_t)umap_get(&producer, sk->bufs[j]);
-        if (p && !done[p - 1]) ready = false;
-      }
-      for (int o = 0; ready && o < sk->nout; o++) {  /* and who reads the old contents must have run */
-        tg_buffer *ip = INPLACE(inplace, k, o);
-        for (int r = 0; ip && r < n && ready; r++) {
-          if (r == k || done[r]) continue;
-          const sched_kernel *rk = &s->kernels[r];
-          for (int j = rk->nout; j < rk->nbufs && ready; j++) {
-            tg_buffer *b = umap_get(made, rk->bufs[j]);
-            if (!b) b = storage(dev, rk->bufs[j]);
-            if (b == ip) ready = false;
-          }
-        }
-      }
-      if (ready) pick = k;
-    }
-    if (pick < 0) ok = false;
-    else {
-      done[pick] = true;
-      order[pos] = pick;
-    }
-  }
-  umap_free(&producer);
-  free(done);
-  return ok;
-}
-
-typedef struct holder { const void *buf; int i; } holder;
-
-static int by_buffer(const void *x, const void *y) {
-  uintptr_t a = (uintptr_t)((const holder *)x)->buf, b = (uintptr_t)((const holder *)y)->buf;
-  return a < b ? -1 : a > b;
-}
-
-/* shared[i]: a live tensor other than ts[i] holds the buffer ts[i] is assigned into as its value, or is
- * assigned into it too. Equal graphs are one node, so two tensors made alike (zeros of one shape) share one
- * buffer after a realize; writing it in place would change both. One walk over the live tensors, each
- * looked up among the targets sorted by buffer. NULL when out of memory. */
-static bool *shared_targets(const device *dev, tg_tensor *const *ts, int n) {
-  bool *shared = mem_calloc((size_t)n + 1, sizeof *shared);
-  holder *h = mem_alloc(((size_t)n + 1) * sizeof *h);
-  if (!shared || !h) {
-    free(shared);
-    free(h);
-    return NULL;
-  }
-  int nh = 0;
-  for (int i = 0; i < n; i++) {
-    tg_buffer *b = ts[i]->assign_target ? storage(dev, ts[i]->assign_target) : NULL;
-    if (b) h[nh++] = (holder){b, i};
-  }
-  qsort(h, (size_t)nh, sizeof *h, by_buffer);
-  for (tg_tensor *o = nh ? tensor_live_first() : NULL; o; o = o->next)
-    for (int side = 0; side < 2; side++) {
-      uop *u = side ? o->assign_target : o->u;
-      holder key = {u ? node_stored_buffer(u) : NULL, 0}, *e;
-      if (!key.buf || !(e = bsearch(&key, h, (size_t)nh, sizeof *h, by_buffer))) continue;
-      while (e > h && e[-1].buf == key.buf) e--;
-      for (; e < h + nh && e->buf == key.buf; e++)
-        if (ts[e->i] != o) shared[e->i] = true;
-    }
-  free(h);
-  return shared;
-}
-
-/* which kernels write into an assigned tensor's old buffer (*inplace) and the order to run them in
- * (*korder). An assigned tensor's kernel writes into its old buffer when that is safe; a window write must.
- * false when a window write has no order that runs it in place (schedule again without windows). */
-static bool plan_in_place(const schedule *s, const device *dev, tg_tensor *const *ts, int n, const uop_map *made,
-                          tg_buffer ***inplace_out, int **korder_out, tg_status *st) {
-  uint64_t failed0 = mem_failures();
-  tg_buffer **inplace = *inplace_out = mem_calloc(((size_t)s->nkernels + 1) * SCHED_MAX_OUTS, sizeof *inplace);
-  int *korder = *korder_out = mem_calloc((size_t)s->nkernels + 1, sizeof *korder);
-  if (!inplace || !korder) {
-    *st = TG_ERR_NOMEM;
-    return true;
-  }
-  bool *shared = shared_targets(dev, ts, n);
-  if (!shared) {
-    *st = TG_ERR_NOMEM;
-    return true;
-  }
-  bool windows = false;
-  for (int k = 0; k < s->nkernels; k++)
-    if (s->kernels[k].window_into) {
-      INPLACE(inplace, k, 0) = storage(dev, s->kernels[k].window_into);
-      windows = true;
-      for (int i = 0; i < n; i++)
-        if (ts[i]->assign_target == s->kernels[k].window_into && shared[i]) {
-          free(shared);
-          return false;
-        }
-    }
-  for (int i = 0; i < n; i++) {
-    uop *t = ts[i]->assign_target;
-    if (!t || shared[i]) continue;  /* shared: copy on write */
-    tg_buffer *tb = storage(dev, t);
-    for (int k = 0; k < s->nkernels && tb; k++)
-      for (int j = 0; j < s->kernels[k].nout; j++)
-        if (!s->kernels[k].window_into && s->kernels[k].bufs[j] == s->roots[i] && uop_numel(t) == uop_numel(s->roots[i]) &&
-            t->dtype == s->roots[i]->dtype && reads_only_own_element(&s->kernels[k], j, dev, tb, made))
-          INPLACE(inplace, k, j) = tb;
-  }
-  free(shared);
-  bool ordered = order_kernels(s, dev, inplace, made, korder);
-  /* the checks above answer "not in place" when they run out of memory: right for one realize, but a JIT
-   * capture would then replay writes into a copy while the parameter keeps its old buffer */
-  if (mem_failures() != failed0) {
-    tg_set_error(TG_ERR_NOMEM, "engine: out of memory planning which kernels write in place");
-    *st = TG_ERR_NOMEM;
-    return true;
-  }
-  if (ordered) return true;
-  if (windows) return false;
-  memset(inplace, 0, (size_t)s->nkernels * SCHED_MAX_OUTS * sizeof *inplace);
-  for (int k = 0; k < s->nkernels; k++) korder[k] = k;
-  return true;
 }
 
 /* A lazy value built from a tensor before an assign was realized into that tensor's buffer in place reads
@@ -593,7 +432,7 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     if (!r->bufs || !r->tbufs) { st = TG_ERR_NOMEM; goto out; }
     for (int j = 0; j < sk->nbufs; j++) {
       tg_buffer *b = umap_get(&made, sk->bufs[j]);
-      if (!b) b = storage(dev, sk->bufs[j]);
+      if (!b) b = realize_storage(dev, sk->bufs[j]);
       if (!b) {
         st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL;
         if (st == TG_ERR_INTERNAL) tg_set_error(st, "engine: kernel %s reads a node with no storage", c->info.name);
@@ -613,7 +452,7 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     uop *o = outs[i];
     tg_buffer *b = umap_get(&made, s.roots[i]);
     if (!b) {
-      if (!(b = storage(dev, o))) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
+      if (!(b = realize_storage(dev, o))) { st = tg_error_status() == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_INTERNAL; goto out; }
       if (o->op == OP_BUFFER || (o->op == OP_RESHAPE && o->src[0]->op == OP_BUFFER)) continue;
     }
     buffer_retain(b);
@@ -666,7 +505,7 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     uop *o = outs[i];
     tg_buffer *b = bns[i]->buf;
     bns[i]->epoch = b->writes;
-    bool in_place = ts[i]->assign_target && b == storage(dev, ts[i]->assign_target);
+    bool in_place = ts[i]->assign_target && b == realize_storage(dev, ts[i]->assign_target);
     /* an in-place value is overwritten by the next step: not a cache; nor is a part of a sharded value (equal
      * parts on two devices are one node: place.c) */
     if (!uop_storage(o) && !in_place && !place_parts) {
@@ -741,7 +580,7 @@ static tg_status to_host(tg_tensor *t, void *dst, size_t nbytes) {
     return st;
   }
   const device *dev = device_default();
-  tg_buffer *b = dev ? storage(dev, t->u) : NULL;
+  tg_buffer *b = dev ? realize_storage(dev, t->u) : NULL;
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
   return b->dev->copyout(dst, b, nbytes);  /* the buffer's own device: a data set stays on the host */
 }
@@ -795,7 +634,7 @@ tg_status tg_collect(void) {
 tg_buffer *tensor_storage(tg_tensor *t) {
   const device *dev = device_default();
   lib_lock();
-  tg_buffer *b = t && dev ? storage(dev, t->u) : NULL;
+  tg_buffer *b = t && dev ? realize_storage(dev, t->u) : NULL;
   lib_unlock();
   return b;
 }
@@ -810,7 +649,7 @@ static tg_status write_storage(tg_tensor *t, const void *src, size_t nbytes) {
   tg_status st = tg_realize(t);
   if (st != TG_OK) return st;
   const device *dev = device_default();
-  tg_buffer *b = dev ? storage(dev, t->u) : NULL;
+  tg_buffer *b = dev ? realize_storage(dev, t->u) : NULL;
   if (!b) return tg_error_status() ? tg_error_status() : TG_ERR_INTERNAL;
   uop_cache_invalidate();
   return b->dev->copyin(b, src, nbytes);
