@@ -515,6 +515,11 @@ uop *lower_groups(uop *ast) {
 
 /* ---- the axes ------------------------------------------------------------------------------------------ */
 
+static int by_falling_id(const void *a, const void *b) {
+  int64_t x = (*(uop *const *)a)->arg.i, y = (*(uop *const *)b)->arg.i;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
 /* whether some load reads output loop r through r // c alone or r % c alone (a grouped convolution's input: its
  * group; after a channel shuffle, the group is the channel modulo the groups) */
 static bool read_by_group(uop *const *order, int n, uop *r, int64_t c) {
@@ -560,24 +565,23 @@ static uop *split_divmod_loops(uop *ast) {
     uop *o = NULL, *in = NULL;
     ast = split_range(ast, r, c, (int)r->aux[0], &o, &in);
     if (!ast) return NULL;
-    /* the inner part right after the outer one, where r was in the loop order (split_range opens it innermost) */
-    while (ast && in) {
-      order = uop_toposort(ast, &n);
-      if (!order) return NULL;
-      uop *prev = NULL;
-      for (int i = 0; i < n; i++) {
-        uop *x = order[i];
-        if (x->op == OP_RANGE && x->aux[0] == in->aux[0] && x->arg.i > o->arg.i && x->arg.i < in->arg.i &&
-            (!prev || x->arg.i > prev->arg.i))
-          prev = x;
-      }
-      free(order);
-      if (!prev) break;
-      int64_t id = prev->arg.i;
-      ast = swap_ranges(ast, in, prev);
+    /* the inner part right after the outer one, where r was in the loop order (split_range opens it innermost):
+     * swapped with each loop of its kind between them, the nearest first (a swap touches those two loops only) */
+    if (!(order = uop_toposort(ast, &n))) return NULL;
+    uop *between[64];
+    int nb = 0;
+    for (int i = 0; i < n && nb < 64; i++) {
+      uop *x = order[i];
+      if (x->op == OP_RANGE && x->aux[0] == in->aux[0] && x->arg.i > o->arg.i && x->arg.i < in->arg.i) between[nb++] = x;
+    }
+    free(order);
+    qsort(between, (size_t)nb, sizeof *between, by_falling_id);
+    for (int i = 0; i < nb && ast; i++) {
+      int64_t id = between[i]->arg.i;
+      ast = swap_ranges(ast, in, between[i]);
       in = mk_range((tg_dtype)in->dtype, c, id, in->aux[0]);
     }
-    if (!ast) return NULL;
+    if (!ast || !in) return NULL;
   }
   return ast;
 }

@@ -229,18 +229,16 @@ static char *vsrc(rctx *c, uop *u, int i) {
 /* the vector expression of u, or NULL when it has none (then it runs per lane) */
 static char *valu_text(rctx *c, uop *u) {
   tg_dtype dt = (tg_dtype)u->dtype, st = u->nsrc ? (tg_dtype)u->src[0]->dtype : dt;
-  char *s[3] = {NULL, NULL, NULL}, *r = NULL;
-  for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = vsrc(c, u, i);
-  bool b = st == TG_BOOL, L = st == TG_INT64;
   /* unsigned bytes (or halves) read as signed ones (a Q8_0 weight's int8 in a uint8 file): the signed widening
    * load of the same address (one vpmovsxbd), not the unsigned one then an and, a xor and a subtract */
   uop *ld = u->nsrc ? u->src[0] : NULL;
   if ((u->op == OP_CAST || u->op == OP_BITCAST) && ((st == TG_UINT8 && dt == TG_INT8) || (st == TG_UINT16 && dt == TG_INT16)) &&
-      ld->op == OP_LOAD && ld->arg.i > 0 && ld->nsrc == 2 && is_vec(c, ld)) {
-    for (int i = 0; i < u->nsrc && i < 3; i++) free(s[i]);
+      ld->op == OP_LOAD && ld->arg.i > 0 && ld->nsrc == 2 && is_vec(c, ld))
     return fmt("%s((const %s*)(%s+%s))", small_vu(dt), dt == TG_INT8 ? "signed char" : "short", name_of(c, ld->src[0]),
                name_of(c, ld->src[1]));
-  }
+  char *s[3] = {NULL, NULL, NULL}, *r = NULL;
+  for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = vsrc(c, u, i);
+  bool b = st == TG_BOOL, L = st == TG_INT64;
   switch (u->op) {
     case OP_ADD: r = b ? NULL : fmt("(%s+%s)", s[0], s[1]); break;
     case OP_MUL: r = b ? fmt("(%s&%s)", s[0], s[1]) : fmt("(%s*%s)", s[0], s[1]); break;
