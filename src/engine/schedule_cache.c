@@ -1,12 +1,15 @@
 /* schedule_cache.c — schedules remembered by graph structure (schedule_cache.h).
  *
- * The key is the graph itself in canonical form: every storage leaf becomes a stand-in node (a PARAM with a
- * marker in its aux, never built elsewhere) numbered by its first place in a depth-first walk from the
- * outputs, and the nodes above are rebuilt over the stand-ins. Nodes are interned, so two graphs have one
- * canonical node exactly when they match node for node (ops, dtypes, shapes, args, aux, consts, and which
- * leaf each reads: a buffer read twice is one leaf in both); no hash is trusted alone. A stand-in also names
- * the earlier leaf that holds the same buffer (a window write must not read its own target), the leaf's op
- * and whether it has storage yet.
+ * A lookup walks the graph once, depth first from the outputs, numbering the nodes; every storage leaf is
+ * described by what a schedule depends on (dtype, shape, op, whether it has storage yet, and which earlier leaf
+ * holds the same buffer: a window write must not read its own target), every other node by its op, dtype,
+ * arg, aux and its sources' numbers. The walk's hash picks the candidate entries and each is compared node by
+ * node with the canonical graph it keeps, so no hash is trusted alone, and a hit builds no node.
+ *
+ * The canonical graph is made when a schedule is new: every leaf becomes a stand-in node (a PARAM with a
+ * marker in its aux, never built elsewhere) numbered by its place in the walk, the nodes above rebuilt over the
+ * stand-ins. Nodes are interned, so two graphs of equal walks have one canonical graph, and the entry keeps its
+ * nodes in walk order to compare the next walks with.
  *
  * An entry keeps the schedule over canonical nodes: the kernels' ASTs as they are (they name buffers by PARAM
  * index only), stand-ins where the schedule named leaves, canonical nodes for the values it stores. A hit
@@ -27,6 +30,9 @@
 
 typedef struct entry {
   uop *key;
+  uint64_t hash;     /* of the walk */
+  int nnodes;
+  uop **order;       /* the canonical nodes in walk order */
   schedule s;        /* over canonical nodes */
   int64_t nodes;     /* size of the canonical graph (the budget) */
   uint64_t used;     /* last hit or insertion, for LRU */
@@ -35,12 +41,10 @@ typedef struct entry {
 static entry *entries;
 static int nentries, cap_entries;
 static int64_t cache_nodes;
-static uop_map by_key;        /* key -> entry number + 1 */
 static uint64_t tick;
 static bool rooted, narrow_at_fill;
 
 static bool is_leaf(uop *u) { return uop_storage(u) != NULL || u->op == OP_BUFFER; }
-static bool enter_graph(uop *u, void *ctx) { return !is_leaf(u); }
 
 static bool is_standin(const uop *u) {
   return u->op == OP_PARAM && u->naux >= STANDIN_AUX && u->aux[0] == STANDIN_MAGIC && u->nsrc == 0;
@@ -62,7 +66,10 @@ static void mark_entries(void *ctx) {
   }
 }
 
-static void entry_free(entry *e) { schedule_free(&e->s); }
+static void entry_free(entry *e) {
+  schedule_free(&e->s);
+  free(e->order);
+}
 
 void sched_cache_clear(void) {
   for (int i = 0; i < nentries; i++) entry_free(&entries[i]);
@@ -70,23 +77,18 @@ void sched_cache_clear(void) {
   entries = NULL;
   nentries = cap_entries = 0;
   cache_nodes = 0;
-  umap_free(&by_key);
   if (rooted) uop_gc_remove_roots(mark_entries, NULL);
   rooted = false;
 }
 
 void sched_query_free(sched_query *q) {
+  free(q->order);
+  free(q->srcoff);
+  free(q->srcpos);
+  free(q->alias);
   free(q->leaves);
   umap_free(&q->canon);
   memset(q, 0, sizeof *q);
-}
-
-typedef struct leaf_ref { const void *buf; int i; } leaf_ref;
-
-static int by_buf(const void *x, const void *y) {
-  const leaf_ref *a = x, *b = y;
-  if (a->buf != b->buf) return (uintptr_t)a->buf < (uintptr_t)b->buf ? -1 : 1;
-  return a->i - b->i;
 }
 
 /* uop_replace_src of u over its sources' images in m; NULL when one has none or out of memory */
@@ -100,14 +102,139 @@ static uop *rebuild(uop *u, const uop_map *m) {
   return v;
 }
 
+/* ---- the walk ------------------------------------------------------------------------------------------- */
+
+/* node -> its number in the walk (-1 while its sources are walked), open addressing on the node's hash */
+typedef struct numbering { uop **keys; int *num; size_t cap, n; } numbering;
+
+static size_t num_slot(const numbering *t, const uop *u) {
+  size_t j = u->hash & (t->cap - 1);
+  while (t->keys[j] && t->keys[j] != u) j = (j + 1) & (t->cap - 1);
+  return j;
+}
+
+/* the slot of u, added (numbered -1) when new; *added tells which; SIZE_MAX when out of memory */
+static size_t num_add(numbering *t, uop *u, bool *added) {
+  if ((t->n + 1) * 2 > t->cap) {
+    size_t nc = t->cap ? t->cap * 2 : 2048;
+    uop **nk = mem_calloc(nc, sizeof *nk);
+    int *nn = mem_alloc(nc * sizeof *nn);
+    if (!nk || !nn) {
+      free(nk);
+      free(nn);
+      return SIZE_MAX;
+    }
+    numbering g = {nk, nn, nc, t->n};
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->keys[i]) {
+        size_t j = num_slot(&g, t->keys[i]);
+        nk[j] = t->keys[i];
+        nn[j] = t->num[i];
+      }
+    free(t->keys);
+    free(t->num);
+    *t = g;
+  }
+  size_t j = num_slot(t, u);
+  *added = !t->keys[j];
+  if (*added) {
+    t->keys[j] = u;
+    t->num[j] = -1;
+    t->n++;
+  }
+  return j;
+}
+
+static int num_of(const numbering *t, const uop *u) { return t->num[num_slot(t, u)]; }
+
+/* the nodes below root in post order, leaves not entered: q->order, q->nnodes, and their numbers in t */
+static bool walk(uop *root, numbering *t, sched_query *q) {
+  size_t cap = 256, sp = 0, scap = 64;
+  struct frame { uop *u; int i; } *stack = mem_alloc(scap * sizeof *stack);
+  q->order = mem_alloc(cap * sizeof *q->order);
+  bool added;
+  if (!stack || !q->order || num_add(t, root, &added) == SIZE_MAX) goto fail;
+  stack[sp++] = (struct frame){root, is_leaf(root) ? root->nsrc : 0};
+  while (sp) {
+    struct frame *f = &stack[sp - 1];
+    if (f->i < f->u->nsrc) {
+      uop *c = f->u->src[f->i++];
+      if (num_add(t, c, &added) == SIZE_MAX) goto fail;
+      if (!added) continue;
+      if (sp == scap) {
+        void *ns = mem_realloc(stack, (scap *= 2) * sizeof *stack);
+        if (!ns) goto fail;
+        stack = ns;
+      }
+      stack[sp++] = (struct frame){c, is_leaf(c) ? c->nsrc : 0};
+    } else {
+      if ((size_t)q->nnodes == cap) {
+        void *no = mem_realloc(q->order, (cap *= 2) * sizeof *q->order);
+        if (!no) goto fail;
+        q->order = no;
+      }
+      t->num[num_slot(t, f->u)] = q->nnodes;
+      q->order[q->nnodes++] = f->u;
+      sp--;
+    }
+  }
+  free(stack);
+  return true;
+fail:
+  free(stack);
+  return false;
+}
+
+typedef struct leaf_ref { const void *buf; int i; } leaf_ref;
+
+static int by_buf(const void *x, const void *y) {
+  const leaf_ref *a = x, *b = y;
+  if (a->buf != b->buf) return (uintptr_t)a->buf < (uintptr_t)b->buf ? -1 : 1;
+  return a->i - b->i;
+}
+
+/* which earlier leaf holds the same buffer, per leaf */
+static bool find_aliases(sched_query *q) {
+  leaf_ref *refs = mem_alloc(((size_t)q->nleaves + 1) * sizeof *refs);
+  q->alias = mem_alloc(((size_t)q->nleaves + 1) * sizeof *q->alias);
+  if (!refs || !q->alias) {
+    free(refs);
+    return false;
+  }
+  for (int i = 0; i < q->nleaves; i++) refs[i] = (leaf_ref){uop_storage(q->leaves[i]), i};
+  qsort(refs, (size_t)q->nleaves, sizeof *refs, by_buf);
+  for (int i = 0; i < q->nleaves; i++)
+    q->alias[refs[i].i] = refs[i].buf && i > 0 && refs[i - 1].buf == refs[i].buf ? q->alias[refs[i - 1].i] : refs[i].i;
+  free(refs);
+  return true;
+}
+
+/* a stand-in's aux for leaf number `leaf` of q: the shape goes into it too, as nodes are interned by op,
+ * dtype, sources, arg and aux, not by shape (a node's shape follows from those everywhere else), so stand-ins
+ * of leaves of different shapes would otherwise be one node, and a graph over (7,) would take the schedule
+ * made for (1,) */
+static int standin_aux(const sched_query *q, int leaf, int64_t *aux) {
+  uop *u = q->leaves[leaf];
+  aux[0] = STANDIN_MAGIC;
+  aux[1] = u->op;
+  aux[2] = uop_storage(u) != NULL;
+  aux[3] = q->alias[leaf];
+  aux[4] = u->ndim;
+  for (int d = 0; d < u->ndim; d++) aux[STANDIN_AUX + d] = u->shape[d];
+  return STANDIN_AUX + u->ndim;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
 tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_query *q) {
   memset(q, 0, sizeof *q);
   /* one root over outputs and targets; a missing target is a constant no target can be (a 0-d int8 -1) */
   uop **roots = mem_alloc(((size_t)n * 2 + 1) * sizeof *roots);
-  uop *none = uop_const_int(TG_INT8, -1);
-  uop *sink = NULL, **order = NULL;
-  leaf_ref *refs = NULL;
-  int nn = 0;
+  uop *none = uop_const_int(TG_INT8, -1), *sink = NULL;
+  numbering t = {0};
   tg_status st = TG_ERR_NOMEM;
   if (!roots || !none) goto out;
   for (int i = 0; i < n; i++) {
@@ -115,38 +242,38 @@ tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_
     roots[n + i] = targets && targets[i] ? targets[i] : none;
   }
   if (!(sink = uop_new(OP_SINK, TG_BOOL, 2 * n, roots, (uop_arg){.i = -3}, 0, NULL))) goto out;
-  if (!(order = uop_toposort_filtered(sink, enter_graph, NULL, &nn))) goto out;
-  if (!(q->leaves = mem_alloc(((size_t)nn + 1) * sizeof *q->leaves))) goto out;
-  for (int i = 0; i < nn; i++)
-    if (is_leaf(order[i])) q->leaves[q->nleaves++] = order[i];
-  /* which earlier leaf holds the same buffer */
-  if (!(refs = mem_alloc(((size_t)q->nleaves + 1) * sizeof *refs))) goto out;
-  for (int i = 0; i < q->nleaves; i++) refs[i] = (leaf_ref){uop_storage(q->leaves[i]), i};
-  qsort(refs, (size_t)q->nleaves, sizeof *refs, by_buf);
-  int *alias = mem_alloc(((size_t)q->nleaves + 1) * sizeof *alias);
-  if (!alias) goto out;
-  for (int i = 0; i < q->nleaves; i++)
-    alias[refs[i].i] = refs[i].buf && i > 0 && refs[i - 1].buf == refs[i].buf ? alias[refs[i - 1].i] : refs[i].i;
-  bool ok = true;
-  for (int i = 0, leaf = 0; i < nn && ok; i++) {
-    uop *u = order[i], *c;
+  if (!walk(sink, &t, q)) goto out;
+  int nsrc = 0;
+  for (int i = 0; i < q->nnodes; i++) nsrc += is_leaf(q->order[i]) ? 0 : q->order[i]->nsrc;
+  q->srcoff = mem_alloc(((size_t)q->nnodes + 1) * sizeof *q->srcoff);
+  q->srcpos = mem_alloc(((size_t)nsrc + 1) * sizeof *q->srcpos);
+  q->leaves = mem_alloc(((size_t)q->nnodes + 1) * sizeof *q->leaves);
+  if (!q->srcoff || !q->srcpos || !q->leaves) goto out;
+  for (int i = 0, off = 0; i < q->nnodes; i++) {
+    uop *u = q->order[i];
+    q->srcoff[i] = off;
     if (is_leaf(u)) {
-      /* the shape goes into aux too: nodes are interned by op, dtype, sources, arg and aux, not by shape (a
-       * node's shape follows from those everywhere else), so stand-ins of leaves of different shapes would
-       * otherwise be one node, and a graph over (7,) would take the schedule made for (1,) */
-      int64_t aux[STANDIN_AUX + TG_MAX_DIMS] = {STANDIN_MAGIC, u->op, uop_storage(u) != NULL, alias[leaf], u->ndim};
-      for (int d = 0; d < u->ndim; d++) aux[STANDIN_AUX + d] = u->shape[d];
-      c = uop_new_shaped(OP_PARAM, (tg_dtype)u->dtype, 0, NULL, (uop_arg){.i = leaf}, STANDIN_AUX + u->ndim, aux,
-                         u->ndim, u->shape);
-      leaf++;
-    } else {
-      c = rebuild(u, &q->canon);
+      q->leaves[q->nleaves++] = u;
+      continue;
     }
-    ok = c && umap_put(&q->canon, u, c);
+    for (int k = 0; k < u->nsrc; k++) q->srcpos[off++] = num_of(&t, u->src[k]);
   }
-  free(alias);
-  if (!ok) goto out;
-  q->key = umap_get(&q->canon, sink);
+  if (!find_aliases(q)) goto out;
+  uint64_t h = mix(0x5c4ed, (uint64_t)q->nnodes);
+  int64_t aux[STANDIN_AUX + TG_MAX_DIMS];
+  for (int i = 0, leaf = 0; i < q->nnodes; i++) {
+    uop *u = q->order[i];
+    h = mix(mix(h, u->op), u->dtype);
+    if (is_leaf(u)) {
+      int na = standin_aux(q, leaf++, aux);
+      for (int k = 1; k < na; k++) h = mix(h, (uint64_t)aux[k]);
+      continue;
+    }
+    h = mix(mix(mix(h, (uint64_t)u->arg.i), (uint64_t)u->nsrc), (uint64_t)u->naux);
+    for (int k = 0; k < u->naux; k++) h = mix(h, (uint64_t)u->aux[k]);
+    for (int k = 0; k < u->nsrc; k++) h = mix(h, (uint64_t)q->srcpos[q->srcoff[i] + k]);
+  }
+  q->hash = h;
   st = TG_OK;
 out:
   if (st != TG_OK) {
@@ -154,9 +281,51 @@ out:
     if (tg_error_status() != TG_ERR_NOMEM) tg_set_error(TG_ERR_NOMEM, "tg_realize: out of memory");
   }
   free(roots);
-  free(order);
-  free(refs);
+  free(t.keys);
+  free(t.num);
   return st;
+}
+
+/* whether entry e was made for a graph of q's structure: node by node, a canonical node's sources are the
+ * canonical nodes at q's sources' positions */
+static bool matches(const entry *e, const sched_query *q) {
+  if (e->hash != q->hash || e->nnodes != q->nnodes) return false;
+  int64_t aux[STANDIN_AUX + TG_MAX_DIMS];
+  for (int i = 0, leaf = 0; i < q->nnodes; i++) {
+    const uop *u = q->order[i], *c = e->order[i];
+    if (c->dtype != u->dtype) return false;
+    if (is_leaf((uop *)u)) {
+      int na = standin_aux(q, leaf, aux);
+      if (!is_standin(c) || c->arg.i != leaf++ || c->naux != na) return false;
+      for (int k = 1; k < na; k++)
+        if (c->aux[k] != aux[k]) return false;
+      continue;
+    }
+    if (c->op != u->op || c->arg.i != u->arg.i || c->nsrc != u->nsrc || c->naux != u->naux) return false;
+    for (int k = 0; k < u->naux; k++)
+      if (c->aux[k] != u->aux[k]) return false;
+    for (int k = 0; k < u->nsrc; k++)
+      if (c->src[k] != e->order[q->srcpos[q->srcoff[i] + k]]) return false;
+  }
+  return true;
+}
+
+/* the canonical graph of q's walk: q->key and q->canon */
+static bool canonicalize(sched_query *q) {
+  int64_t aux[STANDIN_AUX + TG_MAX_DIMS];
+  for (int i = 0, leaf = 0; i < q->nnodes; i++) {
+    uop *u = q->order[i], *c;
+    if (is_leaf(u)) {
+      int na = standin_aux(q, leaf, aux);
+      c = uop_new_shaped(OP_PARAM, (tg_dtype)u->dtype, 0, NULL, (uop_arg){.i = leaf}, na, aux, u->ndim, u->shape);
+      leaf++;
+    } else {
+      c = rebuild(u, &q->canon);
+    }
+    if (!c || !umap_put(&q->canon, u, c)) return false;
+  }
+  q->key = umap_get(&q->canon, q->order[q->nnodes - 1]);
+  return q->key != NULL;
 }
 
 /* ---- the schedule over canonical nodes, and back -------------------------------------------------------------- */
@@ -252,23 +421,25 @@ static uop *bind_of(void *ctx, uop *u) {
   return ok ? umap_get(&f->memo, u) : NULL;
 }
 
-static int find(uop *key) {
-  intptr_t i = (intptr_t)umap_get(&by_key, key);
-  return (int)i - 1;
+/* the entry made for a graph of q's structure, or -1 */
+static int find(const sched_query *q) {
+  for (int i = 0; i < nentries; i++)
+    if (matches(&entries[i], q)) return i;
+  return -1;
 }
 
 bool sched_cache_get(const sched_query *q, schedule *s, tg_status *st) {
   memset(s, 0, sizeof *s);
   *st = TG_OK;
   if (narrow_at_fill != lower_narrow_indices) sched_cache_clear();  /* kernels are lowered otherwise */
-  int i = q->key ? find(q->key) : -1;
+  int i = q->nnodes ? find(q) : -1;
   if (i < 0) return false;
   entry *e = &entries[i];
   from_canon f = {q, {0}};
   bool ok = true;
   /* stored values stay canonical: keys of the buffers the realize makes */
   for (int r = 0; r < e->s.nrealized && ok; r++) ok = umap_put(&f.memo, e->s.realized[r], e->s.realized[r]);
-  int nroots = q->key->nsrc / 2;
+  int nroots = e->key->nsrc / 2;
   ok = ok && copy_schedule(&e->s, s, bind_of, &f);
   if (ok && !copy_roots(&e->s, s, nroots, bind_of, &f)) {
     schedule_free(s);
@@ -290,7 +461,7 @@ static int by_tick(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
-/* drops the least recently used quarter of the entries (at least one) and rebuilds the by_key */
+/* drops the least recently used quarter of the entries (at least one) */
 static bool evict(void) {
   int drop = nentries / 4 + 1;
   uint64_t *t = mem_alloc(((size_t)nentries + 1) * sizeof *t);
@@ -309,17 +480,12 @@ static bool evict(void) {
     }
   }
   nentries = w;
-  umap_free(&by_key);
-  for (int i = 0; i < nentries; i++)
-    if (!umap_put(&by_key, entries[i].key, (void *)(intptr_t)(i + 1))) {
-      sched_cache_clear();
-      return false;
-    }
   return true;
 }
 
 tg_status sched_cache_put(sched_query *q, const schedule *s) {
-  if (!q->key || find(q->key) >= 0) return TG_OK;
+  if (!q->nnodes || find(q) >= 0) return TG_OK;
+  if (!q->key && !canonicalize(q)) return TG_ERR_NOMEM;
   if (nentries && narrow_at_fill != lower_narrow_indices) sched_cache_clear();
   narrow_at_fill = lower_narrow_indices;
   if (!rooted) {
@@ -337,16 +503,13 @@ tg_status sched_cache_put(sched_query *q, const schedule *s) {
     cap_entries = nc;
   }
   to_canon t = {q, false, false};
-  entry e = {.key = q->key, .nodes = nodes, .used = ++tick};
+  entry e = {.key = q->key, .hash = q->hash, .nnodes = q->nnodes, .nodes = nodes, .used = ++tick};
+  if (!(e.order = mem_alloc((size_t)q->nnodes * sizeof *e.order))) return TG_ERR_NOMEM;
+  for (int i = 0; i < q->nnodes; i++) e.order[i] = umap_get(&q->canon, q->order[i]);
   int nroots = q->key->nsrc / 2;
-  if (!copy_schedule(s, &e.s, canon_of, &t)) return t.foreign ? TG_OK : TG_ERR_NOMEM;
-  if (!copy_roots(s, &e.s, nroots, canon_of, &t)) {
-    schedule_free(&e.s);
+  if (!copy_schedule(s, &e.s, canon_of, &t) || !copy_roots(s, &e.s, nroots, canon_of, &t)) {
+    entry_free(&e);
     return t.foreign ? TG_OK : TG_ERR_NOMEM;
-  }
-  if (!umap_put(&by_key, e.key, (void *)(intptr_t)(nentries + 1))) {
-    schedule_free(&e.s);
-    return TG_ERR_NOMEM;
   }
   entries[nentries++] = e;
   cache_nodes += nodes;

@@ -11,17 +11,26 @@
 
 #include "schedule/schedule.h"
 
-/* a realize's graph in canonical form: the outputs (and assign targets) with every storage leaf (BUFFER
- * nodes, values realized before) replaced by a stand-in holding its position in a fixed walk order, its
- * dtype, shape, kind and which earlier leaf shares its buffer. Interned, so equal structures are one node. */
+/* a realize's graph as the cache reads it: its nodes in a fixed depth-first walk order from the outputs (and
+ * assign targets), each storage leaf (BUFFER nodes, values realized before) standing for its dtype, shape,
+ * kind and which earlier leaf shares its buffer, each other node for its op, dtype, arg, aux and its sources'
+ * positions in the walk. Equal structures give equal walks; the hash of the walk finds the entries to compare
+ * node by node. The canonical graph (interned nodes over stand-ins of the leaves) is built only when the
+ * schedule is new (sched_cache_put). */
 typedef struct sched_query {
-  uop *key;        /* the canonical graph */
+  uint64_t hash;
+  int nnodes;
+  uop **order;     /* the nodes in walk order, leaves included, the root (a SINK) last */
+  int *srcoff;     /* node i's sources' positions are srcpos[srcoff[i] ..] (none for a leaf) */
+  int *srcpos;
   int nleaves;
   uop **leaves;    /* the storage leaves in walk order */
+  int *alias;      /* per leaf: the first leaf holding the same buffer */
+  uop *key;        /* the canonical graph (sched_cache_put makes it) */
   uop_map canon;   /* graph node -> its canonical node */
 } sched_query;
 
-/* the canonical form of outs[0..n) with their assign targets (targets NULL, or entries NULL: none);
+/* the walk of outs[0..n) with their assign targets (targets NULL, or entries NULL: none);
  * TG_ERR_NOMEM (tg_error set) when out of memory */
 tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_query *q);
 /* true when a graph of q's structure was scheduled before: *s is that schedule with q's leaves bound
