@@ -246,3 +246,21 @@ TEST(test_symbolic_masks_of_shifted_values_fold) {
   uop *m14 = uop_simplify(uop_binary(OP_AND, hi, c(14)));
   CHECK(m14 && m14->op == OP_AND, "(r >> 4) & 14 lost its mask");
 }
+
+/* a load or store gated by a constant true is not gated (the C renderer keeps a reused vector load in a
+ * register only when it is plain); a variable gate or a false one stays */
+TEST(test_symbolic_true_gates_drop) {
+  int64_t n = 64;
+  uop *p = uop_new(OP_PARAM, TG_FLOAT32, 0, NULL, (uop_arg){.i = 1}, 1, &n), *i = var(0, 64);
+  uop *t = uop_const_int(TG_BOOL, 1), *f = uop_const_int(TG_BOOL, 0), *g = uop_binary(OP_CMPLT, i, c(7));
+  uop *plain = uop_new(OP_LOAD, TG_FLOAT32, 2, (uop *[]){p, i}, (uop_arg){.i = 0}, 0, NULL);
+  uop *l = uop_simplify(uop_new(OP_LOAD, TG_FLOAT32, 3, (uop *[]){p, i, t}, (uop_arg){.i = 0}, 0, NULL));
+  CHECK(l == plain, "a load gated by true is not the plain load");
+  uop *lg = uop_simplify(uop_new(OP_LOAD, TG_FLOAT32, 3, (uop *[]){p, i, g}, (uop_arg){.i = 0}, 0, NULL));
+  CHECK(lg && lg->op == OP_LOAD && lg->nsrc == 3, "a load's variable gate was dropped");
+  uop *lf = uop_simplify(uop_new(OP_LOAD, TG_FLOAT32, 3, (uop *[]){p, i, f}, (uop_arg){.i = 0}, 0, NULL));
+  CHECK(lf && (lf->op != OP_LOAD || lf->nsrc == 3), "a load gated by false became a plain load");
+  uop *v = uop_const(TG_FLOAT32, 2.0);
+  uop *s = uop_simplify(uop_new(OP_STORE, TG_FLOAT32, 4, (uop *[]){p, i, v, t}, (uop_arg){.i = 0}, 0, NULL));
+  CHECK(s && s->op == OP_STORE && s->nsrc == 3, "a store gated by true is still gated");
+}

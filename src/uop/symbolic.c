@@ -302,6 +302,14 @@ static uop *rule_where_gated_load(void *ctx, uop *u, uop **cap) {
   uop *g = l->src[2];
   return g == c || (g->op == OP_AND && (g->src[0] == c || g->src[1] == c)) ? l : NULL;
 }
+/* a load or store whose gate is always true is not gated: the renderer then keeps a reused vector load in a
+ * register (a padded convolution's interior row loads came out gated by a folded `1`) */
+static uop *rule_true_gate(void *ctx, uop *u, uop **cap) {
+  uop *g = u->src[u->nsrc - 1];
+  if (g->dtype != TG_BOOL || !g->arg.i) return NULL;
+  return uop_new_shaped((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc - 1, u->src, u->arg, u->naux, u->aux, u->ndim,
+                        u->shape);
+}
 static uop *rule_cast_noop(void *ctx, uop *u, uop **cap) { return cap[0]->dtype == u->dtype ? cap[0] : NULL; }
 
 /* ---- sums: flatten, merge like terms, fold div/mod pairs, canonical order ------------------------------ */
@@ -584,6 +592,8 @@ static const rule symbolic_rules[] = {
     {"(CMPNE x c:CONST)", rule_bool_cmp},
     {"(XOR x c:CONST)", rule_bool_cmp},
     {"(WHERE _ _ _)", rule_where_gated_load},
+    {"(LOAD _ _ g:CONST)", rule_true_gate},
+    {"(STORE _ _ _ g:CONST)", rule_true_gate},
     {"(CMPLT x x)", rule_false_int},
     {"(CMPNE x x)", rule_false_int},
     {"(CMPEQ x x)", rule_true_int},
