@@ -68,8 +68,11 @@ static uop *unroll(unroll_ctx *c, uop *u) {
       if (u->src[i] == c->q) qi = i;
   if (!c->fail && qi > 0) {
     /* one accumulator per copy when loops remain (they share the loop nest: expand.c's top comment), the
-     * accumulators reduced into one after it; without loops left, the copies reduced directly */
+     * accumulators reduced into one after it; without loops left, the copies reduced directly. An UNROLL the
+     * heuristic marked for one accumulator (aux[1]) gives one REDUCE of the copies' sum, its aux the number of
+     * copies: linearize adds them into the accumulator one at a time */
     int64_t k = c->q->src[0]->arg.i;
+    bool one = c->q->naux > 1 && c->q->aux[1] == 1 && u->naux == 0 && (u->arg.i == OP_ADD);
     uop **v = mem_alloc((size_t)k * sizeof *v), *value = src[0];
     memmove(src + qi, src + qi + 1, (size_t)(n - qi - 1) * sizeof *src);
     n--;
@@ -77,10 +80,15 @@ static uop *unroll(unroll_ctx *c, uop *u) {
       for (int64_t j = 0; j < k && !c->fail; j++) {
         if (!(v[j] = uop_substitute(value, c->q, uop_const_int((tg_dtype)c->q->dtype, j)))) c->fail = true;
         src[0] = v[j];
-        if (!c->fail && n > 1 && !(v[j] = uop_new(OP_REDUCE, (tg_dtype)u->dtype, n, src, u->arg, u->naux, u->aux)))
+        if (!c->fail && n > 1 && !one && !(v[j] = uop_new(OP_REDUCE, (tg_dtype)u->dtype, n, src, u->arg, u->naux, u->aux)))
           c->fail = true;
       }
-      if (!c->fail) out = fold((uop_op)u->arg.i, v, (int)k);
+      if (!c->fail && one && n > 1) {
+        src[0] = fold((uop_op)u->arg.i, v, (int)k);
+        out = src[0] ? uop_new(OP_REDUCE, (tg_dtype)u->dtype, n, src, u->arg, 1, &k) : NULL;
+      } else if (!c->fail) {
+        out = fold((uop_op)u->arg.i, v, (int)k);
+      }
       free(v);
     } else c->fail = true;
   } else if (!c->fail) {

@@ -175,6 +175,23 @@ static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng, bool oute
   return ok ? b : NULL;
 }
 
+/* the n terms of fold(ADD, terms, n) (expand.c's balanced tree), into out; -1 when v is not such a tree (the
+ * simplifier changed it): the sum is then one term. An ADD's sources may be in either order. */
+static int unfold(uop *v, int n, uop **out) {
+  if (n == 1) {
+    out[0] = v;
+    return 1;
+  }
+  if (v->op != OP_ADD || v->nsrc != 2) return -1;
+  int h = n / 2;
+  for (int swap = 0; swap < 2; swap++) {
+    uop *a = v->src[swap], *b = v->src[1 - swap];
+    if (unfold(a, h, out) == h && unfold(b, n - h, out + h) == n - h) return n;
+    if (h == n - h) break;
+  }
+  return -1;
+}
+
 /* The loads a reduce's body reads that are not emitted yet (emitted inside the innermost loop with it), at most
  * cap; -1 when there are more */
 static int body_loads(lin_ctx *c, uop *body, uop **out, int cap) {
@@ -284,12 +301,19 @@ static void emit_reduce(lin_ctx *c, uop *r) {
   for (int k = 0; k < ng && !c->fail; k++) {
     int g = 0;
     while (grp[g] != ord[k]) g++;
-    emit(c, grp[g]->src[0]);
-    uop *upd = uop_binary((uop_op)grp[g]->arg.i, acc[g], grp[g]->src[0]);
-    if (upd && umap_get(c->vec, grp[g]->src[0]) && !umap_put(c->vec, upd, (void *)1)) c->fail = true;
-    uop *s[2] = {acc[g], upd};
-    push(c, upd);
-    push(c, uop_new(OP_ASSIGN, (tg_dtype)grp[g]->dtype, 2, s, (uop_arg){0}, 0, NULL));
+    /* the copies of an UNROLL for one accumulator (expand.c: aux[0] of them, summed) are added one at a time */
+    uop *terms[64];
+    int nt = grp[g]->naux == 1 && grp[g]->aux[0] > 1 && grp[g]->aux[0] <= 64 ? unfold(grp[g]->src[0], (int)grp[g]->aux[0], terms) : 0;
+    if (nt <= 0) terms[0] = grp[g]->src[0], nt = 1;
+    bool vec = umap_get(c->vec, grp[g]->src[0]) != NULL;
+    for (int t = 0; t < nt && !c->fail; t++) {
+      emit(c, terms[t]);
+      uop *upd = uop_binary((uop_op)grp[g]->arg.i, acc[g], terms[t]);
+      if (upd && vec && !umap_put(c->vec, upd, (void *)1)) c->fail = true;
+      uop *s[2] = {acc[g], upd};
+      push(c, upd);
+      push(c, uop_new(OP_ASSIGN, (tg_dtype)grp[g]->dtype, 2, s, (uop_arg){0}, 0, NULL));
+    }
   }
   free(ord);
   for (int i = r->nsrc - 1; i >= 1; i--)
