@@ -682,8 +682,9 @@ TEST(test_opt_big_weight_conv_on_short_rows_takes_channel_vectors) {
     CHECK_T(y);
     kernel_info info;
     char *src = heuristic_source(y, 32, &info);
+    /* channel vectors unroll the window's last loop (kx) into the tile's accumulators: the channel loop innermost */
     bool chv = src && strstr(info.opts, "PACK(") && strstr(info.opts, ",1)") && !strstr(info.opts, "PADTO") &&
-               strstr(src, "*(const tg_float_v*)(local0");
+               strstr(info.opts, "UNROLL(") && strstr(src, "*(const tg_float_v*)(local0");
     bool padded = src && strstr(info.opts, "PADTO");
     CHECK(want_chv ? chv : padded, "%s weight, %dx%d: opts %s, want %s:\n%s", big ? "big" : "small", H, H,
           src ? info.opts : "", want_chv ? "channel vectors (PACK(..,1), no PADTO)" : "the padded row", src ? src : tg_error());

@@ -72,7 +72,8 @@ static uop *unroll(unroll_ctx *c, uop *u) {
      * heuristic marked for one accumulator (aux[1]) gives one REDUCE of the copies' sum, its aux the number of
      * copies: linearize adds them into the accumulator one at a time */
     int64_t k = c->q->src[0]->arg.i;
-    bool one = c->q->naux > 1 && c->q->aux[1] == 1 && u->naux == 0 && (u->arg.i == OP_ADD);
+    bool one = c->q->naux > 1 && c->q->aux[1] == 1 && u->naux <= 1 && u->arg.i == OP_ADD;
+    int64_t terms = k * (u->naux == 1 ? u->aux[0] : 1);
     uop **v = mem_alloc((size_t)k * sizeof *v), *value = src[0];
     memmove(src + qi, src + qi + 1, (size_t)(n - qi - 1) * sizeof *src);
     n--;
@@ -85,7 +86,7 @@ static uop *unroll(unroll_ctx *c, uop *u) {
       }
       if (!c->fail && one && n > 1) {
         src[0] = fold((uop_op)u->arg.i, v, (int)k);
-        out = src[0] ? uop_new(OP_REDUCE, (tg_dtype)u->dtype, n, src, u->arg, 1, &k) : NULL;
+        out = src[0] ? uop_new(OP_REDUCE, (tg_dtype)u->dtype, n, src, u->arg, 1, &terms) : NULL;
       } else if (!c->fail) {
         out = fold((uop_op)u->arg.i, v, (int)k);
       }

@@ -215,7 +215,7 @@ static bool window_row(kernel_state *ks, const hot *h, uop *r) {
  * other (expand.c), not one accumulator each: a nibble's two halves, whose tile rows each hold their block's
  * scale and offset besides (Q4_0 decode on AVX2, 4 rows: 8 accumulators and 8 scales spilled in the loop, 1.14
  * ms for 5632 x 2048 on one thread; 4 accumulators 1.03). */
-static void one_accumulator(kernel_state *ks) {
+void one_accumulator(kernel_state *ks) {
   int n;
   uop **order = uop_toposort(ks->ast, &n), *r = NULL;
   for (int i = 0; order && i < n; i++)

@@ -23,6 +23,8 @@ bool store_contiguous(const hot *h, uop *r);
 int acc_budget(const kernel_state *ks);
 /* apply_opt without the reason; the index among output axes (or reduce axes when red) of the RANGE with id */
 bool try_opt(kernel_state *ks, opt_op op, int axis, int64_t arg);
+/* marks the UNROLL just applied for one accumulator (expand.c adds its copies into it one at a time) */
+void one_accumulator(kernel_state *ks);
 int axis_of(kernel_state *ks, int64_t id, bool red);
 
 /* heuristic_shapes.c: each returns whether the kernel is of its shape and got its actions (ks unchanged when not) */

@@ -86,6 +86,15 @@ bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit) {
     tiled = amts[k] >= 4 && ax[ti].size % amts[k] == 0 && vecs * amts[k] <= acc_budget(ks) && try_opt(ks, OPT_UPCAST, ti, amts[k]);
   for (int k = 0; ti >= 0 && k < 7 && !tiled; k++)
     tiled = ax[ti].size % amts[k] == 0 && vecs * amts[k] <= 16 && try_opt(ks, OPT_UPCAST, ti, amts[k]);
+  /* a window's last loop of 2 or 3 taps (kx) unrolled into the tile's accumulators (one_accumulator): each tap's
+   * padding test is then a constant of its copy, decided outside the channel loop, which becomes the innermost
+   * loop (ResNet-18's 3x3 convolutions at 7x7, 2 channel vectors x 7 pixels: 5.3 -> 3.2 ms on one thread, the
+   * innermost loop was the 3 taps with a branch per pixel; resnet18.onnx 37.5 -> 32.9 ms) */
+  n = ks_axes(ks, ax, &nout, &nred);
+  int last = nout + nred - 1;
+  if (nred && ax[last].type == AX_REDUCE && ax[last].size >= 2 && ax[last].size <= 3 &&
+      try_opt(ks, OPT_UNROLL, last - nout, ax[last].size))
+    one_accumulator(ks);
   /* threads over the channel blocks (each core packs its own panel), else any output loop that splits */
   n = ks_axes(ks, ax, &nout, &nred);
   double work = 1;

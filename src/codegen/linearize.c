@@ -175,21 +175,22 @@ static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng, bool oute
   return ok ? b : NULL;
 }
 
-/* the n terms of fold(ADD, terms, n) (expand.c's balanced tree), into out; -1 when v is not such a tree (the
- * simplifier changed it): the sum is then one term. An ADD's sources may be in either order. */
+/* v as a sum of up to n terms, into out (n >= 1): its ADDs split from the top, widest first. Any split is the
+ * same sum, so the terms are right whatever the simplifier made of expand.c's tree; n of them when it is that
+ * tree. Returns the count. */
 static int unfold(uop *v, int n, uop **out) {
-  if (n == 1) {
-    out[0] = v;
-    return 1;
+  int m = 1;
+  out[0] = v;
+  for (bool split = true; split && m < n;) {
+    split = false;
+    for (int i = 0; i < m && m < n; i++)
+      if (out[i]->op == OP_ADD && out[i]->nsrc == 2) {
+        out[m++] = out[i]->src[1];
+        out[i] = out[i]->src[0];
+        split = true;
+      }
   }
-  if (v->op != OP_ADD || v->nsrc != 2) return -1;
-  int h = n / 2;
-  for (int swap = 0; swap < 2; swap++) {
-    uop *a = v->src[swap], *b = v->src[1 - swap];
-    if (unfold(a, h, out) == h && unfold(b, n - h, out + h) == n - h) return n;
-    if (h == n - h) break;
-  }
-  return -1;
+  return m;
 }
 
 /* The loads a reduce's body reads that are not emitted yet (emitted inside the innermost loop with it), at most
