@@ -212,42 +212,44 @@ static int body_loads(lin_ctx *c, uop *body, uop **out, int cap) {
  * channel vectors, 12 accumulators) held its 6 broadcasts and both vectors, spilled 3 accumulators to the
  * stack in the loop, and ran at 39% of the FMA peak. Kept as it is when a body reads more than MAX_OPS loads. */
 #define MAX_OPS 8
-static void order_tile(lin_ctx *c, uop **grp, int ng) {
+static void order_tile(lin_ctx *c, uop *const *grp, int ng, int *perm) {
+  for (int g = 0; g < ng; g++) perm[g] = g;
   if (ng < 4 || ng > 64) return;
   uop *ops[64][MAX_OPS];
   int nops[64];
   for (int g = 0; g < ng; g++)
     if ((nops[g] = body_loads(c, grp[g]->src[0], ops[g], MAX_OPS)) < 0) return;
-  uop *seen[64 * MAX_OPS];
-  int nseen = 0;
-  bool done[64] = {0};
-  uop *order[64];
+  /* the distinct loads, whether one is read already, and how many members not placed yet read it */
+  uop *load[64 * MAX_OPS];
+  int nload = 0, which[64][MAX_OPS], readers[64 * MAX_OPS] = {0};
+  bool read[64 * MAX_OPS] = {0}, done[64] = {0};
+  for (int g = 0; g < ng; g++)
+    for (int i = 0; i < nops[g]; i++) {
+      int l = 0;
+      while (l < nload && load[l] != ops[g][i]) l++;
+      if (l == nload) load[nload++] = ops[g][i];
+      which[g][i] = l;
+      readers[l]++;
+    }
   for (int k = 0; k < ng; k++) {
     int best = -1, best_new = 0, best_last = 0;
     for (int g = 0; g < ng; g++) {
       if (done[g]) continue;
       int fresh = 0, last = 0;
       for (int i = 0; i < nops[g]; i++) {
-        bool old = false;
-        for (int j = 0; j < nseen && !old; j++) old = seen[j] == ops[g][i];
-        if (!old) { fresh++; continue; }
-        bool later = false;  /* another tile member not placed yet reads it too */
-        for (int h = 0; h < ng && !later; h++)
-          for (int j = 0; h != g && !done[h] && j < nops[h] && !later; j++) later = ops[h][j] == ops[g][i];
-        last += !later;
+        fresh += !read[which[g][i]];
+        last += read[which[g][i]] && readers[which[g][i]] == 1;
       }
       if (best < 0 || fresh < best_new || (fresh == best_new && last > best_last))
         best = g, best_new = fresh, best_last = last;
     }
     done[best] = true;
-    order[k] = grp[best];
+    perm[k] = best;
     for (int i = 0; i < nops[best]; i++) {
-      bool old = false;
-      for (int j = 0; j < nseen && !old; j++) old = seen[j] == ops[best][i];
-      if (!old) seen[nseen++] = ops[best][i];
+      read[which[best][i]] = true;
+      readers[which[best][i]]--;
     }
   }
-  memcpy(grp, order, (size_t)ng * sizeof *grp);
 }
 
 /* all of a group share one loop nest: values inside it that depend on its loops are emitted once, there */
@@ -295,13 +297,11 @@ static void emit_reduce(lin_ctx *c, uop *r) {
    * not until every product of the tile is computed (gcc kept all of a 5x5 convolution's broadcasts live and
    * read its weight vectors from memory at every FMA: MNIST's input-gradient convolution 270 -> 211 ms, a 3x3
    * one 33 -> 15, on one AVX2 core); in the order that holds the fewest operands (order_tile) */
-  uop **ord = mem_alloc(((size_t)ng + 1) * sizeof *ord);
-  if (!ord) c->fail = true;
-  else memcpy(ord, grp, (size_t)ng * sizeof *ord);
-  if (ord) order_tile(c, ord, ng);
+  int *perm = mem_alloc(((size_t)ng + 1) * sizeof *perm);
+  if (!perm) c->fail = true;
+  else order_tile(c, grp, ng, perm);
   for (int k = 0; k < ng && !c->fail; k++) {
-    int g = 0;
-    while (grp[g] != ord[k]) g++;
+    int g = perm[k];
     /* the copies of an UNROLL for one accumulator (expand.c: aux[0] of them, summed) are added one at a time */
     uop *terms[64];
     int nt = grp[g]->naux == 1 && grp[g]->aux[0] > 1 && grp[g]->aux[0] <= 64 ? unfold(grp[g]->src[0], (int)grp[g]->aux[0], terms) : 0;
@@ -316,7 +316,7 @@ static void emit_reduce(lin_ctx *c, uop *r) {
       push(c, uop_new(OP_ASSIGN, (tg_dtype)grp[g]->dtype, 2, s, (uop_arg){0}, 0, NULL));
     }
   }
-  free(ord);
+  free(perm);
   for (int i = r->nsrc - 1; i >= 1; i--)
     if (r->src[i] != c->lane) close_loop(c, r->src[i]);
   /* from here on a REDUCE's value is its accumulator (over the lane: the accumulator's lanes reduced) */

@@ -224,11 +224,6 @@ static int standin_aux(const sched_query *q, int leaf, int64_t *aux) {
   return STANDIN_AUX + u->ndim;
 }
 
-static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdULL;
-}
-
 tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_query *q) {
   memset(q, 0, sizeof *q);
   /* one root over outputs and targets; a missing target is a constant no target can be (a 0-d int8 -1) */
@@ -259,19 +254,19 @@ tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_
     for (int k = 0; k < u->nsrc; k++) q->srcpos[off++] = num_of(&t, u->src[k]);
   }
   if (!find_aliases(q)) goto out;
-  uint64_t h = mix(0x5c4ed, (uint64_t)q->nnodes);
+  uint64_t h = uop_hash_mix(0x5c4ed, (uint64_t)q->nnodes);
   int64_t aux[STANDIN_AUX + TG_MAX_DIMS];
   for (int i = 0, leaf = 0; i < q->nnodes; i++) {
     uop *u = q->order[i];
-    h = mix(mix(h, u->op), u->dtype);
+    h = uop_hash_mix(uop_hash_mix(h, u->op), u->dtype);
     if (is_leaf(u)) {
       int na = standin_aux(q, leaf++, aux);
-      for (int k = 1; k < na; k++) h = mix(h, (uint64_t)aux[k]);
+      for (int k = 1; k < na; k++) h = uop_hash_mix(h, (uint64_t)aux[k]);
       continue;
     }
-    h = mix(mix(mix(h, (uint64_t)u->arg.i), (uint64_t)u->nsrc), (uint64_t)u->naux);
-    for (int k = 0; k < u->naux; k++) h = mix(h, (uint64_t)u->aux[k]);
-    for (int k = 0; k < u->nsrc; k++) h = mix(h, (uint64_t)q->srcpos[q->srcoff[i] + k]);
+    h = uop_hash_mix(uop_hash_mix(uop_hash_mix(h, (uint64_t)u->arg.i), (uint64_t)u->nsrc), (uint64_t)u->naux);
+    for (int k = 0; k < u->naux; k++) h = uop_hash_mix(h, (uint64_t)u->aux[k]);
+    for (int k = 0; k < u->nsrc; k++) h = uop_hash_mix(h, (uint64_t)q->srcpos[q->srcoff[i] + k]);
   }
   q->hash = h;
   st = TG_OK;

@@ -48,17 +48,17 @@ static struct {
 static void (*buf_release)(void *buf);
 void uop_set_buf_release(void (*release)(void *buf)) { buf_release = release; }
 
-static uint64_t mix(uint64_t h, uint64_t v) {
+uint64_t uop_hash_mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdULL;
 }
 
 static uint64_t node_hash(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg arg, int naux,
                           const int64_t *aux) {
-  uint64_t h = mix(mix(mix(0x1234, (uint64_t)op), (uint64_t)dt), (uint64_t)arg.i);
-  for (int i = 0; i < nsrc; i++) h = mix(h, src[i]->hash);
-  h = mix(h, (uint64_t)naux);
-  for (int i = 0; i < naux; i++) h = mix(h, (uint64_t)aux[i]);
+  uint64_t h = uop_hash_mix(uop_hash_mix(uop_hash_mix(0x1234, (uint64_t)op), (uint64_t)dt), (uint64_t)arg.i);
+  for (int i = 0; i < nsrc; i++) h = uop_hash_mix(h, src[i]->hash);
+  h = uop_hash_mix(h, (uint64_t)naux);
+  for (int i = 0; i < naux; i++) h = uop_hash_mix(h, (uint64_t)aux[i]);
   return h;
 }
 

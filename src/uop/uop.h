@@ -92,6 +92,8 @@ struct uop {
 
 /* ---- construction ---------------------------------------------------------------------------------- */
 /* the interned node; NULL (with tg_error set) on allocation failure or a NULL source */
+/* one step of the hash nodes are interned by: h combined with v (also for hashes of graphs built on it) */
+uint64_t uop_hash_mix(uint64_t h, uint64_t v);
 uop *uop_new(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg arg, int naux, const int64_t *aux);
 uop *uop_new_shaped(uop_op op, tg_dtype dt, int nsrc, uop *const *src, uop_arg arg, int naux,
                     const int64_t *aux, int ndim, const int64_t *shape);
