@@ -850,3 +850,35 @@ TEST(test_opt_grouped_conv_after_a_channel_shuffle_is_correct) {
   check_close_f32("shuffled grouped conv", got, want, N * CO * H * W, 1e-5, 1e-4, __FILE__, __LINE__);
   tg_scope_end();
 }
+
+/* ResNet's 3x3 stride-2 max pool with padding 1: its loads are strided (no vector lanes) and nothing is reused
+ * across an output loop (no tile), so the heuristic makes several outputs of the pixel loop independent chains
+ * (an UPCAST); values, padding included, equal a plain C max */
+TEST(test_opt_max_pool_runs_independent_chains) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { C = 4, H = 32, OH = 16 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, C, H, H});
+  tg_tensor *y = tg_max_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .padding = TG_INTS(1)});
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 32, &info);
+  CHECK(src && strstr(info.opts, "UPCAST(") && strstr(src, "acc3"), "opts %s: want independent accumulators\n%s",
+        src ? info.opts : "", src ? src : tg_error());
+  free(src);
+  static float hx[C * H * H], got[C * OH * OH];
+  CHECK(tg_to_host(x, hx, sizeof hx) == TG_OK && tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+  int bad = 0;
+  for (int c = 0; c < C; c++)
+    for (int i = 0; i < OH; i++)
+      for (int j = 0; j < OH; j++) {
+        float m = -INFINITY;
+        for (int ky = 0; ky < 3; ky++)
+          for (int kx = 0; kx < 3; kx++) {
+            int yy = 2 * i + ky - 1, xx = 2 * j + kx - 1;
+            if (yy >= 0 && yy < H && xx >= 0 && xx < H && hx[(c * H + yy) * H + xx] > m) m = hx[(c * H + yy) * H + xx];
+          }
+        if (got[(c * OH + i) * OH + j] != m && bad++ < 3) CHECK(0, "y[%d,%d,%d] = %g, want %g", c, i, j, got[(c * OH + i) * OH + j], m);
+      }
+  tg_scope_end();
+}

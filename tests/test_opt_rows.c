@@ -76,6 +76,46 @@ TEST(test_opt_rows_conv_with_a_constant_weight_reduces_once_per_pixel) {
   tg_scope_end();
 }
 
+/* the same on rows of 14 pixels (shufflenet's and inception's 14x14 and 13x13 layers): the row is padded to two
+ * vectors, the second masked, not left as scalar lanes; values against a plain C convolution */
+TEST(test_opt_rows_conv_with_a_constant_weight_on_short_rows_is_vector_code) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { C = 8, CO = 24, H = 14 };
+  tg_tensor *x = tg_rand(TG_FLOAT32, 4, (int64_t[]){1, C, H, H});
+  CHECK_T(x);
+  CHECK(tg_realize(x) == TG_OK, "%s", tg_error());
+  tg_tensor *y = tg_conv2d(x, tg_full(TG_FLOAT32, 4, (int64_t[]){CO, C, 3, 3}, 0.02), NULL, (tg_conv_opts){.padding = TG_INTS(1)});
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 32, &info);
+  CHECK(src && strstr(info.opts, "PADTO") && strstr(src, "tg_float_v acc"), "opts %s: want the row padded to vectors\n%s",
+        src ? info.opts : "", src ? src : tg_error());
+  free(src);
+  float *hx = host(x, C * H * H), *hy = host(y, CO * H * H);
+  CHECK(hx && hy, "%s", tg_error());
+  for (int o = 0; hx && hy && o < CO; o++)
+    for (int i = 0; i < H; i++)
+      for (int j = 0; j < H; j++) {
+        double r = 0;
+        for (int c = 0; c < C; c++)
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+              int yy = i + ky - 1, xx = j + kx - 1;
+              if (yy >= 0 && yy < H && xx >= 0 && xx < H) r += hx[(c * H + yy) * H + xx] * (double)0.02f;
+            }
+        float got = hy[(o * H + i) * H + j];
+        if (fabs(got - r) > 1e-5 + 1e-4 * fabs(r)) {
+          CHECK(0, "y[%d,%d,%d] = %g, want %g", o, i, j, got, r);
+          o = CO;
+          break;
+        }
+      }
+  free(hx);
+  free(hy);
+  tg_scope_end();
+}
+
 /* the same without a convolution: x (8,64,48) broadcast to (8,32,64,48), summed over 64 and added to z
  * (8,32,48): the sum over 64 runs once per (a, c), not once per (a, b, c) */
 TEST(test_opt_rows_a_sum_broadcast_in_a_middle_axis_runs_once_per_row) {
