@@ -882,3 +882,29 @@ TEST(test_opt_max_pool_runs_independent_chains) {
       }
   tg_scope_end();
 }
+
+/* A concat whose rows are padded to vectors (28 pixels: a vector and a masked one): each input's loads are gated
+ * by its channel range AND the padded lanes. Where the channel test is false the address lies outside that
+ * input, so the masked load must not run at all (render/c.c gate_scalar): the values equal plain C */
+TEST(test_opt_concat_of_padded_rows_reads_each_input_only_in_its_range) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { CA = 3, CB = 2, H = 6, W = 28 };
+  tg_tensor *a = rand_t(4, (int64_t[]){1, CA, H, W}), *b = rand_t(4, (int64_t[]){1, CB, H, W});
+  tg_tensor *y = tg_relu(tg_cat(2, (tg_tensor *[]){a, b}, 1));
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 32, &info);
+  CHECK(src && strstr(info.opts, "PADTO") && strstr(src, "tg_mload_float"), "opts %s: want padded rows, masked loads\n%s",
+        src ? info.opts : "", src ? src : tg_error());
+  free(src);
+  static float ha[CA * H * W], hb[CB * H * W], got[(CA + CB) * H * W];
+  CHECK(tg_to_host(a, ha, sizeof ha) == TG_OK && tg_to_host(b, hb, sizeof hb) == TG_OK &&
+        tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+  int bad = 0;
+  for (int i = 0; i < (CA + CB) * H * W; i++) {
+    float v = i < CA * H * W ? ha[i] : hb[i - CA * H * W], want = v > 0 ? v : 0;
+    if (got[i] != want && bad++ < 3) CHECK(0, "y[%d] = %g, want %g", i, got[i], want);
+  }
+  tg_scope_end();
+}
