@@ -58,4 +58,9 @@ bool lp_is_vec(const linear_program *p, const uop *u);
 bool linearize(uop *ast, linear_program *out, kernel_info *info);
 void linear_program_free(linear_program *p);
 
+/* per op of p, for a LOAD that streams a large buffer in a reduction inside the THREAD loop: how many elements
+ * ahead to prefetch (its index's stride along that loop: what it reads one iteration later), else 0; NULL when
+ * no load needs one (prefetch.c). Caller frees */
+int64_t *plan_prefetch(const linear_program *p);
+
 #endif

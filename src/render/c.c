@@ -579,7 +579,17 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
     put(&o, "%s%s%s* restrict data%d", i ? ", " : "", i && i >= p->nouts ? "const " : "", c_type(dt), i);
   }
   put(&o, "%slong long core_id, long long ncores, long long worker) {\n  (void)worker;\n", p->nparams ? ", " : "");
-  for (int i = 0; i < p->n && !c.oom; i++) render_op(&c, p->ops[i], i);
+  int64_t *ahead = plan_prefetch(p);
+  for (int i = 0; i < p->n && !c.oom; i++) {
+    if (ahead && ahead[i]) {  /* integer arithmetic: the next tile's address may lie past the buffer's end */
+      indent(&c);
+      uop *u = p->ops[i];
+      put(&o, "__builtin_prefetch((const void *)((unsigned long)%s + (unsigned long)(%s+%" PRId64 "LL)*%zuUL));\n",
+          name_of(&c, u->src[0]), name_of(&c, u->src[1]), ahead[i], tg_dtype_size((tg_dtype)u->dtype));
+    }
+    render_op(&c, p->ops[i], i);
+  }
+  free(ahead);
   put(&o, "}\n");
   /* the THREAD loop's trip count and the kernel's work, read by cpu.c to cut the loop into chunks */
   for (int i = 0; i < p->n; i++) {
