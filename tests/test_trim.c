@@ -222,3 +222,64 @@ TEST(test_trim_guards_the_reduce_under_a_stored_where) {
   }
   tg_variable_free(pos);
 }
+
+/* the loops of PACK copies (AX_LOOP) with a run-time bound, over every kernel of y's schedule; -1 on failure */
+static int trimmed_fills(tg_tensor *y, int *packs) {
+  schedule s;
+  *packs = 0;
+  if (!y || schedule_create(1, &y->u, &s) != TG_OK) return -1;
+  int n = 0;
+  for (int k = 0; k < s.nkernels && n >= 0; k++) {
+    kernel_info info;
+    linear_program lp;
+    uop *ast = codegen_optimize(s.kernels[k].ast, 2, &info);
+    if (!ast || !linearize(ast, &lp, &info)) { n = -1; break; }
+    *packs += strstr(info.opts, "PACK") != NULL;
+    for (int i = 0; i < lp.n; i++) n += lp.ops[i]->op == OP_RANGE && lp.ops[i]->aux[0] == AX_LOOP && lp.bounds[i];
+    linear_program_free(&lp);
+  }
+  schedule_free(&s);
+  return n;
+}
+
+/* A decode step's grouped-query attention over a KV cache of T rows (llm.c's shapes: q (kv heads, rep, hd), the
+ * caches (T, kv heads * hd)): the kernels that pack the cache (for the scores, guarded by key <= pos, and for
+ * p @ v, whose reduce ends at pos) copy only the rows up to pos; values against plain C at several positions */
+TEST(test_trim_packed_cache_copies_end_at_the_position) {
+  REQUIRE_CPU();
+  enum { T = 256, KV = 2, REP = 4, HD = 64 };
+  static float hq[KV * REP * HD], hk[T * KV * HD], hv[T * KV * HD], got[KV * REP * HD], want[REP * HD];
+  static float kh[T * HD], vh[T * HD];
+  for (int i = 0; i < KV * REP * HD; i++) hq[i] = (float)((i * 13) % 17) / 9.0f - 0.9f;
+  for (int i = 0; i < T * KV * HD; i++) hk[i] = (float)((i * 7) % 19) / 10.0f - 0.8f, hv[i] = (float)((i * 5) % 23) / 7.0f - 1.5f;
+  tg_variable *pos = tg_variable_new("pos", 0, T - 1);
+  CHECK_T(pos);
+  int ps[] = {0, 37, T - 1};
+  for (size_t t = 0; t < sizeof ps / sizeof *ps; t++) {
+    tg_variable_bind(pos, ps[t]);
+    tg_scope_begin();
+    tg_tensor *q = tg_from_data(TG_FLOAT32, 3, (int64_t[]){KV, REP, HD}, hq, sizeof hq);
+    tg_tensor *k = tg_from_data(TG_FLOAT32, 2, (int64_t[]){T, KV * HD}, hk, sizeof hk);
+    tg_tensor *v = tg_from_data(TG_FLOAT32, 2, (int64_t[]){T, KV * HD}, hv, sizeof hv);
+    int order[3] = {1, 0, 2};
+    tg_tensor *kh3 = tg_permute(tg_reshape(k, 3, (int64_t[]){T, KV, HD}), 3, order);
+    tg_tensor *vh3 = tg_permute(tg_reshape(v, 3, (int64_t[]){T, KV, HD}), 3, order);
+    tg_tensor *mask = tg_le(tg_reshape(tg_arange(TG_INT32, 0, T, 1), 2, (int64_t[]){1, T}),
+                            tg_reshape(tg_variable_tensor(pos), 2, (int64_t[]){1, 1}));
+    tg_tensor *o = tg_scaled_dot_product_attention(q, kh3, vh3, mask, 0, false, false);
+    if (t == 0) {
+      int packs, fills = trimmed_fills(o, &packs);
+      CHECK(fills >= packs && packs >= 1, "%d kernels pack the cache, %d copy loops have a run-time bound", packs, fills);
+    }
+    CHECK(o && tg_to_host(o, got, sizeof got) == TG_OK, "%s", tg_error());
+    for (int h = 0; h < KV; h++) {
+      for (int j = 0; j < T; j++)
+        for (int e = 0; e < HD; e++) kh[j * HD + e] = hk[(j * KV + h) * HD + e], vh[j * HD + e] = hv[(j * KV + h) * HD + e];
+      /* every query row at position pos: ref_attention's row i sees keys <= start + i, so one row at a time */
+      for (int r = 0; r < REP; r++) ref_attention(hq + (h * REP + r) * HD, kh, vh, 1, T, HD, ps[t], want + r * HD);
+      CHECK_CLOSE("attention over the cache", got + h * REP * HD, want, REP * HD);
+    }
+    tg_scope_end();
+  }
+  tg_variable_free(pos);
+}

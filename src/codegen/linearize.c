@@ -148,6 +148,19 @@ static bool same_loops(const uop *a, const uop *b) {
   return true;
 }
 
+/* b when it can bound a loop opening here: it uses only loops open outside it, and it is a scalar (one reading a
+ * vector, a contiguous load, is left alone), needing no reduce not computed yet (its nest would open here,
+ * between a group's accumulators and its loops); NULL otherwise */
+static uop *usable_bound(lin_ctx *c, uop *b, uint64_t open) {
+  if (!b || (deps(c, b) & ~open)) return NULL;
+  int n;
+  uop **order = uop_toposort(b, &n);
+  bool ok = order != NULL;
+  for (int i = 0; ok && i < n; i++) ok = (order[i]->op != OP_REDUCE || emitted(c, order[i])) && !umap_get(c->vec, order[i]);
+  free(order);
+  return ok ? b : NULL;
+}
+
 /* the run-time bound of the group's loop rng (trim.c): the largest of its reduces' points past which their bodies
  * are their identities, when every one has such a point, 0 for a reduce whose guard does not hold (outermost
  * loop only); NULL for the whole loop */
@@ -163,16 +176,47 @@ static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng, bool oute
     if (!bg) return NULL;
     b = b && b != bg ? uop_binary(OP_MAX, b, bg) : bg;
   }
-  b = trim_clamp(b, rng);
-  if (!b || (deps(c, b) & ~open)) return NULL;
-  /* a bound is a scalar: one reading a vector (a contiguous load) is left alone, and so is one that needs a
-   * reduce not computed yet (its nest would open here, between this group's accumulators and its loops) */
-  int n;
-  uop **order = uop_toposort(b, &n);
-  bool ok = order != NULL;
-  for (int i = 0; ok && i < n; i++) ok = (order[i]->op != OP_REDUCE || emitted(c, order[i])) && !umap_get(c->vec, order[i]);
-  free(order);
-  return ok ? b : NULL;
+  return usable_bound(c, trim_clamp(b, rng), open);
+}
+
+/* The loop rng of a PACK's fill u, cut where no reduce reading the panel needs the rest (trim.c): a reader whose
+ * loop R copies rng (same count, the same stride in the panel's index) needs rng up to R's bound; a reader that is
+ * guarded (trim_guards: its value is used only where its guard holds) needs none of the outermost fill loop where
+ * the guard fails. Attention's decode step packs the cache, max_seq rows of it, for the scores (guarded by key
+ * <= pos) and for p @ v (its reduce over keys ends at pos): the copies past pos were 2-4 MB per layer and step,
+ * 0.5 ms. NULL: the whole loop */
+static uop *fill_bound(lin_ctx *c, uop *u, uop *rng, bool outermost) {
+  uint64_t lane = c->lane ? range_bit(c, c->lane) : 0, open = c->open & ~lane;
+  int64_t fk;
+  if (!lin_coef(u->src[1], rng, &fk)) return NULL;
+  uop *b = NULL;
+  int readers = 0;
+  for (int i = 0; i < c->nreduces; i++) {
+    uop *q = c->reduces[i];
+    if (emitted(c, q) || !uop_uses(q->src[0], u)) continue;
+    int n;
+    uop **order = uop_toposort(q->src[0], &n), *ld = NULL;
+    if (!order) { c->fail = true; return NULL; }
+    for (int j = 0; j < n && !ld; j++)
+      if (order[j]->op == OP_LOAD && order[j]->src[0] == u) ld = order[j];
+    free(order);
+    uop *bq = NULL;
+    int64_t rk;
+    for (int k = 1; k < q->nsrc && ld && !bq; k++) {
+      uop *R = q->src[k];
+      if (R != c->lane && R->src[0] == rng->src[0] && lin_coef(ld->src[1], R, &rk) && rk == fk)
+        bq = trim_bound(q, R, open, &c->ls);
+    }
+    uop *g = outermost ? umap_get(&c->guards, q) : NULL;
+    if (g) {
+      uop *gb = trim_guarded(bq, g, rng, c->lane, c->lanes);
+      bq = gb ? gb : bq;
+    }
+    if (!bq) return NULL;
+    b = b && b != bq ? uop_binary(OP_MAX, b, bq) : bq;
+    readers++;
+  }
+  return readers ? usable_bound(c, trim_clamp(b, rng), open) : NULL;
 }
 
 /* v as a sum of up to n terms, into out (n >= 1): its ADDs split from the top, widest first. Any split is the
@@ -356,7 +400,10 @@ static bool emit_tblock_copy(lin_ctx *c, uop *u, uop *const *loops) {
   src = src ? uop_simplify(uop_substitute(src, b, bs)) : NULL;
   uop *stride = uop_const_int(it, sb), *dstride = uop_const_int(it, nb);
   if (!dst || !src || !stride || !dstride) { c->fail = true; return true; }
+  uop *fb = fill_bound(c, u, a0, true);
+  if (fb) emit(c, fb);
   open_loop(c, a0);
+  if (fb && !c->fail) c->bnd[c->n - 1] = fb;
   hoist(c, dst);
   hoist(c, src);
   open_loop(c, b0);
@@ -389,7 +436,10 @@ static void emit_local_store(lin_ctx *c, uop *u) {
     }
   if (nl == 2 && emit_tblock_copy(c, u, loops)) return;
   for (int i = 0; i < nl; i++) {
+    uop *fb = fill_bound(c, u, loops[i], i == 0);
+    if (fb) emit(c, fb);
     open_loop(c, loops[i]);
+    if (fb && !c->fail) c->bnd[c->n - 1] = fb;
     hoist(c, u->src[2]);
     hoist(c, u->src[1]);
   }
