@@ -319,6 +319,25 @@ static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int
 }
 
 
+/* Lanes on a short reduce (K of at most 32 vectors) end in one horizontal sum per accumulator every few FMAs: a
+ * matmul with an output loop that is no multiple of the vector is better padded there (step 1's PADTO) and tiled
+ * as any GEMM, when the padding adds at most an eighth. stories260K's prefill, x (128, 64) @ W^T of 172 rows:
+ * 151 -> 67-73 us a product (DEBUG=2 medians over 40, 2 threads); the lanes on the output's rows that the
+ * convolution rule below (channel_vectors) would give such a matmul were in between */
+static bool short_reduce_pads_output(const hot *h, int lanes, kernel_state *unpicked) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred;
+  ks_axes(unpicked, ax, &nout, &nred);
+  int64_t red = 1;
+  for (int r = nout; r < nout + nred; r++) red *= ax[r].size;
+  if (!nred || red > 32 * lanes || nout < 2) return false;
+  for (int i = 0; i < nout; i++) {
+    int64_t sz = ax[i].size, padded = (sz + 2 * lanes - 1) / (2 * lanes) * (2 * lanes);
+    if (sz > 2 * lanes && sz % lanes && 8 * (padded - sz) <= sz && store_contiguous(h, ax[i].r)) return true;
+  }
+  return false;
+}
+
 /* the heuristic; with pack_t a vector loop whose hot load is strided in it is allowed when a transposing PACK
  * can make that load contiguous; false when that PACK then does not apply */
 static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
@@ -370,11 +389,18 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
    * edge) and the choice made again */
   int64_t vec_id = -1;
   bool vec_on_reduce = false;
+  kernel_state unpicked = *ks;
   pick_vector(ks, &h, lanes, &pack_t, &vec_id, &vec_on_reduce);
+  bool pad_output = vec_on_reduce && short_reduce_pads_output(&h, lanes, &unpicked);
+  if (pad_output) {
+    *ks = unpicked;
+    find_hot(ks->ast, &h);
+    vec_on_reduce = false;
+  }
   /* a convolution whose rows are no multiple of the vector takes its lanes from its output channels rather than
    * padding its rows: no masked lanes, no masked loads (MNIST's 5x5 convolution, rows of 20 padded to 24 or 32:
    * 512-609 -> 181 ms on one AVX2 core; its weight gradient 324 -> 129; the 3x3 ones 38-64 -> 37-42) */
-  if (vec_id < 0 && !vec_on_reduce && channel_vectors(ks, &h, lanes, true)) return true;
+  if (vec_id < 0 && !vec_on_reduce && !pad_output && channel_vectors(ks, &h, lanes, true)) return true;
   for (int i = 0; i < nout && vec_id < 0 && !vec_on_reduce && lanes >= 2; i++)
     if (ax[i].size > (nred ? lanes / 2 : 2 * lanes) && ax[i].size % lanes && store_contiguous(&h, ax[i].r)) {
       kernel_state before = *ks;
@@ -517,8 +543,9 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
     n = ks_axes(ks, ax, &nout, &nred);
     int nt = ks->tg.nthreads, pick = -1;
     int vi = vec_id >= 0 ? axis_of(ks, vec_id, false) : -1;
-    /* the vector loop's outer part also when it does not divide but is long (49 panels: 25 and 24) */
-    if (nred && vi >= 0 && ax[vi].size >= 2 * nt && (ax[vi].size % nt == 0 || ax[vi].size >= 8 * nt)) pick = vi;
+    /* the vector loop's outer part also when it does not divide but is long (49 panels: 25 and 24; 11: 6 and 5,
+     * where the tile loop split instead kept step 4 from packing and the kernel took lanes on its reduce) */
+    if (nred && vi >= 0 && ax[vi].size >= 2 * nt && (ax[vi].size % nt == 0 || ax[vi].size >= 4 * nt)) pick = vi;
     /* not the tile loop when another splits and step 4 will move the vector loop outside it to pack there
      * (ResNet's 7x7 stride-2 stem conv on rows of 112: its cout split, the PACK failed and the kernel took the
      * reduce-vector form, 16 ms; oy split, 4 ms on 2 threads). A window's weight packs outside the tile loop:
