@@ -201,8 +201,10 @@ ERR_TEST(test_errors_bad_dtype) {
   CHECK_T(a);
   CHECK_ERR(tg_cast(a, bad), "cast");
   CHECK_ERR(tg_bitcast(a, bad), "bitcast");
-  CHECK_ERR(tg_bitcast(a, TG_INT64), "bitcast");  /* different element size */
-  CHECK_ERR(tg_bitcast(a, TG_FLOAT16), "bitcast");
+  /* another element size: the last dim's bytes must be whole elements of it, and a 0-dim tensor has no last dim */
+  CHECK_ERR(tg_bitcast(f32(SH(3)), TG_INT64), "bitcast");
+  CHECK_ERR(tg_bitcast(tg_from_data(TG_UINT8, SH(2, 3), data, 6), TG_UINT16), "bitcast");
+  CHECK_ERR(tg_bitcast(tg_scalar(TG_FLOAT32, 1), TG_FLOAT16), "bitcast");
 }
 
 ERR_TEST(test_errors_negative_and_bad_shapes) {

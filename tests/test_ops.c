@@ -546,6 +546,43 @@ REF_TEST(test_ops_bitcast) {
   CHECK(gotu[0] == 0xffffffffu && gotu[1] == 0 && gotu[2] == 1 && gotu[3] == 0x80000000u, "int32->uint32 bitcast");
 }
 
+/* the bytes of got (n bytes) equal want's */
+static void check_bytes(const char *what, tg_tensor *t, const void *want, size_t n, tg_dtype dt, int ndim, const int64_t *shape) {
+  unsigned char got[64];
+  CHECK(t, "%s: %s", what, tg_error());
+  if (!t) return;
+  CHECK(tg_dtype_of(t) == dt && tg_ndim(t) == ndim, "%s: %s of %d dims", what, tg_dtype_name(tg_dtype_of(t)), tg_ndim(t));
+  for (int d = 0; d < ndim && d < tg_ndim(t); d++) CHECK(tg_shape(t, d) == shape[d], "%s: dim %d is %lld, want %lld", what, d, (long long)tg_shape(t, d), (long long)shape[d]);
+  CHECK(n <= sizeof got && tg_to_host(t, got, n) == TG_OK, "%s: %s", what, tg_error());
+  CHECK(memcmp(got, want, n) == 0, "%s: the bytes differ from the input's", what);
+}
+
+/* tinygrad's Tensor.bitcast to another element size: the last dim's bytes regrouped, little-endian (numpy's
+ * .view): each result's bytes equal the input's */
+REF_TEST(test_ops_bitcast_changes_the_last_dim_with_the_size) {
+  unsigned char b[16];
+  for (int i = 0; i < 16; i++) b[i] = (unsigned char)(i * 37 + 11);
+  tg_tensor *u8 = tg_from_data(TG_UINT8, 2, (int64_t[]){2, 8}, b, sizeof b);
+  check_bytes("uint8 -> uint32", tg_bitcast(u8, TG_UINT32), b, 16, TG_UINT32, 2, (int64_t[]){2, 2});
+  check_bytes("uint8 -> uint16", tg_bitcast(u8, TG_UINT16), b, 16, TG_UINT16, 2, (int64_t[]){2, 4});
+  check_bytes("uint8 -> int64", tg_bitcast(u8, TG_INT64), b, 16, TG_INT64, 2, (int64_t[]){2, 1});
+  check_bytes("uint8 -> float32 of a computed tensor", tg_bitcast(tg_add_scalar(u8, 0), TG_FLOAT32), b, 16, TG_FLOAT32, 2, (int64_t[]){2, 2});
+  float fv[6] = {1.0f, -2.5f, 3.14159f, -0.0f, 65504.0f, 1e-30f};
+  tg_tensor *f = tg_from_data(TG_FLOAT32, 2, (int64_t[]){3, 2}, fv, sizeof fv);
+  check_bytes("float32 -> uint8", tg_bitcast(f, TG_UINT8), fv, sizeof fv, TG_UINT8, 2, (int64_t[]){3, 8});
+  check_bytes("float32 -> float16 -> float32", tg_bitcast(tg_bitcast(f, TG_FLOAT16), TG_FLOAT32), fv, sizeof fv, TG_FLOAT32, 2,
+              (int64_t[]){3, 2});
+  double dv[2] = {-1.5, 1e300};
+  check_bytes("float64 -> int32", tg_bitcast(tg_from_data(TG_FLOAT64, 1, (int64_t[]){2}, dv, sizeof dv), TG_INT32), dv, sizeof dv,
+              TG_INT32, 1, (int64_t[]){4});
+  /* a transposed view: the bytes of its elements in the view's order */
+  float want[6];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 2; j++) want[j * 3 + i] = fv[i * 2 + j];
+  check_bytes("a transposed float32 -> uint16", tg_bitcast(tg_transpose(f, 0, 1), TG_UINT16), want, sizeof want, TG_UINT16, 2,
+              (int64_t[]){2, 6});
+}
+
 /* ---- reductions ------------------------------------------------------------------------------------- */
 static void check_reduce(ref_op op, reduce_fn fn, tg_dtype dt, double lo, double hi, const char *file, int line) {
   static const struct { int n; int axes[3]; } axsets[] = {

@@ -361,10 +361,7 @@ tg_tensor *tg_cast(tg_tensor *t, tg_dtype dt) {
 
 tg_tensor *tg_bitcast(tg_tensor *t, tg_dtype dt) {
   if (!t || !valid_dtype("tg_bitcast", dt)) return NULL;
-  if (tg_dtype_size(dt) != tg_dtype_size(TDT(t))) {
-    tg_set_error(TG_ERR_ARG, "tg_bitcast: %s and %s differ in size", tg_dtype_name(TDT(t)), tg_dtype_name(dt));
-    return NULL;
-  }
+  if (tg_dtype_size(dt) != tg_dtype_size(TDT(t))) return bitcast_resize(t, dt);
   if (dt == TDT(t)) return tensor_new(t->u);
   uop *x = t->u;
   return tensor_new(uop_new_shaped(OP_BITCAST, dt, 1, &x, (uop_arg){0}, 0, NULL, x->ndim, x->shape));
