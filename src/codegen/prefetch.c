@@ -93,8 +93,8 @@ int64_t *plan_prefetch(const linear_program *p) {
   if (!thread) return NULL;
   /* pass 1: each qualifying load's depth below the THREAD loop (-1: none); pass 2 keeps the outermost of each
    * buffer's and drops near duplicates */
-  int *depth_of = malloc(sizeof(int) * (size_t)p->n);
-  int64_t *plan = calloc((size_t)p->n, sizeof(int64_t));
+  int *depth_of = mem_alloc(sizeof(int) * (size_t)p->n);
+  int64_t *plan = mem_calloc((size_t)p->n, sizeof(int64_t));
   if (!depth_of || !plan) {  /* prefetches are hints: without memory the kernel is the same code without them */
     free(depth_of);
     free(plan);
