@@ -202,7 +202,7 @@ static uop *fill_bound(lin_ctx *c, uop *u, uop *rng, bool outermost) {
     free(order);
     uop *bq = NULL;
     int64_t rk;
-    for (int k = 1; k < q->nsrc && ld && !bq; k++) {
+    for (int k = 1; k < q->nsrc && ld && fk && !bq; k++) {  /* fk 0: rng is no loop of the fill's index */
       uop *R = q->src[k];
       if (R != c->lane && R->src[0] == rng->src[0] && lin_coef(ld->src[1], R, &rk) && rk == fk)
         bq = trim_bound(q, R, open, &c->ls);
