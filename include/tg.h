@@ -404,7 +404,7 @@ tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_cast(tg_tensor *t, tg_dtype dt);     /* each value converted to dt */
 /* the bits read as dt. Another element size changes the last dim as tinygrad's Tensor.bitcast: (..., n) of k-byte
  * elements becomes (..., n * k / j) of j-byte ones, the bytes little-endian; n * k must be a multiple of j, and a
- * 0-dim tensor is refused (TG_ERR_ARG). No gradient flows through it */
+ * 0-dim tensor or bool on either side is refused (TG_ERR_ARG). No gradient flows through it */
 tg_tensor *tg_bitcast(tg_tensor *t, tg_dtype dt);
 /* scalar right-hand sides; the scalar is weak as in tinygrad: an int tensor stays int for an integral
  * value, a float value makes an int tensor float32 */

@@ -205,6 +205,7 @@ ERR_TEST(test_errors_bad_dtype) {
   CHECK_ERR(tg_bitcast(f32(SH(3)), TG_INT64), "bitcast");
   CHECK_ERR(tg_bitcast(tg_from_data(TG_UINT8, SH(2, 3), data, 6), TG_UINT16), "bitcast");
   CHECK_ERR(tg_bitcast(tg_scalar(TG_FLOAT32, 1), TG_FLOAT16), "bitcast");
+  CHECK_ERR(tg_bitcast(f32(SH(2)), TG_BOOL), "bitcast");  /* bytes other than 0 and 1 are no bools */
 }
 
 ERR_TEST(test_errors_negative_and_bad_shapes) {

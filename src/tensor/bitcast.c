@@ -14,6 +14,11 @@ tg_tensor *bitcast_resize(tg_tensor *t, tg_dtype dt) {
   size_t os = tg_dtype_size(TDT(t)), ns = tg_dtype_size(dt);
   int nd = TNDIM(t);
   int64_t last = nd ? TSHAPE(t)[nd - 1] : 0;
+  if (dt == TG_BOOL || TDT(t) == TG_BOOL) {  /* bytes other than 0 and 1 are no bool values (UB in C) */
+    tg_set_error(TG_ERR_ARG, "tg_bitcast: %s to %s changes the element size, which bool's one-bit values cannot",
+                 tg_dtype_name(TDT(t)), tg_dtype_name(dt));
+    return NULL;
+  }
   if (!nd || (last * (int64_t)os) % (int64_t)ns) {
     tg_set_error(TG_ERR_ARG, "tg_bitcast: %s to %s changes the element size: the last dim (%lld of %zu bytes) must hold a whole number of %zu-byte elements%s",
                  tg_dtype_name(TDT(t)), tg_dtype_name(dt), (long long)last, os, ns, nd ? "" : " (a 0-dim tensor has none)");
