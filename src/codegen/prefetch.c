@@ -20,42 +20,12 @@
  */
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
+#include "codegen/opt.h"
 
 #define PF_MIN_BUFFER ((int64_t)1 << 20)
 #define PF_MIN_STRIDE 1024
 #define PF_LINE 64
-#define PF_MAX_LOOPS 16
 #define PF_SEEN 32
-
-static bool uses(const uop *e, const uop *r, int depth) {
-  if (e == r) return true;
-  if (depth > 64) return true;  /* too deep to tell: treat as dependent (then no prefetch) */
-  for (int k = 0; k < e->nsrc; k++)
-    if (uses(e->src[k], r, depth + 1)) return true;
-  return false;
-}
-
-/* *c = the coefficient of range r in the integer index e when e is affine in r: sums, products by constants, and
- * values that do not involve r; false otherwise */
-static bool affine_in(const uop *e, const uop *r, int64_t *c, int depth) {
-  if (e == r) { *c = 1; return true; }
-  if (depth > 64) return false;
-  if (e->op == OP_ADD && e->nsrc == 2) {
-    int64_t a, b;
-    return affine_in(e->src[0], r, &a, depth + 1) && affine_in(e->src[1], r, &b, depth + 1) &&
-           !__builtin_add_overflow(a, b, c);
-  }
-  if (e->op == OP_MUL && e->nsrc == 2)
-    for (int k = 0; k < 2; k++)
-      if (uop_is_const(e->src[k])) {
-        int64_t a;
-        return affine_in(e->src[1 - k], r, &a, depth + 1) && !__builtin_mul_overflow(a, e->src[k]->arg.i, c);
-      }
-  if (uses(e, r, depth)) return false;
-  *c = 0;
-  return true;
-}
 
 /* index = *base + the returned constant */
 static int64_t split_const(const uop *idx, const uop **base) {
@@ -70,19 +40,19 @@ static int64_t split_const(const uop *idx, const uop **base) {
 }
 
 /* whether load u qualifies (the rules above), with *stride its index's stride along the THREAD loop o */
-static bool streamed(const linear_program *p, const uop *u, const uop *o, int64_t *stride) {
+static bool streamed(const linear_program *p, const uop *u, uop *o, int64_t *stride) {
   if (u->op != OP_LOAD || u->nsrc < 2 || u->src[0]->op != OP_PARAM || lp_is_vec(p, u->src[1])) return false;
   size_t es = tg_dtype_size((tg_dtype)u->dtype);
   if (!es || u->src[0]->aux[0] < PF_MIN_BUFFER / (int64_t)es) return false;
   int64_t c;
-  if (!affine_in(u->src[1], o, &c, 0) || c == 0) return false;
+  if (!lin_coef(u->src[1], o, &c) || c == 0) return false;
   if (c > -PF_MIN_STRIDE / (int64_t)es && c < PF_MIN_STRIDE / (int64_t)es) return false;
   *stride = c;
   return true;
 }
 
 int64_t *plan_prefetch(const linear_program *p) {
-  const uop *thread = NULL;
+  uop *thread = NULL;
   int tpos = -1;
   for (int i = 0; i < p->n; i++)
     if (p->ops[i]->op == OP_RANGE && p->ops[i]->aux[0] == AX_THREAD && p->ops[i] != p->lane) {
@@ -100,12 +70,12 @@ int64_t *plan_prefetch(const linear_program *p) {
     free(plan);
     return NULL;
   }
-  int depth = 0;  /* reduce loops open inside the THREAD loop; -1 once any other loop is open there */
-  int other = 0;
+  for (int i = 0; i < p->n; i++) depth_of[i] = -1;  /* also past the THREAD loop's end, where pass 1 stops */
+  int depth = 0;  /* reduce loops open inside the THREAD loop */
+  int other = 0;  /* loops of any other kind open inside it: no prefetch below them */
   bool any = false;
   for (int i = tpos + 1; i < p->n; i++) {
     const uop *u = p->ops[i];
-    depth_of[i] = -1;
     if (u->op == OP_RANGE && u != p->lane) {
       if (u->aux[0] == AX_REDUCE && !other) depth++;
       else other++;

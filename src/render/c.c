@@ -150,16 +150,17 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
              "static inline tg_int_v tg_mload_int(tg_int_v m, const int *p) { return __builtin_ia32_loaddqusi512_mask(p, tg_bc_int(0), TG_MASK_(m)); }\n"
              "static inline void tg_mstore_float(float *p, tg_int_v m, tg_float_v v) { __builtin_ia32_storeups512_mask(p, v, TG_MASK_(m)); }\n"
              "static inline void tg_mstore_int(int *p, tg_int_v m, tg_int_v v) { __builtin_ia32_storedqusi512_mask(p, v, TG_MASK_(m)); }\n");
-    else
+    else {
       put(o, "static inline tg_float_v tg_mload_float(tg_int_v m, const float *p) { return __builtin_ia32_maskloadps256((const tg_float_v *)p, m); }\n"
-             "static inline tg_int_v tg_mload_int(tg_int_v m, const int *p) { return __builtin_ia32_maskloadd256((const tg_int_v *)p, m); }\n"
-             /* not vmaskmovps for stores: about 20 cycles each on AMD's Zen 3, with a full mask too, where a plain
-              * store takes one (a padded row's elementwise kernel stores every vector masked); the lanes one at a
-              * time where the mask is partial */
-             "static inline void tg_mstore_float(float *p, tg_int_v m, tg_float_v v) { int k = __builtin_ia32_movmskps256((tg_float_v)m); "
-             "if (k == 0xff) { *(tg_float_vu*)p = v; return; } for (int l = 0; l < 8; l++) if (k >> l & 1) p[l] = v[l]; }\n"
-             "static inline void tg_mstore_int(int *p, tg_int_v m, tg_int_v v) { int k = __builtin_ia32_movmskps256((tg_float_v)m); "
-             "if (k == 0xff) { *(tg_int_vu*)p = v; return; } for (int l = 0; l < 8; l++) if (k >> l & 1) p[l] = v[l]; }\n");
+             "static inline tg_int_v tg_mload_int(tg_int_v m, const int *p) { return __builtin_ia32_maskloadd256((const tg_int_v *)p, m); }\n");
+      /* not vmaskmovps for stores: about 20 cycles each on AMD's Zen 3, with a full mask too, where a plain store
+       * takes one (a padded row's elementwise kernel stores every vector masked); the lanes one at a time where
+       * the mask is partial */
+      for (int k = 0; k < 2; k++)
+        put(o, "static inline void tg_mstore_%s(%s *p, tg_int_v m, tg_%s_v v) { int k = __builtin_ia32_movmskps256((tg_float_v)m); "
+               "if (k == 0xff) { *(tg_%s_vu*)p = v; return; } for (int l = 0; l < 8; l++) if (k >> l & 1) p[l] = v[l]; }\n",
+            ts[k], cs[k], ts[k], ts[k]);
+    }
     put(o, "#define TG_HAVE_MLOAD 1\n");
   }
   /* square roots in one instruction (Adam's update takes one per element); lane by lane, gcc 12 at -O2 left
