@@ -176,6 +176,10 @@ tg_tensor *tg_masked_select_size(tg_tensor *x, tg_tensor *mask, int64_t size, do
  * reflections built from tensor ops (lazy, batched over leading axes, differentiable); float, two or more dims.
  * R's diagonal may be negative (tinygrad's signs; LAPACK/PyTorch may differ by a sign per column/row) */
 tg_status tg_qr(tg_tensor *t, tg_tensor **Q, tg_tensor **R);
+/* the determinant of each square matrix in the last two axes: (*b, n, n) -> (*b), as torch.linalg.det and ONNX's
+ * Det; from Householder QR (stable, lazy, batched, differentiable). Float, two or more dims, square, else NULL
+ * with TG_ERR_ARG. A 0 x 0 matrix has determinant 1 */
+tg_tensor *tg_det(tg_tensor *t);
 /* tinygrad's svd: t = U diag(S) Vh with S (*b, k = min(m, n)) descending; U (*b, m, m) and Vh (*b, n, n), or
  * with full_matrices false U (*b, m, k) and Vh (*b, k, n); QR then 4k rounds of one-sided Jacobi, lazy. Signs
  * of singular vectors may differ from LAPACK's. A NULL output pointer: not wanted */

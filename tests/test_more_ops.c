@@ -620,3 +620,91 @@ MORE_TEST(test_qr_gradient_by_finite_differences) {
     CHECK(fabs(ga->data[i] - fd) < 1e-4 + 1e-3 * fabs(fd), "dL/dA[%d] %g, finite differences %g", i, ga->data[i], fd);
   }
 }
+
+/* det of A (n, n) in double by Gaussian elimination with partial pivoting: the reference for tg_det */
+static double ref_det(const double *a, int n) {
+  double m[8][8], det = 1;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) m[i][j] = a[i * n + j];
+  for (int k = 0; k < n; k++) {
+    int p = k;
+    for (int i = k + 1; i < n; i++)
+      if (fabs(m[i][k]) > fabs(m[p][k])) p = i;
+    if (m[p][k] == 0) return 0;
+    if (p != k) {
+      for (int j = 0; j < n; j++) {
+        double t = m[k][j];
+        m[k][j] = m[p][j];
+        m[p][j] = t;
+      }
+      det = -det;
+    }
+    det *= m[k][k];
+    for (int i = k + 1; i < n; i++) {
+      double f = m[i][k] / m[k][k];
+      for (int j = k; j < n; j++) m[i][j] -= f * m[k][j];
+    }
+  }
+  return det;
+}
+
+MORE_TEST(test_det_matches_elimination_batched_singular_and_errors) {
+  static const int64_t shapes[][2] = {{1, 1}, {1, 2}, {3, 3}, {2, 4}};
+  for (int c = 0; c < 4; c++) {
+    int64_t b = shapes[c][0], n = shapes[c][1];
+    ref_arr *a = ref_rand(TG_FLOAT64, SHAPE(b, n, n), -2, 2);
+    if (c == 3)  /* the second matrix singular: row 2 = row 0 + row 1 */
+      for (int j = 0; j < n; j++) a->data[n * n + 2 * n + j] = a->data[n * n + j] + a->data[n * n + n + j];
+    if (c == 2) {  /* a 3-cycle (det 1) and a swap (det -1): the signs of the reflections matter */
+      static const double cyc[9] = {0, 1, 0, 0, 0, 1, 1, 0, 0}, swp[9] = {0, 1, 0, 1, 0, 0, 0, 0, 1};
+      memcpy(a->data + 9, cyc, sizeof cyc);
+      memcpy(a->data + 18, swp, sizeof swp);
+    }
+    tg_tensor *d = tg_det(ref_to_tg(a));
+    CHECK(d, "det case %d: %s", c, tg_error());
+    ref_arr *got = d ? ref_from_tg(d) : NULL;
+    tg_free(d);
+    CHECK_T(got);
+    CHECK(got->ndim == 1 && got->shape[0] == b, "det case %d: shape", c);
+    for (int64_t k = 0; k < b; k++) {
+      double want = ref_det(a->data + k * n * n, (int)n);
+      CHECK(fabs(got->data[k] - want) < 1e-9 + 1e-9 * fabs(want), "det case %d matrix %lld: %.17g, elimination %.17g", c,
+            (long long)k, got->data[k], want);
+    }
+  }
+  /* float32 */
+  float f[4] = {2, 1, 3, 4};
+  tg_tensor *p = tg_det(tg_from_data(TG_FLOAT32, 2, (int64_t[]){2, 2}, f, sizeof f));
+  CHECK(p && fabs(tg_item(p) - 5) < 1e-5, "det of a float32 matrix: %g, want 5", p ? tg_item(p) : NAN);
+  tg_free(p);
+  CHECK(!tg_det(tg_ones(TG_FLOAT32, 2, (int64_t[]){2, 3})) && tg_error_status() == TG_ERR_ARG && strstr(tg_error(), "2 x 3"),
+        "non-square refused: %s", tg_error());
+  CHECK(!tg_det(tg_ones(TG_INT32, 2, (int64_t[]){2, 2})) && tg_error_status() == TG_ERR_ARG, "int refused");
+  CHECK(!tg_det(tg_ones(TG_FLOAT32, 1, (int64_t[]){3})) && tg_error_status() == TG_ERR_ARG, "1-d refused");
+  tg_error_clear();
+}
+
+/* d det(A) / dA = det(A) A^-T: checked by central differences of the float64 det */
+MORE_TEST(test_det_gradient_by_finite_differences) {
+  if (getenv("TG_TEST_QUICK")) {  /* the runs on other devices and under the sanitizers: qr's gradient is tested */
+    test_skip("TG_TEST_QUICK: a gradient graph of ~50 kernels (7 s of PoCL compiling)");
+    return;
+  }
+  ref_arr *a = ref_rand(TG_FLOAT64, SHAPE(3, 3), -1, 1);
+  tg_tensor *x = tg_set_requires_grad(ref_to_tg(a), true), *g = NULL;
+  tg_tensor *d = tg_det(x);
+  CHECK(d && tg_gradient(d, 1, &x, &g) == TG_OK, "det gradient: %s", tg_error());
+  tg_free(d);
+  if (!g) return;
+  ref_arr *ga = ref_from_tg(g);
+  CHECK_T(ga);
+  for (int i = 0; i < 9; i++) {
+    double q[9], h = 1e-6;
+    memcpy(q, a->data, sizeof q);
+    q[i] += h;
+    double up = ref_det(q, 3);
+    q[i] -= 2 * h;
+    double fd = (up - ref_det(q, 3)) / (2 * h);
+    CHECK(fabs(ga->data[i] - fd) < 1e-6 + 1e-5 * fabs(fd), "d det/dA[%d] %g, finite differences %g", i, ga->data[i], fd);
+  }
+}

@@ -389,5 +389,6 @@ const onnx_op_def onnx_ops_math[] = {
     {"ArgMax", "", 1, op_argmax},       {"ArgMin", "", 1, op_argmax},
     {"Softmax", "", 1, op_softmax},     {"LogSoftmax", "", 1, op_softmax}, {"Hardmax", "", 1, op_softmax},
     {"TopK", "", 1, op_topk},           {"CumSum", "", 11, op_cumsum},    {"Einsum", "", 12, op_einsum},
+    {"Det", "", 11, op_det},
     {NULL, NULL, 0, NULL},
 };

@@ -39,6 +39,7 @@ tg_status op_softmax(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_t
 tg_status op_topk(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status op_cumsum(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status op_einsum(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+tg_status op_det(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 
 /* ---- values known on the host (ops_math_known.c) ---- */
 /* whether input i's values are on the host already: reading them (onnx_input_ints/_doubles) runs no kernel and

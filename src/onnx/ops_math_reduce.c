@@ -204,6 +204,17 @@ MATH_OP(op_cumsum) {
   return math_out(n, out, 0, math_cast_to(r, tg_dtype_of(x)));
 }
 
+/* ---- Det ----------------------------------------------------------------------------------------------- */
+
+/* the determinant of each square matrix in the last two axes: (*, n, n) -> (*) */
+MATH_OP(op_det) {
+  tg_tensor *x = math_in(n, in, 0);
+  if (!x) return onnx_fail(n, TG_ERR_ARG, "input 0 is missing");
+  tg_tensor *d = tg_det(x);
+  if (!d) return math_fail_tg(n);
+  return math_out(n, out, 0, d);
+}
+
 /* ---- Einsum -------------------------------------------------------------------------------------------- */
 
 MATH_OP(op_einsum) {

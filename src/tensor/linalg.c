@@ -4,6 +4,7 @@
  *   svd: QR first, then one-sided Jacobi on the square factor: rounds of parallel plane rotations over
  *        round-robin column pairs (the pairings are data-independent, so they are computed here in C and enter
  *        the graph as constant selection matrices), 4 * n rounds as tinygrad; singular values sorted descending;
+ *   det: (-1)^n times the product of R's diagonal;
  *   newton_schulz: the odd-polynomial iteration G <- sum_i p_i (G G^T)^i G on the Frobenius-normalized input. */
 #include <math.h>
 #include <stdlib.h>
@@ -110,6 +111,33 @@ tg_status tg_qr(tg_tensor *t, tg_tensor **Q, tg_tensor **R) {
   tg_tensor *q = NULL, *r = NULL;
   bool ok = qr_in(&s, t, &q, &r);
   return out_status(&s, ok, 2, (tg_tensor **[]){Q, R}, (tg_tensor *[]){q, r});
+}
+
+/* det (*b, n, n) -> (*b): Householder QR's R carries |det| on its diagonal, and each of the n reflections that
+ * qr_in applies flips the sign (a reflection's determinant is -1; a step it skips is one whose column is zero
+ * below the diagonal, and then R's diagonal holds that 0 and the product is 0 whatever the sign). So
+ * det = (-1)^n prod(diag R): stable for ill-conditioned matrices where cofactor expansion is not, lazy,
+ * batched and differentiable as qr is. */
+tg_tensor *tg_det(tg_tensor *t) {
+  if (!t) {
+    tg_set_error(TG_ERR_ARG, "tg_det: NULL tensor");
+    return NULL;
+  }
+  if (!check_matrix("tg_det", t)) return NULL;
+  int nd = TNDIM(t);
+  int64_t m = TSHAPE(t)[nd - 2], n = TSHAPE(t)[nd - 1];
+  if (m != n) {
+    tg_set_error(TG_ERR_ARG, "tg_det: expected square matrices in the last two axes, got %lld x %lld", (long long)m,
+                 (long long)n);
+    return NULL;
+  }
+  tmps s = TMPS("tg_det");
+  tg_tensor *q = NULL, *r = NULL;
+  if (!qr_in(&s, t, &q, &r)) return tmps_end(&s, NULL);
+  int last = -1;
+  tg_tensor *d = tmp(&s, tg_diagonal(r, 0, -2, -1));
+  tg_tensor *p = d ? tmp(&s, tg_prod(d, 1, &last, false)) : NULL;
+  return tmps_end(&s, p && n % 2 ? tmp(&s, tg_neg(p)) : p);
 }
 
 /* the round-robin pairing: column perm[k] pairs with perm[h + k] for k < h (tinygrad's schedule) */
