@@ -571,3 +571,74 @@ TEST(test_schedule_cheap_shared_value_is_recomputed_by_its_readers) {
   free(ha); free(hb); free(ho);
   tg_scope_end();
 }
+
+/* the bounds of the output loops of y's single kernel, outer first, into b (at most 8); their count, -1 if y is
+ * not one kernel */
+static int output_loops(tg_tensor *y, int64_t *b) {
+  schedule s;
+  if (schedule_create(1, &y->u, &s) != TG_OK) return -1;
+  int n = -1, m = 0;
+  uop **order = s.nkernels == 1 ? uop_toposort(s.kernels[0].ast, &m) : NULL;
+  if (order) {
+    n = 0;
+    for (int i = 0; i < m; i++)  /* output loops have ids 0.. outer first: sorted by id */
+      if (order[i]->op == OP_RANGE && order[i]->aux[0] == AX_GLOBAL && order[i]->arg.i >= 0 && order[i]->arg.i < 8) {
+        b[order[i]->arg.i] = order[i]->src[0]->arg.i;
+        n++;
+      }
+  }
+  free(order);
+  schedule_free(&s);
+  return n;
+}
+
+/* Axes that every load and store reads in one layout share one loop (lower.c lower_merged, as tinygrad merges
+ * adjacent axes): a batch norm's (x - mean) * scale over (8, 4, 20, 20) with per-channel (1, 4, 1, 1) operands
+ * runs as (8, 4, 400), whole vectors instead of rows of 20. A padded read and a transpose keep their axes: the
+ * joined loop's div and mod would not fold away. Values against plain C in every case. */
+TEST(test_schedule_merges_axes_read_in_one_layout) {
+  tg_scope_begin();
+  enum { N = 8, C = 4, H = 20 };
+  tg_tensor *x = rand_t(4, (int64_t[]){N, C, H, H}), *m = rand_t(4, (int64_t[]){1, C, 1, 1});
+  tg_tensor *y = tg_mul(tg_sub(x, m), tg_exp(m));
+  int64_t b[8] = {0};
+  int n = output_loops(y, b);
+  CHECK(n == 3 && b[0] == N && b[1] == C && b[2] == H * H, "batch norm's loops: %d (%lld, %lld, %lld), want (8, 4, 400)", n,
+        (long long)b[0], (long long)b[1], (long long)b[2]);
+  float *hx = host(x), *hm = host(m), *hy = host(y);
+  CHECK(hx && hm && hy, "%s", tg_error());
+  for (int i = 0, bad = 0; hx && hm && hy && i < N * C * H * H; i++) {
+    int c = i / (H * H) % C;
+    float want = (hx[i] - hm[c]) * expf(hm[c]);
+    if (fabsf(hy[i] - want) > 1e-6f * (1 + fabsf(want)) && bad++ < 3) CHECK(0, "y[%d] = %g, want %g", i, hy[i], want);
+  }
+  free(hx), free(hm), free(hy);
+  /* zero padding around each plane: the mask tests row and column, which (r / 22, r % 22) would keep */
+  tg_tensor *p = tg_add_scalar(tg_pad_axes(tg_reshape(x, 3, (int64_t[]){N * C, H, H}), 3, (int64_t[]){0, 0, 1, 1, 1, 1}, 0), 1);
+  n = output_loops(p, b);
+  CHECK(n == 3 && b[1] == H + 2 && b[2] == H + 2, "padded planes' loops: %d (.., %lld, %lld), want rows and columns of 22", n,
+        (long long)b[1], (long long)b[2]);
+  float *hp = host(p);
+  hx = host(x);
+  CHECK(hp && hx, "%s", tg_error());
+  for (int i = 0, bad = 0; hp && hx && i < N * C * (H + 2) * (H + 2); i++) {
+    int pl = i / ((H + 2) * (H + 2)), r = i / (H + 2) % (H + 2) - 1, col = i % (H + 2) - 1;
+    float want = 1 + (r >= 0 && r < H && col >= 0 && col < H ? hx[(pl * H + r) * H + col] : 0);
+    if (hp[i] != want && bad++ < 3) CHECK(0, "padded[%d] = %g, want %g", i, hp[i], want);
+  }
+  free(hp), free(hx);
+  /* a transpose reads across rows */
+  tg_tensor *xr = tg_reshape(x, 3, (int64_t[]){N * C, H, H}), *t = tg_mul(tg_transpose(xr, 1, 2), tg_exp(xr));
+  n = output_loops(t, b);
+  CHECK(n == 3 && b[1] == H && b[2] == H, "transpose's loops: %d (.., %lld, %lld), want (.., 20, 20)", n, (long long)b[1], (long long)b[2]);
+  float *ht = host(t);
+  hx = host(x);
+  CHECK(ht && hx, "%s", tg_error());
+  for (int i = 0, bad = 0; ht && hx && i < N * C * H * H; i++) {
+    int pl = i / (H * H), r = i / H % H, col = i % H;
+    float want = hx[(pl * H + col) * H + r] * expf(hx[i]);
+    if (fabsf(ht[i] - want) > 1e-6f * (1 + fabsf(want)) && bad++ < 3) CHECK(0, "transposed[%d] = %g, want %g", i, ht[i], want);
+  }
+  free(ht), free(hx);
+  tg_scope_end();
+}

@@ -22,6 +22,7 @@ typedef struct lower_ctx {
   uop *const *roots;
   uop *out_idx[TG_MAX_DIMS];
   bool flat;             /* one loop over the elements, unravelled into the axes (flat_kernel) */
+  uint32_t merge;        /* bit i: output axis i shares one loop with axis i + 1 (merged_kernel) */
   uop **bufs;
   int nbufs, cap;
   uop_map memo;
@@ -356,10 +357,19 @@ static uop *lower_roots(lower_ctx *c, int n, uop *const *roots, const window_wri
       stride *= src->shape[j];
     }
   } else {
-    for (int i = 0; i < src->ndim; i++) {
-      if (src->shape[i] == 1) { idx[i] = ic(c, 0); continue; }
-      uop *bound = ic(c, src->shape[i]);
-      idx[i] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+    for (int i = 0; i < src->ndim;) {
+      int j = i;  /* axes i..j share a loop, unravelled with div/mod as a reshape would be */
+      while (!w && j + 1 < src->ndim && (c->merge >> j & 1)) j++;
+      int64_t n = 1;
+      for (int k = i; k <= j; k++) n *= src->shape[k];
+      uop *bound = ic(c, n), *r = n == 1 ? NULL : uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+      int64_t stride = 1;
+      for (int k = j; k >= i; k--) {
+        uop *q = stride == 1 ? r : uop_binary(OP_IDIV, r, ic(c, stride));
+        idx[k] = src->shape[k] == 1 ? ic(c, 0) : k == i ? q : uop_binary(OP_MOD, q, ic(c, src->shape[k]));
+        stride *= src->shape[k];
+      }
+      i = j + 1;
     }
   }
   memcpy(c->out_idx, idx, sizeof idx);
@@ -474,6 +484,74 @@ static bool flat_clean(uop *ast) {
   return ok && range;
 }
 
+/* Axes that every load and store reads in one layout (the normalization of a batch norm: x (512, 32, 20, 20) with
+ * a per-channel (1, 32, 1, 1) mean and scale) run as one loop where that layout allows: as tinygrad merges
+ * adjacent axes. Rows of 20 had a vector and a masked half vector each, 400 are 50 whole vectors. Tried when
+ * the innermost axis is no multiple of a vector: axes join the loop inside them one at a time, from the
+ * innermost outwards, while the simplified kernel has no div or mod of the joined loop left (a convolution's
+ * input row, y * 24 + x, does not fold from y * 20 + x and stays two loops) and until the loop is a multiple
+ * of the vector. Elementwise kernels only: merging the output loops of a sum of partial sums (the (64, 32, 3, 3)
+ * weight gradient's 128 pieces) as (64, 288) made the heuristic's choice for it 2x slower. */
+static bool merged_clean(uop *ast, int64_t joined) {
+  int m;
+  uop **order = uop_toposort(ast, &m);
+  if (!order) return false;
+  bool ok = true;
+  for (int i = 0; i < m && ok; i++) {
+    uop *u = order[i];
+    if (u->op != OP_IDIV && u->op != OP_MOD) continue;
+    int k;
+    uop **sub = uop_toposort(u, &k);
+    ok = sub != NULL;
+    for (int j = 0; j < k && ok; j++)
+      ok = !(sub[j]->op == OP_RANGE && sub[j]->aux[0] == AX_GLOBAL && sub[j]->arg.i == joined);
+    free(sub);
+  }
+  free(order);
+  return ok;
+}
+
+/* the merged kernel (bufs and nbufs set), or NULL to lower as usual */
+static uop *lower_merged(lower_ctx *c, int n, uop *const *roots, uop ***bufs, int *nbufs) {
+  const uop *r = roots[0];
+  int inner = -1;
+  for (int i = r->ndim - 1; i >= 0 && inner < 0; i--)
+    if (r->shape[i] > 1) inner = i;
+  if (inner < 1 || r->ndim > 32 || r->shape[inner] % FLAT_VECTOR == 0) return NULL;
+  for (int k = 0; k < n; k++) {  /* elementwise kernels only: a reduce's loops are the heuristic's to arrange */
+    int nn;
+    uop **order = uop_toposort_filtered(roots[k], enter_unrealized, c, &nn);
+    bool reduces = !order;
+    for (int i = 0; i < nn && !reduces; i++) reduces = enter_unrealized(order[i], c) && order[i]->op == OP_REDUCE_AXIS;
+    free(order);
+    if (reduces) return NULL;
+  }
+  uop *best = NULL;
+  uint32_t plan = 0;
+  int64_t run = r->shape[inner];
+  for (int k = inner - 1; k >= 0 && run % FLAT_VECTOR; k--) {
+    if (r->shape[k] == 1) continue;
+    lower_ctx f = *c;
+    f.merge = plan | (uint32_t)(((1ULL << inner) - 1) & ~((1ULL << k) - 1));  /* axes k..inner in one loop */
+    uop *ast = uop_simplify(lower_roots(&f, n, roots, NULL));
+    umap_free(&f.memo);
+    /* the output loops are the first ranges made, outer first from id 0: the joined one is the innermost */
+    int64_t id = 0;
+    for (int i = 0; i < k; i++) id += r->shape[i] > 1;
+    if (!ast || f.oom || f.idt != TG_INT32 || !merged_clean(ast, id)) {
+      free(f.bufs);
+      break;
+    }
+    if (best) free(*bufs);
+    best = ast;
+    *bufs = f.bufs;
+    *nbufs = f.nbufs;
+    plan = f.merge;
+    run *= r->shape[k];
+  }
+  return best;
+}
+
 /* the kernel of roots[0..n) (lower_roots), simplified, its indices narrowed; NULL with tg_error set */
 static uop *lower_finish(lower_ctx *c, int n, uop *const *roots, const window_write *w, uop ***bufs, int *nbufs) {
   *bufs = NULL;
@@ -489,6 +567,10 @@ static uop *lower_finish(lower_ctx *c, int n, uop *const *roots, const window_wr
       return ast;
     }
     free(f.bufs);
+  }
+  if (!w) {
+    uop *ast = lower_merged(c, n, roots, bufs, nbufs);
+    if (ast) return ast;
   }
   uop *ast = uop_simplify(lower_roots(c, n, roots, w));
   if (ast && c->idt == TG_INT64 && lower_narrow_indices) ast = uop_simplify(narrow_indices(ast));
