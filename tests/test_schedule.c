@@ -642,3 +642,65 @@ TEST(test_schedule_merges_axes_read_in_one_layout) {
   free(ht), free(hx);
   tg_scope_end();
 }
+
+/* the bounds of y's single kernel's reduce loops, in the order of their ids, into b (at most 8); their count */
+static int reduce_loops(tg_tensor *y, int64_t *b) {
+  schedule s;
+  if (schedule_create(1, &y->u, &s) != TG_OK) return -1;
+  int n = -1, m = 0;
+  uop **order = s.nkernels == 1 ? uop_toposort(s.kernels[0].ast, &m) : NULL;
+  int64_t id[8];
+  if (order) {
+    n = 0;
+    for (int i = 0; i < m; i++)
+      if (order[i]->op == OP_RANGE && order[i]->aux[0] == AX_REDUCE && n < 8) {
+        int at = n++;
+        while (at > 0 && id[at - 1] > order[i]->arg.i) id[at] = id[at - 1], b[at] = b[at - 1], at--;
+        id[at] = order[i]->arg.i;
+        b[at] = order[i]->src[0]->arg.i;
+      }
+  }
+  free(order);
+  schedule_free(&s);
+  return n;
+}
+
+/* A reduce over adjacent axes read in one layout is one loop: a batch norm's mean over (N, H, W) of (8, 4, 20,
+ * 20) reduces (8, 400); over a transposed plane the axes stay apart. Values against plain C in double. */
+TEST(test_schedule_merges_reduced_axes_read_in_one_layout) {
+  tg_scope_begin();
+  enum { N = 8, C = 4, H = 20 };
+  tg_tensor *x = rand_t(4, (int64_t[]){N, C, H, H});
+  tg_tensor *mean = tg_mean(tg_square(x), 3, (int[]){0, 2, 3}, false);
+  int64_t b[8] = {0};
+  int n = reduce_loops(mean, b);
+  CHECK(n == 2 && b[0] == N && b[1] == H * H, "mean's reduce loops: %d (%lld, %lld), want (8, 400)", n, (long long)b[0],
+        (long long)b[1]);
+  float *hx = host(x), *hm = host(mean);
+  CHECK(hx && hm, "%s", tg_error());
+  for (int c = 0; hx && hm && c < C; c++) {
+    double acc = 0;
+    for (int i = 0; i < N; i++)
+      for (int p = 0; p < H * H; p++) acc += (double)hx[(i * C + c) * H * H + p] * hx[(i * C + c) * H * H + p];
+    acc /= N * H * H;
+    CHECK(fabs(hm[c] - acc) < 1e-5 * (1 + fabs(acc)), "mean[%d] = %g, want %g", c, hm[c], acc);
+  }
+  free(hx), free(hm);
+  /* rows of a transposed plane weighted by their column: the reduce reads across rows */
+  tg_tensor *xr = tg_reshape(x, 3, (int64_t[]){N * C, H, H});
+  tg_tensor *s = tg_sum(tg_mul(tg_transpose(xr, 1, 2), tg_exp(xr)), 2, (int[]){1, 2}, false);
+  n = reduce_loops(s, b);
+  CHECK(n == 2 && b[0] == H && b[1] == H, "transposed plane's reduce loops: %d (%lld, %lld), want (20, 20)", n,
+        (long long)b[0], (long long)b[1]);
+  float *hs = host(s);
+  hx = host(x);
+  CHECK(hs && hx, "%s", tg_error());
+  for (int pl = 0; hs && hx && pl < N * C; pl++) {
+    double acc = 0;
+    for (int r = 0; r < H; r++)
+      for (int col = 0; col < H; col++) acc += (double)hx[(pl * H + col) * H + r] * exp((double)hx[(pl * H + r) * H + col]);
+    CHECK(fabs(hs[pl] - acc) < 1e-4 * (1 + fabs(acc)), "sum[%d] = %g, want %g", pl, hs[pl], acc);
+  }
+  free(hs), free(hx);
+  tg_scope_end();
+}

@@ -22,7 +22,9 @@ typedef struct lower_ctx {
   uop *const *roots;
   uop *out_idx[TG_MAX_DIMS];
   bool flat;             /* one loop over the elements, unravelled into the axes (flat_kernel) */
-  uint32_t merge;        /* bit i: output axis i shares one loop with axis i + 1 (merged_kernel) */
+  uint32_t merge;        /* bit i: output axis i shares one loop with axis i + 1 (lower_merged) */
+  uint32_t rmerge;       /* bit i: reduced axis i shares one loop with reduced axis i + 1 (lower_merged_reduce) */
+  int64_t rjoined;       /* the id of the loop of reduced axes rmerge joined */
   uop **bufs;
   int nbufs, cap;
   uop_map memo;
@@ -102,12 +104,26 @@ static uop *load(lower_ctx *c, uop *n, uop **idx, uop *valid) {
 static uop *lower_reduce(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   uop *src = n->src[0], *in[TG_MAX_DIMS], *ranges[TG_MAX_DIMS];
   int nr = 0;
-  for (int i = 0; i < n->ndim; i++) {
-    if (!n->aux[i]) { in[i] = idx[i]; continue; }
-    if (src->shape[i] == 1) { in[i] = ic(c, 0); continue; }
-    uop *bound = ic(c, src->shape[i]);
-    int64_t type = AX_REDUCE;
-    in[i] = ranges[nr++] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+  for (int i = 0; i < n->ndim;) {
+    if (!n->aux[i]) { in[i] = idx[i]; i++; continue; }
+    int j = i;  /* reduced axes i..j share a loop, unravelled with div/mod */
+    while (j + 1 < n->ndim && (c->rmerge >> j & 1) && n->aux[j + 1]) j++;
+    int64_t cnt = 1;
+    for (int k = i; k <= j; k++) cnt *= src->shape[k];
+    uop *r = NULL;
+    if (cnt > 1) {
+      uop *bound = ic(c, cnt);
+      int64_t type = AX_REDUCE;
+      if (j > i) c->rjoined = c->next_range;
+      r = ranges[nr++] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
+    }
+    int64_t stride = 1;
+    for (int k = j; k >= i; k--) {
+      uop *q = stride == 1 ? r : uop_binary(OP_IDIV, r, ic(c, stride));
+      in[k] = src->shape[k] == 1 ? ic(c, 0) : k == i ? q : uop_binary(OP_MOD, q, ic(c, src->shape[k]));
+      stride *= src->shape[k];
+    }
+    i = j + 1;
   }
   uop *v = lower(c, src, in, valid);
   if (!nr || !v) return v;
@@ -492,7 +508,7 @@ static bool flat_clean(uop *ast) {
  * input row, y * 24 + x, does not fold from y * 20 + x and stays two loops) and until the loop is a multiple
  * of the vector. Elementwise kernels only: merging the output loops of a sum of partial sums (the (64, 32, 3, 3)
  * weight gradient's 128 pieces) as (64, 288) made the heuristic's choice for it 2x slower. */
-static bool merged_clean(uop *ast, int64_t joined) {
+static bool merged_clean(uop *ast, int64_t type, int64_t joined) {
   int m;
   uop **order = uop_toposort(ast, &m);
   if (!order) return false;
@@ -504,7 +520,7 @@ static bool merged_clean(uop *ast, int64_t joined) {
     uop **sub = uop_toposort(u, &k);
     ok = sub != NULL;
     for (int j = 0; j < k && ok; j++)
-      ok = !(sub[j]->op == OP_RANGE && sub[j]->aux[0] == AX_GLOBAL && sub[j]->arg.i == joined);
+      ok = !(sub[j]->op == OP_RANGE && sub[j]->aux[0] == type && sub[j]->arg.i == joined);
     free(sub);
   }
   free(order);
@@ -538,7 +554,7 @@ static uop *lower_merged(lower_ctx *c, int n, uop *const *roots, uop ***bufs, in
     /* the output loops are the first ranges made, outer first from id 0: the joined one is the innermost */
     int64_t id = 0;
     for (int i = 0; i < k; i++) id += r->shape[i] > 1;
-    if (!ast || f.oom || f.idt != TG_INT32 || !merged_clean(ast, id)) {
+    if (!ast || f.oom || f.idt != TG_INT32 || !merged_clean(ast, AX_GLOBAL, id)) {
       free(f.bufs);
       break;
     }
@@ -548,6 +564,50 @@ static uop *lower_merged(lower_ctx *c, int n, uop *const *roots, uop ***bufs, in
     *nbufs = f.nbufs;
     plan = f.merge;
     run *= r->shape[k];
+  }
+  return best;
+}
+
+/* The same for a kernel of one reduce (a batch norm's mean and variance over (512, 20, 20) of x (512, 32, 20, 20)):
+ * its reduced axes join, from the innermost reduced one outwards while they are adjacent, reduced and clean, into
+ * one reduce loop of 400 where rows of 20 had masked vectors. The merged kernel (bufs and nbufs set), or NULL. */
+static uop *lower_merged_reduce(lower_ctx *c, int n, uop *const *roots, uop ***bufs, int *nbufs) {
+  if (n != 1) return NULL;
+  int nn;
+  uop **order = uop_toposort_filtered(roots[0], enter_unrealized, c, &nn), *red = NULL;
+  int reduces = 0;
+  for (int i = 0; order && i < nn; i++)
+    if (enter_unrealized(order[i], c) && order[i]->op == OP_REDUCE_AXIS) {
+      reduces++;
+      red = order[i];
+    }
+  free(order);
+  if (reduces != 1 || red->ndim > 32) return NULL;
+  const uop *src = red->src[0];
+  int inner = -1;
+  for (int i = red->ndim - 1; i >= 0 && inner < 0; i--)
+    if (red->aux[i] && src->shape[i] > 1) inner = i;
+  if (inner < 1 || src->shape[inner] % FLAT_VECTOR == 0) return NULL;
+  uop *best = NULL;
+  uint32_t plan = 0;
+  int64_t run = src->shape[inner];
+  for (int k = inner - 1; k >= 0 && run % FLAT_VECTOR && red->aux[k]; k--) {
+    if (src->shape[k] == 1) continue;
+    lower_ctx f = *c;
+    f.rmerge = plan | (uint32_t)(((1ULL << inner) - 1) & ~((1ULL << k) - 1));  /* reduced axes k..inner */
+    f.rjoined = -1;
+    uop *ast = uop_simplify(lower_roots(&f, n, roots, NULL));
+    umap_free(&f.memo);
+    if (!ast || f.oom || f.idt != TG_INT32 || f.rjoined < 0 || !merged_clean(ast, AX_REDUCE, f.rjoined)) {
+      free(f.bufs);
+      break;
+    }
+    if (best) free(*bufs);
+    best = ast;
+    *bufs = f.bufs;
+    *nbufs = f.nbufs;
+    plan = f.rmerge;
+    run *= src->shape[k];
   }
   return best;
 }
@@ -570,6 +630,7 @@ static uop *lower_finish(lower_ctx *c, int n, uop *const *roots, const window_wr
   }
   if (!w) {
     uop *ast = lower_merged(c, n, roots, bufs, nbufs);
+    if (!ast) ast = lower_merged_reduce(c, n, roots, bufs, nbufs);
     if (ast) return ast;
   }
   uop *ast = uop_simplify(lower_roots(c, n, roots, w));
