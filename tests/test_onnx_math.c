@@ -2,7 +2,7 @@
  * tests/fixtures/onnx_math.bin (written by make_onnx_math_fixtures.py: one-node models with their inputs and
  * the outputs of ONNX's reference implementation, cross-checked with onnxruntime). They cover what ONNX's
  * backend data (opsets <= 17, run by build/onnx_backend) leaves out: newer opsets, empty reductions, the
- * integer rules of Div/Mod/Pow, NaN in Max/Min/Clip, ties, version differences, window functions, refused
+ * integer rules of Div/Mod/Pow, NaN in Max/Min/Clip, ties, version differences, window functions, DFT, refused
  * nodes, running under tg_jit, and shape arithmetic kept on the host (a chain of them feeding TopK's K builds
  * its graph without running a kernel). */
 #include <stdlib.h>
@@ -238,6 +238,7 @@ TEST(test_onnx_math_cumsum_einsum) {
 }
 
 TEST(test_onnx_math_window_functions) { run_cases("window_"); }
+TEST(test_onnx_math_dft_onesided_lengths_inverse_axis_input) { run_cases("dft_"); }
 
 TEST(test_onnx_math_refuses_bad_nodes) { run_cases("error_"); }
 
