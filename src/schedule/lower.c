@@ -101,6 +101,17 @@ static uop *load(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   return uop_new(OP_LOAD, (tg_dtype)n->dtype, always ? 2 : 3, s, (uop_arg){0}, 0, NULL);
 }
 
+/* idx[i..j] of a loop r over the axes shape[i..j] taken as one (row-major), as a reshape unravels an index;
+ * r is NULL when they hold one element */
+static void unravel(lower_ctx *c, uop *r, const int64_t *shape, int i, int j, uop **idx) {
+  int64_t stride = 1;
+  for (int k = j; k >= i; k--) {
+    uop *q = stride == 1 ? r : uop_binary(OP_IDIV, r, ic(c, stride));
+    idx[k] = shape[k] == 1 ? ic(c, 0) : k == i ? q : uop_binary(OP_MOD, q, ic(c, shape[k]));
+    stride *= shape[k];
+  }
+}
+
 static uop *lower_reduce(lower_ctx *c, uop *n, uop **idx, uop *valid) {
   uop *src = n->src[0], *in[TG_MAX_DIMS], *ranges[TG_MAX_DIMS];
   int nr = 0;
@@ -117,12 +128,7 @@ static uop *lower_reduce(lower_ctx *c, uop *n, uop **idx, uop *valid) {
       if (j > i) c->rjoined = c->next_range;
       r = ranges[nr++] = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
     }
-    int64_t stride = 1;
-    for (int k = j; k >= i; k--) {
-      uop *q = stride == 1 ? r : uop_binary(OP_IDIV, r, ic(c, stride));
-      in[k] = src->shape[k] == 1 ? ic(c, 0) : k == i ? q : uop_binary(OP_MOD, q, ic(c, src->shape[k]));
-      stride *= src->shape[k];
-    }
+    unravel(c, r, src->shape, i, j, in);
     i = j + 1;
   }
   uop *v = lower(c, src, in, valid);
@@ -192,14 +198,7 @@ static uop *lower_uncached(lower_ctx *c, uop *n, uop **idx, uop *valid) {
     case OP_CUSTOM_GRAD: return lower(c, src, idx, valid);
     case OP_IOTA: return uop_cast(idx[0], (tg_dtype)n->dtype);
     case OP_RESHAPE: {
-      uop *lin = linear_index(c, n->ndim, n->shape, idx);
-      int64_t stride = 1;
-      for (int j = src->ndim - 1; j >= 0; j--) {
-        uop *q = stride == 1 ? lin : uop_binary(OP_IDIV, lin, ic(c, stride));
-        in[j] = j == 0 ? q : uop_binary(OP_MOD, q, ic(c, src->shape[j]));
-        if (src->shape[j] == 1) in[j] = ic(c, 0);
-        stride *= src->shape[j];
-      }
+      unravel(c, linear_index(c, n->ndim, n->shape, idx), src->shape, 0, src->ndim - 1, in);
       return lower(c, src, in, valid);
     }
     case OP_PERMUTE:
@@ -366,12 +365,7 @@ static uop *lower_roots(lower_ctx *c, int n, uop *const *roots, const window_wri
   if (c->flat && !w) {  /* as a reshape to one axis: the loads of this layout fold back to the one index */
     uop *bound = ic(c, uop_numel(src));
     uop *lin = uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
-    int64_t stride = 1;
-    for (int j = src->ndim - 1; j >= 0; j--) {
-      uop *q = stride == 1 ? lin : uop_binary(OP_IDIV, lin, ic(c, stride));
-      idx[j] = src->shape[j] == 1 ? ic(c, 0) : j == 0 ? q : uop_binary(OP_MOD, q, ic(c, src->shape[j]));
-      stride *= src->shape[j];
-    }
+    unravel(c, lin, src->shape, 0, src->ndim - 1, idx);
   } else {
     for (int i = 0; i < src->ndim;) {
       int j = i;  /* axes i..j share a loop, unravelled with div/mod as a reshape would be */
@@ -379,12 +373,7 @@ static uop *lower_roots(lower_ctx *c, int n, uop *const *roots, const window_wri
       int64_t n = 1;
       for (int k = i; k <= j; k++) n *= src->shape[k];
       uop *bound = ic(c, n), *r = n == 1 ? NULL : uop_new(OP_RANGE, c->idt, 1, &bound, (uop_arg){.i = c->next_range++}, 1, &type);
-      int64_t stride = 1;
-      for (int k = j; k >= i; k--) {
-        uop *q = stride == 1 ? r : uop_binary(OP_IDIV, r, ic(c, stride));
-        idx[k] = src->shape[k] == 1 ? ic(c, 0) : k == i ? q : uop_binary(OP_MOD, q, ic(c, src->shape[k]));
-        stride *= src->shape[k];
-      }
+      unravel(c, r, src->shape, i, j, idx);
       i = j + 1;
     }
   }
@@ -506,55 +495,74 @@ static bool flat_clean(uop *ast) {
  * the innermost axis is no multiple of a vector: axes join the loop inside them one at a time, from the
  * innermost outwards, while the simplified kernel has no div or mod of the joined loop left (a convolution's
  * input row, y * 24 + x, does not fold from y * 20 + x and stays two loops) and until the loop is a multiple
- * of the vector. Elementwise kernels only: merging the output loops of a sum of partial sums (the (64, 32, 3, 3)
- * weight gradient's 128 pieces) as (64, 288) made the heuristic's choice for it 2x slower. */
+ * of the vector. merged_clean says whether the join held: no div or mod of the joined loop (type, id) is left.
+ * The output axes of elementwise kernels join, and the reduced axes of a kernel of one reduce, not a reduce's
+ * output axes: merging those of a sum of partial sums (the (64, 32, 3, 3) weight gradient's 128 pieces) as
+ * (64, 288) made the heuristic's choice for it 2x slower. */
 static bool merged_clean(uop *ast, int64_t type, int64_t joined) {
   int m;
   uop **order = uop_toposort(ast, &m);
   if (!order) return false;
+  uop_map uses = {0};  /* the nodes whose value depends on the joined loop (sources come first in order) */
   bool ok = true;
   for (int i = 0; i < m && ok; i++) {
     uop *u = order[i];
-    if (u->op != OP_IDIV && u->op != OP_MOD) continue;
-    int k;
-    uop **sub = uop_toposort(u, &k);
-    ok = sub != NULL;
-    for (int j = 0; j < k && ok; j++)
-      ok = !(sub[j]->op == OP_RANGE && sub[j]->aux[0] == type && sub[j]->arg.i == joined);
-    free(sub);
+    bool dep = u->op == OP_RANGE && u->aux[0] == type && u->arg.i == joined;
+    for (int s = 0; s < u->nsrc && !dep; s++) dep = umap_get(&uses, u->src[s]) != NULL;
+    if (!dep) continue;
+    ok = u->op != OP_IDIV && u->op != OP_MOD && umap_put(&uses, u, u);
   }
+  umap_free(&uses);
   free(order);
   return ok;
 }
 
-/* the merged kernel (bufs and nbufs set), or NULL to lower as usual */
-static uop *lower_merged(lower_ctx *c, int n, uop *const *roots, uop ***bufs, int *nbufs) {
-  const uop *r = roots[0];
-  int inner = -1;
-  for (int i = r->ndim - 1; i >= 0 && inner < 0; i--)
-    if (r->shape[i] > 1) inner = i;
-  if (inner < 1 || r->ndim > 32 || r->shape[inner] % FLAT_VECTOR == 0) return NULL;
-  for (int k = 0; k < n; k++) {  /* elementwise kernels only: a reduce's loops are the heuristic's to arrange */
+/* the unrealized REDUCE_AXIS nodes of the kernel of roots[0..n): how many (-1 when the walk failed), one in *red */
+static int kernel_reduces(lower_ctx *c, int n, uop *const *roots, uop **red) {
+  int count = 0;
+  for (int k = 0; k < n; k++) {
     int nn;
     uop **order = uop_toposort_filtered(roots[k], enter_unrealized, c, &nn);
-    bool reduces = !order;
-    for (int i = 0; i < nn && !reduces; i++) reduces = enter_unrealized(order[i], c) && order[i]->op == OP_REDUCE_AXIS;
+    if (!order) return -1;
+    for (int i = 0; i < nn; i++)
+      if (enter_unrealized(order[i], c) && order[i]->op == OP_REDUCE_AXIS) {
+        count++;
+        *red = order[i];
+      }
     free(order);
-    if (reduces) return NULL;
   }
+  return count;
+}
+
+/* Joins axes into one loop: the output's of an elementwise kernel (red NULL), or the reduced axes of the one
+ * reduce red of a kernel (a batch norm's mean and variance over (512, 20, 20) of x (512, 32, 20, 20): one reduce
+ * loop of 400 where rows of 20 had masked vectors). The merged kernel (bufs and nbufs set), or NULL to lower as
+ * usual. */
+static uop *lower_merged(lower_ctx *c, int n, uop *const *roots, const uop *red, uop ***bufs, int *nbufs) {
+  const uop *r = red ? red->src[0] : roots[0];
+  int inner = -1;
+  for (int i = r->ndim - 1; i >= 0 && inner < 0; i--)
+    if (r->shape[i] > 1 && (!red || red->aux[i])) inner = i;
+  if (inner < 1 || r->ndim > 32 || r->shape[inner] % FLAT_VECTOR == 0) return NULL;
   uop *best = NULL;
   uint32_t plan = 0;
   int64_t run = r->shape[inner];
-  for (int k = inner - 1; k >= 0 && run % FLAT_VECTOR; k--) {
+  for (int k = inner - 1; k >= 0 && run % FLAT_VECTOR && (!red || red->aux[k]); k--) {
     if (r->shape[k] == 1) continue;
     lower_ctx f = *c;
-    f.merge = plan | (uint32_t)(((1ULL << inner) - 1) & ~((1ULL << k) - 1));  /* axes k..inner in one loop */
+    uint32_t join = plan | (uint32_t)(((1ULL << inner) - 1) & ~((1ULL << k) - 1));  /* axes k..inner in one loop */
+    int64_t id = 0;  /* the joined loop's id: the output loops are the first ranges made, outer first from 0 */
+    if (red) {
+      f.rmerge = join;
+      f.rjoined = -1;
+    } else {
+      f.merge = join;
+      for (int i = 0; i < k; i++) id += r->shape[i] > 1;
+    }
     uop *ast = uop_simplify(lower_roots(&f, n, roots, NULL));
     umap_free(&f.memo);
-    /* the output loops are the first ranges made, outer first from id 0: the joined one is the innermost */
-    int64_t id = 0;
-    for (int i = 0; i < k; i++) id += r->shape[i] > 1;
-    if (!ast || f.oom || f.idt != TG_INT32 || !merged_clean(ast, AX_GLOBAL, id)) {
+    if (red) id = f.rjoined;
+    if (!ast || f.oom || f.idt != TG_INT32 || id < 0 || !merged_clean(ast, red ? AX_REDUCE : AX_GLOBAL, id)) {
       free(f.bufs);
       break;
     }
@@ -562,52 +570,8 @@ static uop *lower_merged(lower_ctx *c, int n, uop *const *roots, uop ***bufs, in
     best = ast;
     *bufs = f.bufs;
     *nbufs = f.nbufs;
-    plan = f.merge;
+    plan = join;
     run *= r->shape[k];
-  }
-  return best;
-}
-
-/* The same for a kernel of one reduce (a batch norm's mean and variance over (512, 20, 20) of x (512, 32, 20, 20)):
- * its reduced axes join, from the innermost reduced one outwards while they are adjacent, reduced and clean, into
- * one reduce loop of 400 where rows of 20 had masked vectors. The merged kernel (bufs and nbufs set), or NULL. */
-static uop *lower_merged_reduce(lower_ctx *c, int n, uop *const *roots, uop ***bufs, int *nbufs) {
-  if (n != 1) return NULL;
-  int nn;
-  uop **order = uop_toposort_filtered(roots[0], enter_unrealized, c, &nn), *red = NULL;
-  int reduces = 0;
-  for (int i = 0; order && i < nn; i++)
-    if (enter_unrealized(order[i], c) && order[i]->op == OP_REDUCE_AXIS) {
-      reduces++;
-      red = order[i];
-    }
-  free(order);
-  if (reduces != 1 || red->ndim > 32) return NULL;
-  const uop *src = red->src[0];
-  int inner = -1;
-  for (int i = red->ndim - 1; i >= 0 && inner < 0; i--)
-    if (red->aux[i] && src->shape[i] > 1) inner = i;
-  if (inner < 1 || src->shape[inner] % FLAT_VECTOR == 0) return NULL;
-  uop *best = NULL;
-  uint32_t plan = 0;
-  int64_t run = src->shape[inner];
-  for (int k = inner - 1; k >= 0 && run % FLAT_VECTOR && red->aux[k]; k--) {
-    if (src->shape[k] == 1) continue;
-    lower_ctx f = *c;
-    f.rmerge = plan | (uint32_t)(((1ULL << inner) - 1) & ~((1ULL << k) - 1));  /* reduced axes k..inner */
-    f.rjoined = -1;
-    uop *ast = uop_simplify(lower_roots(&f, n, roots, NULL));
-    umap_free(&f.memo);
-    if (!ast || f.oom || f.idt != TG_INT32 || f.rjoined < 0 || !merged_clean(ast, AX_REDUCE, f.rjoined)) {
-      free(f.bufs);
-      break;
-    }
-    if (best) free(*bufs);
-    best = ast;
-    *bufs = f.bufs;
-    *nbufs = f.nbufs;
-    plan = f.rmerge;
-    run *= src->shape[k];
   }
   return best;
 }
@@ -629,8 +593,10 @@ static uop *lower_finish(lower_ctx *c, int n, uop *const *roots, const window_wr
     free(f.bufs);
   }
   if (!w) {
-    uop *ast = lower_merged(c, n, roots, bufs, nbufs);
-    if (!ast) ast = lower_merged_reduce(c, n, roots, bufs, nbufs);
+    uop *red = NULL;
+    int reduces = kernel_reduces(c, n, roots, &red);
+    uop *ast = reduces == 0 ? lower_merged(c, n, roots, NULL, bufs, nbufs)
+               : reduces == 1 && n == 1 ? lower_merged(c, n, roots, red, bufs, nbufs) : NULL;
     if (ast) return ast;
   }
   uop *ast = uop_simplify(lower_roots(c, n, roots, w));
