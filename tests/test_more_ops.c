@@ -677,6 +677,12 @@ MORE_TEST(test_det_matches_elimination_batched_singular_and_errors) {
   tg_tensor *p = tg_det(tg_from_data(TG_FLOAT32, 2, (int64_t[]){2, 2}, f, sizeof f));
   CHECK(p && fabs(tg_item(p) - 5) < 1e-5, "det of a float32 matrix: %g, want 5", p ? tg_item(p) : NAN);
   tg_free(p);
+  /* 0 x 0 matrices: the empty product, 1 (as torch.linalg.det and numpy give) */
+  tg_tensor *e = tg_det(tg_zeros(TG_FLOAT32, 3, (int64_t[]){2, 0, 0}));
+  ref_arr *ge = e ? ref_from_tg(e) : NULL;
+  tg_free(e);
+  CHECK(ge && ge->ndim == 1 && ge->shape[0] == 2 && ge->data[0] == 1 && ge->data[1] == 1, "det of 0 x 0 matrices: %s",
+        ge ? "not [1, 1]" : tg_error());
   CHECK(!tg_det(tg_ones(TG_FLOAT32, 2, (int64_t[]){2, 3})) && tg_error_status() == TG_ERR_ARG && strstr(tg_error(), "2 x 3"),
         "non-square refused: %s", tg_error());
   CHECK(!tg_det(tg_ones(TG_INT32, 2, (int64_t[]){2, 2})) && tg_error_status() == TG_ERR_ARG, "int refused");
