@@ -2,9 +2,9 @@
  * tests/fixtures/onnx_math.bin (written by make_onnx_math_fixtures.py: one-node models with their inputs and
  * the outputs of ONNX's reference implementation, cross-checked with onnxruntime). They cover what ONNX's
  * backend data (opsets <= 17, run by build/onnx_backend) leaves out: newer opsets, empty reductions, the
- * integer rules of Div/Mod/Pow, NaN in Max/Min/Clip, ties, version differences, window functions, DFT, refused
- * nodes, running under tg_jit, and shape arithmetic kept on the host (a chain of them feeding TopK's K builds
- * its graph without running a kernel). */
+ * integer rules of Div/Mod/Pow, NaN in Max/Min/Clip, ties, version differences, window functions, DFT, STFT,
+ * MelWeightMatrix, refused nodes, running under tg_jit, and shape arithmetic kept on the host (a chain of them
+ * feeding TopK's K builds its graph without running a kernel). */
 #include <stdlib.h>
 
 #include "test.h"
@@ -239,6 +239,10 @@ TEST(test_onnx_math_cumsum_einsum) {
 
 TEST(test_onnx_math_window_functions) { run_cases("window_"); }
 TEST(test_onnx_math_dft_onesided_lengths_inverse_axis_input) { run_cases("dft_"); }
+TEST(test_onnx_math_stft_frames_windows_and_mel_weight_matrix) {
+  run_cases("stft_");
+  run_cases("mel_");
+}
 
 TEST(test_onnx_math_refuses_bad_nodes) { run_cases("error_"); }
 

@@ -1,6 +1,7 @@
 /* ops_math.c — ONNX's elementwise operators (math, activations, comparisons, logic, bitwise, casts, Clip,
- * Where, the variadic Sum/Mean/Max/Min), the window functions, and the table onnx_ops_math, which also lists the reductions, the
- * softmax family, ArgMax/ArgMin, TopK, CumSum and Einsum of ops_math_reduce.c (see onnx_op.h for the contract).
+ * Where, the variadic Sum/Mean/Max/Min), and the table onnx_ops_math, which also lists the reductions, the
+ * softmax family, ArgMax/ArgMin, TopK, CumSum, Einsum and Det of ops_math_reduce.c and the windows, DFT, STFT and
+ * MelWeightMatrix of ops_math_signal.c (see onnx_op.h for the contract).
  *
  * Each operator is a few tg.h calls, as in tinygrad's onnx.py. Where tinygrad's semantics differ from ONNX's
  * reference implementation (onnx/reference/ops), the ONNX behaviour is composed explicitly: results keep the
@@ -326,121 +327,6 @@ MATH_OP(op_clip) {
   return math_out(n, out, 0, math_cast_to(r, dt));
 }
 
-/* ---- window functions (opset 17) ---------------------------------------------------------------------- */
-
-/* Hann, Hamming, Blackman: a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) for n < size, N = size (periodic) or
- * size - 1, in output_datatype (default float) */
-MATH_OP(op_window) {
-  int64_t size = 0, count = 0;
-  tg_status st = onnx_input_ints(c, n, in, 0, &size, 1, &count);
-  if (st) return st;
-  if (count != 1 || size < 0) return onnx_fail(n, TG_ERR_ARG, "size must be one value >= 0");
-  tg_dtype dt;
-  int64_t odt = onnx_attr_int(n, "output_datatype", 1);
-  if (odt < 0 || odt > INT32_MAX || !onnx_dtype_to_tg((int32_t)odt, &dt))
-    return onnx_fail(n, TG_ERR_ARG, "output_datatype %lld is not a type tgc has", (long long)odt);
-  double a0, a1, a2 = 0;
-  if (!strcmp(n->op_type, "HannWindow")) a0 = 0.5, a1 = 0.5;
-  else if (!strcmp(n->op_type, "HammingWindow")) a0 = 25.0 / 46, a1 = 21.0 / 46;
-  else a0 = 0.42, a1 = 0.5, a2 = 0.08;
-  double N = (double)(onnx_attr_int(n, "periodic", 1) ? size : size - 1);
-  tg_tensor *x = tg_arange(dt == TG_FLOAT64 ? TG_FLOAT64 : TG_FLOAT32, 0, (double)size, 1);
-  tg_tensor *w = tg_sub_scalar(tg_mul_scalar(tg_cos(tg_mul_scalar(x, 2 * M_PI / N)), -a1), -a0);
-  if (a2 != 0) w = tg_add(w, tg_mul_scalar(tg_cos(tg_mul_scalar(x, 4 * M_PI / N)), a2));
-  return math_out(n, out, 0, math_cast_to(w, dt));
-}
-
-/* ---- DFT ---------------------------------------------------------------------------------------------- */
-
-/* x (..., L at axis a, ..., c) with axis a moved last: (..., c, L) */
-static tg_tensor *dft_axis_last(tg_tensor *x, int a) {
-  int nd = tg_ndim(x), order[TG_MAX_DIMS], k = 0;
-  for (int i = 0; i < nd; i++)
-    if (i != a) order[k++] = i;
-  order[k] = a;
-  return tg_permute(x, nd, order);
-}
-
-/* the real (part 0) or imaginary (1) values of xm (..., c, N): (..., N) */
-static tg_tensor *dft_part(tg_tensor *xm, int part) {
-  int nd = tg_ndim(xm);
-  int64_t b[2 * TG_MAX_DIMS];
-  for (int i = 0; i < nd; i++) b[2 * i] = 0, b[2 * i + 1] = tg_shape(xm, i);
-  b[2 * (nd - 2)] = part, b[2 * (nd - 2) + 1] = part + 1;
-  return tg_squeeze(tg_shrink(xm, nd, b), nd - 2);
-}
-
-/* y (..., K, 2) of the signal's other axes, K last but one, with K moved back to axis a: (..., K at a, ..., 2) */
-static tg_tensor *dft_axis_back(tg_tensor *y, int a) {
-  int nd = tg_ndim(y), order[TG_MAX_DIMS], k = 0;
-  for (int i = 0; i < nd - 1; i++) order[i] = i == a ? nd - 2 : k++;
-  order[nd - 1] = nd - 1;
-  return tg_permute(y, nd, order);
-}
-
-/* The discrete Fourier transform along one axis of a signal stored as (..., 1) real or (..., 2) complex values:
- * X[k] = sum_n x[n] e^(-2 pi i k n / N), the inverse with e^(+...) and 1 / N, as two real matmuls with cos and sin
- * matrices made here (N x K: K = N, or N / 2 + 1 when onesided). dft_length (input 1) zero-pads or cuts the
- * signal to N; the axis is an attribute until opset 20, then input 2 (default -2). Output (..., K, ..., 2). */
-MATH_OP(op_dft) {
-  tg_tensor *x = math_in(n, in, 0);
-  if (!x) return onnx_fail(n, TG_ERR_ARG, "input 0 is missing");
-  int nd = tg_ndim(x);
-  if (nd < 2 || (tg_shape(x, nd - 1) != 1 && tg_shape(x, nd - 1) != 2) || !dtype_is_float(tg_dtype_of(x)))
-    return onnx_fail(n, TG_ERR_ARG, "the signal must be float (..., 1) or (..., 2), not %s of %d dims",
-                     tg_dtype_name(tg_dtype_of(x)), nd);
-  int64_t axis = onnx_attr_int(n, "axis", 1), len = 0, count = 0;
-  tg_status st;
-  if (onnx_opset(c, "") >= 20) {
-    axis = -2;
-    if (math_in(n, in, 2) && (st = onnx_input_ints(c, n, in, 2, &axis, 1, &count))) return st;
-  }
-  int a = math_axis(n, axis, nd);
-  if (a < 0) return TG_ERR_ARG;
-  if (a == nd - 1) return onnx_fail(n, TG_ERR_ARG, "the axis may not be the last one (real and imaginary parts)");
-  int64_t N = tg_shape(x, a);
-  if (math_in(n, in, 1)) {
-    if ((st = onnx_input_ints(c, n, in, 1, &len, 1, &count))) return st;
-    if (count != 1 || len < 1) return onnx_fail(n, TG_ERR_ARG, "dft_length must be one value >= 1");
-    N = len;
-  }
-  if (N < 1 || N > (1 << 20)) return onnx_fail(n, TG_ERR_ARG, "a signal length of %lld", (long long)N);
-  bool inverse = onnx_attr_int(n, "inverse", 0) != 0, onesided = onnx_attr_int(n, "onesided", 0) != 0;
-  int64_t K = onesided ? N / 2 + 1 : N;
-  /* the signal's axis last, cut or zero-padded to N: (..., N) real and imaginary parts */
-  tg_tensor *xm = dft_axis_last(x, a);  /* (..., 1|2, L) */
-  int64_t L = tg_shape(xm, nd - 1), pairs[2 * TG_MAX_DIMS] = {0}, bounds[2 * TG_MAX_DIMS];
-  for (int i = 0; i < nd; i++) bounds[2 * i] = 0, bounds[2 * i + 1] = tg_shape(xm, i);
-  if (L > N) bounds[2 * nd - 1] = N, xm = tg_shrink(xm, nd, bounds);
-  if (L < N) pairs[2 * nd - 1] = N - L, xm = tg_pad_axes(xm, nd, pairs, 0);
-  tg_tensor *re = dft_part(xm, 0), *im = tg_shape(x, nd - 1) == 2 ? dft_part(xm, 1) : NULL;
-  /* cos and sin of 2 pi k n / N, (N, K), with k n reduced mod N first so large products keep their precision */
-  float *cs = mem_alloc((size_t)(2 * N * K) * sizeof *cs);
-  if (!cs) return onnx_fail(n, TG_ERR_NOMEM, "out of memory for the %lld x %lld DFT matrices", (long long)N, (long long)K);
-  for (int64_t i = 0; i < N; i++)
-    for (int64_t k = 0; k < K; k++) {
-      double t = 2 * M_PI * (double)((i * k) % N) / (double)N;
-      cs[i * K + k] = (float)cos(t);
-      cs[N * K + i * K + k] = (float)sin(t);
-    }
-  tg_tensor *C = tg_from_data(TG_FLOAT32, 2, (int64_t[]){N, K}, cs, (size_t)(N * K) * sizeof *cs);
-  tg_tensor *S = tg_from_data(TG_FLOAT32, 2, (int64_t[]){N, K}, cs + N * K, (size_t)(N * K) * sizeof *cs);
-  free(cs);
-  tg_dtype dt = tg_dtype_of(x);
-  C = math_cast_to(C, dt);
-  S = math_cast_to(S, dt);
-  /* forward: (re + i im)(cos - i sin); inverse: (re + i im)(cos + i sin) / N */
-  double sg = inverse ? 1 : -1;
-  tg_tensor *yr = tg_matmul(re, C), *yi = tg_mul_scalar(tg_matmul(re, S), sg);
-  if (im) {
-    yr = tg_sub(yr, tg_mul_scalar(tg_matmul(im, S), sg));
-    yi = tg_add(yi, tg_matmul(im, C));
-  }
-  if (inverse) yr = tg_div_scalar(yr, (double)N), yi = tg_div_scalar(yi, (double)N);
-  tg_tensor *y = tg_stack(2, (tg_tensor *[]){yr, yi}, nd - 1);  /* (..., K, 2) with the signal's axis at nd - 2 */
-  return math_out(n, out, 0, math_cast_to(dft_axis_back(y, a), dt));
-}
-
 /* ---- the table ------------------------------------------------------------------------------------- */
 
 const onnx_op_def onnx_ops_math[] = {
@@ -472,7 +358,6 @@ const onnx_op_def onnx_ops_math[] = {
     {"Sum", "", 1, op_variadic},        {"Mean", "", 1, op_variadic},     {"Max", "", 1, op_variadic},
     {"Min", "", 1, op_variadic},        {"Where", "", 9, op_where},       {"Cast", "", 1, op_cast},
     {"CastLike", "", 15, op_castlike},  {"Clip", "", 1, op_clip},
-    {"HannWindow", "", 17, op_window},  {"HammingWindow", "", 17, op_window}, {"BlackmanWindow", "", 17, op_window},
     /* ops_math_reduce.c */
     {"ReduceSum", "", 1, op_reduce},    {"ReduceMean", "", 1, op_reduce}, {"ReduceMax", "", 1, op_reduce},
     {"ReduceMin", "", 1, op_reduce},    {"ReduceProd", "", 1, op_reduce}, {"ReduceL1", "", 1, op_reduce},
@@ -481,6 +366,9 @@ const onnx_op_def onnx_ops_math[] = {
     {"ArgMax", "", 1, op_argmax},       {"ArgMin", "", 1, op_argmax},
     {"Softmax", "", 1, op_softmax},     {"LogSoftmax", "", 1, op_softmax}, {"Hardmax", "", 1, op_softmax},
     {"TopK", "", 1, op_topk},           {"CumSum", "", 11, op_cumsum},    {"Einsum", "", 12, op_einsum},
-    {"Det", "", 11, op_det},            {"DFT", "", 17, op_dft},
+    {"Det", "", 11, op_det},
+    /* ops_math_signal.c */
+    {"HannWindow", "", 17, op_window},  {"HammingWindow", "", 17, op_window}, {"BlackmanWindow", "", 17, op_window},
+    {"DFT", "", 17, op_dft},            {"STFT", "", 17, op_stft},        {"MelWeightMatrix", "", 17, op_mel_weight_matrix},
     {NULL, NULL, 0, NULL},
 };
