@@ -1,6 +1,7 @@
 /* test_coldstart.c — the CPU's prebuild: the new kernels of a schedule compiled several at once
- * (TG_COMPILE_JOBS), each stored in the disk cache as a compile() one by one would store it, so that compile()
- * and a later process find them; a source the compiler refuses among good ones reports its own error. */
+ * (TG_COMPILE_JOBS) and several to a translation unit, each stored in the disk cache as a compile() one by one
+ * would store it, so that compile() and a later process find them; a source the compiler refuses among good
+ * ones reports its own error. */
 #include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -227,5 +228,98 @@ TEST(test_coldstart_realize_many_new_kernels) {
     }
     tg_collect();  /* the next round starts as a new process would: nothing in memory */
   }
+  end(dir);
+}
+
+/* kernel k in render_c's layout (a comment naming it, a preamble, then NAME_body and NAME), out[i] = in[i] *
+ * (k + 2) + k through the preamble's helper; pre picks one of two preambles; name_k names it (kernels of one
+ * name and different code: a unit cannot hold both) */
+static void unit_src(int k, int name_k, int pre, char *name, size_t ncap, char *src, size_t scap) {
+  snprintf(name, ncap, "scale_%d", name_k);
+  snprintf(src, scap,
+           "/* scale_%d */\n"
+           "%s"
+           "static void scale_%d_body(float *o, const float *a) {\n"
+           "  for (int i = 0; i < 64; i++) o[i] = tg_fma(a[i], %d.0f, %d.0f);\n"
+           "}\n"
+           "void scale_%d(void **bufs, long long core_id, long long ncores, long long worker) {\n"
+           "  (void)ncores, (void)worker;\n"
+           "  if (!core_id) scale_%d_body(bufs[0], bufs[1]);\n"
+           "}\n",
+           name_k,
+           pre ? "typedef float tg_f;\nstatic inline tg_f tg_fma(tg_f a, tg_f b, tg_f c) { return a * b + c; }\n"
+               : "static inline float tg_fma(float a, float b, float c) { return c + b * a; }\n",
+           name_k, k + 2, k, name_k, name_k);
+}
+
+/* kernels of one preamble and different names compile as one translation unit (cpu_compile_batch): fewer
+ * compiler processes than kernels, each kernel in the disk cache under its own key (a hard link to the unit's
+ * object) for compile() and a later process; kernels of another preamble or of a name taken go to other units */
+TEST(test_coldstart_prebuild_compiles_units_of_kernels) {
+  REQUIRE_CPU();
+  char dir[PATH_MAX];
+  if (!begin(dir, sizeof dir, "1")) return;
+  const device *d = device_cpu();
+  enum { N = 8 };
+  /* kernels 0-5: preamble 1, names 0-5; kernel 6: preamble 1, the name of kernel 0; kernel 7: preamble 0 */
+  static const int name_of[N] = {0, 1, 2, 3, 4, 5, 0, 7}, pre_of[N] = {1, 1, 1, 1, 1, 1, 1, 0};
+  char names[N][32], srcs[N][1024];
+  const char *np[N], *sp[N];
+  for (int k = 0; k < N; k++) {
+    unit_src(k, name_of[k], pre_of[k], names[k], sizeof names[k], srcs[k], sizeof srcs[k]);
+    np[k] = names[k];
+    sp[k] = srcs[k];
+  }
+  runtime_counters c0 = runtime_get_counters();
+  d->prebuild(d, N, np, sp);
+  runtime_counters c1 = runtime_get_counters();
+  /* one thread, 4 kernels a unit at most (two units per thread): {0..3} {4, 5, 6} {7}, or 6 elsewhere */
+  uint64_t compiles = c1.compiles - c0.compiles;
+  CHECK(c1.prebuilt == c0.prebuilt + N && compiles >= 3 && compiles <= 4, "%llu compiles for %d kernels, %llu prebuilt",
+        (unsigned long long)compiles, N, (unsigned long long)(c1.prebuilt - c0.prebuilt));
+  int other, so = count_files(dir, ".so", &other);
+  CHECK(so == N && other == 0, "%d objects and %d other files in the cache (want %d and 0)", so, other, N);
+  for (int round = 0; round < 2; round++) {  /* from memory, then as a new process from the disk */
+    for (int k = 0; k < N; k++) {
+      tg_program *p = d->compile(d, names[k], srcs[k]);
+      CHECK(p && (round == 0 || p->from_disk), "round %d: compile %s (kernel %d): %s", round, names[k], k, tg_error());
+      if (p) check_scale(p, k);
+      program_release(p);
+    }
+    CHECK(runtime_get_counters().compiles == c1.compiles, "round %d compiled again", round);
+    cpu_program_cache_clear();
+  }
+  /* a prebuild as a new process compiles no unit again: each kernel loads from the disk */
+  c0 = runtime_get_counters();
+  d->prebuild(d, N, np, sp);
+  for (int k = 0; k < N; k++) program_release(d->compile(d, names[k], srcs[k]));
+  c1 = runtime_get_counters();
+  CHECK(c1.compiles == c0.compiles && c1.disk_hits == c0.disk_hits + N, "warm prebuild: %llu compiles, %llu disk hits",
+        (unsigned long long)(c1.compiles - c0.compiles), (unsigned long long)(c1.disk_hits - c0.disk_hits));
+  cpu_program_cache_clear();
+  /* a unit with a source the compiler refuses: each is compiled alone, the bad one reports its own error */
+  end(dir);
+  if (!begin(dir, sizeof dir, "1")) return;
+  snprintf(srcs[1] + strlen(srcs[1]) - 2, 8, " x\n");  /* "... }\n" -> "... x\n": a syntax error */
+  tg_error_clear();
+  c0 = runtime_get_counters();
+  d->prebuild(d, N, np, sp);
+  c1 = runtime_get_counters();
+  CHECK(tg_error_status() == TG_OK, "prebuild reports nothing itself: \"%s\"", tg_error());
+  CHECK(c1.prebuilt == c0.prebuilt + N - 1, "%llu prebuilt", (unsigned long long)(c1.prebuilt - c0.prebuilt));
+  for (int k = 0; k < N; k++) {
+    tg_error_clear();
+    tg_program *p = d->compile(d, names[k], srcs[k]);
+    if (k == 1) {
+      CHECK(!p && tg_error_status() == TG_ERR_DEVICE && strstr(tg_error(), "C compiler"), "the bad kernel: \"%s\"",
+            tg_error());
+    } else {
+      CHECK(p, "compile %s (kernel %d): %s", names[k], k, tg_error());
+      if (p) check_scale(p, k);
+    }
+    program_release(p);
+  }
+  so = count_files(dir, ".so", &other);
+  CHECK(so == N - 1 && other == 0, "%d objects and %d other files: nothing half-written (want %d, 0)", so, other, N - 1);
   end(dir);
 }

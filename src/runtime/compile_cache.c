@@ -4,15 +4,20 @@
  * `--version` line, the flags and the CPU (model and feature flags: -march=native code from another CPU may
  * not run here). dir is TG_CACHE, else $XDG_CACHE_HOME/tgc, else $HOME/.cache/tgc.
  *
- * Each file ends with a record of 40 bytes after the shared object (the loader maps what the ELF headers
- * name and ignores bytes after them): a magic, the key, a second independent hash of the source, the
- * object's size and a checksum of its bytes. A cached file is checked against it before dlopen sees it: a
- * truncated object made dlopen die of SIGBUS, and an object copied over another key's name loaded and
- * computed the wrong thing. A file that fails the check is deleted, compiled again and counted
- * (compile_cache_rejects; DEBUG>=1 says so). New files are written under a temporary name in the same
+ * Each file ends with a record after the shared object (the loader maps what the ELF headers name and
+ * ignores bytes after them): the keys of the sources it was compiled from (the key and a second independent
+ * hash of each), the object's size, a checksum of its bytes and a magic. A cached file is checked against it
+ * before dlopen sees it: a truncated object made dlopen die of SIGBUS, and an object copied over another
+ * key's name loaded and computed the wrong thing. A file that fails the check is deleted, compiled again and
+ * counted (compile_cache_rejects; DEBUG>=1 says so). New files are written under a temporary name in the same
  * directory, given their record and renamed into place, so another process never sees half a file, and
  * dlopen, which recognises files by path, never meets two codes under one name. When the cache directory
  * cannot be used, the object goes to a private temporary file instead.
+ *
+ * Several sources may be compiled as one translation unit (cpu_compile_batch: a compiler process costs ~35 ms
+ * before it compiles anything, about as much as a kernel's own code): the object's record then lists every
+ * source's keys, and each source's name is a hard link to it, so a later process finds each kernel under its
+ * own key as before (dlopen maps the shared file once).
  *
  * The compiler is TG_CC split into words (env.c: "cc -O0" is the program cc with the argument -O0), run with
  * posix_spawnp (the fork+exec of the C library, without a shell, and without copying the page tables of a
@@ -44,6 +49,7 @@ extern char **environ;
 #define MAX_ARGS (ENV_CC_MAX_WORDS + MAX_FLAGS + 8)
 #define OUT_CAP 4096  /* compiler output kept for the error message */
 #define MAX_SO_BYTES ((size_t)256 << 20)  /* a cached file larger than this is not read, just replaced */
+#define MAX_BATCH 64                      /* sources compiled as one unit at most (cpu_compile_batch) */
 
 /* the compiler command, copied by value (no pointers into itself) so a compile runs without the lock */
 typedef struct compiler {
@@ -238,8 +244,9 @@ static void config_init(void) {
   cpu[0] = 0;
   append_cpuinfo(cpu, sizeof cpu, keys);
 
-  /* "tgc-cpu2": bump when the file format or the kernel ABI changes (2: the checked record at the end) */
-  uint64_t h = 0x7467632d63707532ull;
+  /* "tgc-cpu3": bump when the file format or the kernel ABI changes (2: the checked record at the end; 3: the
+   * record lists the keys of every source compiled into the object) */
+  uint64_t h = 0x7467632d63707533ull;
   for (int i = 0; i < c->nwords; i++) mix_str(&h, c->words + c->off[i]);
   mix_str(&h, version);
   for (int i = 0; c->flags[i]; i++) mix_str(&h, c->flags[i]);
@@ -376,15 +383,20 @@ static char *compile_private(const char *src, const char *hex, const compiler *c
 
 /* ---- the record at the end of a cached file ------------------------------------------------------------ */
 
-typedef struct so_record {
-  char magic[8];  /* RECORD_MAGIC */
+/* the file: the object's bytes, nkeys so_keys, the tail */
+typedef struct so_key {
   uint64_t key;   /* the file's name */
   uint64_t key2;  /* a second hash of the source (another seed): two sources whose keys collide still differ */
-  uint64_t size;  /* bytes of the shared object before the record */
-  uint64_t sum;   /* hash of those bytes, seeded with key2 */
-} so_record;
-_Static_assert(sizeof(so_record) == 40, "the record is 40 bytes without padding");
-static const char RECORD_MAGIC[8] = {'t', 'g', 'c', '-', 's', 'o', '1', '\n'};
+} so_key;
+typedef struct so_tail {
+  uint64_t nkeys; /* the sources compiled into the object, 1 to MAX_BATCH */
+  uint64_t size;  /* bytes of the shared object before the keys */
+  uint64_t sum;   /* hash of those bytes */
+  char magic[8];  /* RECORD_MAGIC */
+} so_tail;
+_Static_assert(sizeof(so_key) == 16 && sizeof(so_tail) == 32, "the record has no padding");
+static const char RECORD_MAGIC[8] = {'t', 'g', 'c', '-', 's', 'o', '2', '\n'};
+#define SUM_SEED 0x736f2d73756d32ull
 
 /* n bytes from fd at offset off into buf; false on a short read or an error */
 static bool read_at(int fd, void *buf, size_t n, off_t off) {
@@ -408,51 +420,65 @@ static bool sum_file(int fd, size_t n, uint64_t seed, uint64_t *sum) {
   return ok;
 }
 
-/* appends the record for (key, key2) to the compiled object at path; false on an I/O error (the object
+/* appends the record of the n sources keys[] to the compiled object at path; false on an I/O error (the object
  * still loads: the loader ignores bytes after what its headers name) */
-static bool record_append(const char *path, uint64_t key, uint64_t key2) {
+static bool record_append(const char *path, int n, const so_key *keys) {
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat sb;
-  so_record rec = {.key = key, .key2 = key2};
-  memcpy(rec.magic, RECORD_MAGIC, sizeof rec.magic);
+  so_tail tail = {.nkeys = (uint64_t)n};
+  memcpy(tail.magic, RECORD_MAGIC, sizeof tail.magic);
   bool ok = fstat(fd, &sb) == 0 && sb.st_size > 0 && (size_t)sb.st_size <= MAX_SO_BYTES;
   if (ok) {
-    rec.size = (uint64_t)sb.st_size;
-    ok = sum_file(fd, (size_t)sb.st_size, key2, &rec.sum);
+    tail.size = (uint64_t)sb.st_size;
+    ok = sum_file(fd, (size_t)sb.st_size, SUM_SEED, &tail.sum);
   }
-  ok = ok && pwrite(fd, &rec, sizeof rec, sb.st_size) == (ssize_t)sizeof rec;
+  size_t kb = (size_t)n * sizeof *keys;
+  ok = ok && pwrite(fd, keys, kb, sb.st_size) == (ssize_t)kb &&
+       pwrite(fd, &tail, sizeof tail, sb.st_size + (off_t)kb) == (ssize_t)sizeof tail;
   return close(fd) == 0 && ok;
 }
 
 typedef enum { ENTRY_NONE, ENTRY_OK, ENTRY_BAD } entry_state;
 
-/* whether path holds the object for (key, key2) intact; *why says what is wrong with a bad one */
-static entry_state entry_check(const char *path, uint64_t key, uint64_t key2, const char **why) {
+/* whether path holds an intact object compiled from the source of (key, key2); *why says what is wrong */
+static entry_state entry_check(const char *path, so_key want, const char **why) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     *why = "cannot be opened";
     return errno == ENOENT ? ENTRY_NONE : ENTRY_BAD;
   }
   struct stat sb;
-  so_record rec;
+  so_tail tail;
+  so_key keys[MAX_BATCH];
   entry_state st = ENTRY_BAD;
   uint64_t sum;
+  size_t kb = 0;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) *why = "is not a regular file";
-  else if ((size_t)sb.st_size < sizeof rec + 64) *why = "is too short to be a shared object";
-  else if ((size_t)sb.st_size > MAX_SO_BYTES + sizeof rec) *why = "is too large";
-  else if (!read_at(fd, &rec, sizeof rec, sb.st_size - (off_t)sizeof rec)) *why = "cannot be read";
-  else if (memcmp(rec.magic, RECORD_MAGIC, sizeof rec.magic)) *why = "has no record (truncated or not written by tgc)";
-  else if (rec.key != key || rec.key2 != key2) *why = "was compiled from another source";
-  else if (rec.size != (uint64_t)sb.st_size - sizeof rec) *why = "has the wrong size";
-  else if (!sum_file(fd, rec.size, key2, &sum)) *why = "cannot be read";
-  else if (sum != rec.sum) *why = "fails its checksum";
-  else st = ENTRY_OK;
+  else if ((size_t)sb.st_size < sizeof tail + sizeof *keys + 64) *why = "is too short to be a shared object";
+  else if ((size_t)sb.st_size > MAX_SO_BYTES + sizeof tail + sizeof keys) *why = "is too large";
+  else if (!read_at(fd, &tail, sizeof tail, sb.st_size - (off_t)sizeof tail)) *why = "cannot be read";
+  else if (memcmp(tail.magic, RECORD_MAGIC, sizeof tail.magic)) *why = "has no record (truncated or not written by tgc)";
+  else if (tail.nkeys < 1 || tail.nkeys > MAX_BATCH) *why = "has a bad record";
+  else if (kb = tail.nkeys * sizeof *keys, tail.size != (uint64_t)sb.st_size - sizeof tail - kb) *why = "has the wrong size";
+  else if (!read_at(fd, keys, kb, (off_t)tail.size)) *why = "cannot be read";
+  else {
+    bool mine = false;
+    for (uint64_t i = 0; i < tail.nkeys; i++) mine |= keys[i].key == want.key && keys[i].key2 == want.key2;
+    if (!mine) *why = "was compiled from another source";
+    else if (!sum_file(fd, tail.size, SUM_SEED, &sum)) *why = "cannot be read";
+    else if (sum != tail.sum) *why = "fails its checksum";
+    else st = ENTRY_OK;
+  }
   close(fd);
   return st;
 }
 
 /* ---- the cache ----------------------------------------------------------------------------------------- */
+
+static so_key source_key(const char *src, size_t len, uint64_t seed) {
+  return (so_key){hash_bytes(src, len, seed), hash_bytes(src, len, seed ^ 0x6b6579326b657932ull)};
+}
 
 char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
   rejected = false;
@@ -472,11 +498,10 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
   dir_init();
   memcpy(dir, cfg.dir, sizeof dir);
   cc = cfg.cc;
-  uint64_t key = hash_bytes(src, len, cfg.key_seed);
-  uint64_t key2 = hash_bytes(src, len, cfg.key_seed ^ 0x6b6579326b657932ull);
+  so_key k = source_key(src, len, cfg.key_seed);
   pthread_mutex_unlock(&cfg.lock);
   char hex[17];
-  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)k.key);
 
   if (dir[0]) {
     char *path = mem_alloc(PATH_MAX);
@@ -486,7 +511,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
     }
     bool fits = fmt_path(path, PATH_MAX, "%s/%s.so", dir, hex);
     const char *why = "";
-    entry_state es = fits ? entry_check(path, key, key2, &why) : ENTRY_NONE;
+    entry_state es = fits ? entry_check(path, k, &why) : ENTRY_NONE;
     if (es == ENTRY_OK) {
       *from_disk = true;
       return path;
@@ -508,7 +533,7 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
         return NULL;
       }
       if (r == CC_OK) {
-        if (record_append(tmp, key, key2) && rename(tmp, path) == 0) return path;
+        if (record_append(tmp, 1, &k) && rename(tmp, path) == 0) return path;
         free(path);  /* could not publish it: use it as a private file */
         char *own = mem_strdup(tmp);
         if (!own) {
@@ -530,3 +555,45 @@ char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp) {
 }
 
 char *cpu_compile_to_file(const char *src, bool *from_disk) { return cpu_compile_so(src, from_disk, NULL); }
+
+bool cpu_compile_cached(const char *src) {
+  char path[PATH_MAX];
+  pthread_mutex_lock(&cfg.lock);
+  config_init();
+  dir_init();
+  so_key k = source_key(src, strlen(src), cfg.key_seed);
+  bool fits = cfg.dir[0] && fmt_path(path, sizeof path, "%s/%016llx.so", cfg.dir, (unsigned long long)k.key);
+  pthread_mutex_unlock(&cfg.lock);
+  const char *why;
+  return fits && entry_check(path, k, &why) == ENTRY_OK;
+}
+
+int cpu_compile_batch(int n, const char *const *srcs, const char *unit) {
+  if (n < 2 || n > MAX_BATCH || !srcs || !unit) return 0;
+  char dir[PATH_MAX];
+  compiler cc;
+  so_key keys[MAX_BATCH];
+  pthread_mutex_lock(&cfg.lock);
+  config_init();
+  dir_init();
+  memcpy(dir, cfg.dir, sizeof dir);
+  cc = cfg.cc;
+  for (int i = 0; i < n; i++) keys[i] = source_key(srcs[i], strlen(srcs[i]), cfg.key_seed);
+  uint64_t ukey = hash_bytes(unit, strlen(unit), cfg.key_seed);
+  pthread_mutex_unlock(&cfg.lock);
+  if (!dir[0]) return 0;  /* no cache directory: one by one, each into its private file */
+  char hex[17], tmp[PATH_MAX], path[PATH_MAX];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)ukey);
+  make_dirs(dir);
+  int fd = fmt_path(tmp, sizeof tmp, "%s/%s.so.tmp.XXXXXX", dir, hex) ? mkstemp(tmp) : -1;
+  if (fd < 0) return 0;
+  close(fd);
+  int published = 0;
+  if (compile_into(unit, dir, hex, &cc, tmp) == CC_OK && record_append(tmp, n, keys))
+    for (int i = 0; i < n; i++)  /* another process may have published one meanwhile: then it is there */
+      if (fmt_path(path, sizeof path, "%s/%016llx.so", dir, (unsigned long long)keys[i].key) &&
+          (link(tmp, path) == 0 || errno == EEXIST))
+        published++;
+  unlink(tmp);
+  return published;
+}

@@ -2,8 +2,8 @@
  *
  * compile() turns C source into a program: the disk cache (compile_cache.c) gives a shared object, dlopen
  * loads it and dlsym finds the kernel. Programs are also cached in memory (program_cache.c), so one process
- * never loads the same kernel twice; prebuild() compiles the new kernels of a schedule several at once before
- * compile() asks for them. launch() runs the kernel
+ * never loads the same kernel twice; prebuild() compiles the new kernels of a schedule several at once, several
+ * to a translation unit, before compile() asks for them. launch() runs the kernel
  *   void name(void **bufs, int64_t core_id, int64_t ncores, int64_t worker)
  * once per core id on the pool; the kernel splits its outermost THREAD loop by core_id. The ids are chunks
  * (chunk_count): a few per thread when the loop is long and the kernel's work large, taken by the pool's
@@ -176,35 +176,110 @@ static int compile_jobs(void) {
   return n < 1 ? 1 : n > MAX_COMPILE_JOBS ? MAX_COMPILE_JOBS : n;
 }
 
+/* Kernels rendered by render_c compile several to one translation unit (cpu_compile_batch): a compiler process
+ * costs ~35 ms before it compiles anything (driver, cc1 and as starting, ld), about what a small kernel's code
+ * costs: MNIST's kernels took 56 ms each one by one, 29 in a unit of 50. render_c's source is a comment line
+ * naming the kernel, a preamble of types and helpers (which varies with the vector width and the helpers the
+ * kernel needs), then the kernel from "static void NAME_body(" on: kernels with the same preamble and different
+ * names (a name is a symbol of the object) share a unit of the preamble once and each one's kernel. Units hold
+ * at most BATCH_MAX, fewer when there are few kernels per thread, so that the threads still share the work. */
+#define BATCH_MAX 8
+
 typedef struct prebuild_item {
-  size_t len;  /* of the source: the longest compile the longest, so they start first */
+  size_t len;          /* of the source */
   int idx;
+  size_t pre, body;    /* the preamble's offset and the kernel's (render_c's layout), body 0 when not found */
+  uint64_t pre_hash;   /* of the preamble */
 } prebuild_item;
+
+typedef struct prebuild_batch {
+  int n, member[BATCH_MAX];  /* items */
+  size_t len;                /* of their sources together: the longest compile starts first */
+} prebuild_batch;
 
 typedef struct prebuild_ctx {
   const device *d;
   const char *const *names, *const *srcs;
-  const prebuild_item *items;  /* the kernels not in memory, longest first */
-  int n;
-  atomic_int next;  /* the next item to take */
+  const prebuild_item *items;  /* the kernels not in memory */
+  const prebuild_batch *batches;
+  int nbatches;
+  atomic_int next;  /* the next batch to take */
 } prebuild_ctx;
 
-static int longer_first(const void *a, const void *b) {
+/* where the preamble and the kernel of render_c's source begin; false for a source of another shape */
+static bool source_parts(const char *name, const char *src, size_t *pre, size_t *body) {
+  const char *nl = strchr(src, '\n');
+  char marker[160];
+  if (!nl || strncmp(src, "/* ", 3) || snprintf(marker, sizeof marker, "\nstatic void %s_body(", name) >= (int)sizeof marker)
+    return false;
+  const char *k = strstr(nl, marker);
+  if (!k) return false;
+  *pre = (size_t)(nl + 1 - src);
+  *body = (size_t)(k + 1 - src);
+  return true;
+}
+
+/* batchable items first, grouped by preamble, each group longest first */
+static int by_preamble(const void *a, const void *b) {
   const prebuild_item *x = a, *y = b;
+  if ((x->body != 0) != (y->body != 0)) return x->body ? -1 : 1;
+  if (x->pre_hash != y->pre_hash) return x->pre_hash < y->pre_hash ? -1 : 1;
   return x->len != y->len ? (x->len < y->len ? 1 : -1) : x->idx - y->idx;
+}
+
+static int longer_first(const void *a, const void *b) {
+  const prebuild_batch *x = a, *y = b;
+  return x->len != y->len ? (x->len < y->len ? 1 : -1) : x->member[0] - y->member[0];
+}
+
+/* whether item i may join batch b: the same preamble as its kernels, a name none of them has */
+static bool joins(const prebuild_ctx *c, const prebuild_batch *b, int i) {
+  const prebuild_item *it = &c->items[i], *f = &c->items[b->member[0]];
+  if (!it->body || !f->body || it->pre_hash != f->pre_hash || it->body - it->pre != f->body - f->pre ||
+      memcmp(c->srcs[it->idx] + it->pre, c->srcs[f->idx] + f->pre, it->body - it->pre))
+    return false;
+  for (int k = 0; k < b->n; k++)
+    if (!strcmp(c->names[c->items[b->member[k]].idx], c->names[it->idx])) return false;
+  return true;
+}
+
+/* compiles batch b's kernels as one unit (their preamble once), stored under each one's key; best effort */
+static void build_unit(const prebuild_ctx *c, const prebuild_batch *b) {
+  const char *srcs[BATCH_MAX];
+  size_t len = 1;
+  for (int k = 0; k < b->n; k++) {
+    const prebuild_item *it = &c->items[b->member[k]];
+    srcs[k] = c->srcs[it->idx];
+    len += k ? it->len - it->body : it->len;
+  }
+  char *unit = mem_alloc(len), *o = unit;
+  if (!unit) return;
+  for (int k = 0; k < b->n; k++) {  /* the first source whole, the others' kernels */
+    const prebuild_item *it = &c->items[b->member[k]];
+    size_t from = k ? it->body : 0;
+    memcpy(o, srcs[k] + from, it->len - from);
+    o += it->len - from;
+  }
+  *o = 0;
+  cpu_compile_batch(b->n, srcs, unit);
+  free(unit);
 }
 
 static atomic_ullong nprebuilt;
 
 static void *prebuild_worker(void *arg) {
   prebuild_ctx *c = arg;
-  for (int k; (k = atomic_fetch_add(&c->next, 1)) < c->n;) {
-    int i = c->items[k].idx;
-    /* errors stay with this thread: compile() reports each kernel's own (a refusal from the failure memory) */
-    tg_program *p = program_cache_get(&pc, c->d, 0, c->names[i], c->srcs[i], load_program);
-    if (p) {
-      atomic_fetch_add(&nprebuilt, 1);
-      program_release(p);
+  for (int k; (k = atomic_fetch_add(&c->next, 1)) < c->nbatches;) {
+    const prebuild_batch *b = &c->batches[k];
+    if (b->n > 1) build_unit(c, b);
+    for (int j = 0; j < b->n; j++) {
+      int i = c->items[b->member[j]].idx;
+      /* errors stay with this thread: compile() reports each kernel's own (a refusal from the failure memory) */
+      tg_program *p = program_cache_get(&pc, c->d, 0, c->names[i], c->srcs[i], load_program);
+      if (p) {
+        atomic_fetch_add(&nprebuilt, 1);
+        program_release(p);
+      }
     }
   }
   return NULL;
@@ -213,20 +288,45 @@ static void *prebuild_worker(void *arg) {
 static void cpu_prebuild(const device *d, int n, const char *const *names, const char *const *srcs) {
   if (n < 2 || !names || !srcs) return;
   int jobs = compile_jobs();
-  if (jobs < 2) return;  /* compile() builds them one by one as it always did */
   prebuild_item *items = mem_alloc((size_t)n * sizeof *items);
-  if (!items) return;  /* only a hint: compile() will report the memory */
-  int nnew = 0;  /* kernels not in memory yet */
-  for (int i = 0; i < n; i++)
-    if (names[i] && srcs[i] && !program_cache_has(&pc, 0, names[i], srcs[i]))
-      items[nnew++] = (prebuild_item){.len = strlen(srcs[i]), .idx = i};
-  if (jobs > nnew) jobs = nnew;
-  if (jobs < 2) {
+  prebuild_batch *batches = mem_alloc((size_t)n * sizeof *batches);
+  if (!items || !batches) {  /* only a hint: compile() will report the memory */
     free(items);
+    free(batches);
     return;
   }
-  qsort(items, (size_t)nnew, sizeof *items, longer_first);
-  prebuild_ctx c = {.d = d, .names = names, .srcs = srcs, .items = items, .n = nnew};
+  int nnew = 0;  /* kernels not in memory yet */
+  for (int i = 0; i < n; i++)
+    if (names[i] && srcs[i] && !program_cache_has(&pc, 0, names[i], srcs[i])) {
+      prebuild_item *it = &items[nnew++];
+      *it = (prebuild_item){.len = strlen(srcs[i]), .idx = i};
+      /* a kernel in the disk cache loads alone; the others may share a unit */
+      if (source_parts(names[i], srcs[i], &it->pre, &it->body) && !cpu_compile_cached(srcs[i]))
+        it->pre_hash = hash_bytes(srcs[i] + it->pre, it->body - it->pre, 0);
+      else
+        it->pre = it->body = 0;
+    }
+  qsort(items, (size_t)nnew, sizeof *items, by_preamble);
+  int per = (nnew + 2 * jobs - 1) / (2 * jobs);  /* kernels per unit: two units per thread at least */
+  per = per < 1 ? 1 : per > BATCH_MAX ? BATCH_MAX : per;
+  prebuild_ctx c = {.d = d, .names = names, .srcs = srcs, .items = items, .batches = batches};
+  /* each kernel joins the first unit of its preamble group with room and no kernel of its name (units of an
+   * earlier group are full or of another preamble: the search starts at the group's first unit) */
+  for (int i = 0, group = 0; i < nnew; i++) {
+    if (i && items[i].pre_hash != items[i - 1].pre_hash) group = c.nbatches;
+    int b = group;
+    while (b < c.nbatches && (batches[b].n >= per || !joins(&c, &batches[b], i))) b++;
+    if (b == c.nbatches) batches[c.nbatches++] = (prebuild_batch){0};
+    batches[b].member[batches[b].n++] = i;
+    batches[b].len += items[i].len;
+  }
+  if (jobs > c.nbatches) jobs = c.nbatches;
+  if (jobs < 2 && c.nbatches == nnew) {  /* one thread and no unit of several: compile() builds them as always */
+    free(items);
+    free(batches);
+    return;
+  }
+  qsort(batches, (size_t)c.nbatches, sizeof *batches, longer_first);
   atomic_init(&c.next, 0);
   pthread_t th[MAX_COMPILE_JOBS];
   int started = 0;
@@ -239,10 +339,12 @@ static void cpu_prebuild(const device *d, int n, const char *const *names, const
   prebuild_worker(&c);
   for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
   free(items);
+  free(batches);
   if (saved) tg_set_error(saved, "%s", msg);
   else tg_error_clear();
   if (tg_debug_level() >= 2)
-    fprintf(stderr, "CPU: %d new kernels built ahead on %d threads in %.1f ms\n", nnew, started + 1, now_ms() - t0);
+    fprintf(stderr, "CPU: %d new kernels built ahead in %d units on %d threads in %.1f ms\n", nnew, c.nbatches,
+            started + 1, now_ms() - t0);
 }
 
 typedef struct launch_ctx {

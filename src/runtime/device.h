@@ -151,6 +151,14 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);  /* 64-bit FNV-1a s
 /* as cpu_compile_to_file; *is_temp (if not NULL) says the file is a private temporary (the cache directory
  * was unusable) that the caller should unlink once it has loaded it */
 char *cpu_compile_so(const char *src, bool *from_disk, bool *is_temp);
+/* Compiles unit, one translation unit that defines what each of the n sources srcs[i] defines (2 <= n <= 64),
+ * with one compiler process, and stores the object in the disk cache under every source's key, as
+ * cpu_compile_so would find it. Returns how many sources it stored: 0 when the unit failed to compile or there
+ * is no cache directory (then compile them one by one: each reports its own error); it sets tg_error() and
+ * counts one compile when the compiler ran. */
+int cpu_compile_batch(int n, const char *const *srcs, const char *unit);
+/* whether the disk cache holds src's object, intact: cpu_compile_so will load it without compiling */
+bool cpu_compile_cached(const char *src);
 /* whether the last cpu_compile_so on this thread failed because the compiler refused the source (an error in it,
  * not a spawn failure, a signal or the cache directory's I/O): compiling it again would fail the same way */
 bool compile_cache_rejected(void);
