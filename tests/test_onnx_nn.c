@@ -4,13 +4,16 @@
  *    operator and attribute form of ops_nn (build/onnx_backend runs them all); skipped when the data is absent;
  *  - tests/fixtures/onnx_nn: single-node models for what that data lacks (opsets 18 to 21, com.microsoft),
  *    with golden outputs from onnx's reference evaluator or onnxruntime (make_onnx_nn_fixtures.py);
- *  - malformed attributes, refused with an error naming the node. */
+ *  - malformed attributes, refused with an error naming the node;
+ *  - the detection operators (host-side NonMaxSuppression, RoiAlign's host sample tables) under failing
+ *    allocations. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "test.h"
+#include "uop/uop.h"
 
 #define ONNX_DATA "/usr/share/libonnx-testdata/data"
 
@@ -168,7 +171,9 @@ static const char *const fixtures[] = {
     "test_affinegrid_2d", "test_affinegrid_3d_align", "test_quantizelinear_axis_int8", "test_dequantizelinear_blocked",
     "test_convtranspose_group_output_shape", "test_conv_same_lower_strided", "test_conv_dilated_asymmetric_pads",
     "test_conv1d_same_upper", "test_maxpool_indices_storage_order", "test_averagepool_ceil_pads",
-    "test_resize_opset10_nearest_down", "test_upsample_opset9_linear",
+    "test_resize_opset10_nearest_down", "test_upsample_opset9_linear", "test_roialign_max_ratio2_scale",
+    "test_roialign_avg_adaptive_half_pixel", "test_roialign_f64_output_half_pixel_16", "test_roialign_opset10_max_adaptive",
+    "test_nms_score_threshold_batches", "test_nms_center_point_ties", "test_nms_no_max_output",
 };
 
 TEST(test_onnx_nn_fixtures_reference_and_onnxruntime) {
@@ -195,6 +200,9 @@ static const struct { const char *dir, *needle; } bad[] = {
     {"bad_resize_scales_and_sizes", "Resize"},
     {"bad_convtranspose_output_shape", "ConvTranspose"},
     {"bad_lrn_size", "LRN"},
+    {"bad_roialign_batch_index", "RoiAlign"},
+    {"bad_roialign_mode", "RoiAlign"},
+    {"bad_nms_scores_shape", "NonMaxSuppression"},
 };
 
 TEST(test_onnx_nn_refuses_bad_attributes) {
@@ -219,6 +227,51 @@ TEST(test_onnx_nn_refuses_bad_attributes) {
           bad[i].needle);
     for (int k = 0; k < 4; k++) tg_free(y[k]);
     tg_free(x);
+    tg_onnx_free(m);
+  }
+}
+
+/* every allocation of a run of the detection fixtures failing in turn (each model loaded once): the run fails
+ * with a message and no outputs, or succeeds with all of them; nothing leaks (the ASan run checks) */
+TEST(test_onnx_nn_detect_fault_every_allocation) {
+  static const char *const cases[] = {"test_nms_score_threshold_batches", "test_roialign_max_ratio2_scale"};
+  char base[1024];
+  fixture_dir(base, sizeof base);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    char p[1500];
+    snprintf(p, sizeof p, "%s/%s/model.onnx", base, cases[c]);
+    tg_onnx *m = tg_onnx_load(p);
+    if (!m) {
+      test_fail(__FILE__, __LINE__, "%s: load: %s", cases[c], tg_error());
+      continue;
+    }
+    int nin = tg_onnx_num_inputs(m);
+    tg_tensor *ins[8] = {0};
+    const char *names[8];
+    for (int i = 0; i < nin && i < 8; i++) {
+      tg_onnx_io io;
+      tg_onnx_input(m, i, &io);
+      names[i] = io.name;
+      snprintf(p, sizeof p, "%s/%s/test_data_set_0/input_%d.pb", base, cases[c], i);
+      ins[i] = tg_onnx_read_tensor(p);
+      CHECK(ins[i], "%s: input %d: %s", cases[c], i, tg_error());
+    }
+    int64_t k = 1;
+    for (; k < 20000; k++) {
+      tg_tensor *y = NULL;
+      tg_error_clear();
+      mem_fail_at(k);
+      tg_status st = tg_onnx_run(m, nin, names, ins, &y);
+      bool failed = mem_failed();
+      mem_fail_at(0);
+      if (st != TG_OK) CHECK(failed && tg_error()[0] && !y, "%s: allocation %lld: run failed: %s", cases[c], (long long)k,
+                             tg_error());
+      else CHECK(y, "%s: allocation %lld: output missing", cases[c], (long long)k);
+      tg_free(y);
+      if (!failed) break;
+    }
+    CHECK(k > 5 && k < 20000, "%s: %lld allocations", cases[c], (long long)k);
+    for (int i = 0; i < 8; i++) tg_free(ins[i]);
     tg_onnx_free(m);
   }
 }

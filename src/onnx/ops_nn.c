@@ -1,9 +1,9 @@
 /* ops_nn.c — ONNX neural-network operators (the contract is onnx_op.h): the table onnx_ops_nn, the helpers
  * the ops_nn*.c files share (ops_nn.h), and the matrix products and convolutions. The other operators live
  * in ops_nn_pool.c (pooling), ops_nn_norm.c (normalization, dropout, losses), ops_nn_resize.c (Resize,
- * Upsample, GridSample, AffineGrid), ops_nn_quant.c (quantization), ops_nn_rnn.c (RNN, GRU, LSTM) and
- * ops_nn_ms.c (com.microsoft). Semantics are those of ONNX's reference implementation
- * (onnx/reference/ops), written with tg.h's calls as tinygrad's onnx.py does. */
+ * Upsample, GridSample, AffineGrid), ops_nn_quant.c (quantization), ops_nn_rnn.c (RNN, GRU, LSTM),
+ * ops_nn_detect.c (NonMaxSuppression, RoiAlign) and ops_nn_ms.c (com.microsoft). Semantics are those of ONNX's
+ * reference implementation (onnx/reference/ops), written with tg.h's calls as tinygrad's onnx.py does. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -325,6 +325,8 @@ const onnx_op_def onnx_ops_nn[] = {
     {"QLinearMatMul", "", 10, onnx_nn_qlinear_matmul},
     {"NegativeLogLikelihoodLoss", "", 12, onnx_nn_nll_loss},
     {"SoftmaxCrossEntropyLoss", "", 12, onnx_nn_sce_loss},
+    {"NonMaxSuppression", "", 10, onnx_nn_nms},
+    {"RoiAlign", "", 10, onnx_nn_roi_align},
     {"RNN", "", 7, onnx_nn_rnn},
     {"GRU", "", 7, onnx_nn_gru},
     {"LSTM", "", 7, onnx_nn_lstm},

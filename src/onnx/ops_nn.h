@@ -102,6 +102,10 @@ tg_status onnx_nn_conv_integer(onnx_ctx *c, const onnx_node *n, tg_tensor *const
 tg_status onnx_nn_qlinear_matmul(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_qlinear_conv(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 
+/* ops_nn_detect.c: object detection */
+tg_status onnx_nn_nms(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+tg_status onnx_nn_roi_align(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+
 /* ops_nn_rnn.c */
 tg_status onnx_nn_rnn(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_gru(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
