@@ -775,6 +775,71 @@ TEST(test_onnx_scan_slices_and_stacks) {
   tg_onnx_free(m);
 }
 
+/* Scan at opset 8: a batch axis first on every value, sequence_lens first; body(s, x) -> (s + x, s + x) over X
+ * reversed, so entry b's Y[t] is the running sum of X[b] from its end, stacked along axis 1 */
+TEST(test_onnx_scan8_batches_reversed_and_sequence_lens) {
+  pbw body = {0};
+  pbw n1 = onnx_w_node("Add", (const char *[]){"s_in", "x_in", NULL, "s_out", NULL});
+  pbw n2 = onnx_w_node("Add", (const char *[]){"s_in", "x_in", NULL, "y_out", NULL});
+  pbw_msg(&body, ONNX_G_NODE, &n1);
+  pbw_msg(&body, ONNX_G_NODE, &n2);
+  const char *ins[] = {"s_in", "x_in"}, *outs[] = {"s_out", "y_out"};
+  for (int k = 0; k < 2; k++) {
+    pbw v = onnx_w_value(ins[k], ONNX_FLOAT, -1, NULL, NULL), o = onnx_w_value(outs[k], ONNX_FLOAT, -1, NULL, NULL);
+    pbw_msg(&body, ONNX_G_INPUT, &v);
+    pbw_msg(&body, ONNX_G_OUTPUT, &o);
+  }
+  pbw g = {0}, n = onnx_w_node("Scan", (const char *[]){"L", "S", "X", NULL, "SF", "Y", NULL});
+  onnx_w_attr_msg(&n, "body", 5, &body);
+  onnx_w_attr_int(&n, "num_scan_inputs", 1);
+  onnx_w_attr_ints(&n, "directions", 1, (int64_t[]){1});
+  pbw_msg(&g, ONNX_G_NODE, &n);
+  pbw l = onnx_w_value("L", ONNX_INT64, 1, (int64_t[]){2}, NULL), s = onnx_w_value("S", ONNX_FLOAT, 2, (int64_t[]){2, 3}, NULL),
+      x = onnx_w_value("X", ONNX_FLOAT, 3, (int64_t[]){2, 4, 3}, NULL);
+  pbw_msg(&g, ONNX_G_INPUT, &l);
+  pbw_msg(&g, ONNX_G_INPUT, &s);
+  pbw_msg(&g, ONNX_G_INPUT, &x);
+  pbw sf = onnx_w_value("SF", ONNX_FLOAT, -1, NULL, NULL), y = onnx_w_value("Y", ONNX_FLOAT, -1, NULL, NULL);
+  pbw_msg(&g, ONNX_G_OUTPUT, &sf);
+  pbw_msg(&g, ONNX_G_OUTPUT, &y);
+  pbw mb = onnx_w_model(8, &g);
+  tg_onnx *m = load(&mb);
+  CHECK_T(m);
+  float xs[24], ss[6], ys[24], sfs[6], want_y[24], want_s[6];
+  for (int i = 0; i < 24; i++) xs[i] = (float)(i * 7 % 11) - 5;
+  for (int i = 0; i < 6; i++) ss[i] = (float)i * 0.5f;
+  for (int b = 0; b < 2; b++)
+    for (int c = 0; c < 3; c++) {
+      float acc = ss[b * 3 + c];
+      for (int t = 3; t >= 0; t--) {  /* reversed: step 0 reads X[b][3] */
+        acc += xs[(b * 4 + t) * 3 + c];
+        want_y[(b * 4 + (3 - t)) * 3 + c] = acc;
+      }
+      want_s[b * 3 + c] = acc;
+    }
+  int64_t full[2] = {4, 4}, part[2] = {4, 3};
+  tg_tensor *st = tg_from_data(TG_FLOAT32, 2, (int64_t[]){2, 3}, ss, sizeof ss);
+  tg_tensor *xt = tg_from_data(TG_FLOAT32, 3, (int64_t[]){2, 4, 3}, xs, sizeof xs);
+  tg_tensor *lf = tg_from_data(TG_INT64, 1, (int64_t[]){2}, full, sizeof full);
+  tg_tensor *lp = tg_from_data(TG_INT64, 1, (int64_t[]){2}, part, sizeof part);
+  tg_tensor *out[2] = {0};
+  CHECK(tg_onnx_run(m, 3, (const char *[]){"L", "S", "X"}, (tg_tensor *[]){lf, st, xt}, out) == TG_OK, "%s", tg_error());
+  CHECK(out[0] && tg_ndim(out[0]) == 2 && tg_shape(out[0], 0) == 2 && host_f32(out[0], sfs, 6) &&
+        !memcmp(sfs, want_s, sizeof sfs), "final states");
+  CHECK(out[1] && tg_ndim(out[1]) == 3 && tg_shape(out[1], 0) == 2 && tg_shape(out[1], 1) == 4 && host_f32(out[1], ys, 24) &&
+        !memcmp(ys, want_y, sizeof ys), "scan outputs (B, L, 3)");
+  tg_free(out[0]);
+  tg_free(out[1]);
+  out[0] = out[1] = NULL;
+  CHECK(tg_onnx_run(m, 3, (const char *[]){"L", "S", "X"}, (tg_tensor *[]){lp, st, xt}, out) != TG_OK &&
+        strstr(tg_error(), "sequence_lens") && !out[0] && !out[1], "a shorter sequence refused: %s", tg_error());
+  tg_free(st);
+  tg_free(xt);
+  tg_free(lf);
+  tg_free(lp);
+  tg_onnx_free(m);
+}
+
 TEST(test_onnx_load_refuses_missing_and_odd_paths) {
   tg_onnx *m = tg_onnx_load("/nonexistent/model.onnx");
   CHECK_REFUSED(m, TG_ERR_IO, "cannot open");

@@ -162,32 +162,19 @@ static tg_status scan_attr(const onnx_node *n, const char *name, int64_t count, 
   return TG_OK;
 }
 
-/* Scan(states..., scan_inputs...) -> (final states..., scan_outputs...); body(states..., slices...) ->
- * (states..., scan output elements...): the body runs once per position along each scan input's axis (forward
- * or reversed), the elements are stacked along each scan output's axis (appended or prepended) */
-static tg_status op_scan(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
-  const onnx_attr *ba = onnx_attr_find(n, "body");
-  if (!ba || !ba->g) return onnx_fail(n, TG_ERR_ARG, "needs a body graph");
-  const onnx_graph *body = ba->g;
-  int64_t m = onnx_attr_int(n, "num_scan_inputs", -1);
-  int ns = n->nin - (int)m;
-  if (m < 1 || m > n->nin) return onnx_fail(n, TG_ERR_ARG, "num_scan_inputs %lld with %d inputs", (long long)m, n->nin);
-  int k = body->noutputs - ns;
-  if (k < 0 || body->ninputs != ns + (int)m || n->nout != ns + k)
-    return onnx_fail(n, TG_ERR_ARG, "body takes %d inputs and gives %d outputs; the node has %d inputs (%lld scanned) and %d outputs",
-                     body->ninputs, body->noutputs, n->nin, (long long)m, n->nout);
-  int64_t *ia = mem_calloc((size_t)(2 * m + 2 * k + 1), sizeof *ia), *id = ia + m, *oa = id + m, *od = oa + k;
+/* The scan of body over ns states vals[0..ns) and m scan inputs vals[ns..ns+m) along axes ia (made
+ * non-negative here), forward or reversed (id); out[0..ns) the final states, out[ns..ns+k) the k scan outputs,
+ * each element stacked along its axis oa, appended or prepended (od). */
+static tg_status scan_run(onnx_ctx *c, const onnx_node *n, const onnx_graph *body, int ns, int m, int k,
+                          tg_tensor *const *vals, int64_t *ia, const int64_t *id, const int64_t *oa, const int64_t *od,
+                          tg_tensor **out) {
   tg_tensor **bin = mem_calloc((size_t)(ns + m + 1), sizeof *bin), **bout = mem_calloc((size_t)(ns + k + 1), sizeof *bout);
   tg_tensor **states = mem_calloc((size_t)(ns + 1), sizeof *states);
   tg_tensor ***elems = mem_calloc((size_t)(k + 1), sizeof *elems);
-  tg_status st = ia && bin && bout && states && elems ? TG_OK : TG_ERR_NOMEM;
-  if (!st) st = scan_attr(n, "scan_input_axes", m, ia);
-  if (!st) st = scan_attr(n, "scan_input_directions", m, id);
-  if (!st) st = scan_attr(n, "scan_output_axes", k, oa);
-  if (!st) st = scan_attr(n, "scan_output_directions", k, od);
+  tg_status st = bin && bout && states && elems ? TG_OK : TG_ERR_NOMEM;
   int64_t len = -1;
   for (int j = 0; j < m && !st; j++) {
-    tg_tensor *x = in[ns + j];
+    tg_tensor *x = vals[ns + j];
     int nd = tg_ndim(x);
     if (!x) st = onnx_fail(n, TG_ERR_ARG, "scan input %d is missing", j);
     else if (ia[j] < -nd || ia[j] >= nd) st = onnx_fail(n, TG_ERR_ARG, "scan input %d: axis %lld of a %d-d tensor", j, (long long)ia[j], nd);
@@ -201,11 +188,11 @@ static tg_status op_scan(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
   if (!st && len < 1) st = onnx_fail(n, TG_ERR_ARG, "a scan of length %lld is not supported", (long long)len);
   for (int j = 0; j < k && !st; j++)
     if (!(elems[j] = mem_calloc((size_t)len, sizeof **elems))) st = TG_ERR_NOMEM;
-  for (int j = 0; j < ns && !st; j++) states[j] = tg_retain(in[j]);
+  for (int j = 0; j < ns && !st; j++) states[j] = tg_retain(vals[j]);
   for (int64_t t = 0; t < len && !st; t++) {
     for (int j = 0; j < ns; j++) bin[j] = states[j];
     for (int j = 0; j < m && !st; j++) {
-      tg_tensor *x = in[ns + j];
+      tg_tensor *x = vals[ns + j];
       int nd = tg_ndim(x);
       int64_t bounds[2 * TG_MAX_DIMS], pos = id[j] ? len - 1 - t : t;
       for (int d = 0; d < nd; d++) {
@@ -217,7 +204,7 @@ static tg_status op_scan(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
       tg_free(sl);
       if (!bin[ns + j]) st = tg_error_status();
     }
-    if (!st) st = onnx_run_subgraph(c, body, ns + (int)m, bin, ns + k, bout);
+    if (!st) st = onnx_run_subgraph(c, body, ns + m, bin, ns + k, bout);
     for (int j = 0; j < m; j++) {
       tg_free(bin[ns + j]);
       bin[ns + j] = NULL;
@@ -236,7 +223,7 @@ static tg_status op_scan(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
   }
   for (int j = 0; j < ns; j++) {
     if (!st) out[j] = states[j];
-    else tg_free(states[j]);
+    else if (states) tg_free(states[j]);
   }
   for (int j = 0; elems && j < k; j++) {
     for (int64_t t = 0; elems[j] && t < len; t++) tg_free(elems[j][t]);
@@ -246,6 +233,107 @@ static tg_status op_scan(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
   free(states);
   free(bin);
   free(bout);
+  return st;
+}
+
+/* the body of a Scan node, its number of scan inputs m (of nvals values: states, then scan inputs) and of scan
+ * outputs *k, checked against the node's outputs; NULL after recording the node's error */
+static const onnx_graph *scan_body(const onnx_node *n, int nvals, int64_t *m, int *k) {
+  const onnx_attr *ba = onnx_attr_find(n, "body");
+  if (!ba || !ba->g) {
+    onnx_fail(n, TG_ERR_ARG, "needs a body graph");
+    return NULL;
+  }
+  const onnx_graph *body = ba->g;
+  *m = onnx_attr_int(n, "num_scan_inputs", -1);
+  if (*m < 1 || *m > nvals) {
+    onnx_fail(n, TG_ERR_ARG, "num_scan_inputs %lld with %d inputs", (long long)*m, nvals);
+    return NULL;
+  }
+  int ns = nvals - (int)*m;
+  *k = body->noutputs - ns;
+  if (*k < 0 || body->ninputs != nvals || n->nout != ns + *k) {
+    onnx_fail(n, TG_ERR_ARG, "body takes %d inputs and gives %d outputs; the node has %d inputs (%lld scanned) and %d outputs",
+              body->ninputs, body->noutputs, nvals, (long long)*m, n->nout);
+    return NULL;
+  }
+  return body;
+}
+
+/* Scan (opset 9 on) (states..., scan_inputs...) -> (final states..., scan_outputs...); body(states..., slices...)
+ * -> (states..., scan output elements...): the body runs once per position along each scan input's axis (forward
+ * or reversed), the elements are stacked along each scan output's axis (appended or prepended) */
+static tg_status op_scan(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  int64_t m;
+  int k;
+  const onnx_graph *body = scan_body(n, n->nin, &m, &k);
+  if (!body) return tg_error_status();
+  int ns = n->nin - (int)m;
+  int64_t *ia = mem_calloc((size_t)(2 * m + 2 * k + 1), sizeof *ia), *id = ia + m, *oa = id + m, *od = oa + k;
+  tg_status st = ia ? TG_OK : TG_ERR_NOMEM;
+  if (!st) st = scan_attr(n, "scan_input_axes", m, ia);
+  if (!st) st = scan_attr(n, "scan_input_directions", m, id);
+  if (!st) st = scan_attr(n, "scan_output_axes", k, oa);
+  if (!st) st = scan_attr(n, "scan_output_directions", k, od);
+  if (!st) st = scan_run(c, n, body, ns, (int)m, k, in, ia, id, oa, od, out);
+  free(ia);
+  return st;
+}
+
+/* Scan at opset 8: (sequence_lens, states..., scan_inputs...), every value with a leading batch axis, the scan
+ * inputs scanned along axis 1 (directions per scan input), the outputs stacked along axis 1; each batch entry
+ * runs the scan of the later opsets on its own and the results are stacked along axis 0. sequence_lens, when
+ * given, must be the full length of every entry (shorter sequences are refused). */
+static tg_status op_scan8(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  int nvals = n->nin - 1;
+  int64_t m;
+  int k;
+  const onnx_graph *body = nvals >= 1 ? scan_body(n, nvals, &m, &k) : NULL;
+  if (!body) return nvals >= 1 ? tg_error_status() : onnx_fail(n, TG_ERR_ARG, "needs states or scan inputs");
+  int ns = nvals - (int)m, nout = ns + k;
+  tg_tensor *const *vals = in + 1;
+  for (int j = 0; j < nvals; j++)
+    if (!vals[j] || tg_ndim(vals[j]) < (j < ns ? 1 : 2) || tg_shape(vals[j], 0) != tg_shape(vals[0], 0))
+      return onnx_fail(n, TG_ERR_ARG, "input %d: every value needs the batch axis first (and the scan inputs a "
+                       "sequence axis after it)", j + 1);
+  int64_t B = tg_shape(vals[0], 0), L = tg_shape(vals[ns], 1);
+  int64_t *ia = mem_calloc((size_t)(2 * m + 2 * k + 1), sizeof *ia), *id = ia + m, *oa = id + m, *od = oa + k;
+  int64_t *lens = mem_calloc((size_t)B + 1, sizeof *lens), cnt = 0;
+  tg_tensor **vb = mem_calloc((size_t)nvals, sizeof *vb), **ob = mem_calloc((size_t)(nout * B + 1), sizeof *ob);
+  tg_status st = ia && lens && vb && ob ? TG_OK : TG_ERR_NOMEM;
+  if (!st) st = scan_attr(n, "directions", m, id);
+  if (!st && in[0]) st = onnx_input_ints(c, n, in, 0, lens, B, &cnt);
+  for (int64_t b = 0; !st && in[0] && b < B; b++)
+    if (cnt != B || lens[b] != L)
+      st = onnx_fail(n, TG_ERR_ARG, "sequence_lens must be %lld (the scanned length) for each of %lld entries: "
+                     "shorter sequences are not supported", (long long)L, (long long)B);
+  for (int64_t b = 0; b < B && !st; b++) {  /* entry b of every value, its batch axis dropped */
+    for (int j = 0; j < nvals && !st; j++) {
+      int nd = tg_ndim(vals[j]);
+      int64_t bounds[2 * TG_MAX_DIMS];
+      for (int d = 0; d < nd; d++) bounds[2 * d] = d ? 0 : b, bounds[2 * d + 1] = d ? tg_shape(vals[j], d) : b + 1;
+      tg_tensor *sl = tg_shrink(vals[j], nd, bounds);
+      if (!(vb[j] = tg_squeeze(sl, 0))) st = tg_error_status();
+      tg_free(sl);
+    }
+    for (int j = 0; j < m; j++) ia[j] = 0;
+    if (!st) st = scan_run(c, n, body, ns, (int)m, k, vb, ia, id, oa, od, ob + b * nout);
+    for (int j = 0; j < nvals; j++) {
+      tg_free(vb[j]);
+      vb[j] = NULL;
+    }
+  }
+  tg_tensor **col = st ? NULL : mem_calloc((size_t)B, sizeof *col);
+  if (!st && !col) st = TG_ERR_NOMEM;
+  for (int i = 0; i < nout && !st; i++) {  /* output i: entry b's result at b */
+    for (int64_t b = 0; b < B; b++) col[b] = ob[b * nout + i];
+    if (!(out[i] = tg_stack((int)B, col, 0))) st = tg_error_status();
+  }
+  for (int64_t i = 0; ob && i < nout * B; i++) tg_free(ob[i]);
+  free(col);
+  free(ob);
+  free(vb);
+  free(lens);
   free(ia);
   return st;
 }
@@ -255,6 +343,7 @@ const onnx_op_def onnx_ops_control[] = {
     {"Constant", "", 1, op_constant},
     {"If", "", 1, op_if},
     {"Loop", "", 1, op_loop},
+    {"Scan", "", 8, op_scan8},
     {"Scan", "", 9, op_scan},
     {NULL, NULL, 0, NULL},
 };
