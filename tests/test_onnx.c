@@ -733,6 +733,23 @@ TEST(test_onnx_fault_every_allocation_of_load_and_run) {
   pbw_free(&mb);
 }
 
+/* the Scan tests' body graph: float inputs s_in, x_in and outputs s_out, y_out of any shape */
+static void scan_body_io(pbw *body) {
+  const char *ins[] = {"s_in", "x_in"}, *outs[] = {"s_out", "y_out"};
+  for (int k = 0; k < 2; k++) {
+    pbw v = onnx_w_value(ins[k], ONNX_FLOAT, -1, NULL, NULL), o = onnx_w_value(outs[k], ONNX_FLOAT, -1, NULL, NULL);
+    pbw_msg(body, ONNX_G_INPUT, &v);
+    pbw_msg(body, ONNX_G_OUTPUT, &o);
+  }
+}
+
+/* the Scan tests' graph outputs: the final state SF and the stacked Y */
+static void scan_outputs(pbw *g) {
+  pbw sf = onnx_w_value("SF", ONNX_FLOAT, -1, NULL, NULL), y = onnx_w_value("Y", ONNX_FLOAT, -1, NULL, NULL);
+  pbw_msg(g, ONNX_G_OUTPUT, &sf);
+  pbw_msg(g, ONNX_G_OUTPUT, &y);
+}
+
 TEST(test_onnx_scan_slices_and_stacks) {
   /* body(s, x) -> (s, x): Y stacks the slices of X along axis 1, reversed, so Y[t] = X[:, 2 - t] */
   pbw body = {0};
@@ -740,12 +757,7 @@ TEST(test_onnx_scan_slices_and_stacks) {
   pbw n2 = onnx_w_node("Identity", (const char *[]){"x_in", NULL, "y_out", NULL});
   pbw_msg(&body, ONNX_G_NODE, &n1);
   pbw_msg(&body, ONNX_G_NODE, &n2);
-  const char *ins[] = {"s_in", "x_in"}, *outs[] = {"s_out", "y_out"};
-  for (int k = 0; k < 2; k++) {
-    pbw v = onnx_w_value(ins[k], ONNX_FLOAT, -1, NULL, NULL), o = onnx_w_value(outs[k], ONNX_FLOAT, -1, NULL, NULL);
-    pbw_msg(&body, ONNX_G_INPUT, &v);
-    pbw_msg(&body, ONNX_G_OUTPUT, &o);
-  }
+  scan_body_io(&body);
   pbw g = {0}, n = onnx_w_node("Scan", (const char *[]){"S", "X", NULL, "SF", "Y", NULL});
   onnx_w_attr_msg(&n, "body", 5, &body);
   onnx_w_attr_int(&n, "num_scan_inputs", 1);
@@ -755,9 +767,7 @@ TEST(test_onnx_scan_slices_and_stacks) {
   pbw s = onnx_w_value("S", ONNX_FLOAT, 1, (int64_t[]){1}, NULL), x = onnx_w_value("X", ONNX_FLOAT, 2, (int64_t[]){2, 3}, NULL);
   pbw_msg(&g, ONNX_G_INPUT, &s);
   pbw_msg(&g, ONNX_G_INPUT, &x);
-  pbw sf = onnx_w_value("SF", ONNX_FLOAT, -1, NULL, NULL), y = onnx_w_value("Y", ONNX_FLOAT, -1, NULL, NULL);
-  pbw_msg(&g, ONNX_G_OUTPUT, &sf);
-  pbw_msg(&g, ONNX_G_OUTPUT, &y);
+  scan_outputs(&g);
   pbw mb = onnx_w_model(11, &g);
   tg_onnx *m = load(&mb);
   CHECK_T(m);
@@ -783,12 +793,7 @@ TEST(test_onnx_scan8_batches_reversed_and_sequence_lens) {
   pbw n2 = onnx_w_node("Add", (const char *[]){"s_in", "x_in", NULL, "y_out", NULL});
   pbw_msg(&body, ONNX_G_NODE, &n1);
   pbw_msg(&body, ONNX_G_NODE, &n2);
-  const char *ins[] = {"s_in", "x_in"}, *outs[] = {"s_out", "y_out"};
-  for (int k = 0; k < 2; k++) {
-    pbw v = onnx_w_value(ins[k], ONNX_FLOAT, -1, NULL, NULL), o = onnx_w_value(outs[k], ONNX_FLOAT, -1, NULL, NULL);
-    pbw_msg(&body, ONNX_G_INPUT, &v);
-    pbw_msg(&body, ONNX_G_OUTPUT, &o);
-  }
+  scan_body_io(&body);
   pbw g = {0}, n = onnx_w_node("Scan", (const char *[]){"L", "S", "X", NULL, "SF", "Y", NULL});
   onnx_w_attr_msg(&n, "body", 5, &body);
   onnx_w_attr_int(&n, "num_scan_inputs", 1);
@@ -799,9 +804,7 @@ TEST(test_onnx_scan8_batches_reversed_and_sequence_lens) {
   pbw_msg(&g, ONNX_G_INPUT, &l);
   pbw_msg(&g, ONNX_G_INPUT, &s);
   pbw_msg(&g, ONNX_G_INPUT, &x);
-  pbw sf = onnx_w_value("SF", ONNX_FLOAT, -1, NULL, NULL), y = onnx_w_value("Y", ONNX_FLOAT, -1, NULL, NULL);
-  pbw_msg(&g, ONNX_G_OUTPUT, &sf);
-  pbw_msg(&g, ONNX_G_OUTPUT, &y);
+  scan_outputs(&g);
   pbw mb = onnx_w_model(8, &g);
   tg_onnx *m = load(&mb);
   CHECK_T(m);
