@@ -54,7 +54,7 @@ for t in "${targets[@]}"; do
 done
 
 export TG_CACHE="$PWD/$B/kernel-cache"   # the llama target's cache kernels compile once
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0   # see .ci/run
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fail=0
 summary=""

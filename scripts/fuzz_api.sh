@@ -15,6 +15,6 @@ echo "building the driver with -fsanitize=address,undefined ..."
 make -j2 BUILD=build/asan OPT="-O1 -g" \
   SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
   build/asan/fuzz/api_driver >/dev/null
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:intercept_tls_get_addr=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ./build/asan/fuzz/api_driver "$seed" "$calls"

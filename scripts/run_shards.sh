@@ -21,7 +21,7 @@ for ((i = 0; i < n; i++)); do
   wait "${pids[$i]}" || rc=$?
   # LeakSanitizer's tracer (the thread that stops the others to scan their memory at exit) sometimes dies of
   # SIGSEGV itself ("Tracer caught signal 11"): a fault of the tool after every test ran (.ci/run's
-  # use_ld_allocations=0 avoids the case seen). Such a shard runs once more; a second crash fails the run.
+  # intercept_tls_get_addr=0 removes the known cause). Such a shard runs once more; a second crash fails the run.
   if [ "$rc" -ne 0 ] && grep -q 'LeakSanitizer has encountered a fatal error' "$tmp/err$i"; then
     echo "shard $i/$n: LeakSanitizer's tracer crashed at exit ($(grep -m1 'Tracer caught' "$tmp/err$i")); running the shard again"
     rc=0
