@@ -244,6 +244,8 @@ TEST(test_onnx_math_stft_frames_windows_and_mel_weight_matrix) {
   run_cases("mel_");
 }
 
+TEST(test_onnx_math_tfidf_vectorizer_modes_weights_and_distances) { run_cases("tfidf_"); }
+
 TEST(test_onnx_math_refuses_bad_nodes) { run_cases("error_"); }
 
 TEST(test_onnx_math_shape_arithmetic_runs_no_kernel) { run_cases("known_"); }
