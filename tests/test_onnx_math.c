@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "test.h"
+#include "uop/uop.h"
 
 typedef struct blob { const uint8_t *p, *end; bool ok; } blob;
 
@@ -245,6 +246,52 @@ TEST(test_onnx_math_stft_frames_windows_and_mel_weight_matrix) {
 }
 
 TEST(test_onnx_math_tfidf_vectorizer_modes_weights_and_distances) { run_cases("tfidf_"); }
+
+TEST(test_onnx_sequences_split_insert_erase_at_concat) { run_cases("seq_"); }
+
+/* every allocation of a run of the sequence graphs fails in turn: the run fails cleanly (a message, no
+ * outputs) or gives every output, and nothing leaks (the sanitizer pass) */
+TEST(test_onnx_sequences_fault_every_allocation) {
+  fcase ks[16];
+  uint8_t *data = NULL;
+  int n = load_cases("seq_", ks, 16, &data);
+  int ran = 0;
+  for (int c = 0; c < n; c++) {
+    const fcase *k = &ks[c];
+    if (k->flags & 1) continue;
+    tg_tensor *ins[MAX_IO] = {0};
+    const char *names[MAX_IO];
+    tg_onnx *m = tg_onnx_load_memory(k->model, k->mlen, NULL);
+    CHECK(m, "%s: load: %s", k->name, tg_error());
+    for (uint32_t i = 0; m && i < k->nin; i++) {
+      tg_onnx_io io = {0};
+      ins[i] = tg_onnx_tensor_from_memory(k->ins[i], k->ilen[i]);
+      tg_onnx_input(m, (int)i, &io);
+      names[i] = io.name;
+    }
+    int64_t at = 1;
+    for (; m && at < 20000; at++) {
+      tg_tensor *outs[MAX_IO] = {0};
+      tg_error_clear();
+      mem_fail_at(at);
+      tg_status st = tg_onnx_run(m, (int)k->nin, names, ins, outs);
+      bool failed = mem_failed();
+      mem_fail_at(0);
+      bool none = true, all = true;
+      for (uint32_t i = 0; i < k->nout; i++) none = none && !outs[i], all = all && outs[i];
+      if (st != TG_OK) CHECK(failed && tg_error()[0] && none, "%s: allocation %lld: %s", k->name, (long long)at, tg_error());
+      else CHECK(all, "%s: allocation %lld: outputs missing", k->name, (long long)at);
+      for (int i = 0; i < MAX_IO; i++) tg_free(outs[i]);
+      if (!failed) break;
+    }
+    CHECK(!m || (at > 5 && at < 20000), "%s: %lld allocations", k->name, (long long)at);
+    for (int i = 0; i < MAX_IO; i++) tg_free(ins[i]);
+    tg_onnx_free(m);
+    ran++;
+  }
+  CHECK(n < 0 || ran >= 5, "%d sequence cases ran", ran);
+  free(data);
+}
 
 TEST(test_onnx_math_refuses_bad_nodes) { run_cases("error_"); }
 

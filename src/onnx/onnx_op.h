@@ -73,6 +73,8 @@ extern const onnx_op_def onnx_ops_shape[];     /* ops_shape.c: shapes, movement,
 extern const onnx_op_def onnx_ops_nn[];        /* ops_nn.c: matmul, conv, pools, norms, resize, quantization, ... */
 extern const onnx_op_def onnx_ops_control[];   /* onnx_run.c: If, Loop, Identity, Constant, ... */
 extern const onnx_op_def onnx_ops_training[];  /* ops_training.c: ai.onnx.preview.training (Adam, Gradient, ...) */
+extern const onnx_op_def onnx_ops_seq[];       /* onnx_ops_seq.c: Sequence*, SplitToSequence, ConcatFromSequence,
+                                                  Identity: the operators given sequences (onnx_run.h) */
 
 /* the definition for op_type in domain at that domain's opset, or NULL (onnx_run.c) */
 const onnx_op_def *onnx_find_op(const char *domain, const char *op_type, int opset);

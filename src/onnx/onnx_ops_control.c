@@ -1,5 +1,5 @@
-/* onnx_ops_control.c — the operators the runner itself provides (onnx_op.h's onnx_ops_control): Identity,
- * Constant, If (a branch chosen on the host), Loop (unrolled on the host: the condition and the trip count
+/* onnx_ops_control.c — the operators the runner itself provides (onnx_op.h's onnx_ops_control): Constant,
+ * If (a branch chosen on the host), Loop (unrolled on the host: the condition and the trip count
  * are read each iteration, so a loop whose condition the graph computes runs a kernel per iteration) and Scan
  * (opset 9 on: unrolled over the scan axis, which has a static length, so nothing runs on the host). */
 #include <stdlib.h>
@@ -9,12 +9,6 @@
 #include "uop/uop.h"
 
 #define CONST_KNOWN_MAX 4096
-
-static tg_status op_identity(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
-  if (n->nin < 1 || !in[0]) return onnx_fail(n, TG_ERR_ARG, "needs an input");
-  out[0] = tg_retain(in[0]);
-  return TG_OK;
-}
 
 /* Constant: exactly one of value, value_float(s), value_int(s) (strings and sparse values refused) */
 static tg_status op_constant(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
@@ -339,7 +333,6 @@ static tg_status op_scan8(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in,
 }
 
 const onnx_op_def onnx_ops_control[] = {
-    {"Identity", "", 1, op_identity},
     {"Constant", "", 1, op_constant},
     {"If", "", 1, op_if},
     {"Loop", "", 1, op_loop},

@@ -141,30 +141,58 @@ static bool ctx_grow(onnx_ctx *c) {
   return true;
 }
 
-tg_status onnx_ctx_bind(onnx_ctx *c, const char *name, tg_tensor *t, onnx_known *known) {
+onnx_seq *onnx_seq_new(int64_t n, tg_dtype dt) {
+  onnx_seq *s = mem_calloc(1, sizeof *s);
+  if (s && !(s->items = mem_calloc((size_t)(n ? n : 1), sizeof *s->items))) {
+    free(s);
+    s = NULL;
+  }
+  if (!s) {
+    tg_set_error(TG_ERR_NOMEM, "onnx: out of memory for a sequence of %lld tensors", (long long)n);
+    return NULL;
+  }
+  s->n = n;
+  s->dt = dt;
+  return s;
+}
+
+void onnx_seq_free(onnx_seq *s) {
+  if (!s) return;
+  for (int64_t i = 0; i < s->n; i++) tg_free(s->items[i]);
+  free(s->items);
+  free(s);
+}
+
+static void value_free(onnx_value *v) {
+  tg_free(v->t);
+  known_free(v->known);
+  onnx_seq_free(v->seq);
+}
+
+/* binds name to tensor t (with its known values) or to sequence seq, taking them over */
+static tg_status ctx_put(onnx_ctx *c, const char *name, tg_tensor *t, onnx_known *known, onnx_seq *seq) {
+  onnx_value nv = {.name = name, .t = t, .known = known, .seq = seq};
   if ((c->used + 1) * 2 > c->cap && !ctx_grow(c)) {
-    tg_free(t);
-    known_free(known);
+    value_free(&nv);
     tg_set_error(TG_ERR_NOMEM, "onnx: out of memory binding value '%s'", name);
     return TG_ERR_NOMEM;
   }
   onnx_value *v = ctx_slot(c, name);
-  if (v->name) {   /* a value defined twice (the preparation refuses it): the newer one wins */
-    tg_free(v->t);
-    known_free(v->known);
-  } else {
-    c->used++;
-  }
-  *v = (onnx_value){.name = name, .t = t, .known = known};
+  if (v->name) value_free(v);   /* a value defined twice (the preparation refuses it): the newer one wins */
+  else c->used++;
+  *v = nv;
   return TG_OK;
+}
+
+tg_status onnx_ctx_bind(onnx_ctx *c, const char *name, tg_tensor *t, onnx_known *known) {
+  return ctx_put(c, name, t, known, NULL);
 }
 
 /* drops value name from c's own table (backward-shift deletion keeps the probe chains whole) */
 static void ctx_release(onnx_ctx *c, const char *name) {
   onnx_value *v = ctx_find_own(c, name);
   if (!v) return;
-  tg_free(v->t);
-  known_free(v->known);
+  value_free(v);
   int64_t mask = c->cap - 1, i = v - c->vals;
   c->vals[i] = (onnx_value){0};
   c->used--;
@@ -177,10 +205,7 @@ static void ctx_release(onnx_ctx *c, const char *name) {
 
 void onnx_ctx_clear(onnx_ctx *c) {
   for (int64_t i = 0; i < c->cap; i++)
-    if (c->vals[i].name) {
-      tg_free(c->vals[i].t);
-      known_free(c->vals[i].known);
-    }
+    if (c->vals[i].name) value_free(&c->vals[i]);
   free(c->vals);
   known_free(c->scratch);
   c->scratch = NULL;
@@ -199,7 +224,8 @@ int onnx_opset(const onnx_ctx *c, const char *domain) {
 }
 
 const onnx_op_def *onnx_find_op(const char *domain, const char *op_type, int opset) {
-  const onnx_op_def *const tables[] = {onnx_ops_math, onnx_ops_shape, onnx_ops_nn, onnx_ops_control, onnx_ops_training};
+  const onnx_op_def *const tables[] = {onnx_ops_math, onnx_ops_shape, onnx_ops_nn, onnx_ops_control, onnx_ops_training,
+                                       onnx_ops_seq};
   const onnx_op_def *best = NULL;
   if (!strcmp(domain, "ai.onnx")) domain = "";
   for (size_t k = 0; k < sizeof tables / sizeof *tables; k++)
@@ -317,6 +343,23 @@ tg_status onnx_set_known(onnx_ctx *c, int k, const int64_t *vals, int64_t count)
   return TG_OK;
 }
 
+const onnx_seq *onnx_input_seq(onnx_ctx *c, const onnx_node *n, int i) {
+  if (i < 0 || i >= n->nin || !n->inputs[i][0]) return NULL;
+  onnx_value *v = ctx_find(c, n->inputs[i]);
+  return v ? v->seq : NULL;
+}
+
+tg_status onnx_set_seq(onnx_ctx *c, int k, onnx_seq *s) {
+  const onnx_node *n = c->node;
+  if (!n || k < 0 || k >= n->nout || !c->pending_seqs) {
+    onnx_seq_free(s);
+    return tg_set_error(TG_ERR_INTERNAL, "onnx_set_seq: output %d of no node being run", k), TG_ERR_INTERNAL;
+  }
+  onnx_seq_free(c->pending_seqs[k]);
+  c->pending_seqs[k] = s;
+  return TG_OK;
+}
+
 tg_status onnx_run_subgraph(onnx_ctx *c, const onnx_graph *g, int nin, tg_tensor *const *inputs, int nout,
                             tg_tensor **outputs) {
   const onnx_node *n = c->node;
@@ -351,7 +394,7 @@ static tg_status node_error(const onnx_node *n, tg_status st) {
 }
 
 static tg_status run_node(onnx_ctx *c, const onnx_graph *g, int idx, tg_tensor **in, tg_tensor **out,
-                          onnx_known **pending) {
+                          onnx_known **pending, onnx_seq **seqs) {
   const onnx_node *n = &g->nodes[idx];
   const graph_run *gr = g->run;
   for (int i = 0; i < n->nin; i++) {
@@ -359,22 +402,28 @@ static tg_status run_node(onnx_ctx *c, const onnx_graph *g, int idx, tg_tensor *
     if (!n->inputs[i][0]) continue;
     onnx_value *v = ctx_find(c, n->inputs[i]);
     if (!v) return onnx_fail(n, TG_ERR_ARG, "input %d reads '%s', which no earlier node or input defines", i, n->inputs[i]);
+    if (v->seq && !onnx_op_takes_seqs(gr->defs[idx]))
+      return onnx_fail(n, TG_ERR_ARG, "input %d ('%s') is a sequence; the operator takes tensors", i, n->inputs[i]);
     in[i] = v->t;
   }
   for (int k = 0; k < n->nout; k++) out[k] = NULL;
   for (int k = 0; k < n->nout; k++) pending[k] = NULL;
+  for (int k = 0; k < n->nout; k++) seqs[k] = NULL;
   const onnx_node *saved = c->node;
   onnx_known **saved_p = c->pending;
+  onnx_seq **saved_s = c->pending_seqs;
   c->node = n;
   c->pending = pending;
+  c->pending_seqs = seqs;
   tg_error_clear();
   tg_status st = gr->defs[idx]->fn(c, n, in, out);
   c->node = saved;
   c->pending = saved_p;
+  c->pending_seqs = saved_s;
   for (int k = 0; k < n->nout && !st; k++) {
     if (!n->outputs[k][0]) continue;
-    if (!out[k]) st = onnx_fail(n, TG_ERR_INTERNAL, "output %d ('%s') was not produced", k, n->outputs[k]);
-    else if (pending[k] && pending[k]->count != tg_numel(out[k]))
+    if (!out[k] == !seqs[k]) st = onnx_fail(n, TG_ERR_INTERNAL, "output %d ('%s') was not produced", k, n->outputs[k]);
+    else if (pending[k] && out[k] && pending[k]->count != tg_numel(out[k]))
       st = onnx_fail(n, TG_ERR_INTERNAL, "output %d: %lld known values for %lld elements", k, (long long)pending[k]->count,
                      (long long)tg_numel(out[k]));
   }
@@ -383,6 +432,7 @@ static tg_status run_node(onnx_ctx *c, const onnx_graph *g, int idx, tg_tensor *
     for (int k = 0; k < n->nout; k++) {
       tg_free(out[k]);
       known_free(pending[k]);
+      onnx_seq_free(seqs[k]);
     }
     return st;
   }
@@ -390,9 +440,10 @@ static tg_status run_node(onnx_ctx *c, const onnx_graph *g, int idx, tg_tensor *
     if (!n->outputs[k][0] || st) {
       tg_free(out[k]);
       known_free(pending[k]);
+      onnx_seq_free(seqs[k]);
       continue;
     }
-    st = onnx_ctx_bind(c, n->outputs[k], tensor_unscope(out[k]), pending[k]);
+    st = ctx_put(c, n->outputs[k], out[k] ? tensor_unscope(out[k]) : NULL, pending[k], seqs[k]);
   }
   for (int r = 0; r < gr->nrelease[idx]; r++) ctx_release(c, gr->release[idx][r]);
   return st;
@@ -421,14 +472,20 @@ tg_status onnx_run_graph(onnx_ctx *c, const onnx_graph *g, tg_tensor **outs) {
   /* per node: its inputs, outputs and outputs' known values (counts come from the file: on the heap) */
   tg_tensor **in = mem_alloc((size_t)(maxin + maxout) * sizeof *in);
   onnx_known **pending = mem_alloc((size_t)maxout * sizeof *pending);
-  tg_status st = in && pending ? TG_OK : TG_ERR_NOMEM;
-  for (int i = 0; i < g->nnodes && !st; i++) st = run_node(c, g, i, in, in + maxin, pending);
+  onnx_seq **seqs = mem_alloc((size_t)maxout * sizeof *seqs);
+  tg_status st = in && pending && seqs ? TG_OK : TG_ERR_NOMEM;
+  for (int i = 0; i < g->nnodes && !st; i++) st = run_node(c, g, i, in, in + maxin, pending, seqs);
   free(in);
   free(pending);
+  free(seqs);
   for (int j = 0; j < g->noutputs; j++) outs[j] = NULL;
   for (int j = 0; j < g->noutputs && !st; j++) {
     onnx_value *v = ctx_find(c, g->outputs[j].name);
-    if (!v || !v->t) {
+    if (v && v->seq) {
+      st = TG_ERR_ARG;
+      tg_set_error(st, "onnx: graph '%s': output '%s' is a sequence; graphs give tensors only", g->name,
+                   g->outputs[j].name);
+    } else if (!v || !v->t) {
       st = TG_ERR_ARG;
       tg_set_error(st, "onnx: graph '%s': output '%s' is never computed", g->name, g->outputs[j].name);
     } else {

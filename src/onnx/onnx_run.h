@@ -29,11 +29,24 @@ struct tg_onnx {
   tg_dtype *input_dt, *output_dt;
 };
 
-/* a value of a graph being run */
+/* ONNX's seq(tensor) value: tensors of one dtype, the sequence's own references (a sequence is never changed:
+ * SequenceInsert and SequenceErase make new ones, sharing the tensors) */
+typedef struct onnx_seq {
+  int64_t n;
+  tg_tensor **items;
+  tg_dtype dt;
+} onnx_seq;
+
+/* a sequence of n empty slots of dtype dt, or NULL (out of memory: recorded) */
+onnx_seq *onnx_seq_new(int64_t n, tg_dtype dt);
+void onnx_seq_free(onnx_seq *s);
+
+/* a value of a graph being run: a tensor or a sequence */
 typedef struct onnx_value {
   const char *name;          /* NULL: an empty slot */
-  tg_tensor *t;              /* the runner's own reference (never scoped) */
+  tg_tensor *t;              /* the runner's own reference (never scoped); NULL for a sequence */
   onnx_known *known;
+  onnx_seq *seq;             /* a sequence value, or NULL */
 } onnx_value;
 
 struct onnx_ctx {
@@ -43,6 +56,7 @@ struct onnx_ctx {
   int64_t cap, used;
   const onnx_node *node;     /* the node being run */
   onnx_known **pending;      /* onnx_set_known's values for its outputs */
+  onnx_seq **pending_seqs;   /* onnx_set_seq's sequences for its outputs */
   onnx_known *scratch;       /* host values of a tensor outside the table (input_known) */
 };
 
@@ -54,6 +68,13 @@ onnx_known *known_from_bytes(tg_dtype dt, const void *data, int64_t count);
 void onnx_set_pending_known(onnx_ctx *c, int k, onnx_known *kn);
 /* int64 of a double (NaN 0, saturated at the int64 range), as a cast would without the undefined behaviour */
 int64_t onnx_d2i(double d);
+
+/* input i of the node being run when it holds a sequence (borrowed), else NULL (a tensor, or left out) */
+const onnx_seq *onnx_input_seq(onnx_ctx *c, const onnx_node *n, int i);
+/* makes output k of the node being run the sequence s (taken over, freed on failure) */
+tg_status onnx_set_seq(onnx_ctx *c, int k, onnx_seq *s);
+/* whether d is one of onnx_ops_seq's operators, the only ones a sequence may be given to */
+bool onnx_op_takes_seqs(const onnx_op_def *d);
 
 /* a tensor from a parsed TensorProto (never scoped: the caller owns it): wraps data in a mapping without a copy
  * when it is aligned, else a copy. what names it in messages */
