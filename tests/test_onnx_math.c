@@ -5,6 +5,7 @@
  * integer rules of Div/Mod/Pow, NaN in Max/Min/Clip, ties, version differences, window functions, DFT, STFT,
  * MelWeightMatrix, refused nodes, running under tg_jit, and shape arithmetic kept on the host (a chain of them
  * feeding TopK's K builds its graph without running a kernel). */
+#include <math.h>
 #include <stdlib.h>
 
 #include "test.h"
@@ -291,6 +292,132 @@ TEST(test_onnx_sequences_fault_every_allocation) {
   }
   CHECK(n < 0 || ran >= 5, "%d sequence cases ran", ran);
   free(data);
+}
+
+/* runs the fixture's case name (a model of flag 4) once; its output 0 as doubles (malloc'd, *count of them),
+ * and its dtype in *dt; NULL after recording the failure */
+static double *run_random_case(const char *name, int64_t *count, tg_dtype *dt) {
+  fcase ks[1];
+  uint8_t *data = NULL;
+  double *vals = NULL;
+  if (load_cases(name, ks, 1, &data) != 1) {
+    free(data);
+    return NULL;
+  }
+  tg_tensor *ins[MAX_IO] = {0}, *outs[MAX_IO] = {0};
+  const char *names[MAX_IO];
+  tg_onnx *m = tg_onnx_load_memory(ks[0].model, ks[0].mlen, NULL);
+  CHECK(m, "%s: load: %s", name, tg_error());
+  for (uint32_t i = 0; m && i < ks[0].nin; i++) {
+    tg_onnx_io io = {0};
+    ins[i] = tg_onnx_tensor_from_memory(ks[0].ins[i], ks[0].ilen[i]);
+    tg_onnx_input(m, (int)i, &io);
+    names[i] = io.name;
+  }
+  tg_status st = m ? tg_onnx_run(m, (int)ks[0].nin, names, ins, outs) : TG_ERR_ARG;
+  CHECK(st == TG_OK, "%s: run: %s", name, tg_error());
+  if (st == TG_OK) {
+    tg_tensor *d = tg_cast(outs[0], TG_FLOAT64);
+    *count = tg_numel(outs[0]);
+    *dt = tg_dtype_of(outs[0]);
+    vals = malloc((size_t)*count * sizeof *vals);
+    CHECK(vals && d && tg_to_host(d, vals, (size_t)*count * sizeof *vals) == TG_OK, "%s: read: %s", name, tg_error());
+    tg_free(d);
+  }
+  for (int i = 0; i < MAX_IO; i++) {
+    tg_free(ins[i]);
+    tg_free(outs[i]);
+  }
+  tg_onnx_free(m);
+  free(data);
+  return vals;
+}
+
+static void moments(const double *v, int64_t n, double *mean, double *sd, double *lo, double *hi) {
+  double s = 0, q = 0;
+  *lo = INFINITY, *hi = -INFINITY;
+  for (int64_t i = 0; i < n; i++) {
+    s += v[i];
+    if (v[i] < *lo) *lo = v[i];
+    if (v[i] > *hi) *hi = v[i];
+  }
+  *mean = s / (double)n;
+  for (int64_t i = 0; i < n; i++) q += (v[i] - *mean) * (v[i] - *mean);
+  *sd = sqrt(q / (double)(n - 1));
+}
+
+/* The random operators against their distributions: means and deviations within 5 standard errors (at 1e5
+ * draws), ranges, dtypes; a seeded node gives the same numbers twice; Bernoulli's certain probabilities give
+ * certain outcomes; Multinomial's frequencies follow the softmax of its input */
+TEST(test_onnx_math_random_operators_follow_their_distributions) {
+  int64_t n = 0;
+  tg_dtype dt = TG_DTYPE_COUNT;
+  double mean, sd, lo, hi;
+  double *v = run_random_case("random_normal_double", &n, &dt);
+  if (v) {
+    moments(v, n, &mean, &sd, &lo, &hi);
+    CHECK(n == 100000 && dt == TG_FLOAT64, "RandomNormal: %lld values of %s", (long long)n, tg_dtype_name(dt));
+    CHECK(fabs(mean - 2.0) < 5 * 3.0 / sqrt(1e5) && fabs(sd - 3.0) < 0.05, "RandomNormal: mean %g sd %g, want 2 and 3", mean, sd);
+  }
+  free(v);
+  if ((v = run_random_case("random_uniform_float", &n, &dt))) {
+    moments(v, n, &mean, &sd, &lo, &hi);
+    CHECK(n == 100000 && dt == TG_FLOAT32, "RandomUniform: %lld values of %s", (long long)n, tg_dtype_name(dt));
+    CHECK(lo >= -1.0 && hi < 3.0 && lo < -0.99 && hi > 2.99, "RandomUniform: range [%g, %g], want in [-1, 3)", lo, hi);
+    CHECK(fabs(mean - 1.0) < 5 * (4 / sqrt(12.0)) / sqrt(1e5) && fabs(sd - 4 / sqrt(12.0)) < 0.02,
+          "RandomUniform: mean %g sd %g", mean, sd);
+  }
+  free(v);
+  double *w = NULL;
+  int64_t n2 = 0;
+  if ((v = run_random_case("random_normal_like_seeded", &n, &dt)) && (w = run_random_case("random_normal_like_seeded", &n2, &dt))) {
+    moments(v, n, &mean, &sd, &lo, &hi);
+    CHECK(n == 90000 && n2 == n && dt == TG_FLOAT32, "RandomNormalLike: %lld values of %s", (long long)n, tg_dtype_name(dt));
+    CHECK(fabs(mean + 1.0) < 5 * 0.5 / 300 && fabs(sd - 0.5) < 0.01, "RandomNormalLike: mean %g sd %g, want -1 and 0.5", mean, sd);
+    int64_t same = 0;
+    for (int64_t i = 0; i < n && n2 == n; i++) same += v[i] == w[i];
+    CHECK(same == n, "RandomNormalLike with a seed: %lld of %lld values repeat in a second run", (long long)same, (long long)n);
+  }
+  free(v);
+  free(w);
+  if ((v = run_random_case("random_uniform_like_half", &n, &dt))) {
+    moments(v, n, &mean, &sd, &lo, &hi);
+    CHECK(n == 50000 && dt == TG_FLOAT16, "RandomUniformLike: %lld values of %s", (long long)n, tg_dtype_name(dt));
+    CHECK(lo >= 0 && hi <= 1 && fabs(mean - 0.5) < 5 * sqrt(1 / 12.0) / sqrt(5e4), "RandomUniformLike: [%g, %g], mean %g", lo, hi, mean);
+  }
+  free(v);
+  if ((v = run_random_case("random_bernoulli_int64", &n, &dt))) {
+    CHECK(n == 40000 && dt == TG_INT64, "Bernoulli: %lld values of %s", (long long)n, tg_dtype_name(dt));
+    int64_t bad = 0, ones = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if (v[i] != 0 && v[i] != 1) bad++;
+      if (i < 1000 && v[i] != 0) bad++;
+      if (i >= 1000 && i < 2000 && v[i] != 1) bad++;
+      if (i >= 2000) ones += v[i] == 1;
+    }
+    double f = (double)ones / 38000;
+    CHECK(bad == 0, "Bernoulli: %lld values are not 0 for p = 0, 1 for p = 1, or 0/1", (long long)bad);
+    CHECK(fabs(f - 0.25) < 5 * sqrt(0.25 * 0.75 / 38000), "Bernoulli: p = 0.25 drew 1 at a rate of %g", f);
+  }
+  free(v);
+  if ((v = run_random_case("random_multinomial_int64", &n, &dt))) {
+    CHECK(n == 40000 && dt == TG_INT64, "Multinomial: %lld values of %s", (long long)n, tg_dtype_name(dt));
+    int64_t cnt[2][3] = {{0}}, bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t c = (int64_t)v[i];
+      if (c < 0 || c > 2 || (i >= 20000 && c == 2)) bad++;
+      else cnt[i >= 20000][c]++;
+    }
+    const double want[2][3] = {{0.1, 0.2, 0.7}, {0.5, 0.5, 0}};
+    CHECK(bad == 0, "Multinomial: %lld samples out of range or of a class of probability 0", (long long)bad);
+    for (int r = 0; r < 2; r++)
+      for (int c = 0; c < 3; c++) {
+        double f = cnt[r][c] / 20000.0, se = sqrt(want[r][c] * (1 - want[r][c]) / 20000.0);
+        CHECK(fabs(f - want[r][c]) <= 5 * se + 1e-12, "Multinomial: row %d class %d drawn at %g, want %g", r, c, f, want[r][c]);
+      }
+  }
+  free(v);
+  run_cases("random_error_");
 }
 
 TEST(test_onnx_math_refuses_bad_nodes) { run_cases("error_"); }

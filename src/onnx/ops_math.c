@@ -1,7 +1,8 @@
 /* ops_math.c — ONNX's elementwise operators (math, activations, comparisons, logic, bitwise, casts, Clip,
  * Where, the variadic Sum/Mean/Max/Min), and the table onnx_ops_math, which also lists the reductions, the
  * softmax family, ArgMax/ArgMin, TopK, CumSum, Einsum and Det of ops_math_reduce.c, the windows, DFT, STFT and
- * MelWeightMatrix of ops_math_signal.c and TfIdfVectorizer of ops_math_text.c (see onnx_op.h for the contract).
+ * MelWeightMatrix of ops_math_signal.c, the random operators of ops_math_random.c and TfIdfVectorizer of
+ * ops_math_text.c (see onnx_op.h for the contract).
  *
  * Each operator is a few tg.h calls, as in tinygrad's onnx.py. Where tinygrad's semantics differ from ONNX's
  * reference implementation (onnx/reference/ops), the ONNX behaviour is composed explicitly: results keep the
@@ -370,6 +371,10 @@ const onnx_op_def onnx_ops_math[] = {
     /* ops_math_signal.c */
     {"HannWindow", "", 17, op_window},  {"HammingWindow", "", 17, op_window}, {"BlackmanWindow", "", 17, op_window},
     {"DFT", "", 17, op_dft},            {"STFT", "", 17, op_stft},        {"MelWeightMatrix", "", 17, op_mel_weight_matrix},
+    /* ops_math_random.c */
+    {"RandomNormal", "", 1, op_random},  {"RandomUniform", "", 1, op_random},
+    {"RandomNormalLike", "", 1, op_random}, {"RandomUniformLike", "", 1, op_random},
+    {"Bernoulli", "", 15, op_bernoulli}, {"Multinomial", "", 7, op_multinomial},
     /* ops_math_text.c */
     {"TfIdfVectorizer", "", 9, op_tfidf},
     {NULL, NULL, 0, NULL},

@@ -1,7 +1,7 @@
 /* ops_math.h — private to the math operators (ops_math.c, ops_math_reduce.c, ops_math_signal.c,
- * ops_math_text.c, ops_math_known.c): the way an operator body runs inside its own scope, the operators the
- * table in ops_math.c lists from the other files, and the host evaluation of shape arithmetic on values the
- * runner knows. */
+ * ops_math_random.c, ops_math_text.c, ops_math_known.c): the way an operator body runs inside its own scope,
+ * the operators the table in ops_math.c lists from the other files, and the host evaluation of shape
+ * arithmetic on values the runner knows. */
 #ifndef TG_ONNX_OPS_MATH_H
 #define TG_ONNX_OPS_MATH_H
 
@@ -47,6 +47,11 @@ tg_status op_window(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_te
 tg_status op_dft(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status op_stft(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status op_mel_weight_matrix(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+
+/* ---- operators of ops_math_random.c ---- */
+tg_status op_random(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);   /* Random{Normal,Uniform}[Like] */
+tg_status op_bernoulli(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+tg_status op_multinomial(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 
 /* ---- operators of ops_math_text.c ---- */
 tg_status op_tfidf(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);   /* TfIdfVectorizer */
