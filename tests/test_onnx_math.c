@@ -248,6 +248,8 @@ TEST(test_onnx_math_stft_frames_windows_and_mel_weight_matrix) {
 
 TEST(test_onnx_math_tfidf_vectorizer_modes_weights_and_distances) { run_cases("tfidf_"); }
 
+TEST(test_onnx_newer_opsets_rmsnorm_lpnorm_swish_swiglu_cumprod) { run_cases("newer_"); }
+
 TEST(test_onnx_sequences_split_insert_erase_at_concat) { run_cases("seq_"); }
 
 /* every allocation of a run of the sequence graphs fails in turn: the run fails cleanly (a message, no

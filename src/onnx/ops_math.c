@@ -129,6 +129,8 @@ MATH_OP(op_activation) {
   } else if (!strcmp(op, "IsInf")) {
     return math_out(n, out, 0, tg_isinf(x, onnx_attr_int(n, "detect_positive", 1) != 0,
                                         onnx_attr_int(n, "detect_negative", 1) != 0));
+  } else if (!strcmp(op, "Swish")) {
+    r = tg_mul(x, tg_sigmoid(tg_mul_scalar(x, onnx_attr_float(n, "alpha", 1.0))));
   } else if (!strcmp(op, "Gelu")) {
     const char *approx = onnx_attr_string(n, "approximate", "none");
     if (strcmp(approx, "none") && strcmp(approx, "tanh"))
@@ -138,6 +140,19 @@ MATH_OP(op_activation) {
     return onnx_fail(n, TG_ERR_INTERNAL, "not an activation");
   }
   return math_out(n, out, 0, math_cast_to(r, tg_dtype_of(x)));
+}
+
+/* SwiGLU (opset 28): Swish(a) * b, a and b of one shape and dtype */
+MATH_OP(op_swiglu) {
+  tg_status st = need(n, in, 0);
+  if (st || (st = need(n, in, 1))) return st;
+  tg_tensor *a = in[0], *b = in[1];
+  int nd = tg_ndim(a);
+  bool same = nd == tg_ndim(b) && tg_dtype_of(a) == tg_dtype_of(b);
+  for (int i = 0; same && i < nd; i++) same = tg_shape(a, i) == tg_shape(b, i);
+  if (!same) return onnx_fail(n, TG_ERR_ARG, "A and B differ in shape or dtype (SwiGLU does not broadcast)");
+  tg_tensor *swish = tg_mul(a, math_cast_to(tg_sigmoid(tg_mul_scalar(a, onnx_attr_float(n, "alpha", 1.0))), tg_dtype_of(a)));
+  return math_out(n, out, 0, math_cast_to(tg_mul(swish, b), tg_dtype_of(a)));
 }
 
 /* PRelu: x < 0 ? slope * x : x. From opset 7 slope broadcasts to x (numpy); before, a vector slope holds one
@@ -344,7 +359,7 @@ const onnx_op_def onnx_ops_math[] = {
     {"HardSwish", "", 14, op_unary},    {"Mish", "", 18, op_unary},       {"Not", "", 1, op_unary},
     {"BitwiseNot", "", 18, op_unary},   {"IsNaN", "", 9, op_unary},
     /* activations with attributes */
-    {"Elu", "", 1, op_activation},      {"Celu", "", 12, op_activation},  {"Selu", "", 1, op_activation},
+    {"Elu", "", 1, op_activation},      {"Celu", "", 12, op_activation}, {"Swish", "", 24, op_activation}, {"SwiGLU", "", 28, op_swiglu},  {"Selu", "", 1, op_activation},
     {"LeakyRelu", "", 1, op_activation}, {"HardSigmoid", "", 1, op_activation},
     {"ThresholdedRelu", "", 10, op_activation}, {"Shrink", "", 9, op_activation},
     {"IsInf", "", 10, op_activation},   {"Gelu", "", 20, op_activation},  {"PRelu", "", 1, op_prelu},
@@ -366,7 +381,7 @@ const onnx_op_def onnx_ops_math[] = {
     {"ReduceSumSquare", "", 1, op_reduce},
     {"ArgMax", "", 1, op_argmax},       {"ArgMin", "", 1, op_argmax},
     {"Softmax", "", 1, op_softmax},     {"LogSoftmax", "", 1, op_softmax}, {"Hardmax", "", 1, op_softmax},
-    {"TopK", "", 1, op_topk},           {"CumSum", "", 11, op_cumsum},    {"Einsum", "", 12, op_einsum},
+    {"TopK", "", 1, op_topk},           {"CumSum", "", 11, op_cumsum},    {"CumProd", "", 26, op_cumsum},    {"Einsum", "", 12, op_einsum},
     {"Det", "", 11, op_det},
     /* ops_math_signal.c */
     {"HannWindow", "", 17, op_window},  {"HammingWindow", "", 17, op_window}, {"BlackmanWindow", "", 17, op_window},

@@ -1,5 +1,5 @@
 /* ops_math_reduce.c — ONNX's reductions (Reduce*), ArgMax/ArgMin, the softmax family (Softmax, LogSoftmax,
- * Hardmax), TopK, CumSum and Einsum; listed in ops_math.c's table.
+ * Hardmax), TopK, CumSum (and CumProd) and Einsum; listed in ops_math.c's table.
  *
  * Versions: a reduction's axes are an attribute until ReduceSum-13 and the others' opset 18, an optional input
  * from then on (with noop_with_empty_axes: no axes means no reduction, where the reference still applies the
@@ -175,7 +175,7 @@ MATH_OP(op_topk) {
   return st;
 }
 
-/* ---- CumSum -------------------------------------------------------------------------------------------- */
+/* ---- CumSum and CumProd ------------------------------------------------------------------------------ */
 
 /* the running sum along the axis given as input 1; exclusive leaves out the element itself, reverse runs from
  * the end */
@@ -190,16 +190,16 @@ MATH_OP(op_cumsum) {
   if (nd == 0) return onnx_fail(n, TG_ERR_ARG, "the input is a scalar (rank 0)");
   int a = math_axis(n, axis, nd);
   if (a < 0) return TG_ERR_ARG;
-  bool reverse = onnx_attr_int(n, "reverse", 0) != 0;
+  bool reverse = onnx_attr_int(n, "reverse", 0) != 0, prod = !strcmp(n->op_type, "CumProd");
   tg_tensor *xs = reverse ? tg_flip(x, 1, &a) : x;
   if (onnx_attr_int(n, "exclusive", 0)) {
-    /* shift by one along the axis: a 0 in front, the last element dropped */
+    /* shift by one along the axis: the identity (0, or 1 for a product) in front, the last element dropped */
     int64_t pairs[2 * TG_MAX_DIMS] = {0}, bounds[2 * TG_MAX_DIMS];
     pairs[2 * a] = 1;
     for (int i = 0; i < nd; i++) bounds[2 * i] = 0, bounds[2 * i + 1] = tg_shape(x, i);
-    xs = tg_shrink(tg_pad_axes(xs, nd, pairs, 0), nd, bounds);
+    xs = tg_shrink(tg_pad_axes(xs, nd, pairs, prod ? 1 : 0), nd, bounds);
   }
-  tg_tensor *r = tg_cumsum(xs, a);
+  tg_tensor *r = prod ? tg_cumprod(xs, a) : tg_cumsum(xs, a);
   if (reverse) r = tg_flip(r, 1, &a);
   return math_out(n, out, 0, math_cast_to(r, tg_dtype_of(x)));
 }

@@ -69,6 +69,8 @@ tg_status onnx_nn_max_unpool(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
 tg_status onnx_nn_batch_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_instance_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_layer_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+tg_status onnx_nn_lp_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+tg_status onnx_nn_rms_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_group_norm_18(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_group_norm_21(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_lrn(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);

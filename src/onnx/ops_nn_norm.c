@@ -110,6 +110,53 @@ tg_status onnx_nn_layer_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
   return nn_done(n, out, 3, res);
 }
 
+/* RMSNormalization (opset 23): x over the root mean square of the axes from axis on (in stash_type), times scale */
+tg_status onnx_nn_rms_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  (void)c;
+  tg_tensor *x = NN_IN(0), *scale = NN_IN(1), *y = NULL;
+  double eps = onnx_attr_float(n, "epsilon", 1e-5);
+  int64_t axis = onnx_attr_int(n, "axis", -1);
+  tg_scope_begin();
+  if (!x || !scale) {
+    y = nn_err(n, "needs X and scale");
+    return nn_done(n, out, 1, &y);
+  }
+  int xn = tg_ndim(x), axes[TG_MAX_DIMS], na = 0;
+  if (axis < 0) axis += xn;
+  if (axis < 0 || axis >= xn) {
+    y = nn_err(n, "axis %lld out of range for rank %d", (long long)onnx_attr_int(n, "axis", -1), xn);
+    return nn_done(n, out, 1, &y);
+  }
+  for (int i = (int)axis; i < xn; i++) axes[na++] = i;
+  tg_tensor *xs = as_dtype(x, stash_dtype(x));
+  tg_tensor *inv = tg_rsqrt(tg_add_scalar(tg_mean(tg_mul(xs, xs), na, axes, true), eps));
+  y = as_dtype(tg_mul(as_dtype(tg_mul(xs, inv), tg_dtype_of(x)), scale), tg_dtype_of(x));
+  return nn_done(n, out, 1, &y);
+}
+
+/* LpNormalization: x over its L1 (p = 1) or L2 (p = 2) norm along axis; 0 where the norm is 0 */
+tg_status onnx_nn_lp_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  (void)c;
+  tg_tensor *x = NN_IN(0), *y = NULL;
+  int64_t axis = onnx_attr_int(n, "axis", -1), p = onnx_attr_int(n, "p", 2);
+  tg_scope_begin();
+  if (!x) {
+    y = nn_err(n, "needs an input");
+    return nn_done(n, out, 1, &y);
+  }
+  int xn = tg_ndim(x);
+  if (axis < 0) axis += xn;
+  if (axis < 0 || axis >= xn || (p != 1 && p != 2)) {
+    y = nn_err(n, "axis %lld for rank %d, p %lld (1 or 2)", (long long)onnx_attr_int(n, "axis", -1), xn, (long long)p);
+    return nn_done(n, out, 1, &y);
+  }
+  int a = (int)axis;
+  tg_tensor *norm = p == 1 ? tg_sum(tg_abs(x), 1, &a, true) : tg_sqrt(tg_sum(tg_mul(x, x), 1, &a, true));
+  tg_tensor *nonzero = tg_ne_scalar(norm, 0);
+  y = as_dtype(tg_where_scalar(nonzero, tg_div(x, tg_where_scalar(nonzero, norm, 1)), 0), tg_dtype_of(x));
+  return nn_done(n, out, 1, &y);
+}
+
 /* x (N, C, *S) normalized over each group of C / num_groups channels; scale and bias per group (opset 18)
  * or per channel (21) */
 static tg_status group_norm(const onnx_node *n, tg_tensor *const *in, tg_tensor **out, bool per_group) {
