@@ -382,3 +382,28 @@ REF_TEST(test_ei_comparison_scalars) {
   CHECK_INTS("int < 1.5", tg_lt_scalar(ti, 1.5), TG_BOOL, 3, wl);
   CHECK_INTS("int == 2", tg_eq_scalar(ti, 2), TG_BOOL, 3, we);
 }
+
+/* python modulo of floats at the infinities (python, numpy, PyTorch): a finite a modulo an infinite b is a when
+ * a is 0 or of b's sign, else b (-3 % inf is inf); an infinite a or a NaN gives NaN; finite values as before */
+TEST(test_float_mod_at_infinities_as_python) {
+  const double a[] = {-3, 3, -1, 1, 0, 2.5, INFINITY, -INFINITY, NAN, 1, -7.5, 7.5};
+  const double b[] = {INFINITY, INFINITY, -INFINITY, -INFINITY, INFINITY, -INFINITY, 2, 2, 2, NAN, 2, -2};
+  const int n = (int)(sizeof a / sizeof a[0]);
+  tg_dtype dts[] = {TG_FLOAT32, TG_FLOAT64};
+  for (int k = 0; k < 2; k++) {
+    int64_t shape[1] = {n};
+    tg_tensor *ta = tg_cast(tg_from_data(TG_FLOAT64, 1, shape, a, sizeof a), dts[k]);
+    tg_tensor *tb = tg_cast(tg_from_data(TG_FLOAT64, 1, shape, b, sizeof b), dts[k]);
+    double got[12];
+    tg_tensor *r = tg_cast(tg_mod(ta, tb), TG_FLOAT64);
+    CHECK(r && tg_to_host(r, got, sizeof got) == TG_OK, "%s mod: %s", tg_dtype_name(dts[k]), tg_error());
+    for (int i = 0; r && i < n; i++) {
+      double want = py_mod(a[i], b[i]);
+      bool same = isnan(want) ? isnan(got[i]) : fabs(got[i] - want) <= 1e-6 * fabs(want) || got[i] == want;
+      CHECK(same, "%s: %g %% %g = %g, want %g", tg_dtype_name(dts[k]), a[i], b[i], got[i], want);
+    }
+    tg_free(r);
+    tg_free(ta);
+    tg_free(tb);
+  }
+}

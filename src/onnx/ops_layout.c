@@ -91,7 +91,8 @@ static tg_status space_depth(const onnx_node *n, tg_tensor *x, bool to_space, bo
     if (h % bs || w % bs) return onnx_fail(n, TG_ERR_ARG, "%lld x %lld do not divide by blocksize %lld", (long long)h,
                                            (long long)w, (long long)bs);
     memcpy(s6, (int64_t[]){b, ch, h / bs, bs, w / bs, bs}, sizeof s6);
-    memcpy(perm, (int[]){0, 3, 5, 1, 2, 4}, sizeof perm);
+    if (crd) memcpy(perm, (int[]){0, 1, 3, 5, 2, 4}, sizeof perm);   /* channels first, then the block offsets */
+    else memcpy(perm, (int[]){0, 3, 5, 1, 2, 4}, sizeof perm);
     memcpy(s4, (int64_t[]){b, ch * bs * bs, h / bs, w / bs}, sizeof s4);
   }
   oshape_begin();
@@ -104,8 +105,11 @@ tg_status onnx_op_depth_to_space(onnx_ctx *c, const onnx_node *n, tg_tensor *con
   return space_depth(n, in[0], true, !strcmp(m, "CRD"), out);
 }
 
+/* SpaceToDepth's mode (DCR, the default, or CRD) came with opset 28 */
 tg_status onnx_op_space_to_depth(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
-  return space_depth(n, in[0], false, false, out);
+  const char *m = onnx_attr_string(n, "mode", "DCR");
+  if (strcmp(m, "DCR") && strcmp(m, "CRD")) return onnx_fail(n, TG_ERR_ARG, "unknown mode '%s'", m);
+  return space_depth(n, in[0], false, !strcmp(m, "CRD"), out);
 }
 
 tg_status onnx_op_eyelike(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {

@@ -261,8 +261,19 @@ static uop *b_div(uop *a, uop *b) { return fdiv_(a, b); }
 static uop *b_idiv(uop *a, uop *b) {
   return dtype_is_float((tg_dtype)a->dtype) ? mk_unary(OP_TRUNC, fdiv_(a, b)) : mk_binary(OP_IDIV, a, b);
 }
-static uop *b_mod(uop *a, uop *b) {  /* python modulo: the result takes the sign of b */
-  if (dtype_is_float((tg_dtype)a->dtype)) return sub(a, mk_binary(OP_MUL, b, f_floor(fdiv_(a, b))));
+/* python modulo: the result takes the sign of b. Floats: a - b floor(a / b), except that a finite a modulo an
+ * infinite b is a itself when it is 0 or of b's sign and b otherwise (python, numpy and PyTorch: -3 % inf is
+ * inf), where the formula gives NaN */
+static uop *b_mod(uop *a, uop *b) {
+  if (dtype_is_float((tg_dtype)a->dtype)) {
+    uop *r = sub(a, mk_binary(OP_MUL, b, f_floor(fdiv_(a, b))));
+    uop *binf = mk_binary(OP_OR, mk_binary(OP_CMPEQ, b, mk_const_like(b, INFINITY)),
+                          mk_binary(OP_CMPEQ, b, mk_const_like(b, -INFINITY)));
+    uop *afin = mk_binary(OP_CMPEQ, sub(a, a), mk_const_like(a, 0));   /* a - a is 0 for finite a, NaN otherwise */
+    uop *keep = mk_binary(OP_OR, mk_binary(OP_CMPEQ, a, mk_const_like(a, 0)),
+                          mk_binary(OP_CMPEQ, lt(a, mk_const_like(a, 0)), lt(b, mk_const_like(b, 0))));
+    return mk_where(mk_binary(OP_AND, binf, afin), mk_where(keep, a, b), r);
+  }
   uop *r = mk_binary(OP_MOD, a, b);
   if (dtype_is_unsigned((tg_dtype)a->dtype)) return r;
   uop *zero = mk_const_like(r, 0);
