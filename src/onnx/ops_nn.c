@@ -307,6 +307,7 @@ const onnx_op_def onnx_ops_nn[] = {
     {"InstanceNormalization", "", 1, onnx_nn_instance_norm},
     {"LayerNormalization", "", 17, onnx_nn_layer_norm},
     {"RMSNormalization", "", 23, onnx_nn_rms_norm},
+    {"Attention", "", 23, onnx_nn_attention_std},
     {"LpNormalization", "", 1, onnx_nn_lp_norm},
     {"GroupNormalization", "", 18, onnx_nn_group_norm_18},
     {"GroupNormalization", "", 21, onnx_nn_group_norm_21},

@@ -1,0 +1,185 @@
+/* ops_nn_attention.c — ONNX's Attention (opset 23; nonpad_kv_seqlen from 24, sliding windows from 25) with the
+ * semantics of ONNX's reference implementation: Q, K, V in 4 dims (batch, heads, sequence, head size) or 3
+ * (batch, sequence, heads x head size, split by q_num_heads / kv_num_heads); a past key and value cache
+ * concatenated in front (the present outputs); grouped-query heads (each KV head serves q_heads / kv_heads
+ * query heads); a mask (bool: where attention may go; float: added), causal masking aligned to the bottom right
+ * (a query at i sees keys up to i + the cache's length), sliding windows, per-batch key lengths; a softcap;
+ * the softmax in softmax_precision when given; rows with every key masked give 0. The scale (1 / sqrt(head
+ * size) by default) is applied as its square root to both Q and K, as the reference does.
+ *
+ * Outputs: Y, present_key, present_value and the QK product (qk_matmul_output_mode 0 or 1: after the softcap,
+ * 2: with the mask added, 3: after the softmax), all in Q's dtype. Everything is lazy tensor algebra: the
+ * masks are comparisons of position ranges, so a decode step under tg_jit replays with new positions only
+ * when its shapes stay. */
+#include <math.h>
+
+#include "ops_nn.h"
+
+/* a (q, kv) bias of 0 where allowed(i, j) and -inf elsewhere, for offset a scalar (ioff) or per batch
+ * (boff: (batch) int64 -> (batch, 1, q, kv)): diff = i + offset - j; causal: diff >= 0; window: within the
+ * left and right sizes (-1: unbounded) */
+static tg_tensor *position_bias(tg_dtype dt, int64_t q, int64_t kv, int64_t ioff, tg_tensor *boff, bool causal,
+                                int64_t left, int64_t right) {
+  int64_t qs[2] = {q, 1}, ks[2] = {1, kv};
+  tg_tensor *i = tg_reshape(tg_arange(TG_INT64, 0, (double)q, 1), 2, qs);
+  tg_tensor *j = tg_reshape(tg_arange(TG_INT64, 0, (double)kv, 1), 2, ks);
+  tg_tensor *diff = tg_sub(tg_add_scalar(i, (double)ioff), j);   /* (q, kv) */
+  if (boff) {
+    int64_t bs[3] = {tg_numel(boff), 1, 1};
+    diff = tg_add(diff, tg_reshape(boff, 3, bs));                  /* (batch, q, kv) */
+  }
+  tg_tensor *ok = causal ? tg_ge_scalar(diff, 0) : NULL;
+  if (left >= 0) ok = ok ? tg_mul(ok, tg_le_scalar(diff, (double)left)) : tg_le_scalar(diff, (double)left);
+  if (right >= 0) ok = ok ? tg_mul(ok, tg_ge_scalar(diff, -(double)right)) : tg_ge_scalar(diff, -(double)right);
+  tg_tensor *bias = ok ? tg_where_scalars(ok, 0, -INFINITY) : tg_zeros_like(tg_cast(diff, TG_FLOAT32));
+  if (boff) {
+    int64_t s4[4] = {tg_numel(boff), 1, q, kv};
+    bias = tg_reshape(bias, 4, s4);
+  }
+  return tg_cast(bias, dt);
+}
+
+/* (b, s, heads * d) -> (b, heads, s, d) */
+static tg_tensor *split_heads(tg_tensor *x, int64_t heads) {
+  int64_t s4[4] = {tg_shape(x, 0), tg_shape(x, 1), heads, tg_shape(x, 2) / heads};
+  int perm[4] = {0, 2, 1, 3};
+  return tg_permute(tg_reshape(x, 4, s4), 4, perm);
+}
+
+tg_status onnx_nn_attention_std(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  (void)c;
+  tg_tensor *q = NN_IN(0), *k = NN_IN(1), *v = NN_IN(2), *mask = NN_IN(3), *pk = NN_IN(4), *pv = NN_IN(5);
+  tg_tensor *nonpad = NN_IN(6), *res[4] = {NULL, NULL, NULL, NULL};
+  tg_scope_begin();
+  int nd = q ? tg_ndim(q) : 0;
+  if (!q || !k || !v || (nd != 3 && nd != 4) || tg_ndim(k) != nd || tg_ndim(v) != nd) {
+    res[0] = nn_err(n, "needs Q, K and V of 3 or 4 dims alike");
+    return nn_done(n, out, 4, res);
+  }
+  if (!pk != !pv || (nonpad && pk)) {
+    res[0] = nn_err(n, "past_key and past_value come together, and not with nonpad_kv_seqlen");
+    return nn_done(n, out, 4, res);
+  }
+  tg_dtype dt = tg_dtype_of(q);
+  int64_t qh = onnx_attr_int(n, "q_num_heads", 0), kvh = onnx_attr_int(n, "kv_num_heads", 0);
+  if (nd == 3) {
+    if (qh < 1 || kvh < 1 || tg_shape(q, 2) % qh || tg_shape(k, 2) % kvh || tg_shape(v, 2) % kvh) {
+      res[0] = nn_err(n, "3-dim inputs need q_num_heads and kv_num_heads dividing their hidden sizes");
+      return nn_done(n, out, 4, res);
+    }
+    q = split_heads(q, qh);
+    k = split_heads(k, kvh);
+    v = split_heads(v, kvh);
+  }
+  int64_t b = tg_shape(q, 0), heads = tg_shape(q, 1), sq = tg_shape(q, 2), d = tg_shape(q, 3);
+  if (pk) {
+    tg_tensor *kk[2] = {pk, k}, *vv[2] = {pv, v};
+    k = tg_cat(2, kk, 2);
+    v = tg_cat(2, vv, 2);
+  }
+  res[1] = k;
+  res[2] = v;
+  if (!k || !v) {
+    res[0] = nn_err(n, "the past cache does not fit K and V: %s", tg_error());
+    return nn_done(n, out, 4, res);
+  }
+  int64_t kvheads = tg_shape(k, 1), skv = tg_shape(k, 2), past = pk ? tg_shape(pk, 2) : 0;
+  if (tg_shape(k, 0) != b || tg_shape(k, 3) != d || tg_shape(v, 1) != kvheads || tg_shape(v, 2) != skv ||
+      heads % kvheads) {
+    res[0] = nn_err(n, "K (%lld heads of %lld) and V do not fit Q (%lld heads of %lld)", (long long)kvheads,
+                    (long long)tg_shape(k, 3), (long long)heads, (long long)d);
+    return nn_done(n, out, 4, res);
+  }
+
+  /* the bias (q, kv), (b, 1, q, kv) or the mask's broadcast shape: 0 or -inf, or the float mask's values */
+  bool causal = onnx_attr_int(n, "is_causal", 0) != 0;
+  int64_t left = onnx_attr_int(n, "left_window_size", -1), right = onnx_attr_int(n, "right_window_size", -1);
+  tg_tensor *bias = NULL, *boff = NULL;
+  if (nonpad) {
+    if (tg_numel(nonpad) != b) {
+      res[0] = nn_err(n, "nonpad_kv_seqlen has %lld values for a batch of %lld", (long long)tg_numel(nonpad), (long long)b);
+      return nn_done(n, out, 4, res);
+    }
+    int64_t one[1] = {b};
+    boff = tg_sub_scalar(tg_reshape(tg_cast(nonpad, TG_INT64), 1, one), (double)sq);
+  }
+  if (mask) {
+    int mn = tg_ndim(mask);
+    int64_t pad = mn ? skv - tg_shape(mask, mn - 1) : 0;
+    if (mn < 1 || pad < 0) {
+      res[0] = nn_err(n, "attn_mask's last axis is longer than the %lld keys", (long long)skv);
+      return nn_done(n, out, 4, res);
+    }
+    bool is_bool = tg_dtype_of(mask) == TG_BOOL;
+    if (pad > 0) {   /* keys past the mask's end: masked */
+      int64_t pairs[2 * TG_MAX_DIMS] = {0};
+      pairs[2 * (mn - 1) + 1] = pad;
+      mask = is_bool ? tg_cast(tg_pad_axes(tg_cast(mask, TG_INT32), mn, pairs, 0), TG_BOOL)
+                     : tg_pad_axes(mask, mn, pairs, -INFINITY);
+    }
+    bias = is_bool ? tg_cast(tg_where_scalars(mask, 0, -INFINITY), dt) : tg_cast(mask, dt);
+  }
+  if (causal) {
+    tg_tensor *cb = position_bias(dt, sq, skv, past, boff, true, -1, -1);
+    bias = bias ? tg_add(bias, cb) : cb;
+  }
+  if (left >= 0 || right >= 0) {
+    tg_tensor *wb = position_bias(dt, sq, skv, past, boff, false, left, right);
+    bias = bias ? tg_add(bias, wb) : wb;
+  }
+  if (nonpad) {
+    int64_t ks[2] = {1, skv}, bs[2] = {b, 1}, s4[4] = {b, 1, 1, skv};
+    tg_tensor *j = tg_reshape(tg_arange(TG_INT64, 0, (double)skv, 1), 2, ks);
+    tg_tensor *ok = tg_lt(j, tg_reshape(tg_cast(nonpad, TG_INT64), 2, bs));
+    tg_tensor *pb = tg_cast(tg_reshape(tg_where_scalars(ok, 0, -INFINITY), 4, s4), dt);
+    bias = bias ? tg_add(bias, pb) : pb;
+  }
+
+  /* grouped-query heads: KV head h serves query heads h * reps .. h * reps + reps - 1 */
+  tg_tensor *kr = k, *vr = v;
+  if (kvheads != heads) {
+    int64_t reps = heads / kvheads, e5[5] = {b, kvheads, reps, skv, d}, r4[4] = {b, heads, skv, d};
+    int64_t e5v[5] = {b, kvheads, reps, skv, tg_shape(v, 3)}, r4v[4] = {b, heads, skv, tg_shape(v, 3)};
+    kr = tg_reshape(tg_expand(tg_unsqueeze(k, 2), 5, e5), 4, r4);
+    vr = tg_reshape(tg_expand(tg_unsqueeze(v, 2), 5, e5v), 4, r4v);
+  }
+  double scale = onnx_attr_has(n, "scale") ? onnx_attr_float(n, "scale", 1) : 1 / sqrt((double)d);
+  double rs = sqrt(scale);
+  tg_tensor *qk = tg_matmul(tg_mul_scalar(q, rs), tg_transpose(tg_mul_scalar(kr, rs), 2, 3));
+  double softcap = onnx_attr_float(n, "softcap", 0);
+  if (softcap > 0) qk = tg_mul_scalar(tg_tanh(tg_div_scalar(qk, softcap)), softcap);
+  tg_tensor *with_bias = bias ? tg_add(qk, bias) : qk;
+  int64_t mode = onnx_attr_int(n, "qk_matmul_output_mode", 0);
+  tg_tensor *qk_out = mode == 2 ? with_bias : qk;
+  tg_tensor *x = with_bias;
+  if (onnx_attr_has(n, "softmax_precision")) {
+    tg_dtype sp;
+    if (!onnx_dtype_to_tg((int32_t)onnx_attr_int(n, "softmax_precision", 1), &sp)) {
+      res[0] = nn_err(n, "softmax_precision %lld is not supported", (long long)onnx_attr_int(n, "softmax_precision", 1));
+      return nn_done(n, out, 4, res);
+    }
+    x = tg_cast(x, sp);
+  }
+  /* softmax, a fully masked row (max -inf) giving 0 rather than NaN */
+  int last = 3;
+  tg_tensor *mx = tg_max(x, 1, &last, true);
+  tg_tensor *e = tg_exp(tg_sub(x, tg_where(tg_eq_scalar(mx, -INFINITY), tg_zeros_like(mx), mx)));
+  tg_tensor *sum = tg_sum(e, 1, &last, true);
+  tg_tensor *p = tg_div(e, tg_where(tg_eq_scalar(sum, 0), tg_full_like(sum, 1), sum));
+  if (bias) {
+    int bl = tg_ndim(bias) - 1;
+    tg_tensor *dead = tg_eq_scalar(tg_max(bias, 1, &bl, true), -INFINITY);
+    p = tg_where(dead, tg_zeros_like(p), p);
+  }
+  if (mode == 3) qk_out = p;
+  p = tg_cast(p, dt);
+  tg_tensor *y = tg_matmul(p, vr);
+  if (nd == 3) {
+    int perm[4] = {0, 2, 1, 3};
+    int64_t s3[3] = {b, sq, heads * tg_shape(v, 3)};
+    y = tg_reshape(tg_permute(y, 4, perm), 3, s3);
+  }
+  res[0] = y ? tg_cast(y, dt) : nn_err(n, "%s", tg_error());
+  res[3] = qk_out ? tg_cast(qk_out, dt) : NULL;
+  return nn_done(n, out, 4, res);
+}
