@@ -1,4 +1,4 @@
-/* ops_nn_attention.c — ONNX's Attention (opset 23; nonpad_kv_seqlen from 24, sliding windows from 25) with the
+/* ops_nn_attention.c — ONNX's Attention (opset 23; nonpad_kv_seqlen from 24, sliding windows from 25), with the
  * semantics of ONNX's reference implementation: Q, K, V in 4 dims (batch, heads, sequence, head size) or 3
  * (batch, sequence, heads x head size, split by q_num_heads / kv_num_heads); a past key and value cache
  * concatenated in front (the present outputs); grouped-query heads (each KV head serves q_heads / kv_heads
@@ -10,7 +10,8 @@
  * Outputs: Y, present_key, present_value and the QK product (qk_matmul_output_mode 0 or 1: after the softcap,
  * 2: with the mask added, 3: after the softmax), all in Q's dtype. Everything is lazy tensor algebra: the
  * masks are comparisons of position ranges, so a decode step under tg_jit replays with new positions only
- * when its shapes stay. */
+ * when its shapes stay. RotaryEmbedding (opset 23), the rotation of query and key features by position, is
+ * at the end. */
 #include <math.h>
 
 #include "ops_nn.h"
@@ -182,4 +183,75 @@ tg_status onnx_nn_attention_std(onnx_ctx *c, const onnx_node *n, tg_tensor *cons
   res[0] = y ? tg_cast(y, dt) : nn_err(n, "%s", tg_error());
   res[3] = qk_out ? tg_cast(qk_out, dt) : NULL;
   return nn_done(n, out, 4, res);
+}
+
+/* ---- RotaryEmbedding (opset 23) ------------------------------------------------------------------------- */
+
+/* x's last axis [lo, hi) */
+static tg_tensor *last_range(tg_tensor *x, int64_t lo, int64_t hi) {
+  int nd = tg_ndim(x);
+  int64_t b[2 * TG_MAX_DIMS];
+  for (int i = 0; i < nd; i++) b[2 * i] = 0, b[2 * i + 1] = tg_shape(x, i);
+  b[2 * (nd - 1)] = lo;
+  b[2 * (nd - 1) + 1] = hi;
+  return tg_shrink(x, nd, b);
+}
+
+/* X (b, heads, s, d) or (b, s, heads * d) rotated in its first rotary_embedding_dim features per head: pairs
+ * (x1, x2) -> (cos x1 - sin x2, sin x1 + cos x2), the pairs being the halves of those features or (interleaved)
+ * neighbours; cos and sin (b, s, dim / 2), or rows of (positions, dim / 2) picked by position_ids (b, s) */
+tg_status onnx_nn_rotary_embedding(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  (void)c;
+  tg_tensor *x = NN_IN(0), *cosc = NN_IN(1), *sinc = NN_IN(2), *pos = NN_IN(3), *y = NULL;
+  tg_scope_begin();
+  int nd = x ? tg_ndim(x) : 0;
+  int64_t nh = onnx_attr_int(n, "num_heads", 0);
+  if (!x || !cosc || !sinc || (nd != 3 && nd != 4) || (nd == 3 && (nh < 1 || tg_shape(x, 2) % nh))) {
+    y = nn_err(n, "needs X of 4 dims, or of 3 with num_heads dividing its last axis, and the cos and sin caches");
+    return nn_done(n, out, 1, &y);
+  }
+  int perm[4] = {0, 2, 1, 3};
+  tg_tensor *h = nd == 4 ? tg_permute(x, 4, perm)
+                         : tg_reshape(x, 4, (int64_t[]){tg_shape(x, 0), tg_shape(x, 1), nh, tg_shape(x, 2) / nh});
+  int64_t b = tg_shape(h, 0), s = tg_shape(h, 1), heads = tg_shape(h, 2), d = tg_shape(h, 3);
+  int64_t rd = onnx_attr_int(n, "rotary_embedding_dim", 0);
+  if (rd == 0) rd = d;
+  bool inter = onnx_attr_int(n, "interleaved", 0) != 0;
+  if (rd < 2 || rd > d || rd % 2) {
+    y = nn_err(n, "rotary_embedding_dim %lld for a head size of %lld", (long long)rd, (long long)d);
+    return nn_done(n, out, 1, &y);
+  }
+  int64_t half = rd / 2, cs[4] = {b, s, 1, half};
+  tg_dtype dt = tg_dtype_of(x);
+  if (pos) {   /* the caches' rows at the positions */
+    int64_t flat = tg_numel(pos);
+    tg_tensor *ids = tg_reshape(tg_cast(pos, TG_INT64), 1, &flat);
+    cosc = tg_index_select(cosc, 0, ids);
+    sinc = tg_index_select(sinc, 0, ids);
+  }
+  if (!cosc || !sinc || tg_numel(cosc) != b * s * half || tg_numel(sinc) != b * s * half) {
+    y = nn_err(n, "the caches do not hold (%lld, %lld, %lld) values", (long long)b, (long long)s, (long long)half);
+    return nn_done(n, out, 1, &y);
+  }
+  tg_tensor *cv = tg_cast(tg_reshape(cosc, 4, cs), dt), *sv = tg_cast(tg_reshape(sinc, 4, cs), dt);
+  tg_tensor *rot = last_range(h, 0, rd), *x1, *x2;
+  if (inter) {   /* neighbours: (.., half, 2) */
+    int64_t p5[5] = {b, s, heads, half, 2}, h4[4] = {b, s, heads, half};
+    tg_tensor *pairs = tg_reshape(rot, 5, p5);
+    x1 = tg_reshape(last_range(pairs, 0, 1), 4, h4);
+    x2 = tg_reshape(last_range(pairs, 1, 2), 4, h4);
+  } else {
+    x1 = last_range(rot, 0, half);
+    x2 = last_range(rot, half, rd);
+  }
+  tg_tensor *re = tg_sub(tg_mul(cv, x1), tg_mul(sv, x2)), *im = tg_add(tg_mul(sv, x1), tg_mul(cv, x2));
+  tg_tensor *parts[2] = {re, im};
+  tg_tensor *r = inter ? tg_reshape(tg_stack(2, parts, 4), 4, (int64_t[]){b, s, heads, rd}) : tg_cat(2, parts, 3);
+  if (rd < d) {
+    tg_tensor *all[2] = {r, last_range(h, rd, d)};
+    r = tg_cat(2, all, 3);
+  }
+  y = nd == 4 ? tg_permute(r, 4, perm) : tg_reshape(r, 3, tg_shape_ptr(x));
+  y = y ? tg_cast(y, dt) : nn_err(n, "%s", tg_error());
+  return nn_done(n, out, 1, &y);
 }
