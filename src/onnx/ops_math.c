@@ -142,6 +142,28 @@ MATH_OP(op_activation) {
   return math_out(n, out, 0, math_cast_to(r, tg_dtype_of(x)));
 }
 
+/* BitCast (opset 26): the bits read as `to`, which has the input's element size; bool is 0 or 1 in its byte */
+MATH_OP(op_bitcast) {
+  tg_status st = need(n, in, 0);
+  if (st) return st;
+  tg_tensor *x = in[0];
+  tg_dtype to, from = tg_dtype_of(x);
+  int64_t ot = onnx_attr_int(n, "to", 0);
+  if (!onnx_dtype_to_tg((int32_t)ot, &to)) return onnx_fail(n, TG_ERR_ARG, "to = %lld is not a supported type", (long long)ot);
+  if (tg_dtype_size(to) != tg_dtype_size(from))
+    return onnx_fail(n, TG_ERR_ARG, "%s and %s differ in size", tg_dtype_name(from), tg_dtype_name(to));
+  if (from == to) return math_out(n, out, 0, math_copy(x));
+  if (from == TG_BOOL || to == TG_BOOL) {   /* through uint8: a bool's byte is its 0 or 1 */
+    tg_tensor *u = from == TG_BOOL ? tg_cast(x, TG_UINT8) : (from == TG_UINT8 ? x : tg_bitcast(x, TG_UINT8));
+    return math_out(n, out, 0, to == TG_BOOL ? tg_ne_scalar(u, 0) : (to == TG_UINT8 ? u : tg_bitcast(u, to)));
+  }
+  if (tg_ndim(x) == 0) {   /* tg_bitcast wants an axis */
+    int64_t one = 1;
+    return math_out(n, out, 0, tg_reshape(tg_bitcast(tg_reshape(x, 1, &one), to), 0, NULL));
+  }
+  return math_out(n, out, 0, tg_bitcast(x, to));
+}
+
 /* SwiGLU (opset 28): Swish(a) * b, a and b of one shape and dtype */
 MATH_OP(op_swiglu) {
   tg_status st = need(n, in, 0);
@@ -359,7 +381,7 @@ const onnx_op_def onnx_ops_math[] = {
     {"HardSwish", "", 14, op_unary},    {"Mish", "", 18, op_unary},       {"Not", "", 1, op_unary},
     {"BitwiseNot", "", 18, op_unary},   {"IsNaN", "", 9, op_unary},
     /* activations with attributes */
-    {"Elu", "", 1, op_activation},      {"Celu", "", 12, op_activation}, {"Swish", "", 24, op_activation}, {"SwiGLU", "", 28, op_swiglu},  {"Selu", "", 1, op_activation},
+    {"Elu", "", 1, op_activation},      {"Celu", "", 12, op_activation}, {"Swish", "", 24, op_activation}, {"SwiGLU", "", 28, op_swiglu},   {"BitCast", "", 26, op_bitcast},  {"Selu", "", 1, op_activation},
     {"LeakyRelu", "", 1, op_activation}, {"HardSigmoid", "", 1, op_activation},
     {"ThresholdedRelu", "", 10, op_activation}, {"Shrink", "", 9, op_activation},
     {"IsInf", "", 10, op_activation},   {"Gelu", "", 20, op_activation},  {"PRelu", "", 1, op_prelu},
