@@ -1,6 +1,6 @@
 /* ops_layout.c — ONNX operators that rearrange or frame a tensor: Transpose, Tile, Pad (constant, reflect,
- * edge, wrap), DepthToSpace, SpaceToDepth, and the constant-making EyeLike and Trilu's masks. Views and
- * masks built with tg.h's calls, following ONNX's reference implementation (onnx/reference/ops). */
+ * edge, wrap), DepthToSpace, SpaceToDepth, CenterCropPad, and the constant-making EyeLike and Trilu's masks.
+ * Views and masks built with tg.h's calls, following ONNX's reference implementation (onnx/reference/ops). */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -110,6 +110,36 @@ tg_status onnx_op_space_to_depth(onnx_ctx *c, const onnx_node *n, tg_tensor *con
   const char *m = onnx_attr_string(n, "mode", "DCR");
   if (strcmp(m, "DCR") && strcmp(m, "CRD")) return onnx_fail(n, TG_ERR_ARG, "unknown mode '%s'", m);
   return space_depth(n, in[0], false, !strcmp(m, "CRD"), out);
+}
+
+/* CenterCropPad (opset 18): each listed axis (all by default) cropped or zero-padded to its size in `shape`,
+ * centred (an odd difference puts the extra element at the end) */
+tg_status onnx_op_center_crop_pad(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  tg_tensor *x = in[0];
+  int nd = tg_ndim(x);
+  const int64_t *ax = NULL;
+  int64_t nax = onnx_attr_ints(n, "axes", &ax), sizes[TG_MAX_DIMS], count = 0;
+  if (nax < 0) nax = nd;
+  if (nax > nd) return onnx_fail(n, TG_ERR_ARG, "%lld axes for rank %d", (long long)nax, nd);
+  tg_status st = onnx_input_ints(c, n, in, 1, sizes, TG_MAX_DIMS, &count);
+  if (st) return st;
+  if (count != nax) return onnx_fail(n, TG_ERR_ARG, "shape has %lld values for %lld axes", (long long)count, (long long)nax);
+  int64_t bounds[2 * TG_MAX_DIMS], pairs[2 * TG_MAX_DIMS] = {0};
+  for (int i = 0; i < nd; i++) bounds[2 * i] = 0, bounds[2 * i + 1] = tg_shape(x, i);
+  bool seen[TG_MAX_DIMS] = {false};
+  for (int64_t k = 0; k < nax; k++) {
+    int64_t a = ax ? ax[k] : k;
+    if (a < 0) a += nd;
+    if (a < 0 || a >= nd || seen[a] || sizes[k] < 0)
+      return onnx_fail(n, TG_ERR_ARG, "axis %lld (size %lld) is out of range, repeated or negative", (long long)(ax ? ax[k] : k),
+                       (long long)sizes[k]);
+    seen[a] = true;
+    int64_t dim = tg_shape(x, (int)a);
+    if (sizes[k] < dim) bounds[2 * a] = (dim - sizes[k]) / 2, bounds[2 * a + 1] = bounds[2 * a] + sizes[k];
+    else pairs[2 * a] = (sizes[k] - dim) / 2, pairs[2 * a + 1] = sizes[k] - dim - pairs[2 * a];
+  }
+  oshape_begin();
+  return oshape_end(n, tg_pad_axes(tg_shrink(x, nd, bounds), nd, pairs, 0), out, 0);
 }
 
 tg_status onnx_op_eyelike(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
