@@ -1,7 +1,8 @@
 /* onnx_ops_seq.c — ONNX's sequence operators (opset 11 on): SequenceEmpty, SequenceConstruct, SequenceInsert,
  * SequenceErase, SequenceAt, SequenceLength, SplitToSequence and ConcatFromSequence, over the runner's
  * sequence values (onnx_run.h: a list of tensor references of one dtype), and Identity, which passes either
- * kind of value: the operators in this file's table are the only ones the runner gives a sequence to. A sequence lives inside a graph run:
+ * kind of value, and Optional, OptionalHasElement and OptionalGetElement over present values: the operators in
+ * this file's table are the only ones the runner gives a sequence to. A sequence lives inside a graph run:
  * the models PyTorch exports for a list of tensors (torch.split, then a loop or a cat over the parts) build
  * one, take it apart and give tensors out. Making or reading a sequence runs nothing: the tensors stay lazy
  * and the parts of a split are views. Graph inputs and outputs that are sequences are refused at load. */
@@ -209,6 +210,27 @@ static tg_status op_concat_from_sequence(onnx_ctx *c, const onnx_node *n, tg_ten
   return TG_OK;
 }
 
+/* ---- optionals: an optional holding a value is that value here (a present tensor or sequence); an empty one is
+ * a left-out input ("") ---- */
+
+static tg_status op_optional_has_element(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  bool has = (n->nin > 0 && in[0]) || onnx_input_seq(c, n, 0);
+  if (!(out[0] = tg_full(TG_BOOL, 0, NULL, has))) return onnx_fail(n, TG_ERR_NOMEM, "%s", tg_error());
+  return TG_OK;
+}
+
+static tg_status op_optional_get_element(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  if (!((n->nin > 0 && in[0]) || onnx_input_seq(c, n, 0))) return onnx_fail(n, TG_ERR_ARG, "the optional is empty");
+  return op_identity(c, n, in, out);
+}
+
+/* Optional(x): x itself; an empty optional (no input) has no value here to hold it */
+static tg_status op_optional(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  if (!((n->nin > 0 && in[0]) || onnx_input_seq(c, n, 0)))
+    return onnx_fail(n, TG_ERR_ARG, "an empty optional (no input) is not supported");
+  return op_identity(c, n, in, out);
+}
+
 const onnx_op_def onnx_ops_seq[] = {
     {"Identity", "", 1, op_identity},
     {"SequenceEmpty", "", 11, op_sequence_empty},
@@ -219,6 +241,9 @@ const onnx_op_def onnx_ops_seq[] = {
     {"SequenceLength", "", 11, op_sequence_length},
     {"SplitToSequence", "", 11, op_split_to_sequence},
     {"ConcatFromSequence", "", 11, op_concat_from_sequence},
+    {"Optional", "", 15, op_optional},
+    {"OptionalHasElement", "", 15, op_optional_has_element},
+    {"OptionalGetElement", "", 15, op_optional_get_element},
     {NULL, NULL, 0, NULL},
 };
 
