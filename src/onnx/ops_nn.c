@@ -309,6 +309,7 @@ const onnx_op_def onnx_ops_nn[] = {
     {"RMSNormalization", "", 23, onnx_nn_rms_norm},
     {"Attention", "", 23, onnx_nn_attention_std},
     {"RotaryEmbedding", "", 23, onnx_nn_rotary_embedding},
+    {"TensorScatter", "", 24, onnx_nn_tensor_scatter},
     {"LpNormalization", "", 1, onnx_nn_lp_norm},
     {"GroupNormalization", "", 18, onnx_nn_group_norm_18},
     {"GroupNormalization", "", 21, onnx_nn_group_norm_21},

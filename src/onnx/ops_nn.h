@@ -69,9 +69,10 @@ tg_status onnx_nn_max_unpool(onnx_ctx *c, const onnx_node *n, tg_tensor *const *
 tg_status onnx_nn_batch_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_instance_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_layer_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
-/* ops_nn_attention.c: Attention (opset 23 on) and RotaryEmbedding */
+/* ops_nn_attention.c: Attention (opset 23 on), RotaryEmbedding and TensorScatter */
 tg_status onnx_nn_attention_std(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_rotary_embedding(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+tg_status onnx_nn_tensor_scatter(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_lp_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_rms_norm(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_nn_group_norm_18(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);

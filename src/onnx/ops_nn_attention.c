@@ -10,9 +10,10 @@
  * Outputs: Y, present_key, present_value and the QK product (qk_matmul_output_mode 0 or 1: after the softcap,
  * 2: with the mask added, 3: after the softmax), all in Q's dtype. Everything is lazy tensor algebra: the
  * masks are comparisons of position ranges, so a decode step under tg_jit replays with new positions only
- * when its shapes stay. RotaryEmbedding (opset 23), the rotation of query and key features by position, is
- * at the end. */
+ * when its shapes stay. RotaryEmbedding (opset 23), the rotation of query and key features by position, and
+ * TensorScatter (24), the write of new keys or values into a cache, are at the end. */
 #include <math.h>
+#include <string.h>
 
 #include "ops_nn.h"
 
@@ -253,5 +254,50 @@ tg_status onnx_nn_rotary_embedding(onnx_ctx *c, const onnx_node *n, tg_tensor *c
   }
   y = nd == 4 ? tg_permute(r, 4, perm) : tg_reshape(r, 3, tg_shape_ptr(x));
   y = y ? tg_cast(y, dt) : nn_err(n, "%s", tg_error());
+  return nn_done(n, out, 1, &y);
+}
+
+/* ---- TensorScatter (opset 24): a KV cache update ---------------------------------------------------------- */
+
+/* past (B, .., M, ..) with update (B, .., S, ..) written along axis from position write_indices[b] of each batch
+ * row (0 by default), wrapping modulo M in circular mode. Lazily: cache position p of row b takes update element
+ * s = p - w[b] (mod M) when 0 <= s < S, as a select summed over a one-hot (b, p, s) comparison */
+tg_status onnx_nn_tensor_scatter(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  (void)c;
+  tg_tensor *past = NN_IN(0), *upd = NN_IN(1), *wi = NN_IN(2), *y = NULL;
+  tg_scope_begin();
+  const char *mode = onnx_attr_string(n, "mode", "linear");
+  bool circular = !strcmp(mode, "circular");
+  int r = past ? tg_ndim(past) : 0;
+  int64_t axis = onnx_attr_int(n, "axis", -2);
+  if (axis < 0) axis += r;
+  bool fits = past && upd && tg_ndim(upd) == r && r >= 2 && axis >= 1 && axis < r && tg_dtype_of(upd) == tg_dtype_of(past);
+  for (int i = 0; fits && i < r; i++) fits = i == axis ? tg_shape(upd, i) <= tg_shape(past, i) : tg_shape(upd, i) == tg_shape(past, i);
+  if (!fits || (!circular && strcmp(mode, "linear"))) {
+    y = nn_err(n, "needs past_cache and update alike but on axis %lld (not the batch axis), mode linear or circular",
+               (long long)onnx_attr_int(n, "axis", -2));
+    return nn_done(n, out, 1, &y);
+  }
+  int64_t b = tg_shape(past, 0), m = tg_shape(past, (int)axis), s = tg_shape(upd, (int)axis);
+  int64_t bs[2] = {b, 1}, ms[2] = {1, m}, ss[3] = {1, 1, s}, bm3[3] = {b, m, 1};
+  tg_tensor *w = wi ? tg_reshape(tg_cast(wi, TG_INT64), 2, bs) : tg_zeros(TG_INT64, 2, bs);
+  if (wi && tg_numel(wi) != b) {
+    y = nn_err(n, "write_indices has %lld values for a batch of %lld", (long long)tg_numel(wi), (long long)b);
+    return nn_done(n, out, 1, &y);
+  }
+  tg_tensor *src = tg_sub(tg_reshape(tg_arange(TG_INT64, 0, (double)m, 1), 2, ms), w);   /* (B, M) */
+  if (circular) src = tg_mod_scalar(src, (double)m);
+  tg_tensor *hot = tg_eq(tg_reshape(src, 3, bm3), tg_reshape(tg_arange(TG_INT64, 0, (double)s, 1), 3, ss));   /* (B, M, S) */
+  tg_tensor *valid = tg_mul(tg_ge_scalar(src, 0), tg_lt_scalar(src, (double)s));   /* (B, M) */
+  /* hot as (B, 1.., M, S, 1..) against update (B, .., 1, S, ..): the selected element summed over S */
+  int64_t hs[TG_MAX_DIMS + 1], vs[TG_MAX_DIMS];
+  for (int i = 0; i <= r; i++) hs[i] = 1;
+  for (int i = 0; i < r; i++) vs[i] = 1;
+  hs[0] = vs[0] = b, hs[axis] = vs[axis] = m, hs[axis + 1] = s;
+  tg_tensor *picked = tg_where(tg_reshape(hot, r + 1, hs), tg_unsqueeze(upd, (int)axis), tg_zeros_like(tg_unsqueeze(upd, (int)axis)));
+  int sum_axis = (int)axis + 1;
+  tg_tensor *gathered = tg_sum_dtype(picked, 1, &sum_axis, false, tg_dtype_of(past));
+  y = tg_where(tg_reshape(valid, r, vs), gathered, past);
+  y = y ? tg_cast(y, tg_dtype_of(past)) : nn_err(n, "%s", tg_error());
   return nn_done(n, out, 1, &y);
 }
