@@ -113,6 +113,35 @@ static tg_tensor *dft_matmul(const onnx_node *n, tg_tensor *re, tg_tensor *im, i
   return math_cast_to(tg_stack(2, (tg_tensor *[]){yr, yi}, tg_ndim(re)), dt);
 }
 
+/* The inverse of a one-sided spectrum (numpy's irfft): the K = N / 2 + 1 bins of re + i im (..., K) stand for
+ * all N by Hermitian symmetry, so x[n] = (re_0 + sum_k w_k (re_k cos - im_k sin)(2 pi k n / N)) / N with w_k = 2
+ * but 1 for k = 0 and k = N / 2; real (..., N, 1) in dt */
+static tg_tensor *irfft_matmul(const onnx_node *n, tg_tensor *re, tg_tensor *im, int64_t N, tg_dtype dt) {
+  int64_t K = N / 2 + 1;
+  if (N * K > DFT_MAX_ENTRIES) {
+    onnx_fail(n, TG_ERR_ARG, "an inverse transform to %lld points (tgc builds at most %lld cos and sin values)", (long long)N,
+              (long long)DFT_MAX_ENTRIES);
+    return NULL;
+  }
+  float *cs = mem_alloc((size_t)(2 * N * K) * sizeof *cs);
+  if (!cs) {
+    onnx_fail(n, TG_ERR_NOMEM, "out of memory for the %lld x %lld DFT matrices", (long long)K, (long long)N);
+    return NULL;
+  }
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t i = 0; i < N; i++) {
+      double t = 2 * M_PI * (double)((i * k) % N) / (double)N, w = (k == 0 || 2 * k == N ? 1.0 : 2.0) / (double)N;
+      cs[k * N + i] = (float)(w * cos(t));
+      cs[N * K + k * N + i] = (float)(w * sin(t));
+    }
+  tg_tensor *C = math_cast_to(tg_from_data(TG_FLOAT32, 2, (int64_t[]){K, N}, cs, (size_t)(N * K) * sizeof *cs), dt);
+  tg_tensor *S = math_cast_to(tg_from_data(TG_FLOAT32, 2, (int64_t[]){K, N}, cs + N * K, (size_t)(N * K) * sizeof *cs), dt);
+  free(cs);
+  tg_tensor *y = tg_matmul(re, C);
+  if (im) y = tg_sub(y, tg_matmul(im, S));
+  return math_cast_to(tg_unsqueeze(y, tg_ndim(re)), dt);
+}
+
 /* the signal x (..., 1) or (..., 2) of float values, at least min_nd dims; false with the node's error */
 static bool signal_ok(const onnx_node *n, tg_tensor *x, int min_nd) {
   int nd = x ? tg_ndim(x) : 0;
@@ -126,7 +155,8 @@ static bool signal_ok(const onnx_node *n, tg_tensor *x, int min_nd) {
 }
 
 /* The transform along one axis of the signal: dft_length (input 1) zero-pads or cuts it to N; the axis is an
- * attribute until opset 20, then input 2 (default -2); onesided keeps N / 2 + 1 outputs. (..., K, ..., 2). */
+ * attribute until opset 20, then input 2 (default -2); onesided keeps N / 2 + 1 outputs. (..., K, ..., 2). An
+ * inverse of a onesided spectrum is numpy's irfft: N = 2 (bins - 1) real points (..., N, ..., 1). */
 MATH_OP(op_dft) {
   tg_tensor *x = math_in(n, in, 0);
   if (!signal_ok(n, x, 2)) return TG_ERR_ARG;
@@ -140,7 +170,9 @@ MATH_OP(op_dft) {
   int a = math_axis(n, axis, nd);
   if (a < 0) return TG_ERR_ARG;
   if (a == nd - 1) return onnx_fail(n, TG_ERR_ARG, "the axis may not be the last one (real and imaginary parts)");
+  bool inverse = onnx_attr_int(n, "inverse", 0) != 0, onesided = onnx_attr_int(n, "onesided", 0) != 0;
   int64_t N = tg_shape(x, a);
+  if (inverse && onesided) N = 2 * (N - 1);   /* the bins of a one-sided spectrum stand for this many points */
   if (math_in(n, in, 1)) {
     if ((st = onnx_input_ints(c, n, in, 1, &len, 1, &count))) return st;
     if (count != 1 || len < 1) return onnx_fail(n, TG_ERR_ARG, "dft_length must be one value >= 1");
@@ -148,7 +180,13 @@ MATH_OP(op_dft) {
   }
   if (N < 1 || N > DFT_MAX_LEN)
     return onnx_fail(n, TG_ERR_ARG, "a signal length of %lld (1 to %d)", (long long)N, DFT_MAX_LEN);
-  bool inverse = onnx_attr_int(n, "inverse", 0) != 0, onesided = onnx_attr_int(n, "onesided", 0) != 0;
+  if (inverse && onesided) {   /* one-sided spectrum in, real signal out (numpy's irfft) */
+    tg_tensor *xm = dft_fit(dft_axis_last(x, a), N / 2 + 1);
+    tg_tensor *re = dft_part(xm, 0), *im = tg_shape(x, nd - 1) == 2 ? dft_part(xm, 1) : NULL;
+    tg_tensor *y = irfft_matmul(n, re, im, N, tg_dtype_of(x));
+    if (!y) return tg_error_status();
+    return math_out(n, out, 0, dft_axis_back(y, a));
+  }
   tg_tensor *xm = dft_fit(dft_axis_last(x, a), N);  /* (..., 1|2, N) */
   tg_tensor *re = dft_part(xm, 0), *im = tg_shape(x, nd - 1) == 2 ? dft_part(xm, 1) : NULL;
   tg_tensor *y = dft_matmul(n, re, im, N, onesided ? N / 2 + 1 : N, inverse, tg_dtype_of(x));
