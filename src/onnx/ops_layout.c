@@ -1,6 +1,6 @@
 /* ops_layout.c — ONNX operators that rearrange or frame a tensor: Transpose, Tile, Pad (constant, reflect,
- * edge, wrap), DepthToSpace, SpaceToDepth, CenterCropPad, and the constant-making EyeLike and Trilu's masks.
- * Views and masks built with tg.h's calls, following ONNX's reference implementation (onnx/reference/ops). */
+ * edge, wrap), DepthToSpace, SpaceToDepth, CenterCropPad, Col2Im, and the constant-making EyeLike and Trilu's
+ * masks. Views and masks built with tg.h's calls, following ONNX's reference implementation (onnx/reference/ops). */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -140,6 +140,73 @@ tg_status onnx_op_center_crop_pad(onnx_ctx *c, const onnx_node *n, tg_tensor *co
   }
   oshape_begin();
   return oshape_end(n, tg_pad_axes(tg_shrink(x, nd, bounds), nd, pairs, 0), out, 0);
+}
+
+/* Col2Im (opset 18): columns (N, C * prod(block), L) summed back into images (N, C, *image_shape), im2col's
+ * adjoint. Per kernel offset k, its column is the grid of block positions (N, C, *outs); spread by the strides
+ * (zeros between) and shifted by k * dilation inside the padded image, the terms add up; the pads are cropped */
+tg_status onnx_op_col2im(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {
+  tg_tensor *x = in[0];
+  int64_t img[TG_MAX_DIMS], blk[TG_MAX_DIMS], ni = 0, nb = 0;
+  tg_status st;
+  if ((st = onnx_input_ints(c, n, in, 1, img, TG_MAX_DIMS - 2, &ni)) || (st = onnx_input_ints(c, n, in, 2, blk, TG_MAX_DIMS - 2, &nb)))
+    return st;
+  int d = (int)ni;
+  const int64_t *dil = NULL, *pads = NULL, *str = NULL;
+  int64_t ndil = onnx_attr_ints(n, "dilations", &dil), npad = onnx_attr_ints(n, "pads", &pads), nstr = onnx_attr_ints(n, "strides", &str);
+  if (tg_ndim(x) != 3 || d < 1 || nb != d || (ndil >= 0 && ndil != d) || (npad >= 0 && npad != 2 * d) || (nstr >= 0 && nstr != d))
+    return onnx_fail(n, TG_ERR_ARG, "needs (N, C * prod(block), L) and image, block, dilations, strides of one length, pads twice it");
+  int64_t prodb = 1, outs[TG_MAX_DIMS], L = 1, padded[TG_MAX_DIMS];
+  for (int i = 0; i < d; i++) {
+    int64_t di = dil ? dil[i] : 1, si = str ? str[i] : 1, pb = pads ? pads[i] : 0, pe = pads ? pads[d + i] : 0;
+    if (blk[i] < 1 || di < 1 || si < 1 || pb < 0 || pe < 0 || img[i] < 1)
+      return onnx_fail(n, TG_ERR_ARG, "block, dilation and stride must be positive, pads not negative (dim %d)", i);
+    padded[i] = img[i] + pb + pe;
+    int64_t span = di * (blk[i] - 1) + 1;
+    outs[i] = padded[i] >= span ? (padded[i] - span) / si + 1 : 0;
+    prodb *= blk[i];
+    L *= outs[i];
+  }
+  int64_t nn = tg_shape(x, 0), ch = tg_shape(x, 1) / (prodb ? prodb : 1);
+  if (tg_shape(x, 1) % prodb || tg_shape(x, 2) != L || L == 0)
+    return onnx_fail(n, TG_ERR_ARG, "(%lld, %lld, %lld) columns do not fit %lld-element blocks over %lld positions",
+                     (long long)nn, (long long)tg_shape(x, 1), (long long)tg_shape(x, 2), (long long)prodb, (long long)L);
+  oshape_begin();
+  int64_t s4[4] = {nn, ch, prodb, L}, grid[2 + TG_MAX_DIMS];
+  tg_tensor *cols = tg_reshape(x, 4, s4), *sum = NULL;
+  grid[0] = nn, grid[1] = ch;
+  for (int i = 0; i < d; i++) grid[2 + i] = outs[i];
+  for (int64_t k = 0; k < prodb; k++) {
+    int64_t b4[8] = {0, nn, 0, ch, k, k + 1, 0, L}, rem = k, koff[TG_MAX_DIMS];
+    for (int i = d - 1; i >= 0; i--) koff[i] = rem % blk[i], rem /= blk[i];
+    tg_tensor *t = tg_reshape(tg_shrink(cols, 4, b4), 2 + d, grid);
+    for (int i = 0; i < d; i++) {   /* spread axis 2 + i by its stride, then shift it into the padded image */
+      int ax = 2 + i, nd = tg_ndim(t);
+      int64_t si = str ? str[i] : 1, di = dil ? dil[i] : 1, pairs[2 * TG_MAX_DIMS] = {0};
+      if (si > 1) {
+        int64_t sh[TG_MAX_DIMS + 1], sp[TG_MAX_DIMS], bnd[2 * TG_MAX_DIMS];
+        for (int j = 0; j < nd; j++) sh[j + (j > ax)] = tg_shape(t, j);
+        sh[ax + 1] = 1;   /* a new axis after ax, padded to the stride */
+        int64_t up[2 * (TG_MAX_DIMS + 1)] = {0};
+        up[2 * (ax + 1) + 1] = si - 1;
+        tg_tensor *u = tg_pad_axes(tg_reshape(t, nd + 1, sh), nd + 1, up, 0);
+        for (int j = 0; j < nd; j++) sp[j] = tg_shape(t, j), bnd[2 * j] = 0, bnd[2 * j + 1] = sp[j];
+        sp[ax] *= si;
+        bnd[2 * ax + 1] = (outs[i] - 1) * si + 1;
+        t = tg_shrink(tg_reshape(u, nd, sp), nd, bnd);
+      }
+      pairs[2 * ax] = koff[i] * di;
+      pairs[2 * ax + 1] = padded[i] - koff[i] * di - ((outs[i] - 1) * si + 1);
+      t = tg_pad_axes(t, nd, pairs, 0);
+    }
+    sum = sum ? tg_add(sum, t) : t;
+  }
+  int64_t crop[2 * (2 + TG_MAX_DIMS)] = {0, nn, 0, ch};
+  for (int i = 0; i < d; i++) {
+    int64_t pb = pads ? pads[i] : 0;
+    crop[2 * (2 + i)] = pb, crop[2 * (2 + i) + 1] = pb + img[i];
+  }
+  return oshape_end(n, tg_shrink(sum, 2 + d, crop), out, 0);
 }
 
 tg_status onnx_op_eyelike(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out) {

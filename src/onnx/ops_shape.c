@@ -554,6 +554,7 @@ const onnx_op_def onnx_ops_shape[] = {
     {"SpaceToDepth", "", 1, onnx_op_space_to_depth},
     {"EyeLike", "", 9, onnx_op_eyelike},
     {"CenterCropPad", "", 18, onnx_op_center_crop_pad},
+    {"Col2Im", "", 18, onnx_op_col2im},
     {"Trilu", "", 14, onnx_op_trilu},
     {NULL, NULL, 0, NULL},
 };

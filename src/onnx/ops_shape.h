@@ -66,6 +66,7 @@ tg_status onnx_op_tile(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg
 tg_status onnx_op_pad(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_op_depth_to_space(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_op_space_to_depth(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
+tg_status onnx_op_col2im(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_op_center_crop_pad(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_op_eyelike(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
 tg_status onnx_op_trilu(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, tg_tensor **out);
