@@ -11,6 +11,7 @@
 
 #include "onnx_run.h"
 #include "tensor/tensor.h"
+#include "uop/uop.h"
 
 /* the most tensors a sequence may hold here (a hostile split of a huge axis into ones would make that many) */
 #define SEQ_MAX ((int64_t)1 << 20)
@@ -151,7 +152,7 @@ static tg_status op_split_to_sequence(onnx_ctx *c, const onnx_node *n, tg_tensor
     nparts = tg_numel(in[1]);
   }
   if (nparts > SEQ_MAX) return onnx_fail(n, TG_ERR_ARG, "%lld parts: more than %lld", (long long)nparts, (long long)SEQ_MAX);
-  sizes = malloc((size_t)(nparts ? nparts : 1) * sizeof *sizes);
+  sizes = mem_alloc((size_t)(nparts ? nparts : 1) * sizeof *sizes);
   if (!sizes) return onnx_fail(n, TG_ERR_NOMEM, "out of memory for %lld parts", (long long)nparts);
   if (!vector) {
     for (int64_t p = 0; p < nparts; p++) sizes[p] = dim - p * each < each ? dim - p * each : each;

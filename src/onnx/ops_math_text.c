@@ -41,9 +41,9 @@ static tg_tensor *tfidf_counts(tg_tensor *x, int64_t n, const int64_t *pool, con
                                int64_t max_skip, int64_t nslots) {
   int64_t rows = tg_shape_ptr(x)[0], cols = tg_shape_ptr(x)[1];
   tg_tensor *acc = NULL, *y = NULL;
-  int64_t *col = malloc((size_t)k * sizeof *col), *pick = malloc((size_t)(nslots ? nslots : 1) * sizeof *pick);
-  bool *moved = calloc((size_t)k, sizeof *moved);
-  tg_tensor **items = calloc((size_t)n, sizeof *items);   /* item j of every n-gram, [1, 1, k] */
+  int64_t *col = mem_alloc((size_t)k * sizeof *col), *pick = mem_alloc((size_t)(nslots ? nslots : 1) * sizeof *pick);
+  bool *moved = mem_calloc((size_t)k, sizeof *moved);
+  tg_tensor **items = mem_calloc((size_t)n, sizeof *items);   /* item j of every n-gram, [1, 1, k] */
   if (!col || !pick || !moved || !items) {
     tg_set_error(TG_ERR_NOMEM, "onnx: TfIdfVectorizer: out of memory for %lld n-grams", (long long)k);
     goto done;
@@ -136,8 +136,8 @@ MATH_OP(op_tfidf) {
   int64_t ysh[2] = {rows, nslots};
   tg_tensor *y = tg_zeros(TG_FLOAT32, 2, ysh);
   int64_t number = 0;
-  int64_t *gslot = malloc((size_t)(npool ? npool : 1) * sizeof *gslot);
-  int64_t *order = malloc((size_t)(npool ? npool : 1) * sizeof *order);
+  int64_t *gslot = mem_alloc((size_t)(npool ? npool : 1) * sizeof *gslot);
+  int64_t *order = mem_alloc((size_t)(npool ? npool : 1) * sizeof *order);
   tg_status st = gslot && order ? TG_OK : onnx_fail(n, TG_ERR_NOMEM, "out of memory for a pool of %lld values", (long long)npool);
   for (int64_t s = 0; !st && s < ncounts; s++) {
     int64_t size = s + 1, lo = counts[s], hi = s + 1 < ncounts ? counts[s + 1] : npool;
@@ -175,7 +175,7 @@ MATH_OP(op_tfidf) {
 
   if (idf || (tfidf && nweights > 0)) {
     int64_t wsh[1] = {nslots};
-    float *w = malloc((size_t)(nslots ? nslots : 1) * sizeof *w);
+    float *w = mem_alloc((size_t)(nslots ? nslots : 1) * sizeof *w);
     if (!w) return onnx_fail(n, TG_ERR_NOMEM, "out of memory for %lld weights", (long long)nslots);
     for (int64_t i = 0; i < nslots; i++) w[i] = 1.0f;
     for (int64_t g = 0; nweights > 0 && g < nslot_list; g++) w[slots[g]] = weights[g];
