@@ -76,32 +76,42 @@ static tg_tensor *dft_fit(tg_tensor *x, int64_t N) {
   return x;
 }
 
-/* X[k] = sum_n x[n] e^(-2 pi i k n / N) for k < K of re + i im (..., N) (im NULL: a real signal); the inverse
- * with e^(+...) and 1 / N. As two real matmuls with (N, K) cos and sin matrices made here, k n reduced mod N
- * first so that large products keep their precision. (..., K, 2) in dt, or NULL with the node's error. */
-static tg_tensor *dft_matmul(const onnx_node *n, tg_tensor *re, tg_tensor *im, int64_t N, int64_t K, bool inverse,
-                             tg_dtype dt) {
+/* cos and sin of 2 pi k n / N for n < N and k < K as two matrices in dt: (N, K) for a transform, or (K, N) with
+ * row k scaled by its Hermitian weight / N for the inverse of a one-sided spectrum (irfft). k n is reduced mod N
+ * first so that large products keep their precision. false with the node's error */
+static bool dft_tables(const onnx_node *n, int64_t N, int64_t K, bool irfft, tg_dtype dt, tg_tensor **C, tg_tensor **S) {
   if (N * K > DFT_MAX_ENTRIES) {
-    onnx_fail(n, TG_ERR_ARG, "a transform of %lld points to %lld outputs (tgc builds at most %lld cos and sin values)",
+    onnx_fail(n, TG_ERR_ARG, "a transform of %lld points and %lld frequencies (tgc builds at most %lld cos and sin values)",
               (long long)N, (long long)K, (long long)DFT_MAX_ENTRIES);
-    return NULL;
+    return false;
   }
   float *cs = mem_alloc((size_t)(2 * N * K) * sizeof *cs);
   if (!cs) {
     onnx_fail(n, TG_ERR_NOMEM, "out of memory for the %lld x %lld DFT matrices", (long long)N, (long long)K);
-    return NULL;
+    return false;
   }
   for (int64_t i = 0; i < N; i++)
     for (int64_t k = 0; k < K; k++) {
       double t = 2 * M_PI * (double)((i * k) % N) / (double)N;
-      cs[i * K + k] = (float)cos(t);
-      cs[N * K + i * K + k] = (float)sin(t);
+      double w = irfft ? (k == 0 || 2 * k == N ? 1.0 : 2.0) / (double)N : 1.0;
+      int64_t at = irfft ? k * N + i : i * K + k;
+      cs[at] = (float)(w * cos(t));
+      cs[N * K + at] = (float)(w * sin(t));
     }
-  tg_tensor *C = tg_from_data(TG_FLOAT32, 2, (int64_t[]){N, K}, cs, (size_t)(N * K) * sizeof *cs);
-  tg_tensor *S = tg_from_data(TG_FLOAT32, 2, (int64_t[]){N, K}, cs + N * K, (size_t)(N * K) * sizeof *cs);
+  int64_t shape[2] = {irfft ? K : N, irfft ? N : K};
+  *C = math_cast_to(tg_from_data(TG_FLOAT32, 2, shape, cs, (size_t)(N * K) * sizeof *cs), dt);
+  *S = math_cast_to(tg_from_data(TG_FLOAT32, 2, shape, cs + N * K, (size_t)(N * K) * sizeof *cs), dt);
   free(cs);
-  C = math_cast_to(C, dt);
-  S = math_cast_to(S, dt);
+  return true;
+}
+
+/* X[k] = sum_n x[n] e^(-2 pi i k n / N) for k < K of re + i im (..., N) (im NULL: a real signal); the inverse
+ * with e^(+...) and 1 / N. As two real matmuls with the (N, K) cos and sin matrices. (..., K, 2) in dt, or NULL
+ * with the node's error. */
+static tg_tensor *dft_matmul(const onnx_node *n, tg_tensor *re, tg_tensor *im, int64_t N, int64_t K, bool inverse,
+                             tg_dtype dt) {
+  tg_tensor *C, *S;
+  if (!dft_tables(n, N, K, false, dt, &C, &S)) return NULL;
   /* forward: (re + i im)(cos - i sin); inverse: (re + i im)(cos + i sin) / N */
   double sg = inverse ? 1 : -1;
   tg_tensor *yr = tg_matmul(re, C), *yi = tg_mul_scalar(tg_matmul(re, S), sg);
@@ -117,26 +127,8 @@ static tg_tensor *dft_matmul(const onnx_node *n, tg_tensor *re, tg_tensor *im, i
  * all N by Hermitian symmetry, so x[n] = (re_0 + sum_k w_k (re_k cos - im_k sin)(2 pi k n / N)) / N with w_k = 2
  * but 1 for k = 0 and k = N / 2; real (..., N, 1) in dt */
 static tg_tensor *irfft_matmul(const onnx_node *n, tg_tensor *re, tg_tensor *im, int64_t N, tg_dtype dt) {
-  int64_t K = N / 2 + 1;
-  if (N * K > DFT_MAX_ENTRIES) {
-    onnx_fail(n, TG_ERR_ARG, "an inverse transform to %lld points (tgc builds at most %lld cos and sin values)", (long long)N,
-              (long long)DFT_MAX_ENTRIES);
-    return NULL;
-  }
-  float *cs = mem_alloc((size_t)(2 * N * K) * sizeof *cs);
-  if (!cs) {
-    onnx_fail(n, TG_ERR_NOMEM, "out of memory for the %lld x %lld DFT matrices", (long long)K, (long long)N);
-    return NULL;
-  }
-  for (int64_t k = 0; k < K; k++)
-    for (int64_t i = 0; i < N; i++) {
-      double t = 2 * M_PI * (double)((i * k) % N) / (double)N, w = (k == 0 || 2 * k == N ? 1.0 : 2.0) / (double)N;
-      cs[k * N + i] = (float)(w * cos(t));
-      cs[N * K + k * N + i] = (float)(w * sin(t));
-    }
-  tg_tensor *C = math_cast_to(tg_from_data(TG_FLOAT32, 2, (int64_t[]){K, N}, cs, (size_t)(N * K) * sizeof *cs), dt);
-  tg_tensor *S = math_cast_to(tg_from_data(TG_FLOAT32, 2, (int64_t[]){K, N}, cs + N * K, (size_t)(N * K) * sizeof *cs), dt);
-  free(cs);
+  tg_tensor *C, *S;
+  if (!dft_tables(n, N, N / 2 + 1, true, dt, &C, &S)) return NULL;
   tg_tensor *y = tg_matmul(re, C);
   if (im) y = tg_sub(y, tg_matmul(im, S));
   return math_cast_to(tg_unsqueeze(y, tg_ndim(re)), dt);
