@@ -159,13 +159,18 @@ tg_status onnx_op_col2im(onnx_ctx *c, const onnx_node *n, tg_tensor *const *in, 
   int64_t prodb = 1, outs[TG_MAX_DIMS], L = 1, padded[TG_MAX_DIMS];
   for (int i = 0; i < d; i++) {
     int64_t di = dil ? dil[i] : 1, si = str ? str[i] : 1, pb = pads ? pads[i] : 0, pe = pads ? pads[d + i] : 0;
-    if (blk[i] < 1 || di < 1 || si < 1 || pb < 0 || pe < 0 || img[i] < 1)
-      return onnx_fail(n, TG_ERR_ARG, "block, dilation and stride must be positive, pads not negative (dim %d)", i);
+    const int64_t lim = (int64_t)1 << 31;   /* sums and products of two such values stay in int64 */
+    if (blk[i] < 1 || di < 1 || si < 1 || pb < 0 || pe < 0 || img[i] < 1 || blk[i] > lim || di > lim || si > lim ||
+        pb > lim || pe > lim || img[i] > lim)
+      return onnx_fail(n, TG_ERR_ARG, "block, dilation, stride and image must be in 1..2^31, pads in 0..2^31 (dim %d)", i);
     padded[i] = img[i] + pb + pe;
     int64_t span = di * (blk[i] - 1) + 1;
     outs[i] = padded[i] >= span ? (padded[i] - span) / si + 1 : 0;
     prodb *= blk[i];
     L *= outs[i];
+    if (prodb > tg_shape(x, 1) || L > tg_shape(x, 2))   /* checked as it grows: the products stay small */
+      return onnx_fail(n, TG_ERR_ARG, "(%lld, %lld) columns cannot hold blocks of %lld elements over %lld positions",
+                       (long long)tg_shape(x, 1), (long long)tg_shape(x, 2), (long long)prodb, (long long)L);
   }
   int64_t nn = tg_shape(x, 0), ch = tg_shape(x, 1) / (prodb ? prodb : 1);
   if (tg_shape(x, 1) % prodb || tg_shape(x, 2) != L || L == 0)
