@@ -41,6 +41,7 @@ static tg_tensor *tfidf_counts(tg_tensor *x, int64_t n, const int64_t *pool, con
                                int64_t max_skip, int64_t nslots) {
   int64_t rows = tg_shape_ptr(x)[0], cols = tg_shape_ptr(x)[1];
   tg_tensor *acc = NULL, *y = NULL;
+  bool ready = false;   /* the pool's columns made: a NULL y from here on is a tg_ call's failure */
   int64_t *col = mem_alloc((size_t)k * sizeof *col), *pick = mem_alloc((size_t)(nslots ? nslots : 1) * sizeof *pick);
   bool *moved = mem_calloc((size_t)k, sizeof *moved);
   tg_tensor **items = mem_calloc((size_t)n, sizeof *items);   /* item j of every n-gram, [1, 1, k] */
@@ -53,6 +54,7 @@ static tg_tensor *tfidf_counts(tg_tensor *x, int64_t n, const int64_t *pool, con
     int64_t sh[3] = {1, 1, k};
     if (!(items[j] = tg_from_data(TG_INT64, 3, sh, col, (size_t)k * sizeof *col))) goto done;
   }
+  ready = true;
   for (int64_t d = 1; d <= (n == 1 ? 1 : max_skip + 1); d++) {
     int64_t windows = cols - (n - 1) * d;
     if (windows <= 0) break;   /* a longer distance fits fewer windows still */
@@ -68,7 +70,7 @@ static tg_tensor *tfidf_counts(tg_tensor *x, int64_t n, const int64_t *pool, con
   }
   int64_t ysh[2] = {rows, nslots};
   y = tg_zeros(TG_FLOAT32, 2, ysh);
-  if (!acc) goto done;
+  if (!acc) goto done;   /* rows shorter than an n-gram: no counts */
   /* each n-gram's count to its slot: a gather from the counts with a zero column at k appended, for slots no
    * n-gram (or no more n-grams) of this size names; slots named several times take one gather per repeat */
   int64_t zsh[2] = {rows, 1};
@@ -88,7 +90,7 @@ done:
   free(col);
   free(pick);
   free(moved);
-  return acc ? y : NULL;
+  return ready ? y : NULL;
 }
 
 MATH_OP(op_tfidf) {
