@@ -459,8 +459,9 @@ TEST(test_opt_beam_stops_at_its_time_limit_within_a_round) {
 TEST(test_opt_beam_keeps_the_heuristics_half_vectors) {
   REQUIRE_CPU();
   tg_scope_begin();
-  int64_t sx[4] = {8, 32, 24, 24}, sw[4] = {32, 32, 5, 5};  /* MNIST's conv2, batch 8 */
-  int64_t sy[4] = {8, 32, 20, 20};
+  /* MNIST's conv2 at batch 8 with 24 channels: 32 take channel vectors (two vectors of 16) */
+  int64_t sx[4] = {8, 24, 24, 24}, sw[4] = {24, 24, 5, 5};
+  int64_t sy[4] = {8, 24, 20, 20};
   tg_tensor *x = rand_t(4, sx), *w = rand_t(4, sw), *dy = rand_t(4, sy);
   tg_tensor *gw = NULL, *loss = tg_sum(tg_mul(tg_conv2d(x, w, NULL, (tg_conv_opts){0}), dy), 0, NULL, false);
   CHECK(loss && tg_gradient(loss, 1, &w, &gw) == TG_OK, "gradient: %s", tg_error());
@@ -665,17 +666,18 @@ TEST(test_opt_strided_conv_takes_vectors_from_its_output_channels) {
 
 /* A stride-1 3x3 convolution on 7 output pixels a row with a big weight (ResNet-18's last stage, here 128 -> 64
  * channels: 73728 values), its batchnorm-like epilogue and a residual add fused: its row would need padding to a
- * vector, so it takes channel vectors (the weight packed channels-innermost, read as vectors, no PADTO); the
- * same convolution with a small weight (16 -> 16 channels, in cache), or on rows of 14 (padded to two vectors),
- * keeps the padded row. Values equal a plain C convolution */
+ * vector, so it takes channel vectors (the weight packed channels-innermost, read as vectors, no PADTO). So does
+ * the same convolution with a small weight (16 -> 16 channels: one block of two vectors, the whole weight packed
+ * before the output loops); on rows of 14 (padded to two vectors) it keeps the padded row. Values equal a plain C
+ * convolution */
 TEST(test_opt_big_weight_conv_on_short_rows_takes_channel_vectors) {
   REQUIRE_CPU();
   for (int cs = 0; cs < 3; cs++) {
     tg_scope_begin();
-    /* big weight on 7x7: channel vectors; small weight on 7x7, big weight on 14x14 (the row pads to two
-     * vectors, and 2 x 7 channel vectors would not fit the registers): the padded row */
+    /* big and small weights on 7x7: channel vectors; a big weight on 14x14 (the row pads to two vectors, and
+     * 2 x 7 channel vectors would not fit the registers): the padded row */
     int big = cs != 1, CI = big ? 128 : 16, CO = big ? 64 : 16, H = cs == 2 ? 14 : 7;
-    bool want_chv = cs == 0;
+    bool want_chv = cs != 2;
     tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 3, 3});
     tg_tensor *sc = rand_t(4, (int64_t[]){1, CO, 1, 1}), *res = rand_t(4, (int64_t[]){1, CO, H, H});
     tg_tensor *y = tg_relu(tg_add(tg_mul(tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)}), sc), res));

@@ -111,7 +111,7 @@ bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit) {
   /* the weight's panel, channels innermost, packed before the first loop inside the channel blocks */
   n = ks_axes(ks, ax, &nout, &nred);
   ci = axis_of(ks, cid, false);
-  for (int i = ci + 1; ci >= 0 && i < nout; i++)
+  for (int i = ci + 1; i < nout; i++)
     if (ax[i].type == AX_GLOBAL && try_opt(ks, OPT_PACK, i, 1)) return true;
   *ks = save;
   return false;
