@@ -704,3 +704,58 @@ TEST(test_schedule_merges_reduced_axes_read_in_one_layout) {
   free(hs), free(hx);
   tg_scope_end();
 }
+
+/* A max pool's input gradient read by three nodes (a batchnorm backward's two channel sums and an elementwise)
+ * is stored as the image (n, c, y, x) they read, not in the pool's window order (n, c, oy, ox, ky, kx), which
+ * each of them would read through a transposing view (MNIST: its batchnorm sums ran scalar over the windows).
+ * Values against plain C: the gradient goes to each window's max */
+TEST(test_schedule_pool_gradient_read_by_several_is_stored_as_the_image) {
+  enum { N = 4, C = 8, H = 20, P = 10 };
+  tg_scope_begin();
+  tg_tensor *x = rand_t(4, (int64_t[]){N, C, H, H}), *w = rand_t(4, (int64_t[]){N, C, P, P}), *g = NULL;
+  tg_pool_opts po = tg_pool_defaults();
+  tg_tensor *loss = tg_sum(tg_mul(tg_max_pool2d(x, po), w), 0, NULL, false);
+  CHECK(loss && tg_gradient(loss, 1, &x, &g) == TG_OK, "gradient: %s", tg_error());
+  int axes[3] = {0, 2, 3};
+  tg_tensor *s1 = tg_sum(g, 3, axes, false), *s2 = tg_sum(tg_mul(g, x), 3, axes, false);
+  tg_tensor *e = tg_add(tg_mul_scalar(g, 2.0), x);
+  CHECK_T(e);
+  uop *outs[3] = {s1->u, s2->u, e->u};
+  schedule s;
+  CHECK(schedule_create(3, outs, &s) == TG_OK, "%s", tg_error());
+  int image = 0, windows = 0;
+  for (int i = 0; i < s.nrealized; i++) {
+    const uop *r = s.realized[i];
+    bool outputs = r == s.roots[0] || r == s.roots[1] || r == s.roots[2];
+    if (!outputs && r->ndim == 4 && r->shape[2] == H && r->shape[3] == H) image++;
+    if (r->ndim == 6 && uop_numel(r) == N * C * H * H) windows++;
+  }
+  schedule_free(&s);
+  CHECK(image == 1 && windows == 0, "the gradient stored as the image %d times and in window order %d times, want 1 and 0",
+        image, windows);
+  tg_tensor *all[3] = {s1, s2, e};
+  CHECK(tg_realize_many(3, all) == TG_OK, "%s", tg_error());
+  float *hx = host(x), *hw = host(w), *h1 = host(s1), *h2 = host(s2), *he = host(e);
+  float *gw = calloc(N * C * H * H, sizeof *gw), want1[C] = {0}, want2[C] = {0}, *wante = malloc(sizeof(float) * N * C * H * H);
+  for (int n = 0; n < N; n++)
+    for (int c = 0; c < C; c++)
+      for (int oy = 0; oy < P; oy++)
+        for (int ox = 0; ox < P; ox++) {
+          const float *p = hx + ((n * C + c) * H + 2 * oy) * H + 2 * ox;
+          int best = 0;
+          for (int k = 1; k < 4; k++)
+            if (p[(k / 2) * H + k % 2] > p[(best / 2) * H + best % 2]) best = k;
+          gw[((n * C + c) * H + 2 * oy + best / 2) * H + 2 * ox + best % 2] = hw[((n * C + c) * P + oy) * P + ox];
+        }
+  for (int i = 0; i < N * C * H * H; i++) {
+    int c = i / (H * H) % C;
+    want1[c] += gw[i];
+    want2[c] += gw[i] * hx[i];
+    wante[i] = 2 * gw[i] + hx[i];
+  }
+  CHECK_CLOSE("sum of the gradient", h1, want1, C);
+  CHECK_CLOSE("sum of the gradient times x", h2, want2, C);
+  CHECK_CLOSE("2 g + x", he, wante, N * C * H * H);
+  free(hx); free(hw); free(h1); free(h2); free(he); free(gw); free(wante);
+  tg_scope_end();
+}

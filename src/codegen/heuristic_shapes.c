@@ -108,7 +108,8 @@ bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit) {
     for (int i = 0; i < nout && !done; i++)
       if (ax[i].type == AX_GLOBAL && ax[i].size >= 4 * nt) done = try_opt(ks, OPT_THREAD, i, nt);
   }
-  /* the weight's panel, channels innermost, packed before the first loop inside the channel blocks */
+  /* the weight's panel, channels innermost, packed before the first loop inside the channel blocks (channels
+   * that make one block lose their loop to the UPCAST: the whole weight, before the first output loop) */
   n = ks_axes(ks, ax, &nout, &nred);
   ci = axis_of(ks, cid, false);
   for (int i = ci + 1; i < nout; i++)

@@ -5,7 +5,8 @@
  * multiply its work) unless its one kernel computes it once per row anyway (row fusion, below), or through a
  * PAD that at least doubles its size (the padded kernel runs the reduce for every element, valid or not: a
  * KV-cache row placed among 512), or a reduce (or a costly value) that several nodes read, unless they are
- * all one kernel's elementwise epilogue (shared epilogues, below). Everything else fuses: elementwise chains,
+ * all one kernel's elementwise epilogue (shared epilogues, below); a value read through a view that reorders it
+ * into fewer axes is stored as that view (readers' layout, below). Everything else fuses: elementwise chains,
  * the work before a reduce, the epilogue after it, and small reduces nested in reduces (matmul -> relu -> sum is
  * one kernel; a long one, a pooled convolution, is stored: big_nested).
  */
@@ -397,6 +398,25 @@ static bool pad_with_value(const uop *u) {
          !node_has_storage(u->src[1]);
 }
 
+/* ---- values stored in their readers' layout ---------------------------------------------------------------
+ * A value several nodes read through one view is stored; when the view only reorders it into fewer axes (a
+ * max pool's gradient: computed per window (n, c, oy, ox, ky, kx), read as the image (n, c, y, x) by batchnorm's
+ * backward, two reductions and an elementwise), the view itself is stored: its kernel writes the image once in
+ * the readers' order, and each reader loads rows instead of windows (MNIST's two batchnorm-gradient sums over
+ * the window layout ran scalar, 6-7 ms each; in rows, 1.5). A view into more axes (the pool's windows of its
+ * input) keeps the value's own layout: the windows are the readers' order only for the pool. */
+#define READER_LAYOUT_MIN 4096
+
+static bool stored_as_view(uop *u, const uop_map *consumers) {
+  if ((u->op != OP_RESHAPE && u->op != OP_PERMUTE && u->op != OP_FLIP) || uop_numel(u) < READER_LAYOUT_MIN) return false;
+  uop *x = u->src[0];
+  while (!node_has_storage(x) && (x->op == OP_RESHAPE || x->op == OP_PERMUTE || x->op == OP_FLIP) &&
+         (intptr_t)umap_get(consumers, x) == 1)
+    x = x->src[0];
+  return !node_has_storage(x) && (intptr_t)umap_get(consumers, x) == 1 && uop_is_alu((uop_op)x->op) &&
+         u->ndim < x->ndim;
+}
+
 tg_status schedule_create(int n, uop *const *outs, schedule *s) { return schedule_create_assign(n, outs, NULL, s); }
 
 tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, schedule *s) {
@@ -485,6 +505,11 @@ tg_status schedule_create_assign(int n, uop *const *outs, uop *const *targets, s
         x = x->op == OP_WHERE ? x->src[1] : x->src[0];
       if (!node_has_storage(x) && uop_is_alu((uop_op)x->op) && expensive(x, &realized, false) && !umap_put(&realized, x, &yes))
         goto nomem;
+    }
+    /* a value several nodes read through a view that reorders it into fewer axes: the view is stored */
+    if (!stored && ((intptr_t)umap_get(&consumers, u) >= 2 || umap_get(&viewed, u)) && stored_as_view(u, &consumers)) {
+      if (!umap_put(&realized, u, &yes)) goto nomem;
+      stored = true;
     }
     /* the same through a view: a weight's gradient is reshaped and then read by both of Adam's moments
      * (MNIST: every weight-gradient kernel ran twice) */
