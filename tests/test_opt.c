@@ -267,6 +267,35 @@ TEST(test_opt_actions_refused_with_a_reason) {
   tg_scope_end();
 }
 
+/* A random-number kernel has about 560 operations per element (the counter-based generator's rounds): BEAM's
+ * UPCAST(0,16) then UPCAST(1,32) would expand it into 512 copies, 290000 lines of C that gcc compiled for minutes
+ * in 3 GB. The second action is refused for the size of the expanded kernel; the first, 16 copies, applies */
+TEST(test_opt_upcast_refused_when_the_expanded_kernel_is_too_big) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  tg_tensor *y = tg_randn(TG_FLOAT32, 2, (int64_t[]){64, 64});
+  CHECK_T(y);
+  schedule s;
+  if (schedule_create(1, &y->u, &s) != TG_OK) { test_fail(__FILE__, __LINE__, "%s", tg_error()); tg_scope_end(); return; }
+  kernel_state ks;
+  CHECK(ks_init(&ks, decompose_dtypes(s.kernels[s.nkernels - 1].ast, true), (opt_target){.nthreads = 2, .vec_bytes = 64}),
+        "ks_init");
+  char why[160];
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred;
+  ks_axes(&ks, ax, &nout, &nred);
+  CHECK(nout >= 1 && ax[nout - 1].size % 16 == 0, "the kernel's last output loop: %lld", nout ? (long long)ax[nout - 1].size : -1LL);
+  CHECK(apply_opt(&ks, (opt){OPT_UPCAST, nout - 1, 16}, why), "UPCAST by 16 refused: %s", why);
+  ks_axes(&ks, ax, &nout, &nred);
+  int other = -1;
+  for (int i = 0; i < nout && other < 0; i++)
+    if (ax[i].type == AX_GLOBAL && ax[i].size % 32 == 0) other = i;
+  CHECK(other >= 0, "no other output loop of a multiple of 32");
+  if (other >= 0) refused(&ks, (opt){OPT_UPCAST, other, 32}, "once expanded");
+  schedule_free(&s);
+  tg_scope_end();
+}
+
 /* the source the heuristic gives a kernel */
 TEST(test_opt_heuristic_matmul_is_a_vector_register_tile_with_a_packed_panel) {
   REQUIRE_CPU();

@@ -646,16 +646,18 @@ int ks_axes(const kernel_state *ks, axis_info *ax, int *nout, int *nred) {
 
 /* the most register copies of one value once the UPCAST/UNROLL loops are expanded and r is split by k: the
  * product of the expanded loops a value uses. Loops no value uses together multiply nothing (a row kernel's
- * output UPCAST and its reduces' UNROLLs: each reduce is copied by its own UNROLL only) */
-static int64_t expand_product(uop *ast, const axis_info *ax, int n, uop *r, int64_t k) {
+ * output UPCAST and its reduces' UNROLLs: each reduce is copied by its own UNROLL only). *nodes: the nodes of
+ * the expanded kernel, every node counted once per copy */
+static int64_t expand_product(uop *ast, const axis_info *ax, int n, uop *r, int64_t k, int64_t *nodes) {
   int64_t size[64] = {0};
   for (int i = 0; i < n; i++)
     if ((ax[i].type == AX_UPCAST || ax[i].type == AX_UNROLL) && ax[i].r->arg.i < 64) size[ax[i].r->arg.i] = ax[i].size;
   int m;
   uop **order = uop_toposort(ast, &m);
+  *nodes = INT64_MAX;
   if (!order) return INT64_MAX;
   loop_sets ls = {0};
-  int64_t most = 1;
+  int64_t most = 1, total = 0;
   for (int i = 0; i < m; i++) {
     /* a REDUCE's source uses its loops; the REDUCE itself is one value per its free loops */
     uint64_t f = loops_free(&ls, order[i]);
@@ -663,9 +665,11 @@ static int64_t expand_product(uop *ast, const axis_info *ax, int n, uop *r, int6
     for (int b = 0; b < 64; b++)
       if ((f >> b & 1) && size[b]) p *= size[b];
     if (p > most) most = p;
+    total += p;
   }
   loop_sets_free(&ls);
   free(order);
+  if (!ls.fail) *nodes = total;
   return ls.fail ? INT64_MAX : most;
 }
 
@@ -703,8 +707,12 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
       if (k > 64) REFUSE("%s: amount %lld is more than 64 registers", opt_name(o.op), (long long)k);
       if (size % k) REFUSE("%s: axis %d of size %lld is not a multiple of %lld (PADTO first)", opt_name(o.op), o.axis,
                            (long long)size, (long long)k);
-      if (expand_product(ks->ast, ax, n, a.r, k) > KS_MAX_EXPAND)
+      int64_t expanded;
+      if (expand_product(ks->ast, ax, n, a.r, k, &expanded) > KS_MAX_EXPAND)
         REFUSE("%s: more than %d register copies in all", opt_name(o.op), KS_MAX_EXPAND);
+      if (expanded > KS_MAX_EXPANDED_NODES)
+        REFUSE("%s: %lld operations once expanded, more than %d", opt_name(o.op), (long long)expanded,
+               KS_MAX_EXPANDED_NODES);
       if (o.op == OPT_UPCAST && a.type == AX_THREAD && size / k < ks->nthreads)
         REFUSE("UPCAST: leaves %lld iterations for %d threads", (long long)(size / k), ks->nthreads);
       ast = split_range(ks->ast, a.r, k, o.op == OPT_UPCAST ? AX_UPCAST : AX_UNROLL, NULL, NULL);

@@ -39,6 +39,10 @@ typedef struct opt { opt_op op; int axis; int64_t arg; } opt;
 #define KS_MAX_OPTS 16
 #define KS_MAX_AXES 64
 #define KS_MAX_EXPAND 512   /* most register copies (product of upcast and unroll sizes) a kernel may have */
+/* most operations of a kernel once its copies are expanded: a random-number kernel (about 560 operations an
+ * element) upcast 16 x 32 by BEAM was 290000 lines of C that gcc compiled for minutes in 3 GB; the heuristic's
+ * largest kernels (a transformer block's) have about 36000 */
+#define KS_MAX_EXPANDED_NODES 65536
 
 /* what the target offers to the actions */
 typedef struct opt_target {
