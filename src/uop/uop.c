@@ -262,6 +262,7 @@ void uop_gc_remove_roots(uop_root_fn fn, void *ctx) {
 static uop **mark_stack;
 static size_t mark_n, mark_cap;
 static bool marking_weak;  /* the weak roots' turn: what they alone reach loses its cached value */
+static bool mark_lost;     /* a node was marked without its sources (no memory for the stack): sweep nothing */
 
 void uop_mark(uop *u) {
   if (!u || u->mark) return;
@@ -273,7 +274,11 @@ void uop_mark(uop *u) {
   if (mark_n == mark_cap) {
     size_t nc = mark_cap ? mark_cap * 2 : 1024;
     uop **ns = mem_realloc(mark_stack, nc * sizeof *ns);
-    if (!ns) { u->mark = 2; return; } /* 2: marked but children not visited; swept conservatively below */
+    if (!ns) {  /* 2: marked but its sources not visited; nothing is swept this time */
+      u->mark = 2;
+      mark_lost = true;
+      return;
+    }
     mark_stack = ns;
     mark_cap = nc;
   }
@@ -312,6 +317,7 @@ static void free_node(uop *u) {
 size_t uop_gc(void) {
   lib_lock();
   pins_release_own();
+  mark_lost = false;
   for (int i = 0; i < nroots; i++) {
     if (roots[i].weak) continue;
     roots[i].fn(roots[i].ctx);
@@ -326,8 +332,7 @@ size_t uop_gc(void) {
     mark_drain();
   }
   marking_weak = false;
-  for (size_t b = 0; b < table.cap; b++)
-    for (uop *u = table.slots[b]; u; u = u->next) lost_marks |= u->mark == 2;
+  lost_marks |= mark_lost;
   size_t freed = 0;
   for (size_t b = 0; b < table.cap; b++) {
     uop **pp = &table.slots[b];
