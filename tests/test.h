@@ -58,6 +58,23 @@ bool test_temp_dir(char *out, size_t cap);
 /* removes dir and the files in it */
 void test_remove_dir(const char *dir);
 
+/* ResNet's max pool in plain C: 3x3 windows, stride 2, padding 1 (never a max), over `planes` planes of h x h into
+ * y, planes of (h - 1) / 2 + 1 squared */
+static inline void ref_max_pool_3s2p1(const float *x, int planes, int h, float *y) {
+  int oh = (h - 1) / 2 + 1;
+  for (int c = 0; c < planes; c++)
+    for (int i = 0; i < oh; i++)
+      for (int j = 0; j < oh; j++) {
+        float m = -INFINITY;
+        for (int ky = 0; ky < 3; ky++)
+          for (int kx = 0; kx < 3; kx++) {
+            int yy = 2 * i + ky - 1, xx = 2 * j + kx - 1;
+            if (yy >= 0 && yy < h && xx >= 0 && xx < h && x[(c * h + yy) * h + xx] > m) m = x[(c * h + yy) * h + xx];
+          }
+        y[(c * oh + i) * oh + j] = m;
+      }
+}
+
 /* tinygrad's Adam defaults with the learning rate lr */
 static inline tg_adam_opts adam_lr(double lr) {
   tg_adam_opts o = tg_adam_defaults();
