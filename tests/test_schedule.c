@@ -698,11 +698,15 @@ TEST(test_schedule_merges_reduced_axes_read_in_one_layout) {
 /* A max pool's input gradient read by three nodes (a batchnorm backward's two channel sums and an elementwise)
  * is stored as the image (n, c, y, x) they read, not in the pool's window order (n, c, oy, ox, ky, kx), which
  * each of them would read through a transposing view (MNIST: its batchnorm sums ran scalar over the windows).
- * Values against plain C: the gradient goes to each window's max */
+ * Values against plain C: the gradient goes to each window's max, shared equally by tied maxima (tinygrad's
+ * rule; x takes 4 values, so most windows have ties) */
 TEST(test_schedule_pool_gradient_read_by_several_is_stored_as_the_image) {
   enum { N = 4, C = 8, H = 20, P = 10 };
   tg_scope_begin();
-  tg_tensor *x = rand_t(4, (int64_t[]){N, C, H, H}), *w = rand_t(4, (int64_t[]){N, C, P, P}), *g = NULL;
+  static float xs[N * C * H * H];
+  for (int i = 0; i < N * C * H * H; i++) xs[i] = floorf(frand() * 2.0f) * 0.5f;  /* -1, -0.5, 0, 0.5 */
+  tg_tensor *x = tg_from_data(TG_FLOAT32, 4, (int64_t[]){N, C, H, H}, xs, sizeof xs);
+  tg_tensor *w = rand_t(4, (int64_t[]){N, C, P, P}), *g = NULL;
   tg_pool_opts po = tg_pool_defaults();
   tg_tensor *loss = tg_sum(tg_mul(tg_max_pool2d(x, po), w), 0, NULL, false);
   CHECK(loss && tg_gradient(loss, 1, &x, &g) == TG_OK, "gradient: %s", tg_error());
@@ -727,16 +731,20 @@ TEST(test_schedule_pool_gradient_read_by_several_is_stored_as_the_image) {
   CHECK(tg_realize_many(3, all) == TG_OK, "%s", tg_error());
   float *hx = host(x), *hw = host(w), *h1 = host(s1), *h2 = host(s2), *he = host(e);
   float *gw = calloc(N * C * H * H, sizeof *gw), want1[C] = {0}, want2[C] = {0}, *wante = malloc(sizeof(float) * N * C * H * H);
+  int tied = 0;
   for (int n = 0; n < N; n++)
     for (int c = 0; c < C; c++)
       for (int oy = 0; oy < P; oy++)
         for (int ox = 0; ox < P; ox++) {
-          const float *p = hx + ((n * C + c) * H + 2 * oy) * H + 2 * ox;
-          int best = 0;
-          for (int k = 1; k < 4; k++)
-            if (p[(k / 2) * H + k % 2] > p[(best / 2) * H + best % 2]) best = k;
-          gw[((n * C + c) * H + 2 * oy + best / 2) * H + 2 * ox + best % 2] = hw[((n * C + c) * P + oy) * P + ox];
+          int base = ((n * C + c) * H + 2 * oy) * H + 2 * ox, count = 0;
+          float m = -INFINITY;
+          for (int k = 0; k < 4; k++) m = fmaxf(m, hx[base + (k / 2) * H + k % 2]);
+          for (int k = 0; k < 4; k++) count += hx[base + (k / 2) * H + k % 2] == m;
+          tied += count > 1;
+          for (int k = 0; k < 4; k++)
+            if (hx[base + (k / 2) * H + k % 2] == m) gw[base + (k / 2) * H + k % 2] = hw[((n * C + c) * P + oy) * P + ox] / count;
         }
+  CHECK(tied > 0, "no window has tied maxima: the ties are not tested");
   for (int i = 0; i < N * C * H * H; i++) {
     int c = i / (H * H) % C;
     want1[c] += gw[i];
