@@ -942,3 +942,40 @@ TEST(test_opt_concat_of_padded_rows_reads_each_input_only_in_its_range) {
   }
   tg_scope_end();
 }
+
+/* 2x nearest upsampling, as max pooling's gradient spreads a window's gradient (x >= max, times the gradient):
+ * along a vector of lanes over the output row, the small tensors' index is base + lane/2, so the heuristic vectorizes the row (rows of 20: 4 lanes
+ * on AVX-512, no padding) and the code generator loads those 2 values once and repeats each (render/c.c,
+ * __builtin_shufflevector) instead of gathering lane by lane. The values equal plain C */
+TEST(test_opt_upsampled_operand_loads_runs_of_values) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { C = 3, H = 20, OH = H / 2 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, C, H, H}), *m = rand_t(4, (int64_t[]){1, C, OH, OH});
+  tg_tensor *g = rand_t(4, (int64_t[]){1, C, OH, OH});
+  const int64_t split[] = {1, C, OH, 1, OH, 1}, wide[] = {1, C, OH, 2, OH, 2}, full[] = {1, C, H, H};
+#define UP(t) tg_reshape(tg_expand(tg_reshape(t, 6, split), 6, wide), 4, full)
+  tg_tensor *y = tg_add(tg_mul(tg_cast(tg_ge(x, UP(m)), TG_FLOAT32), UP(g)), x);
+#undef UP
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 64, &info);
+  CHECK(src && info.lanes == 4 && !strstr(info.opts, "PADTO") && strstr(src, "__builtin_shufflevector"),
+        "opts %s, %d lanes: want 4 lanes of repeated loads, no padding\n%s", src ? info.opts : "", info.lanes,
+        src ? src : tg_error());
+  free(src);
+  static float hx[C * H * H], hm[C * OH * OH], hg[C * OH * OH], got[C * H * H];
+  CHECK(tg_to_host(x, hx, sizeof hx) == TG_OK && tg_to_host(m, hm, sizeof hm) == TG_OK &&
+        tg_to_host(g, hg, sizeof hg) == TG_OK &&
+        tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+  int bad = 0;
+  for (int c = 0; c < C; c++)
+    for (int i = 0; i < H; i++)
+      for (int j = 0; j < H; j++) {
+        int k = (c * H + i) * H + j;
+        int s = (c * OH + i / 2) * OH + j / 2;
+        float want = (hx[k] >= hm[s] ? hg[s] : 0.0f) + hx[k];
+        if (got[k] != want && bad++ < 3) CHECK(0, "y[%d,%d,%d] = %g, want %g", c, i, j, got[k], want);
+      }
+  tg_scope_end();
+}

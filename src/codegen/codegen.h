@@ -51,6 +51,11 @@ typedef struct linear_program {
  * for); it copies one lanes x lanes block, element (i, j) of the source block to (j, i) of the buffer's */
 #define STORE_TBLOCK (-3)
 
+/* LOAD's arg for a vector of runs (expand.c): lane l reads the element at index + l / g, g dividing the lanes,
+ * so lanes / g consecutive elements each repeated g times; load_runs gives g back (0: not such a load) */
+#define LOAD_RUNS(g) (16 * (int64_t)(g))
+static inline int64_t load_runs(const uop *u) { return u->op == OP_LOAD && u->arg.i >= 32 ? u->arg.i / 16 : 0; }
+
 /* whether u's value in p is a vector */
 bool lp_is_vec(const linear_program *p, const uop *u);
 

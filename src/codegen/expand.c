@@ -38,6 +38,31 @@ bool lin_coef(uop *e, uop *lane, int64_t *coef) {
   return false;
 }
 
+bool r_plus_multiple(uop *x, uop *r, int64_t m) {
+  if (x == r) return true;
+  if (x->op != OP_ADD) return false;
+  for (int i = 0; i < 2; i++) {
+    uop *o = x->src[1 - i];
+    int64_t k;
+    bool mult = uop_is_const(o) ? o->arg.i % m == 0
+                                : o->op == OP_MUL && uop_is_const(o->src[1]) && o->src[1]->arg.i % m == 0 && !uop_uses(o, r);
+    if (mult && lin_coef(x->src[i], r, &k) && k == 1 && r_plus_multiple(x->src[i], r, m)) return true;
+  }
+  return false;
+}
+
+/* (r + m) / g is m / g + r / g when m is a multiple of g and r + m is never negative (C's division truncates:
+ * (-1) / 2 is 0, not -1) */
+int64_t runs_of(uop *e, uop *r) {
+  if (e->op == OP_ADD) {
+    bool a = uop_uses(e->src[0], r), b = uop_uses(e->src[1], r);
+    return a == b ? 0 : runs_of(e->src[a ? 0 : 1], r);
+  }
+  if (e->op != OP_IDIV || !uop_is_const(e->src[1]) || e->src[1]->arg.i < 2) return 0;
+  int64_t g = e->src[1]->arg.i;
+  return r_plus_multiple(e->src[0], r, g) && uop_vmin(e->src[0]) >= 0 ? g : 0;
+}
+
 static bool contiguous(uop *idx, uop *lane) {
   int64_t k;
   return lin_coef(idx, lane, &k) && k == 1;
@@ -187,7 +212,7 @@ static bool divisible(uop *u, int64_t k) {
 }
 
 /* LOADs and STOREs at base + lane become contiguous vector accesses of `lanes` elements at base (arg.i 1,
- * or 2 when base is known aligned to the vector) */
+ * or 2 when base is known aligned to the vector); an unmasked LOAD at base + lane / g, runs of g (LOAD_RUNS) */
 typedef struct mark_ctx { uop *lane; int lanes; uop_map memo; bool fail; } mark_ctx;
 
 static uop *mark_access(mark_ctx *c, uop *u) {
@@ -201,6 +226,7 @@ static uop *mark_access(mark_ctx *c, uop *u) {
     if (!(s[i] = mark_access(c, u->src[i]))) c->fail = true;
   uop *out = NULL;
   if (!c->fail) {
+    int64_t g;
     int vi = u->op == OP_LOAD ? 2 : 3;
     (void)vi;  /* a mask that depends on the lane stays: the renderer loads or stores the whole vector when
                 * every lane is valid, lane by lane otherwise */
@@ -211,6 +237,11 @@ static uop *mark_access(mark_ctx *c, uop *u) {
       bool local = u->op == OP_LOAD && u->src[0]->op == OP_STORE && u->src[0]->src[0]->op == OP_DEFINE_LOCAL;
       int64_t kind = s[1] && local && divisible(s[1], c->lanes) ? 2 : 1;
       out = s[1] ? uop_new((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc, s, (uop_arg){.i = kind}, u->naux, u->aux) : NULL;
+    } else if (u->op == OP_LOAD && u->arg.i == 0 && u->nsrc == 2 && (u->dtype == TG_FLOAT32 || u->dtype == TG_INT32) &&
+               (g = runs_of(s[1], c->lane)) && g < c->lanes && c->lanes % g == 0) {
+      /* lanes / g consecutive values, each repeated g times (render/c.c) */
+      s[1] = uop_simplify(uop_substitute(s[1], c->lane, uop_const_int((tg_dtype)c->lane->dtype, 0)));
+      out = s[1] ? uop_new(OP_LOAD, (tg_dtype)u->dtype, 2, s, (uop_arg){.i = LOAD_RUNS(g)}, u->naux, u->aux) : NULL;
     } else {
       out = uop_replace_src(u, u->nsrc, s);
     }

@@ -92,20 +92,6 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
-/* whether x is r plus a sum that is a multiple of m for every value of its loops */
-static bool r_plus_multiple(uop *x, uop *r, int64_t m) {
-  if (x == r) return true;
-  if (x->op != OP_ADD) return false;
-  for (int i = 0; i < 2; i++) {
-    uop *o = x->src[1 - i];
-    int64_t k;
-    bool mult = uop_is_const(o) ? o->arg.i % m == 0
-                                : o->op == OP_MUL && uop_is_const(o->src[1]) && o->src[1]->arg.i % m == 0 && !uop_uses(o, r);
-    if (mult && lin_coef(x->src[i], r, &k) && k == 1 && r_plus_multiple(x->src[i], r, m)) return true;
-  }
-  return false;
-}
-
 /* the grain of index e in loop r: the largest g such that e is the same for every r in [g t, g t + g) (0: e
  * does not use r; 1: it changes with every r). Seen through divisions: (r + m) / B and ((r + m) % M) / B for B
  * dividing M and m a multiple of M (a block's scale: Q8_0's k / 32, a K-quant's sub-block (k % 256) / 32) */
@@ -144,15 +130,22 @@ int64_t block_of(const hot *h, uop *r, int64_t size, int64_t max) {
 
 /* load_kinds for a vector loop of `lanes`: a load whose index is the same over aligned runs of a multiple of
  * the lanes (grain) is the same in every lane of a vector, a broadcast, not a gather (Q6_K's scale of 16
- * values in a dequantize kernel) */
+ * values in a dequantize kernel); one that reads runs of a divisor of the lanes from consecutive elements is
+ * a short load and a shuffle (expand.c's LOAD_RUNS: a 2x2 max pool's gradient, its pooled values read per
+ * pixel), when unmasked */
 static void load_kinds_vec(const hot *h, uop *r, int lanes, int *reuse, int *contig, int *gather) {
   load_kinds(h, r, reuse, contig, gather);
   for (int i = 0; i < h->nloads && *gather; i++) {
     int64_t k, g;
     uop *l = h->loads[i];
-    if ((!lin_coef(l->src[1], r, &k) || (k != 0 && k != 1)) && (g = grain(l->src[1], r)) > 1 && g % lanes == 0) {
+    if (lin_coef(l->src[1], r, &k) && (k == 0 || k == 1)) continue;
+    if ((g = grain(l->src[1], r)) > 1 && g % lanes == 0) {
       (*gather)--;
       (*reuse)++;
+    } else if (l->nsrc == 2 && (l->dtype == TG_FLOAT32 || l->dtype == TG_INT32) && (g = runs_of(l->src[1], r)) &&
+               g < lanes && lanes % g == 0) {
+      (*gather)--;
+      (*contig)++;
     }
   }
 }
@@ -636,13 +629,17 @@ static bool gpu_group(kernel_state *ks) {
 }
 
 /* when no loop fills a whole machine vector, half vectors (a row of 8 pixels with AVX-512: the 8x8 and 10x10
- * convolutions of MNIST) rather than scalar code */
+ * convolutions of MNIST), then quarter ones (rows of 20 or 12: MNIST's max-pool gradients), rather than
+ * scalar code; never below 4 lanes, and only on AVX-512 (AVX2 keeps its tuned choices) */
 void hand_coded_optimizations(kernel_state *ks) {
   if (ks->tg.has_local && gpu_group(ks)) return;
   kernel_state save = *ks;
   if (heuristic_both(ks) || ks->tg.vec_bytes < 64) return;
   kernel_state full = *ks;
-  *ks = save;
-  ks->tg.vec_bytes /= 2;
-  if (!heuristic_both(ks)) *ks = full;
+  for (int vb = save.tg.vec_bytes / 2; vb >= 16; vb /= 2) {
+    *ks = save;
+    ks->tg.vec_bytes = vb;
+    if (heuristic_both(ks)) return;
+  }
+  *ks = full;
 }

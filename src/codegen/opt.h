@@ -92,6 +92,11 @@ uint64_t reduce_loops(uop *ast);
 
 /* the coefficient of r in e when e is linear in r (sums, products by constants); false otherwise */
 bool lin_coef(uop *e, uop *r, int64_t *coef);
+/* whether x is r plus a sum that is a multiple of m for every value of its loops */
+bool r_plus_multiple(uop *x, uop *r, int64_t m);
+/* g (>= 2) when e is base + r / g for every value of r, base not using r: lanes along r read runs of g equal
+ * values from consecutive elements (a max pool's gradient read per pixel of its window); 0 otherwise */
+int64_t runs_of(uop *e, uop *r);
 
 /* trim.c: the least value of red's loop r from which red's body is the reduce's identity, as an expression of
  * the loops in open (not r) and values outside them; NULL when no such point is known */

@@ -74,6 +74,20 @@ static bool fits(tg_dtype st, tg_dtype dt) {
   return st == TG_INT8 && dt == TG_INT16;
 }
 
+/* contiguous loads and stores under a k mask, the lanes' int mask compared with 0: AVX-512 for 16 lanes,
+ * AVX-512VL for 8 and 4 (the same builtin names in gcc and clang; their pointer parameters differ, void *
+ * converts to either) */
+static void kmask_ops(out *o, int lanes) {
+  const char *mt = lanes == 16 ? "unsigned short" : "unsigned char";
+  int bits = 32 * lanes, full = (1 << lanes) - 1;
+  put(o, "#define TG_MASK_(m) ((%s)__builtin_ia32_cmpd%d_mask(m, tg_bc_int(0), 4, (%s)0x%x))\n", mt, bits, mt, full);
+  put(o, "static inline tg_float_v tg_mload_float(tg_int_v m, const float *p) { return __builtin_ia32_loadups%d_mask((const void *)p, tg_bc_float(0), TG_MASK_(m)); }\n"
+         "static inline tg_int_v tg_mload_int(tg_int_v m, const int *p) { return __builtin_ia32_loaddqusi%d_mask((const void *)p, tg_bc_int(0), TG_MASK_(m)); }\n"
+         "static inline void tg_mstore_float(float *p, tg_int_v m, tg_float_v v) { __builtin_ia32_storeups%d_mask((void *)p, v, TG_MASK_(m)); }\n"
+         "static inline void tg_mstore_int(int *p, tg_int_v m, tg_int_v v) { __builtin_ia32_storedqusi%d_mask((void *)p, v, TG_MASK_(m)); }\n",
+      bits, bits, bits, bits);
+}
+
 static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
   const char *ts[3] = {"float", "int", "long"}, *cs[3] = {"float", "int", "long long"};
   const int sz[3] = {4, 4, 8};
@@ -145,12 +159,14 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
   if (isa) put(o, "#if defined(%s)\n", isa);
   if (isa && masked) {
     if (lanes == 16)
-      put(o, "#define TG_MASK_(m) ((unsigned short)__builtin_ia32_cmpd512_mask(m, tg_bc_int(0), 4, (unsigned short)0xffff))\n"
-             "static inline tg_float_v tg_mload_float(tg_int_v m, const float *p) { return __builtin_ia32_loadups512_mask(p, tg_bc_float(0), TG_MASK_(m)); }\n"
-             "static inline tg_int_v tg_mload_int(tg_int_v m, const int *p) { return __builtin_ia32_loaddqusi512_mask(p, tg_bc_int(0), TG_MASK_(m)); }\n"
-             "static inline void tg_mstore_float(float *p, tg_int_v m, tg_float_v v) { __builtin_ia32_storeups512_mask(p, v, TG_MASK_(m)); }\n"
-             "static inline void tg_mstore_int(int *p, tg_int_v m, tg_int_v v) { __builtin_ia32_storedqusi512_mask(p, v, TG_MASK_(m)); }\n");
+      kmask_ops(o, lanes);
     else {
+      /* AVX-512VL masks 8 lanes as it does 16: one instruction with a k mask, fast for loads and stores on Zen 4
+       * (a padded gradient's rows of 28 in vectors of 8, every row's last one masked: the AVX2 store below, lane
+       * by lane where the mask is partial, made MNIST's E_512_32_28_4_8 a 16 GB/s kernel) */
+      put(o, "#if defined(__AVX512VL__)\n");
+      kmask_ops(o, lanes);
+      put(o, "#else\n");
       /* a full mask reads with a plain load: vmaskmovps is microcoded on AMD's Zen 1, ~10 cycles a load against
        * one (a padded 3x3 convolution's inner loop, 2 masked loads and 8 FMAs a tap, ran at a quarter of its FMA
        * rate); the mask is loop-invariant in such loops, so the test is a predicted branch */
@@ -165,6 +181,7 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
         put(o, "static inline void tg_mstore_%s(%s *p, tg_int_v m, tg_%s_v v) { int k = __builtin_ia32_movmskps256((tg_float_v)m); "
                "if (k == 0xff) { *(tg_%s_vu*)p = v; return; } for (int l = 0; l < 8; l++) if (k >> l & 1) p[l] = v[l]; }\n",
             ts[k], cs[k], ts[k], ts[k]);
+      put(o, "#endif\n");
     }
     put(o, "#define TG_HAVE_MLOAD 1\n");
   }
@@ -181,6 +198,11 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
     else
       put(o, "static inline tg_float_v tg_sqrt_v(tg_float_v x) { return __builtin_ia32_sqrtps256(x); }\n");
     put(o, "#define TG_HAVE_VSQRT 1\n#endif\n");
+  }
+  if (lanes == 4 && masked) {  /* quarter vectors on AVX-512 (rows of 12 or 20 pixels), SSE lane by lane */
+    put(o, "#if defined(__AVX512VL__)\n");
+    kmask_ops(o, lanes);
+    put(o, "#define TG_HAVE_MLOAD 1\n#endif\n");
   }
   put(o, "#ifndef TG_HAVE_VSQRT\n"
          "static inline tg_float_v tg_sqrt_v(tg_float_v x) { for (int l = 0; l < %d; l++) x[l] = __builtin_sqrtf(x[l]); return x; }\n"
@@ -401,6 +423,18 @@ static void render_vec_load(rctx *c, uop *u, int pos) {
     const char *m = name_of(c, u->src[2]), *i = name_of(c, u->src[1]);
     put(c->o, "tg_%s_v %s; if (tg_all(%s)) %s = *(const tg_%s_vu*)(%s+%s); else ", k, nm, m, nm, k, p, i);
     put(c->o, "for (int l_ = 0; l_ < %d; l_++) %s[l_] = %s[l_] ? %s[%s+l_] : 0;\n", c->p->lanes, nm, m, p, i);
+  } else if (load_runs(u)) {  /* runs: lanes / g consecutive values, each repeated g times by a shuffle */
+    int64_t g = load_runs(u), nv = c->p->lanes / g;
+    const char *i = name_of(c, u->src[1]);
+    if (nv == 1) {
+      put(c->o, "tg_%s_v %s = tg_bc_%s(%s[%s]);\n", k, nm, k, p, i);
+    } else {
+      put(c->o, "tg_%s_v %s; { typedef %s r_t_ __attribute__((vector_size(%lld), aligned(4), may_alias)); "
+                "r_t_ r_ = *(const r_t_*)(%s+%s); %s = __builtin_shufflevector(r_, r_", k, nm, ctype(c, dt),
+          (long long)(nv * 4), p, i, nm);
+      for (int l = 0; l < c->p->lanes; l++) put(c->o, ", %lld", (long long)(l / g));
+      put(c->o, "); }\n");
+    }
   } else if (u->arg.i > 0) {  /* contiguous: one vector load at the (scalar) index */
     if (u->nsrc == 3)
       put(c->o, "tg_%s_v %s = tg_bc_%s(0); if (%s) %s = *(const tg_%s_vu*)(%s+%s);\n", k, nm, k, name_of(c, u->src[2]), nm,
