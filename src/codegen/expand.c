@@ -63,6 +63,12 @@ int64_t runs_of(uop *e, uop *r) {
   return r_plus_multiple(e->src[0], r, g) && uop_vmin(e->src[0]) >= 0 ? g : 0;
 }
 
+int64_t runs_load(uop *load, uop *idx, uop *r, int lanes) {
+  if (load->op != OP_LOAD || load->nsrc != 2 || (load->dtype != TG_FLOAT32 && load->dtype != TG_INT32)) return 0;
+  int64_t g = runs_of(idx, r);
+  return g && g < lanes && lanes % g == 0 ? g : 0;
+}
+
 static bool contiguous(uop *idx, uop *lane) {
   int64_t k;
   return lin_coef(idx, lane, &k) && k == 1;
@@ -237,8 +243,7 @@ static uop *mark_access(mark_ctx *c, uop *u) {
       bool local = u->op == OP_LOAD && u->src[0]->op == OP_STORE && u->src[0]->src[0]->op == OP_DEFINE_LOCAL;
       int64_t kind = s[1] && local && divisible(s[1], c->lanes) ? 2 : 1;
       out = s[1] ? uop_new((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc, s, (uop_arg){.i = kind}, u->naux, u->aux) : NULL;
-    } else if (u->op == OP_LOAD && u->arg.i == 0 && u->nsrc == 2 && (u->dtype == TG_FLOAT32 || u->dtype == TG_INT32) &&
-               (g = runs_of(s[1], c->lane)) && g < c->lanes && c->lanes % g == 0) {
+    } else if (u->arg.i == 0 && (g = runs_load(u, s[1], c->lane, c->lanes))) {
       /* lanes / g consecutive values, each repeated g times (render/c.c) */
       s[1] = uop_simplify(uop_substitute(s[1], c->lane, uop_const_int((tg_dtype)c->lane->dtype, 0)));
       out = s[1] ? uop_new(OP_LOAD, (tg_dtype)u->dtype, 2, s, (uop_arg){.i = LOAD_RUNS(g)}, u->naux, u->aux) : NULL;

@@ -142,8 +142,7 @@ static void load_kinds_vec(const hot *h, uop *r, int lanes, int *reuse, int *con
     if ((g = grain(l->src[1], r)) > 1 && g % lanes == 0) {
       (*gather)--;
       (*reuse)++;
-    } else if (l->nsrc == 2 && (l->dtype == TG_FLOAT32 || l->dtype == TG_INT32) && (g = runs_of(l->src[1], r)) &&
-               g < lanes && lanes % g == 0) {
+    } else if (runs_load(l, l->src[1], r, lanes)) {
       (*gather)--;
       (*contig)++;
     }

@@ -97,6 +97,9 @@ bool r_plus_multiple(uop *x, uop *r, int64_t m);
 /* g (>= 2) when e is base + r / g for every value of r, base not using r: lanes along r read runs of g equal
  * values from consecutive elements (a max pool's gradient read per pixel of its window); 0 otherwise */
 int64_t runs_of(uop *e, uop *r);
+/* runs_of(idx, r) when `load` at idx can be read as a vector of `lanes` in runs (LOAD_RUNS: an unmasked
+ * float32 or int32 load, runs of a proper divisor of the lanes); 0 otherwise */
+int64_t runs_load(uop *load, uop *idx, uop *r, int lanes);
 
 /* trim.c: the least value of red's loop r from which red's body is the reduce's identity, as an expression of
  * the loops in open (not r) and values outside them; NULL when no such point is known */
