@@ -180,6 +180,29 @@ TEST(test_opt_transposing_pack_copies_blocks) {
   tg_scope_end();
 }
 
+/* a 3x3 convolution over few pixels (ResNet's last stage, smaller): the heuristic packs the weight's panel
+ * with the output channels innermost, a transposing copy; input channel, ky and kx are consecutive in the
+ * weight and in the panel, so the copy is one pair of loops copied in blocks (STORE_TBLOCK), not four loops
+ * copied element by element; the values equal the unoptimized kernel's */
+TEST(test_opt_conv_weight_panel_is_copied_in_blocks) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  tg_tensor *x = rand_t(4, (int64_t[]){1, 64, 7, 7}), *w = rand_t(4, (int64_t[]){64, 64, 3, 3});
+  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)});
+  static float want[64 * 49], got[64 * 49];
+  char desc[512];
+  CHECK(run_with_opts(y, NULL, 0, (opt_target){.nthreads = 1}, want, sizeof want, desc, sizeof desc), "%s", desc);
+  static const int vecs[] = {64, 32};
+  for (int v = 0; v < 2; v++) {
+    int before = tblock_kernels;
+    CHECK(run_with_opts(y, NULL, -1, (opt_target){.nthreads = 2, .vec_bytes = vecs[v]}, got, sizeof got, desc, sizeof desc),
+          "%s", desc);
+    CHECK(tblock_kernels == before + 1, "%s: the weight's panel was not copied in blocks", desc);
+    CHECK_CLOSE(desc, got, want, 64 * 49);
+  }
+  tg_scope_end();
+}
+
 TEST(test_opt_random_action_lists_match_the_unoptimized_kernel) {
   REQUIRE_CPU();
   int lists = getenv("TG_TEST_QUICK") ? 6 : 20;

@@ -380,6 +380,20 @@ static bool decoded_fill_order(uop **val, uop **fidx, uop *const *fl, const pack
   return *val && *fidx;
 }
 
+/* whether the panel's loops a and b = a + 1 (buffer order) can be filled as one loop: the copied value is a
+ * plain load whose index is affine in both, with a's stride in the source b's times b's size (as it is in the
+ * buffer), and its mask uses neither. Its value at (a, b) is then its value at (0, a * size(b) + b). */
+static bool merges_in_fill(const pack_plan *pl, int a, int b) {
+  const uop *L = pl->load;
+  if (L->op != OP_LOAD && L->op != OP_WHERE) return false;
+  uop *gate = L->op == OP_WHERE ? L->src[0] : pl->src->nsrc > 2 ? pl->src->src[2] : NULL;
+  int64_t ka, kb;
+  uop *ra = pl->inner[a], *rb = pl->inner[b];
+  if (gate && (uop_uses(gate, ra) || uop_uses(gate, rb))) return false;
+  return lin_coef(pl->src->src[1], ra, &ka) && lin_coef(pl->src->src[1], rb, &kb) && kb != 0 &&
+         ka == kb * rb->src[0]->arg.i;
+}
+
 /* the copy of the load's values over its inner loops into a DEFINE_LOCAL, and the load from it */
 static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
   /* buffer order: by falling stride in the source, so the source's contiguous loop stays contiguous (of equal
@@ -413,13 +427,23 @@ static uop *pack_apply(uop *ast, pack_plan *pl, bool upcast_last) {
   uop *val = pl->load, *fidx = uop_const_int(it, 0), *lidx = uop_const_int(it, 0), *fl[KS_MAX_AXES];
   int64_t stride = 1;
   for (int i = pl->ninner - 1; i >= 0 && val; i--) {
-    uop *r = pl->inner[i], *r2 = mk_range(it, r->src[0]->arg.i, id + i, AX_LOOP);
+    /* loops adjacent in the buffer that are also contiguous in the source are filled by one loop (a 3x3
+     * convolution's weight: input channel, ky and kx are 4608 consecutive floats of one output channel), so
+     * that a transposing copy is one pair of loops, which the linearizer copies in register blocks */
+    int j = i;
+    int64_t size = pl->inner[i]->src[0]->arg.i;
+    while (j > 0 && merges_in_fill(pl, j - 1, j)) size *= pl->inner[--j]->src[0]->arg.i;
+    uop *r = pl->inner[i], *r2 = mk_range(it, size, id + i, AX_LOOP);
     if (!r2) return NULL;
-    fl[i] = r2;
+    for (int k = j; k <= i; k++) fl[k] = r2;
     val = uop_substitute(val, r, r2);
+    for (int k = j; k < i && val; k++) val = uop_substitute(val, pl->inner[k], uop_const_int(it, 0));
     fidx = uop_binary(OP_ADD, fidx, uop_binary(OP_MUL, r2, uop_const_int(it, stride)));
-    lidx = uop_binary(OP_ADD, lidx, uop_binary(OP_MUL, r, uop_const_int(it, stride)));
-    stride *= r->src[0]->arg.i;
+    for (int k = i; k >= j; k--) {
+      lidx = uop_binary(OP_ADD, lidx, uop_binary(OP_MUL, pl->inner[k], uop_const_int(it, stride)));
+      stride *= pl->inner[k]->src[0]->arg.i;
+    }
+    i = j;
   }
   if (val && fidx && pl->load->op != OP_LOAD && pl->load->op != OP_WHERE) {
     fidx = uop_simplify(fidx);

@@ -209,7 +209,9 @@ static void vec_header(out *o, int lanes, bool math, bool masked, bool tblock) {
          "#endif\n", lanes);
   if (tblock) {  /* a lanes x lanes transpose (STORE_TBLOCK): halves, quarters, ... of the rows swapped */
     put(o, "static inline void tg_tblock(float *d, long ds, const float *s, long ss) {\n  tg_float_v r[%d];\n", lanes);
-    put(o, "  for (int i = 0; i < %d; i++) r[i] = *(const tg_float_vu *)(s + i * ss);\n", lanes);
+    /* each row 256 bytes ahead fetched too: the copy walks its rows from start to end */
+    put(o, "  for (int i = 0; i < %d; i++) { r[i] = *(const tg_float_vu *)(s + i * ss); __builtin_prefetch(s + i * ss + 64); }\n",
+        lanes);
     for (int h = lanes / 2; h >= 1; h /= 2)
       for (int i = 0; i < lanes; i++) {
         if (i & h) continue;
