@@ -939,6 +939,28 @@ TEST(test_opt_max_pool_runs_independent_chains) {
   }
 }
 
+/* ResNet's max pool on AVX-512: the window's row (kx, 3 of 4 lanes) is the vector and ky is left, one chain
+ * of vector maxes per output; outputs of the row loop run as independent chains (UPCAST on top of the lanes
+ * on the reduce); the values equal a plain C max pool */
+TEST(test_opt_max_pool_on_window_vectors_runs_independent_chains) {
+  REQUIRE_CPU();
+  enum { C = 4, H = 56, OH = 28 };
+  tg_scope_begin();
+  tg_tensor *x = rand_t(4, (int64_t[]){1, C, H, H});
+  tg_tensor *y = tg_max_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .padding = TG_INTS(1)});
+  CHECK_T(y);
+  kernel_info info;
+  char *src = heuristic_source(y, 16, &info);
+  CHECK(src && strstr(info.opts, "UNROLL(") && strstr(info.opts, "UPCAST(") && strstr(src, "acc3"),
+        "opts %s: want lanes on the window and independent accumulators\n%s", src ? info.opts : "", src ? src : tg_error());
+  free(src);
+  static float hx[C * H * H], got[C * OH * OH], want[C * OH * OH];
+  CHECK(tg_to_host(x, hx, sizeof hx) == TG_OK && tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+  ref_max_pool_3s2p1(hx, C, H, want);
+  CHECK_CLOSE("max pool", got, want, C * OH * OH);
+  tg_scope_end();
+}
+
 /* A concat whose rows are padded to vectors (28 pixels: a vector and a masked one): each input's loads are gated
  * by its channel range AND the padded lanes. Where the channel test is false the address lies outside that
  * input, so the masked load must not run at all (render/c.c gate_scalar): the values equal plain C. One row per
