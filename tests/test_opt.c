@@ -944,7 +944,7 @@ TEST(test_opt_max_pool_runs_independent_chains) {
  * on the reduce); the values equal a plain C max pool */
 TEST(test_opt_max_pool_on_window_vectors_runs_independent_chains) {
   REQUIRE_CPU();
-  enum { C = 4, H = 56, OH = 28 };
+  enum { C = 6, H = 48, OH = 24 };  /* shapes no other test pools: a mask another realized would be a buffer here */
   tg_scope_begin();
   tg_tensor *x = rand_t(4, (int64_t[]){1, C, H, H});
   tg_tensor *y = tg_max_pool2d(x, (tg_pool_opts){.kernel = TG_INTS(3), .stride = TG_INTS(2), .padding = TG_INTS(1)});
