@@ -184,6 +184,14 @@ fail:
   return NULL;
 }
 
+/* a constant seen through movement ops (tg_scalar, tg_full): its realized value is not cached on the node. The
+ * node is shared by every graph that uses the constant (a max pool's padding mask is where(pad(true), ...)),
+ * and with a buffer on it each of them would load the constant from memory instead of folding it */
+static bool constant_view(const uop *u) {
+  while (u->op >= OP_RESHAPE && u->op <= OP_FLIP && u->op != OP_PAD && u->nsrc == 1) u = u->src[0];
+  return u->op == OP_CONST;
+}
+
 /* the storage a node has outside this schedule (allocating a BUFFER made by tg_empty), or NULL */
 tg_buffer *realize_storage(const device *dev, uop *u) {
   if (uop_storage(u)) return u->buf;
@@ -508,7 +516,7 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     bool in_place = ts[i]->assign_target && b == realize_storage(dev, ts[i]->assign_target);
     /* an in-place value is overwritten by the next step: not a cache; nor is a part of a sharded value (equal
      * parts on two devices are one node: place.c) */
-    if (!uop_storage(o) && !in_place && !place_parts) {
+    if (!uop_storage(o) && !in_place && !place_parts && !constant_view(o)) {
       buffer_retain(b);
       uop_set_realized(o, b);
     }
