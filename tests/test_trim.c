@@ -36,6 +36,26 @@ static int trimmed_loops(tg_tensor *y) {
   return n;
 }
 
+/* the loops of the last kernel of y's schedule that start at a run-time value; -1 on failure */
+static int started_loops(tg_tensor *y) {
+  schedule s;
+  if (!y || schedule_create(1, &y->u, &s) != TG_OK) return -1;
+  int n = -1;
+  kernel_info info;
+  linear_program lp;
+  uop *ast = s.nkernels ? codegen_optimize(s.kernels[s.nkernels - 1].ast, 2, &info) : NULL;
+  if (ast && linearize(ast, &lp, &info)) {
+    n = 0;
+    for (int i = 0; i < lp.n; i++) n += lp.ops[i]->op == OP_RANGE && lp.starts[i];
+    char *src = render_c(info.name, &lp, &info);
+    if (!src) n = -1;
+    free(src);
+    linear_program_free(&lp);
+  }
+  schedule_free(&s);
+  return n;
+}
+
 /* reduce op k (0 sum, 1 max, 2 prod) over axis 1 of where(j <= pos, x, other) */
 static tg_tensor *masked_reduce(tg_tensor *x, tg_variable *pos, int k, double other) {
   tg_tensor *mask = tg_le(tg_reshape(tg_arange(TG_INT32, 0, N, 1), 2, (int64_t[]){1, N}), tg_variable_tensor(pos));
@@ -282,4 +302,77 @@ TEST(test_trim_packed_cache_copies_end_at_the_position) {
     tg_scope_end();
   }
   tg_variable_free(pos);
+}
+
+/* where(lo <= j < lo + W, x, identity) reduced over j: the loop starts at lo and ends at lo + W, run-time values
+ * (trim_start and trim_bound); every window position, sum, max and product, against C */
+TEST(test_trim_window_sums_start_and_end_at_the_mask) {
+  REQUIRE_CPU();
+  enum { W = 9 };
+  static const double ident[3] = {0, -INFINITY, 1};
+  tg_variable *lo = tg_variable_new("lo", 0, N - 1);
+  CHECK_T(lo);
+  for (int k = 0; k < 3; k++) {
+    int ps[] = {0, 1, 37, N - W, N - 2, N - 1};
+    for (size_t t = 0; t < sizeof ps / sizeof *ps; t++) {
+      tg_variable_bind(lo, ps[t]);
+      tg_scope_begin();
+      tg_tensor *j = tg_reshape(tg_arange(TG_INT32, 0, N, 1), 2, (int64_t[]){1, N}), *l = tg_variable_tensor(lo);
+      tg_tensor *mask = tg_bitwise_and(tg_ge(j, l), tg_lt(j, tg_add_scalar(l, W)));
+      tg_tensor *m = tg_where_scalar(mask, x_tensor(), ident[k]);
+      int ax = 1;
+      tg_tensor *y = k == 0 ? tg_sum(m, 1, &ax, false) : k == 1 ? tg_max(m, 1, &ax, false) : tg_prod(m, 1, &ax, false);
+      if (t == 0) CHECK(started_loops(y) >= 1 && trimmed_loops(y) >= 1, "reduce %d: no loop with run-time start and end", k);
+      float got[R], want[R];
+      CHECK(y && tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+      for (int i = 0; i < R; i++) {
+        double acc = ident[k];
+        for (int jj = ps[t]; jj < ps[t] + W && jj < N; jj++) {
+          double v = xv_at(i, jj);
+          acc = k == 0 ? acc + v : k == 1 ? (v > acc ? v : acc) : acc * v;
+        }
+        want[i] = (float)acc;
+      }
+      CHECK_CLOSE("window reduce", got, want, R);
+      tg_scope_end();
+    }
+  }
+  tg_variable_free(lo);
+}
+
+/* a 5x5 convolution's input gradient: the output gradient stored padded along x only, its padded rows left as
+ * masks, so the tap-row loop runs from max(0, 4 - y) to min(5, 24 - y) for each input row y (MNIST's conv2
+ * backward, smaller); x's gradient against a plain C transposed convolution */
+TEST(test_trim_conv_input_gradient_skips_the_padded_tap_rows) {
+  REQUIRE_CPU();
+  enum { B = 4, CI = 3, CO = 16, H = 28, K = 5, O = H - K + 1 };
+  static float hx[B * CI * H * H], hw[CO * CI * K * K], hg[B * CO * O * O], got[B * CI * H * H], want[B * CI * H * H];
+  for (int i = 0; i < B * CI * H * H; i++) hx[i] = xval(i, 3);
+  for (int i = 0; i < CO * CI * K * K; i++) hw[i] = xval(i, 7) * 0.2f;
+  for (int i = 0; i < B * CO * O * O; i++) hg[i] = xval(i, 5);
+  tg_scope_begin();
+  tg_tensor *x = tg_set_requires_grad(tg_from_data(TG_FLOAT32, 4, (int64_t[]){B, CI, H, H}, hx, sizeof hx), true);
+  tg_tensor *w = tg_from_data(TG_FLOAT32, 4, (int64_t[]){CO, CI, K, K}, hw, sizeof hw);
+  tg_tensor *g = tg_from_data(TG_FLOAT32, 4, (int64_t[]){B, CO, O, O}, hg, sizeof hg);
+  tg_tensor *loss = tg_sum(tg_mul(tg_conv2d(x, w, NULL, (tg_conv_opts){0}), g), 0, NULL, false);
+  CHECK(loss && tg_backward(loss) == TG_OK, "%s", tg_error());
+  tg_tensor *dx = tg_grad(x);
+  CHECK(started_loops(dx) >= 1 && trimmed_loops(dx) >= 1, "the input gradient's tap rows run whole");
+  CHECK(dx && tg_to_host(dx, got, sizeof got) == TG_OK, "%s", tg_error());
+  for (int b = 0; b < B; b++)
+    for (int ci = 0; ci < CI; ci++)
+      for (int y = 0; y < H; y++)
+        for (int xx = 0; xx < H; xx++) {
+          double acc = 0;
+          for (int co = 0; co < CO; co++)
+            for (int ky = 0; ky < K; ky++)
+              for (int kx = 0; kx < K; kx++) {
+                int oy = y - ky, ox = xx - kx;
+                if (oy >= 0 && oy < O && ox >= 0 && ox < O)
+                  acc += (double)hg[((b * CO + co) * O + oy) * O + ox] * hw[((co * CI + ci) * K + ky) * K + kx];
+              }
+          want[((b * CI + ci) * H + y) * H + xx] = (float)acc;
+        }
+  CHECK_CLOSE("conv input gradient", got, want, B * CI * H * H);
+  tg_scope_end();
 }

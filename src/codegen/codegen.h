@@ -37,6 +37,8 @@ typedef struct linear_program {
   uop **ops;
   uop **bounds;       /* per op: for a RANGE, the run-time count its loop runs (trim.c: min(N, a point past
                        * which its reduces' bodies are their identities), computed before it), else NULL */
+  uop **starts;       /* per op: for a RANGE, the run-time value its loop starts from (trim.c: a point before
+                       * which its reduces' bodies are their identities), else NULL (0) */
   int n;
   int nparams;
   int nouts;          /* the params stored into are 0..nouts (the others are read only: const) */

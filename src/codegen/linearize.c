@@ -25,6 +25,7 @@ typedef struct lin_ctx {
   uint64_t open;
   uop **out;
   uop **bnd;         /* per op of out: a loop's run-time bound (trim.c), or NULL */
+  uop **start;       /* per op of out: a loop's run-time first value (trim.c), or NULL (0) */
   int n, cap;
   int next_acc;
   bool fail;
@@ -48,11 +49,14 @@ static void push(lin_ctx *c, uop *u) {
     uop **no = mem_realloc(c->out, (size_t)nc * sizeof *no);
     if (no) c->out = no;
     uop **nb = no ? mem_realloc(c->bnd, (size_t)nc * sizeof *nb) : NULL;
-    if (!nb) { c->fail = true; return; }
-    c->bnd = nb;
+    if (nb) c->bnd = nb;
+    uop **ns = nb ? mem_realloc(c->start, (size_t)nc * sizeof *ns) : NULL;
+    if (!ns) { c->fail = true; return; }
+    c->start = ns;
     c->cap = nc;
   }
   c->bnd[c->n] = NULL;
+  c->start[c->n] = NULL;
   c->out[c->n++] = u;
   if (uop_is_alu((uop_op)u->op)) c->flops += c->iters * (umap_get(c->vec, u) ? c->lanes : 1);
 }
@@ -177,6 +181,19 @@ static uop *group_bound(lin_ctx *c, uop *const *grp, int ng, uop *rng, bool oute
     b = b && b != bg ? uop_binary(OP_MAX, b, bg) : bg;
   }
   return usable_bound(c, trim_clamp(b, rng), open);
+}
+
+/* the run-time first value of the group's loop rng: the smallest of its reduces' points before which their
+ * bodies are their identities, when every one has such a point; NULL: from 0 */
+static uop *group_start(lin_ctx *c, uop *const *grp, int ng, uop *rng) {
+  uint64_t lane = c->lane ? range_bit(c, c->lane) : 0, open = c->open & ~lane;
+  uop *b = NULL;
+  for (int g = 0; g < ng; g++) {
+    uop *bg = trim_start(grp[g], rng, open, &c->ls);
+    if (!bg) return NULL;
+    b = b && b != bg ? uop_unary(OP_NEG, uop_binary(OP_MAX, uop_unary(OP_NEG, b), uop_unary(OP_NEG, bg))) : bg;
+  }
+  return b ? usable_bound(c, uop_simplify(b), open) : NULL;
 }
 
 /* The loop rng of a PACK's fill u, cut where no reduce reading the panel needs the rest (trim.c): a reader whose
@@ -326,11 +343,13 @@ static void emit_reduce(lin_ctx *c, uop *r) {
   bool outermost = true;
   for (int i = 1; i < r->nsrc; i++) {
     if (r->src[i] == c->lane) continue;
-    uop *b = group_bound(c, grp, ng, r->src[i], outermost);
+    uop *b = group_bound(c, grp, ng, r->src[i], outermost), *st = group_start(c, grp, ng, r->src[i]);
     outermost = false;
     if (b) emit(c, b);
+    if (st) emit(c, st);
     open_loop(c, r->src[i]);
     if (b && !c->fail) c->bnd[c->n - 1] = b;
+    if (st && !c->fail) c->start[c->n - 1] = st;
     /* inside the innermost loop the bodies are emitted one reduce at a time below, not hoisted all at once */
     bool innermost = true;
     for (int j = i + 1; j < r->nsrc; j++) innermost &= r->src[j] == c->lane;
@@ -567,6 +586,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   if (c.fail) {
     free(c.out);
     free(c.bnd);
+    free(c.start);
     umap_free(&out->vec);
     umap_free(&out->accs);
     if (!tg_error_status()) tg_set_error(TG_ERR_NOMEM, "linearize: out of memory");
@@ -574,6 +594,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
   }
   out->ops = c.out;
   out->bounds = c.bnd;
+  out->starts = c.start;
   out->n = c.n;
   if (info) info->flops = c.flops;
   return true;
@@ -582,6 +603,7 @@ bool linearize(uop *ast, linear_program *out, kernel_info *info) {
 void linear_program_free(linear_program *p) {
   free(p->ops);
   free(p->bounds);
+  free(p->starts);
   umap_free(&p->vec);
   umap_free(&p->accs);
   memset(p, 0, sizeof *p);

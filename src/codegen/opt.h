@@ -104,6 +104,9 @@ int64_t runs_load(uop *load, uop *idx, uop *r, int lanes);
 /* trim.c: the least value of red's loop r from which red's body is the reduce's identity, as an expression of
  * the loops in open (not r) and values outside them; NULL when no such point is known */
 uop *trim_bound(uop *red, uop *r, uint64_t open, loop_sets *ls);
+/* the least value of red's loop r below which red's body is the reduce's identity (at least 1), as trim_bound's;
+ * NULL when none is known */
+uop *trim_start(uop *red, uop *r, uint64_t open, loop_sets *ls);
 /* guards[REDUCE] = c for each reduce whose value is used only where c holds (inside where(c, f, constant)),
  * from the kernel's nodes; false when out of memory */
 bool trim_guards(uop *ast, uop_map *guards);

@@ -50,18 +50,27 @@ static uop *free_side(const trim_ctx *t, uop *e) {
   return e->dtype == t->r->dtype ? e : uop_cast(e, (tg_dtype)t->r->dtype);
 }
 
-/* the least r from which r*k + rest >= x + add holds, with a the side that has r: ceil((x + add - min rest)/k);
- * C's division truncates, which for a negative numerator rounds up: larger, so still safe */
-static uop *crossing(const trim_ctx *t, uop *a, uop *x, int64_t add) {
+/* the least r from which r*k + rest >= x + add holds, with a the side that has r: ceil((x + add - rest)/k), rest
+ * itself when the loops it uses are open outside r (a convolution's tap row ky beside its output row y: y + ky
+ * >= 4 from ky = 4 - y), else at its smallest value (`lower`: its largest, for a point that must not be too
+ * late). C's division truncates, which for a negative numerator rounds up: larger, so safe for an end; for a
+ * start the value is then at most 0, where the loop starts anyway */
+static uop *crossing_at(const trim_ctx *t, uop *a, uop *x, int64_t add, bool lower) {
   int64_t k;
   if (!dtype_is_int((tg_dtype)a->dtype) || !lin_coef(a, t->r, &k) || k <= 0) return NULL;
   uop *z = ic(t, 0), *rest = z ? uop_simplify(uop_substitute(a, t->r, z)) : NULL;
   if (!rest) return NULL;
-  int64_t lo = uop_vmin(rest);
-  if (lo < -(INT64_C(1) << 40) || lo > (INT64_C(1) << 40)) return NULL;
-  uop *num = uop_binary(OP_ADD, x, ic(t, add - lo + (k - 1)));
+  uop *free_rest = uop_is_const(rest) ? NULL : free_side(t, rest), *num;
+  if (free_rest) {
+    num = uop_binary(OP_ADD, uop_binary(OP_ADD, x, uop_unary(OP_NEG, free_rest)), ic(t, add + (k - 1)));
+  } else {
+    int64_t lo = lower ? uop_vmax(rest) : uop_vmin(rest);
+    if (lo < -(INT64_C(1) << 40) || lo > (INT64_C(1) << 40)) return NULL;
+    num = uop_binary(OP_ADD, x, ic(t, add - lo + (k - 1)));
+  }
   return k == 1 ? num : uop_binary(OP_IDIV, num, ic(t, k));
 }
+static uop *crossing(const trim_ctx *t, uop *a, uop *x, int64_t add) { return crossing_at(t, a, x, add, false); }
 
 
 /* the least r from which c's value is `want` for every larger r in the loop, or NULL when unknown */
@@ -97,6 +106,11 @@ static uop *cond_bound(const trim_ctx *t, uop *c, bool want) {
   return NULL;
 }
 
+/* a load with a gate (lowered padding: 0 where the gate fails) in a sum: 0 is the identity */
+static bool gated_zero(const trim_ctx *t, const uop *u) {
+  return u->op == OP_LOAD && u->nsrc == 3 && u->src[2]->dtype == TG_BOOL && t->rop == OP_ADD;
+}
+
 /* the least r from which the body u is the reduce's identity */
 static uop *zero_bound(const trim_ctx *t, uop *u) {
   if (is_identity(t, u)) return ic(t, 0);
@@ -113,7 +127,74 @@ static uop *zero_bound(const trim_ctx *t, uop *u) {
     in.rdt = (tg_dtype)u->src[0]->dtype;
     return zero_bound(&in, u->src[0]);
   }
+  if (gated_zero(t, u)) return cond_bound(t, u->src[2], false);
   return NULL;
+}
+
+/* ---- starts: the first iterations of a loop that are the identity --------------------------------------
+ * The mirror of the above: the least r below which the body is the reduce's identity (the tap rows above a
+ * convolution's padded input, y + ky < 4 for the first output rows). The loop then runs from max(0, start). A
+ * start must never be too late: a point computed from a value seen at its largest, not its smallest. */
+
+/* the smaller (both needed) and the larger (either may be missing) */
+static uop *both_min(uop *a, uop *b) { return a && b ? either_min(a, b) : NULL; }
+static uop *either_max(uop *a, uop *b) {
+  if (!a || !b) return a ? a : b;
+  return uop_binary(OP_MAX, a, b);
+}
+
+/* the least r such that c is not `want` for any smaller r, or NULL when unknown */
+static uop *cond_start(const trim_ctx *t, uop *c, bool want) {
+  if (c->op == OP_CMPEQ || c->op == OP_CMPNE || c->op == OP_XOR) {
+    for (int i = 0; i < 2; i++) {
+      uop *k = c->src[1 - i];
+      if (c->src[i]->dtype != TG_BOOL || !uop_is_const(k)) continue;
+      bool kv = uop_const_value(k) != 0, flip = c->op == OP_CMPEQ ? !kv : kv;
+      return cond_start(t, c->src[i], flip ? !want : want);
+    }
+    return NULL;
+  }
+  if (c->op == OP_AND) {
+    uop *a = cond_start(t, c->src[0], want), *b = cond_start(t, c->src[1], want);
+    return want ? either_max(a, b) : both_min(a, b);
+  }
+  if (c->op == OP_OR) {
+    uop *a = cond_start(t, c->src[0], want), *b = cond_start(t, c->src[1], want);
+    return want ? both_min(a, b) : either_max(a, b);
+  }
+  if (c->op == OP_CMPLT) {  /* r enters increasing: a comparison changes its value once, where it crosses */
+    uop *a = c->src[0], *b = c->src[1], *x;
+    if (!want && (x = free_side(t, b))) return crossing_at(t, a, x, 0, true);  /* a < b until a >= b */
+    if (want && (x = free_side(t, a))) return crossing_at(t, b, x, 1, true);   /* false until b >= a + 1 */
+  }
+  return NULL;
+}
+
+/* the least r below which the body u is the reduce's identity */
+static uop *zero_start(const trim_ctx *t, uop *u) {
+  if (!uop_uses(u, t->r)) return NULL;
+  if (u->op == OP_WHERE) {
+    if (is_identity(t, u->src[2])) return either_max(cond_start(t, u->src[0], true), zero_start(t, u->src[1]));
+    if (is_identity(t, u->src[1])) return either_max(cond_start(t, u->src[0], false), zero_start(t, u->src[2]));
+    return both_min(zero_start(t, u->src[1]), zero_start(t, u->src[2]));
+  }
+  if (u->op == (uint16_t)t->rop) return both_min(zero_start(t, u->src[0]), zero_start(t, u->src[1]));
+  if (t->rop == OP_ADD && u->op == OP_MUL) return either_max(zero_start(t, u->src[0]), zero_start(t, u->src[1]));
+  if (u->op == OP_CAST && t->rop != OP_MAX && u->dtype != TG_BOOL) {
+    trim_ctx in = *t;
+    in.rdt = (tg_dtype)u->src[0]->dtype;
+    return zero_start(&in, u->src[0]);
+  }
+  if (gated_zero(t, u)) return cond_start(t, u->src[2], true);
+  return NULL;
+}
+
+uop *trim_start(uop *red, uop *r, uint64_t open, loop_sets *ls) {
+  if (!uop_is_const(r->src[0])) return NULL;
+  trim_ctx t = {.r = r, .open = open, .ls = ls, .rop = (uop_op)red->arg.i, .rdt = (tg_dtype)red->dtype};
+  uop *b = zero_start(&t, red->src[0]);
+  b = b ? uop_simplify(uop_binary(OP_MAX, b, ic(&t, 0))) : NULL;
+  return b && !(uop_is_const(b) && b->arg.i <= 0) ? b : NULL;
 }
 
 uop *trim_bound(uop *red, uop *r, uint64_t open, loop_sets *ls) {

@@ -555,7 +555,7 @@ static bool c_vec_op(rctx *c, uop *u, int pos) {
 }
 
 /* an output loop split across the pool by core_id (THREAD), or a plain loop */
-static void c_open_range(rctx *c, uop *u, const char *nm, const char *bound) {
+static void c_open_range(rctx *c, uop *u, const char *nm, const char *start, const char *bound) {
   const char *t = ctype(c, (tg_dtype)u->dtype);
   indent(c);
   if (u->aux[0] == AX_THREAD) {
@@ -563,7 +563,7 @@ static void c_open_range(rctx *c, uop *u, const char *nm, const char *bound) {
     indent(c);
     put(c->o, "for (%s %s = (%s)(%s*core_id/ncores); %s < %s_end; %s++) {\n", t, nm, t, bound, nm, nm, nm);
   } else {
-    put(c->o, "for (%s %s = 0; %s < %s; %s++) {\n", t, nm, nm, bound, nm);
+    put(c->o, "for (%s %s = %s; %s < %s; %s++) {\n", t, nm, start, nm, bound, nm);
   }
   c->depth++;
 }

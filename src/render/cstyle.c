@@ -231,10 +231,11 @@ void render_op(rctx *c, uop *u, int pos) {
   switch (u->op) {
     case OP_RANGE: {
       uop *b = c->p->bounds && c->p->bounds[pos] ? c->p->bounds[pos] : u->src[0];
-      const char *bound = name_of(c, b);
+      uop *st = c->p->starts ? c->p->starts[pos] : NULL;
+      const char *bound = name_of(c, b), *start = st ? name_of(c, st) : "0";
       char *nm = fmt("ridx%" PRId64, u->arg.i);
       set_name(c, u, nm);
-      if (nm) c->d->open_range(c, u, nm, bound);
+      if (nm) c->d->open_range(c, u, nm, start, bound);
       return;
     }
     case OP_ENDRANGE:

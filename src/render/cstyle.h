@@ -33,7 +33,7 @@ typedef struct dialect {
   /* the bits of a as type `to` (same size) */
   char *(*bitcast)(tg_dtype from, tg_dtype to, const char *a);
   /* opens the loop of a RANGE (not the vector lane) named nm with bound text; the body follows at depth+1 */
-  void (*open_range)(rctx *c, uop *u, const char *nm, const char *bound);
+  void (*open_range)(rctx *c, uop *u, const char *nm, const char *start, const char *bound);
   /* a barrier of the work items of a group for local memory (GPUs), placed around each store into it; NULL: none */
   const char *barrier;
   /* renders a DEFINE_LOCAL; NULL: the dialect has none (an internal error) */

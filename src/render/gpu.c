@@ -79,13 +79,13 @@ static bool find_globals(rctx *c, gpu_state *g) {
   return true;
 }
 
-static void gpu_open_range(rctx *c, uop *u, const char *nm, const char *bound) {
+static void gpu_open_range(rctx *c, uop *u, const char *nm, const char *start, const char *bound) {
   gpu_state *g = c->dctx;
   const char *t = ctype(c, (tg_dtype)u->dtype);
   intptr_t s = (intptr_t)umap_get(&g->stride, u);
   indent(c);
   if (!s) {
-    put(c->o, "for (%s %s = 0; %s < %s; %s++) {\n", t, nm, nm, bound, nm);
+    put(c->o, "for (%s %s = %s; %s < %s; %s++) {\n", t, nm, start, nm, bound, nm);
   } else {
     int64_t stride = (int64_t)s - 1, size = u->src[0]->arg.i;
     bool outer = stride * size == g->total;  /* the outermost needs no remainder: gid < total */

@@ -8,6 +8,9 @@
 
 #define SB 256
 #define STORE_PAD_MIN 65536  /* elements of a padded input worth a kernel of its own */
+/* how a convolution's padded input is made (conv_core): in the windows' index arithmetic, stored whole, or
+ * stored padded along its last axis with the other axes padded in the index arithmetic */
+enum { PAD_LAZY, PAD_STORED, PAD_ROWS_LAZY };
 
 /* y marked so that x's gradient is conv_input_grad's (see conv_core) */
 static tg_tensor *mark_input_grad(tmps *s, tg_tensor *y, tg_tensor *x, tg_tensor *w, int64_t g, int nd,
@@ -31,22 +34,37 @@ static tg_tensor *mark_input_grad(tmps *s, tg_tensor *y, tg_tensor *x, tg_tensor
  * masked gather loop per input element, 3 s, no vector lanes). The transposed convolution gives the same
  * values as a plain windowed convolution of the gradient, which vectorizes like the forward pass. */
 static tg_tensor *conv_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor *bias, int64_t g, int nd,
-                            const int64_t *stride, const int64_t *dil, const int64_t *pads, bool store_padded) {
+                            const int64_t *stride, const int64_t *dil, const int64_t *pads, int store_padded) {
   int64_t n = TSHAPE(x)[0], cin = TSHAPE(w)[1], cout = TSHAPE(w)[0], rcout = cout / g;
   const int64_t *k = TSHAPE(w) + 2;
   int64_t p[2 * TG_MAX_DIMS] = {0};
   tg_tensor *x_in = x;
   x = tmp(s, tg_detach(x));
-  for (int j = 0; j < 2 * nd; j++) p[4 + j] = pads[j];
+  bool padded = false;
+  int64_t padded_numel = TSHAPE(x)[0] * TSHAPE(x)[1];
+  for (int j = 0; j < 2 * nd; j++) padded |= pads[j] > 0;
+  for (int j = 0; j < nd; j++) padded_numel *= TSHAPE(x)[2 + j] + pads[2 * j] + pads[2 * j + 1];
+  if (store_padded == PAD_ROWS_LAZY && nd >= 2 && padded && padded_numel >= STORE_PAD_MIN) {
+    /* the last axis padded and stored, the others padded lazily: their masks depend on an output row and a tap
+     * row only, scalars of the loops outside the tile, and the linearizer cuts the tap loop to where they hold
+     * (trim.c) instead of multiplying zero rows */
+    p[4 + 2 * nd - 2] = pads[2 * nd - 2];
+    p[4 + 2 * nd - 1] = pads[2 * nd - 1];
+    x = pad_const(s, x, p, 0);
+    if (pads[2 * nd - 2] > 0 || pads[2 * nd - 1] > 0) x = tmp(s, tg_contiguous(x));
+    for (int j = 0; j < 2 * nd - 2; j++) p[4 + j] = pads[j];
+    p[4 + 2 * nd - 2] = p[4 + 2 * nd - 1] = 0;
+    store_padded = PAD_LAZY;
+  } else {
+    for (int j = 0; j < 2 * nd; j++) p[4 + j] = pads[j];
+  }
   x = pad_const(s, x, p, 0);
   /* store_padded: the padded input in its own buffer. The pad's masks then vanish from the windows, which
    * otherwise are computed and applied for every tap: the input gradient of conv 32->32 5x5 on 24x24 (its
    * output gradient padded by 4), batch 512, ran 1400 ms masked and 160 + 20 ms (pad) stored; the forward
    * conv 32x64x56x56 k3 padding 1, 45-48 ms in tinygrad's one kernel, 34 ms with the pad stored. A small
    * input keeps the one kernel: there the extra launch costs more than the masks. */
-  bool padded = false;
-  for (int j = 0; j < 2 * nd; j++) padded |= pads[j] > 0;
-  if (store_padded && padded && tg_numel(x) >= STORE_PAD_MIN) x = tmp(s, tg_contiguous(x));
+  if (store_padded == PAD_STORED && padded && tg_numel(x) >= STORE_PAD_MIN) x = tmp(s, tg_contiguous(x));
   x = pool_windows(s, x, nd, k, stride, dil);  /* (N, Cin, *O, *K) */
   if (!x) return NULL;
   const int64_t *o = TSHAPE(x) + 2;
@@ -163,13 +181,13 @@ tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_conv_opts o
   int64_t g, st[TG_CONV_DIMS], dl[TG_CONV_DIMS], op[TG_CONV_DIMS], pads[2 * TG_CONV_DIMS];
   if (!conv_args("tg_conv2d", x, w, bias, o, false, &nd, &g, st, dl, pads, op)) return NULL;
   tmps s = TMPS("tg_conv2d");
-  return tmps_end(&s, conv_core(&s, x, w, bias, g, nd, st, dl, pads, true));
+  return tmps_end(&s, conv_core(&s, x, w, bias, g, nd, st, dl, pads, PAD_STORED));
 }
 
 /* x (N, Cin, *S), w (Cin, Cout/g, *K): the stride-1 convolution of x zero-stuffed by stride with the flipped,
  * group-transposed weight; pads (before/after, may be negative) of the stuffed input */
 static tg_tensor *transposed_core(tmps *s, tg_tensor *x, tg_tensor *w, tg_tensor *bias, int64_t g, int nd,
-                                  const int64_t *st, const int64_t *dl, const int64_t *pads, bool store_padded) {
+                                  const int64_t *st, const int64_t *dl, const int64_t *pads, int store_padded) {
   int xn = 2 + nd;
   int64_t cin = TSHAPE(w)[0], rcout = TSHAPE(w)[1], sh[TG_MAX_DIMS], b[2 * TG_MAX_DIMS];
   const int64_t *k = TSHAPE(w) + 2;
@@ -216,7 +234,7 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *w, tg_tensor *bias, tg_c
     pads[2 * j] = (k - 1) * dl[j] - pd[2 * j];
     pads[2 * j + 1] = (k - 1) * dl[j] - pd[2 * j + 1] + op[j];
   }
-  return tmps_end(&s, transposed_core(&s, x, w, bias, g, nd, st, dl, pads, false));
+  return tmps_end(&s, transposed_core(&s, x, w, bias, g, nd, st, dl, pads, PAD_LAZY));
 }
 
 uop *conv_input_grad(uop *gy, uop *x, uop *w, const int64_t *aux) {
@@ -232,7 +250,7 @@ uop *conv_input_grad(uop *gy, uop *x, uop *w, const int64_t *aux) {
   }
   tmps s = TMPS("tg_backward: conv2d input gradient");
   tg_tensor *gt = tmp(&s, tensor_new(gy)), *wt = tmp(&s, tensor_new(w));
-  tg_tensor *dx = gt && wt ? transposed_core(&s, gt, wt, NULL, g, nd, st, dl, tp, true) : NULL;
+  tg_tensor *dx = gt && wt ? transposed_core(&s, gt, wt, NULL, g, nd, st, dl, tp, PAD_ROWS_LAZY) : NULL;
   uop *r = dx ? dx->u : NULL;
   bool same = r && r->ndim == x->ndim;
   for (int j = 0; same && j < x->ndim; j++) same = r->shape[j] == x->shape[j];
