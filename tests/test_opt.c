@@ -416,6 +416,8 @@ TEST(test_opt_noopt_turns_the_heuristic_off) {
   tg_scope_end();
 }
 
+static void mark_held_ast(void *ctx) { uop_mark(*(uop **)ctx); }
+
 TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
   REQUIRE_CPU();
   char dir[] = "/tmp/tgc-beam-test-XXXXXX";
@@ -430,9 +432,11 @@ TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
   float ha[32 * 64], hb[64 * 48], got[32 * 48], want[32 * 48];
   bool ok = y && tg_to_host(a, ha, sizeof ha) == TG_OK && tg_to_host(b, hb, sizeof hb) == TG_OK;
   schedule s;
-  ok = ok && schedule_create(1, &y->u, &s) == TG_OK;
-  uop *ast = ok ? s.kernels[0].ast : NULL;
-  ok = ok && tg_to_host(y, got, sizeof got) == TG_OK;  /* realized with BEAM=2 */
+  bool scheduled = ok && schedule_create(1, &y->u, &s) == TG_OK;
+  /* the AST is used after the realize below, which may collect the IR: a root keeps it */
+  uop *ast = scheduled ? s.kernels[0].ast : NULL;
+  bool rooted = scheduled && uop_gc_add_roots(mark_held_ast, &ast);
+  ok = rooted && tg_to_host(y, got, sizeof got) == TG_OK;  /* realized with BEAM=2 */
   unsetenv("BEAM");
   env_reload();
   CHECK(ok, "BEAM=2 matmul failed: %s", tg_error());
@@ -448,10 +452,12 @@ TEST(test_opt_beam_finds_a_correct_kernel_and_caches_it_on_disk) {
     uint64_t before = runtime_get_counters().compiles;
     kernel_info info;
     uop *k = engine_beam(device_default(), decompose_dtypes(ast, true), 2, &info);
-    CHECK(k && runtime_get_counters().compiles == before, "a second search compiled %llu kernels",
+    CHECK(k, "a second search failed: %s", tg_error());
+    CHECK(runtime_get_counters().compiles == before, "a second search compiled %llu kernels",
           (unsigned long long)(runtime_get_counters().compiles - before));
-    schedule_free(&s);
   }
+  if (rooted) uop_gc_remove_roots(mark_held_ast, &ast);
+  if (scheduled) schedule_free(&s);
   tg_scope_end();
   unsetenv("TG_BEAM_LIMIT");
   env_reload();
