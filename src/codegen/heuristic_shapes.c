@@ -113,7 +113,10 @@ bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit) {
   n = ks_axes(ks, ax, &nout, &nred);
   ci = axis_of(ks, cid, false);
   for (int i = ci + 1; i < nout; i++)
-    if (ax[i].type == AX_GLOBAL && try_opt(ks, OPT_PACK, i, 1)) return true;
+    if (ax[i].type == AX_GLOBAL && try_opt(ks, OPT_PACK, i, 1)) {
+      try_opt(ks, OPT_PACK, i, 1);  /* a second reduce's weight (a residual's 1x1 projection) gets its own */
+      return true;
+    }
   *ks = save;
   return false;
 }

@@ -706,8 +706,9 @@ bool apply_opt(kernel_state *ks, opt o, char *why) {
   why[0] = 0;
   if (o.op >= OPT_COUNT) REFUSE("unknown action %d", (int)o.op);
   if (ks->napplied >= KS_MAX_OPTS) REFUSE("%s: at most %d actions per kernel", opt_name(o.op), KS_MAX_OPTS);
-  for (int i = 0; i < ks->napplied; i++)
-    if (ks->applied[i].op == OPT_PACK)  /* its buffer is filled over the loops as they are now */
+  for (int i = 0; i < ks->napplied; i++)  /* its buffer is filled over the loops as they are now; another PACK
+                                            * fills a panel of its own (a second reduce's weight) */
+    if (ks->applied[i].op == OPT_PACK && o.op != OPT_PACK)
       REFUSE("%s: PACK must be the last action", opt_name(o.op));
   if ((o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP) && !ks->tg.has_local)
     REFUSE("%s: the CPU has no workgroups or local memory (a GPU action)", opt_name(o.op));

@@ -14,7 +14,9 @@
  * (DEFINE_LOCAL) before loop a opens, and read from there (matmul: the panel of B a core works on, which
  * with B's row stride of 4 KiB would not even stay in L2 by associativity). Measured on matmul 1024,
  * one thread: 65 GFLOP/s reading B in place, 153 from the packed panel. PACK(a, 1) puts the UPCAST loops
- * innermost in the buffer (a transposing copy), PACK(a, 0) keeps the source's order.
+ * innermost in the buffer (a transposing copy), PACK(a, 0) keeps the source's order. PACKs come last; a
+ * second one packs the largest load left (another reduce's: a residual's fused 1x1 projection) into a buffer
+ * of its own.
  *
  * Axis numbering, as tinygrad's: UPCAST, THREAD, LOCAL and PADTO count the output loops (GLOBAL/THREAD, in
  * loop order) then the reduce loops; UNROLL, GROUP and GROUPTOP count the reduce loops only.
