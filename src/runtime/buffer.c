@@ -1,9 +1,10 @@
 /* buffer.c — buffers and programs (reference counts), and host memory with a caching allocator.
  *
  * Host memory is 64-byte aligned. A fresh page costs 2-12 µs per 4 KiB to touch on the build machines
- * (NOTES.md; 1.6-2.0 GB/s measured on 2026-12-07), so a framework that allocates new buffers every step spends its time in page faults: freed
- * blocks are kept on free lists, one per size class, and handed out again for the same class. The cache is
- * bounded (1 GiB by default; a block that would exceed the bound goes back to the system) and flushable.
+ * (NOTES.md; 1.6-2.0 GB/s measured on 2026-12-07), so a framework that allocates new buffers every step
+ * spends its time in page faults: freed blocks are kept on free lists, one per size class, and handed out
+ * again for the same class. The cache is bounded (1 GiB by default; a block that would exceed the bound goes
+ * back to the system) and flushable.
  * Blocks of 2 MiB and more are 2 MiB aligned (the kernel may back them with huge pages when THP is "always"),
  * but not marked MADV_HUGEPAGE: on the VMs we run on, a huge page's first touch costs 4x a small page's (0.45
  * against 1.9 GB/s: free 2 MiB blocks are the ones returned to the host, so each one faults in there), and
