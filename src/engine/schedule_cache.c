@@ -104,63 +104,31 @@ static uop *rebuild(uop *u, const uop_map *m) {
 
 /* ---- the walk ------------------------------------------------------------------------------------------- */
 
-/* node -> its number in the walk (-1 while its sources are walked), open addressing on the node's hash */
-typedef struct numbering { uop **keys; int *num; size_t cap, n; } numbering;
+/* A node's number in the walk is its scratch field (-1 while its sources are walked), valid under the walk's
+ * stamp: the walk runs under the library lock, and a lookup of the numbers is a field read, not a probe of a
+ * table of its own */
 
-static size_t num_slot(const numbering *t, const uop *u) {
-  size_t j = u->hash & (t->cap - 1);
-  while (t->keys[j] && t->keys[j] != u) j = (j + 1) & (t->cap - 1);
-  return j;
+/* whether u is new to the walk of stamp (now numbered -1) */
+static bool num_add(uint32_t stamp, uop *u) {
+  if (u->scratch_stamp == stamp) return false;
+  u->scratch_stamp = stamp;
+  u->scratch = -1;
+  return true;
 }
 
-/* the slot of u, added (numbered -1) when new; *added tells which; SIZE_MAX when out of memory */
-static size_t num_add(numbering *t, uop *u, bool *added) {
-  if ((t->n + 1) * 2 > t->cap) {
-    size_t nc = t->cap ? t->cap * 2 : 2048;
-    uop **nk = mem_calloc(nc, sizeof *nk);
-    int *nn = mem_alloc(nc * sizeof *nn);
-    if (!nk || !nn) {
-      free(nk);
-      free(nn);
-      return SIZE_MAX;
-    }
-    numbering g = {nk, nn, nc, t->n};
-    for (size_t i = 0; i < t->cap; i++)
-      if (t->keys[i]) {
-        size_t j = num_slot(&g, t->keys[i]);
-        nk[j] = t->keys[i];
-        nn[j] = t->num[i];
-      }
-    free(t->keys);
-    free(t->num);
-    *t = g;
-  }
-  size_t j = num_slot(t, u);
-  *added = !t->keys[j];
-  if (*added) {
-    t->keys[j] = u;
-    t->num[j] = -1;
-    t->n++;
-  }
-  return j;
-}
-
-static int num_of(const numbering *t, const uop *u) { return t->num[num_slot(t, u)]; }
-
-/* the nodes below root in post order, leaves not entered: q->order, q->nnodes, and their numbers in t */
-static bool walk(uop *root, numbering *t, sched_query *q) {
+/* the nodes below root in post order, leaves not entered: q->order, q->nnodes, and their numbers */
+static bool walk(uop *root, uint32_t stamp, sched_query *q) {
   size_t cap = 256, sp = 0, scap = 64;
   struct frame { uop *u; int i; } *stack = mem_alloc(scap * sizeof *stack);
   q->order = mem_alloc(cap * sizeof *q->order);
-  bool added;
-  if (!stack || !q->order || num_add(t, root, &added) == SIZE_MAX) goto fail;
+  if (!stack || !q->order) goto fail;
+  num_add(stamp, root);
   stack[sp++] = (struct frame){root, is_leaf(root) ? root->nsrc : 0};
   while (sp) {
     struct frame *f = &stack[sp - 1];
     if (f->i < f->u->nsrc) {
       uop *c = f->u->src[f->i++];
-      if (num_add(t, c, &added) == SIZE_MAX) goto fail;
-      if (!added) continue;
+      if (!num_add(stamp, c)) continue;
       if (sp == scap) {
         void *ns = mem_realloc(stack, (scap *= 2) * sizeof *stack);
         if (!ns) goto fail;
@@ -173,7 +141,7 @@ static bool walk(uop *root, numbering *t, sched_query *q) {
         if (!no) goto fail;
         q->order = no;
       }
-      t->num[num_slot(t, f->u)] = q->nnodes;
+      f->u->scratch = q->nnodes;
       q->order[q->nnodes++] = f->u;
       sp--;
     }
@@ -229,15 +197,15 @@ tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_
   /* one root over outputs and targets; a missing target is a constant no target can be (a 0-d int8 -1) */
   uop **roots = mem_alloc(((size_t)n * 2 + 1) * sizeof *roots);
   uop *none = uop_const_int(TG_INT8, -1), *sink = NULL;
-  numbering t = {0};
   tg_status st = TG_ERR_NOMEM;
+  lib_lock();  /* the nodes' scratch is the walk's until the numbers are read */
   if (!roots || !none) goto out;
   for (int i = 0; i < n; i++) {
     roots[i] = outs[i];
     roots[n + i] = targets && targets[i] ? targets[i] : none;
   }
   if (!(sink = uop_new(OP_SINK, TG_BOOL, 2 * n, roots, (uop_arg){.i = -3}, 0, NULL))) goto out;
-  if (!walk(sink, &t, q)) goto out;
+  if (!walk(sink, uop_scratch_stamp(), q)) goto out;
   int nsrc = 0;
   for (int i = 0; i < q->nnodes; i++) nsrc += is_leaf(q->order[i]) ? 0 : q->order[i]->nsrc;
   q->srcoff = mem_alloc(((size_t)q->nnodes + 1) * sizeof *q->srcoff);
@@ -251,7 +219,7 @@ tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_
       q->leaves[q->nleaves++] = u;
       continue;
     }
-    for (int k = 0; k < u->nsrc; k++) q->srcpos[off++] = num_of(&t, u->src[k]);
+    for (int k = 0; k < u->nsrc; k++) q->srcpos[off++] = u->src[k]->scratch;
   }
   if (!find_aliases(q)) goto out;
   uint64_t h = uop_hash_mix(0x5c4ed, (uint64_t)q->nnodes);
@@ -275,9 +243,8 @@ out:
     sched_query_free(q);
     if (tg_error_status() != TG_ERR_NOMEM) tg_set_error(TG_ERR_NOMEM, "tg_realize: out of memory");
   }
+  lib_unlock();
   free(roots);
-  free(t.keys);
-  free(t.num);
   return st;
 }
 
@@ -401,6 +368,8 @@ static uop *bind_of(void *ctx, uop *u) {
   from_canon *f = ctx;
   uop *c = umap_get(&f->memo, u);
   if (c) return c;
+  /* most references are a leaf's stand-in: no walk for those */
+  if (is_standin(u)) return u->arg.i >= 0 && u->arg.i < f->q->nleaves ? f->q->leaves[u->arg.i] : NULL;
   int nn;
   uop **order = uop_toposort_filtered(u, enter_unbound, f, &nn);
   if (!order) return NULL;

@@ -51,6 +51,8 @@ void *mem_calloc(size_t n, size_t size) {
   return check(fail_now() ? NULL : calloc(n, size), size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
 }
 
+bool mem_pooled(size_t n) { return check(fail_now() ? NULL : (void *)1, n) != NULL; }
+
 char *mem_strdup(const char *s) {
   size_t n = strlen(s) + 1;
   char *d = mem_alloc(n);

@@ -86,9 +86,15 @@ struct uop {
   uop *next;            /* intern table chain */
   void *buf;            /* BUFFER storage, or a realized value; owned through the release hook */
   uint32_t epoch;       /* a realized value's cache epoch: valid while no buffer was written in place since */
+  uint32_t scratch_stamp;  /* scratch belongs to the pass that took this stamp (uop_scratch_stamp) */
   int64_t vmin, vmax;   /* integer value range, valid when has_range */
   bool has_range;
+  int32_t scratch;      /* one pass's per-node number, so a walk needs no table of its own */
 };
+
+/* a fresh stamp for one pass's use of the nodes' scratch fields: a node whose scratch_stamp differs has no
+ * value for this pass yet. The caller holds the library lock for the whole pass (one pass at a time) */
+uint32_t uop_scratch_stamp(void);
 
 /* ---- construction ---------------------------------------------------------------------------------- */
 /* the interned node; NULL (with tg_error set) on allocation failure or a NULL source */
@@ -251,6 +257,14 @@ void *mem_calloc(size_t n, size_t size);       /* calloc */
 void *mem_realloc(void *p, size_t n);          /* realloc */
 void *mem_aligned(size_t align, size_t n);     /* aligned_alloc */
 char *mem_strdup(const char *s);               /* strdup */
+/* an allocation of n bytes a pool of the library serves (node_pool.c) counts as one: false (TG_ERR_NOMEM
+ * recorded) when fault injection makes it the one to fail */
+bool mem_pooled(size_t n);
+/* IR nodes' memory (node_pool.c), zeroed; sizes of up to NODE_POOL_MAX bytes come from free lists, larger
+ * ones from the heap. node_free takes the size node_alloc was given. Under the library lock */
+void *node_alloc(size_t size);
+void node_free(void *p, size_t size);
+void node_pool_release(void);  /* at shutdown, every node freed */
 /* allocations that failed on this thread so far: code that calls builders whose NULL can also mean "nothing"
  * (a rewrite rule that does not apply, an op without a gradient) compares it before and after */
 uint64_t mem_failures(void);
