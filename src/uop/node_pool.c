@@ -33,7 +33,9 @@ static free_node *free_lists[NCLASSES + 1];
 static block *blocks;
 static char *bump, *bump_end;         /* the unused rest of the newest block */
 
+#ifndef NODE_POOL_OFF
 static size_t class_of(size_t size) { return (size + 7) / 8; }
+#endif
 
 void *node_alloc(size_t size) {
 #ifndef NODE_POOL_OFF
@@ -62,6 +64,7 @@ void *node_alloc(size_t size) {
 }
 
 void node_free(void *p, size_t size) {
+  (void)size;  /* unused when the pool is off */
   if (!p) return;
 #ifndef NODE_POOL_OFF
   if (size && size <= NODE_POOL_MAX) {
