@@ -36,32 +36,50 @@ static bool reads_only_own_element(const sched_kernel *k, int j, const device *d
 static bool order_kernels(const schedule *s, const device *dev, tg_buffer *const *inplace, const uop_map *made,
                           int *order) {
   int n = s->nkernels;
+  size_t nbufs = 1;
+  for (int k = 0; k < n; k++) nbufs += (size_t)s->kernels[k].nbufs;
   bool *done = mem_calloc((size_t)n + 1, sizeof *done);
-  if (!done) return false;
-  uop_map producer = {0};
-  bool ok = true;
+  /* per kernel and read: the producing kernel + 1 (0: none), and the buffer it reads (looked up once, not at
+   * every step of the order) */
+  int *producer = mem_alloc(nbufs * sizeof *producer), *first = mem_alloc(((size_t)n + 1) * sizeof *first);
+  const tg_buffer **reads = mem_alloc(nbufs * sizeof *reads);
+  bool ok = done && producer && first && reads, any_inplace = false;
+  lib_lock();  /* the nodes' scratch is this pass's: a kernel's output node numbers its producer */
+  uint32_t stamp = uop_scratch_stamp();
   for (int k = 0; k < n && ok; k++)
-    for (int j = 0; j < s->kernels[k].nout && ok; j++) ok = umap_put(&producer, s->kernels[k].bufs[j], (void *)(intptr_t)(k + 1));
+    for (int j = 0; j < s->kernels[k].nout; j++) {
+      uop *u = s->kernels[k].bufs[j];
+      u->scratch_stamp = stamp;
+      u->scratch = k + 1;  /* a node two kernels write: the later one */
+      any_inplace |= INPLACE(inplace, k, j) != NULL;
+    }
+  for (int k = 0, at = 0; k < n && ok; k++) {
+    const sched_kernel *sk = &s->kernels[k];
+    first[k] = at;
+    for (int j = sk->nout; j < sk->nbufs; j++, at++) {
+      uop *u = sk->bufs[j];
+      producer[at] = u->scratch_stamp == stamp ? u->scratch : 0;
+      const tg_buffer *b = NULL;
+      if (any_inplace && !(b = umap_get(made, u))) b = realize_storage(dev, u);
+      reads[at] = b;
+    }
+    first[k + 1] = at;
+  }
+  lib_unlock();
   for (int pos = 0; pos < n && ok; pos++) {
     int pick = -1;
     for (int k = 0; k < n && pick < 0; k++) {
       if (done[k]) continue;
       bool ready = true;
+      for (int r = first[k]; r < first[k + 1] && ready; r++)  /* what it reads must be made */
+        if (producer[r] && !done[producer[r] - 1]) ready = false;
       const sched_kernel *sk = &s->kernels[k];
-      for (int j = sk->nout; j < sk->nbufs && ready; j++) {  /* what it reads must be made */
-        intptr_t p = (intptr_t)umap_get(&producer, sk->bufs[j]);
-        if (p && !done[p - 1]) ready = false;
-      }
       for (int o = 0; ready && o < sk->nout; o++) {  /* and who reads the old contents must have run */
         tg_buffer *ip = INPLACE(inplace, k, o);
         for (int r = 0; ip && r < n && ready; r++) {
           if (r == k || done[r]) continue;
-          const sched_kernel *rk = &s->kernels[r];
-          for (int j = rk->nout; j < rk->nbufs && ready; j++) {
-            tg_buffer *b = umap_get(made, rk->bufs[j]);
-            if (!b) b = realize_storage(dev, rk->bufs[j]);
-            if (b == ip) ready = false;
-          }
+          for (int x = first[r]; x < first[r + 1] && ready; x++)
+            if (reads[x] == ip) ready = false;
         }
       }
       if (ready) pick = k;
@@ -72,7 +90,9 @@ static bool order_kernels(const schedule *s, const device *dev, tg_buffer *const
       order[pos] = pick;
     }
   }
-  umap_free(&producer);
+  free(producer);
+  free(first);
+  free(reads);
   free(done);
   return ok;
 }

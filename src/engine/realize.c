@@ -243,40 +243,49 @@ static tg_status check_not_stale(const schedule *s, const uop_map *made) {
 static tg_status plan_intermediates(const device *dev, const schedule *s, int nout, const int *korder,
                                     tg_buffer *const *inplace, uop_map *made) {
   if (dev->kind == DEVICE_CL || s->nrealized < 2) return TG_OK;
+  size_t nbufs = 1;
+  for (int k = 0; k < s->nkernels; k++) nbufs += (size_t)s->kernels[k].nbufs;
   int *pos = mem_alloc((size_t)s->nkernels * sizeof *pos);
   plan_item *items = mem_alloc((size_t)s->nrealized * sizeof *items);
   uop **nodes = mem_alloc((size_t)s->nrealized * sizeof *nodes);
-  tg_status st = pos && items && nodes ? TG_OK : TG_ERR_NOMEM;
-  int n = 0;
+  /* per distinct node the kernels read or write: its writer ((kernel, output) + 1) and last reader (position
+   * + 1); a node's slot is its scratch number */
+  int *writer = mem_alloc(nbufs * sizeof *writer), *last_read = mem_alloc(nbufs * sizeof *last_read);
+  tg_status st = pos && items && nodes && writer && last_read ? TG_OK : TG_ERR_NOMEM;
+  int n = 0, nslots = 0;
   for (int p = 0; st == TG_OK && p < s->nkernels; p++) pos[korder[p]] = p;
-  /* each node's writer and last reader, in one pass over the kernels (index + 1 in the maps) */
-  uop_map writer_of = {0}, last_of = {0};
+  lib_lock();  /* the nodes' scratch is this pass's */
+  uint32_t stamp = uop_scratch_stamp();
   for (int k = 0; st == TG_OK && k < s->nkernels; k++) {
     const sched_kernel *sk = &s->kernels[k];
-    for (int j = 0; st == TG_OK && j < sk->nout; j++)  /* (kernel, output) + 1 */
-      if (!umap_get(&writer_of, sk->bufs[j]) &&
-          !umap_put(&writer_of, sk->bufs[j], (void *)(intptr_t)((size_t)k * SCHED_MAX_OUTS + (size_t)j + 1)))
-        st = TG_ERR_NOMEM;
-    for (int j = sk->nout; st == TG_OK && j < sk->nbufs; j++) {
-      intptr_t l = (intptr_t)umap_get(&last_of, sk->bufs[j]);
-      if (pos[k] + 1 > l && !umap_put(&last_of, sk->bufs[j], (void *)(intptr_t)(pos[k] + 1))) st = TG_ERR_NOMEM;
+    for (int j = 0; j < sk->nbufs; j++) {
+      uop *u = sk->bufs[j];
+      if (u->scratch_stamp != stamp) {
+        u->scratch_stamp = stamp;
+        u->scratch = nslots;
+        writer[nslots] = last_read[nslots] = 0;
+        nslots++;
+      }
+      if (j < sk->nout && !writer[u->scratch]) writer[u->scratch] = k * SCHED_MAX_OUTS + j + 1;
+      if (j >= sk->nout && pos[k] + 1 > last_read[u->scratch]) last_read[u->scratch] = pos[k] + 1;
     }
   }
   for (int i = 0; st == TG_OK && i < s->nrealized; i++) {
     uop *r = s->realized[i];
-    bool keep = umap_get(made, r) == NULL;
+    bool keep = umap_get(made, r) == NULL && r->scratch_stamp == stamp;
     for (int o = 0; o < nout && keep; o++) keep = s->roots[o] != r;  /* an output keeps a buffer of its own */
-    intptr_t wo = (intptr_t)umap_get(&writer_of, r) - 1;
-    int writer = wo < 0 ? -1 : (int)(wo / SCHED_MAX_OUTS);
-    if (!keep || writer < 0 || inplace[wo] || s->kernels[writer].window_into) continue;
-    int last = pos[writer], l = (int)(intptr_t)umap_get(&last_of, r) - 1;
+    int wo = keep ? writer[r->scratch] - 1 : -1;
+    int w = wo < 0 ? -1 : wo / SCHED_MAX_OUTS;
+    if (w < 0 || inplace[wo] || s->kernels[w].window_into) continue;
+    int last = pos[w], l = last_read[r->scratch] - 1;
     if (l > last) last = l;
     size_t nb = (size_t)uop_numel(r) * tg_dtype_size((tg_dtype)r->dtype);
-    items[n] = (plan_item){.nbytes = nb ? nb : 1, .first = pos[writer], .last = last};
+    items[n] = (plan_item){.nbytes = nb ? nb : 1, .first = pos[w], .last = last};
     nodes[n++] = r;
   }
-  umap_free(&writer_of);
-  umap_free(&last_of);
+  lib_unlock();
+  free(writer);
+  free(last_read);
   size_t size = st == TG_OK && n >= 2 ? memplan_assign(items, n, 64) : 0;
   if (size == (size_t)-1) st = TG_ERR_NOMEM;
   tg_buffer *arena = st == TG_OK && size ? buffer_new(dev, size) : NULL;
@@ -375,6 +384,9 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
   schedule s = {0};
   tg_buffer **inplace = NULL;  /* per kernel and output (INPLACE): the assigned tensor's buffer it overwrites */
   ready_kernel *ready = NULL;  /* per kernel in run order */
+  void **ptrs = NULL;          /* their buffers' pointers and buffers, kernel after kernel */
+  tg_buffer **tbufs = NULL;
+  size_t used = 0;
   uop **views = NULL, **bns = NULL;  /* per output: the view it is rebound to, on a BUFFER node of its buffer */
   int *korder = NULL;
   uop **targets = mem_calloc((size_t)n + 1, sizeof *targets);  /* assign targets: windows may be written in place */
@@ -432,10 +444,14 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
   /* everything that can fail comes before the first launch, so a failed realize has run nothing and changed
    * no buffer: each kernel (its program held, as the kernel cache may drop entries while later ones are made)
    * with its buffers, and the views the outputs will be rebound to */
+  size_t nslots = 1;  /* every kernel's buffer pointers, sliced from one block each */
+  for (int k = 0; k < s.nkernels; k++) nslots += (size_t)s.kernels[k].nbufs;
   ready = mem_calloc((size_t)s.nkernels + 1, sizeof *ready);
   views = mem_calloc((size_t)n + 1, sizeof *views);
   bns = mem_calloc((size_t)n + 1, sizeof *bns);
-  if (!ready || !views || !bns) { st = TG_ERR_NOMEM; goto out; }
+  ptrs = mem_alloc(nslots * sizeof *ptrs);
+  tbufs = mem_alloc(nslots * sizeof *tbufs);
+  if (!ready || !views || !bns || !ptrs || !tbufs) { st = TG_ERR_NOMEM; goto out; }
   if (cdev != kcache_dev) {  /* as get_kernel does: the cache holds one device's kernels */
     kcache_clear();
     kcache_dev = cdev;
@@ -448,9 +464,9 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     ready_kernel *r = &ready[pos];
     r->c = *c;
     program_retain(r->c.prog);
-    r->bufs = mem_alloc(((size_t)sk->nbufs + 1) * sizeof *r->bufs);
-    r->tbufs = mem_alloc(((size_t)sk->nbufs + 1) * sizeof *r->tbufs);
-    if (!r->bufs || !r->tbufs) { st = TG_ERR_NOMEM; goto out; }
+    r->bufs = ptrs + used;
+    r->tbufs = tbufs + used;
+    used += (size_t)sk->nbufs;
     for (int j = 0; j < sk->nbufs; j++) {
       tg_buffer *b = umap_get(&made, sk->bufs[j]);
       if (!b) b = realize_storage(dev, sk->bufs[j]);
@@ -552,12 +568,10 @@ out:
       uop_cache_invalidate();
       break;
     }
-  for (int pos = 0; ready && pos < s.nkernels; pos++) {
-    program_release(ready[pos].c.prog);
-    free(ready[pos].bufs);
-    free(ready[pos].tbufs);
-  }
+  for (int pos = 0; ready && pos < s.nkernels; pos++) program_release(ready[pos].c.prog);
   free(ready);
+  free(ptrs);
+  free(tbufs);
   free(views);
   free(bns);
   free(inplace);

@@ -34,6 +34,7 @@ typedef struct entry {
   int nnodes;
   uop **order;       /* the canonical nodes in walk order */
   schedule s;        /* over canonical nodes */
+  int32_t *codes;    /* how a hit binds each node reference of s (bind_codes) */
   int64_t nodes;     /* size of the canonical graph (the budget) */
   uint64_t used;     /* last hit or insertion, for LRU */
 } entry;
@@ -69,6 +70,7 @@ static void mark_entries(void *ctx) {
 static void entry_free(entry *e) {
   schedule_free(&e->s);
   free(e->order);
+  free(e->codes);
 }
 
 void sched_cache_clear(void) {
@@ -385,6 +387,90 @@ static uop *bind_of(void *ctx, uop *u) {
   return ok ? umap_get(&f->memo, u) : NULL;
 }
 
+/* A hit binds every node reference of the entry's schedule: most are a leaf's stand-in (the query's leaf of
+ * that number) or a stored value (itself); only the rest (a window write's target view) are rebuilt over the
+ * leaves. The codes say which, per reference in the order of bind_fast, so a hit reads none of the canonical
+ * nodes it copies (they are rarely in the cache by then: a step's kernels ran in between) */
+#define CODE_SELF (-1)
+#define CODE_BIND (-2)
+
+static int32_t code_of(const uop_map *stored, uop *c) {
+  if (is_standin(c)) return (int32_t)c->arg.i;
+  return umap_get(stored, c) ? CODE_SELF : CODE_BIND;
+}
+
+static int ncodes_of(const schedule *s, int nroots) {
+  int n = nroots;
+  for (int k = 0; k < s->nkernels; k++) n += s->kernels[k].nbufs + 1 + (s->kernels[k].window_into != NULL);
+  return n;
+}
+
+/* e->codes for e->s; false when out of memory */
+static bool bind_codes(entry *e) {
+  const schedule *s = &e->s;
+  int nroots = e->key->nsrc / 2;
+  uop_map stored = {0};
+  bool ok = (e->codes = mem_alloc(((size_t)ncodes_of(s, nroots) + 1) * sizeof *e->codes)) != NULL;
+  for (int r = 0; r < s->nrealized && ok; r++) ok = umap_put(&stored, s->realized[r], s->realized[r]);
+  int at = 0;
+  for (int k = 0; k < s->nkernels && ok; k++) {
+    const sched_kernel *sk = &s->kernels[k];
+    for (int j = 0; j < sk->nbufs; j++) e->codes[at++] = code_of(&stored, sk->bufs[j]);
+    e->codes[at++] = code_of(&stored, sk->output);
+    if (sk->window_into) e->codes[at++] = code_of(&stored, sk->window_into);
+  }
+  for (int i = 0; i < nroots && ok; i++) e->codes[at++] = code_of(&stored, s->roots[i]);
+  umap_free(&stored);
+  return ok;
+}
+
+/* the node reference c (code *code) bound to q's leaves; the memo is seeded with the stored values the first
+ * time a reference needs bind_of */
+static uop *bind_code(from_canon *f, const entry *e, uop *c, int32_t code, bool *seeded) {
+  if (code >= 0) return code < f->q->nleaves ? f->q->leaves[code] : NULL;
+  if (code == CODE_SELF) return c;
+  if (!*seeded) {
+    for (int r = 0; r < e->s.nrealized; r++)
+      if (!umap_put(&f->memo, e->s.realized[r], e->s.realized[r])) return NULL;
+    *seeded = true;
+  }
+  return bind_of(f, c);
+}
+
+/* e's schedule bound to q's leaves (as copy_schedule and copy_roots with bind_of); false when out of memory */
+static bool bind_fast(const entry *e, const sched_query *q, schedule *out) {
+  const schedule *s = &e->s;
+  int nroots = e->key->nsrc / 2;
+  from_canon f = {q, {0}};
+  bool seeded = false;
+  memset(out, 0, sizeof *out);
+  out->kernels = mem_calloc((size_t)s->nkernels + 1, sizeof *out->kernels);
+  out->realized = mem_alloc(((size_t)s->nrealized + 1) * sizeof *out->realized);
+  out->roots = mem_calloc((size_t)nroots + 1, sizeof *out->roots);
+  bool ok = out->kernels && out->realized && out->roots;
+  out->nkernels = ok ? s->nkernels : 0;
+  const int32_t *code = e->codes;
+  for (int k = 0; k < out->nkernels && ok; k++) {
+    const sched_kernel *a = &s->kernels[k];
+    sched_kernel *b = &out->kernels[k];
+    b->ast = a->ast;
+    b->nbufs = a->nbufs;
+    b->nout = a->nout;
+    if (!(ok = (b->bufs = mem_alloc(((size_t)a->nbufs + 1) * sizeof *b->bufs)) != NULL)) break;
+    for (int j = 0; j < a->nbufs && ok; j++) ok = (b->bufs[j] = bind_code(&f, e, a->bufs[j], *code++, &seeded)) != NULL;
+    ok = ok && (b->output = bind_code(&f, e, a->output, *code++, &seeded)) != NULL;
+    if (ok && a->window_into) ok = (b->window_into = bind_code(&f, e, a->window_into, *code++, &seeded)) != NULL;
+  }
+  for (int i = 0; i < nroots && ok; i++) ok = (out->roots[i] = bind_code(&f, e, s->roots[i], *code++, &seeded)) != NULL;
+  if (ok) {
+    out->nrealized = s->nrealized;  /* stored values stay canonical */
+    if (s->nrealized) memcpy(out->realized, s->realized, (size_t)s->nrealized * sizeof *out->realized);
+  }
+  umap_free(&f.memo);
+  if (!ok) schedule_free(out);
+  return ok;
+}
+
 /* the entry made for a graph of q's structure, or -1 */
 static int find(const sched_query *q) {
   for (int i = 0; i < nentries; i++)
@@ -399,17 +485,8 @@ bool sched_cache_get(const sched_query *q, schedule *s, tg_status *st) {
   int i = q->nnodes ? find(q) : -1;
   if (i < 0) return false;
   entry *e = &entries[i];
-  from_canon f = {q, {0}};
-  bool ok = true;
   /* stored values stay canonical: keys of the buffers the realize makes */
-  for (int r = 0; r < e->s.nrealized && ok; r++) ok = umap_put(&f.memo, e->s.realized[r], e->s.realized[r]);
-  int nroots = e->key->nsrc / 2;
-  ok = ok && copy_schedule(&e->s, s, bind_of, &f);
-  if (ok && !copy_roots(&e->s, s, nroots, bind_of, &f)) {
-    schedule_free(s);
-    ok = false;
-  }
-  umap_free(&f.memo);
+  bool ok = bind_fast(e, q, s);
   if (!ok) {
     memset(s, 0, sizeof *s);
     *st = TG_ERR_NOMEM;
@@ -474,6 +551,10 @@ tg_status sched_cache_put(sched_query *q, const schedule *s) {
   if (!copy_schedule(s, &e.s, canon_of, &t) || !copy_roots(s, &e.s, nroots, canon_of, &t)) {
     entry_free(&e);
     return t.foreign ? TG_OK : TG_ERR_NOMEM;
+  }
+  if (!bind_codes(&e)) {
+    entry_free(&e);
+    return TG_ERR_NOMEM;
   }
   entries[nentries++] = e;
   cache_nodes += nodes;
