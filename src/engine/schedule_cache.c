@@ -1,10 +1,12 @@
 /* schedule_cache.c — schedules remembered by graph structure (schedule_cache.h).
  *
- * A lookup walks the graph once, depth first from the outputs, numbering the nodes; every storage leaf is
- * described by what a schedule depends on (dtype, shape, op, whether it has storage yet, and which earlier leaf
- * holds the same buffer: a window write must not read its own target), every other node by its op, dtype,
- * arg, aux and its sources' numbers. The walk's hash picks the candidate entries and each is compared node by
- * node with the canonical graph it keeps, so no hash is trusted alone, and a hit builds no node.
+ * A lookup walks the graph once, depth first from the outputs, numbering the nodes and writing each out as
+ * it is numbered, into the walk's signature: every storage leaf by what a schedule depends on (dtype, shape,
+ * op, whether it has storage yet, and which earlier leaf holds the same buffer: a window write must not read
+ * its own target), every other node by its op, dtype, arg, aux and its sources' numbers. The signature's hash
+ * picks the candidate entries and each is compared with the signature it keeps, all of it, so no hash is
+ * trusted alone, a hit builds no node, and the comparison reads no canonical node (a step's kernels evict
+ * them between two lookups).
  *
  * The canonical graph is made when a schedule is new: every leaf becomes a stand-in node (a PARAM with a
  * marker in its aux, never built elsewhere) numbered by its place in the walk, the nodes above rebuilt over the
@@ -32,7 +34,8 @@ typedef struct entry {
   uop *key;
   uint64_t hash;     /* of the walk */
   int nnodes;
-  uop **order;       /* the canonical nodes in walk order */
+  int64_t *sig;      /* the walk's signature */
+  size_t nsig;
   schedule s;        /* over canonical nodes */
   int32_t *codes;    /* how a hit binds each node reference of s (bind_codes) */
   int64_t nodes;     /* size of the canonical graph (the budget) */
@@ -69,7 +72,7 @@ static void mark_entries(void *ctx) {
 
 static void entry_free(entry *e) {
   schedule_free(&e->s);
-  free(e->order);
+  free(e->sig);
   free(e->codes);
 }
 
@@ -85,8 +88,7 @@ void sched_cache_clear(void) {
 
 void sched_query_free(sched_query *q) {
   free(q->order);
-  free(q->srcoff);
-  free(q->srcpos);
+  free(q->sig);
   free(q->alias);
   free(q->leaves);
   umap_free(&q->canon);
@@ -118,14 +120,66 @@ static bool num_add(uint32_t stamp, uop *u) {
   return true;
 }
 
-/* the nodes below root in post order, leaves not entered: q->order, q->nnodes, and their numbers */
+/* room for k more words of q's signature */
+static bool sig_room(sched_query *q, size_t k) {
+  if (q->nsig + k <= q->capsig) return true;
+  size_t nc = q->capsig ? q->capsig : 1024;
+  while (nc < q->nsig + k) nc *= 2;
+  int64_t *ns = mem_realloc(q->sig, nc * sizeof *ns);
+  if (!ns) return false;
+  q->sig = ns;
+  q->capsig = nc;
+  return true;
+}
+
+#define SIG_LEAF ((int64_t)1 << 32)  /* a record's first word: kind, op and dtype; its length follows from it */
+#define SIG_NODE ((int64_t)2 << 32)
+
+/* u, numbered, written to q's signature: a leaf as (tag, has storage, ndim, shape), another node as (tag,
+ * arg, nsrc, naux, aux, its sources' numbers). Leaves' aliases come last, once all leaves are known */
+static bool sig_add(sched_query *q, uop *u, bool leaf) {
+  int64_t tag = (leaf ? SIG_LEAF : SIG_NODE) | (int64_t)u->op << 8 | u->dtype;
+  if (leaf) {
+    if (q->nleaves == q->capleaves) {
+      int nc = q->capleaves ? 2 * q->capleaves : 64;
+      uop **nl = mem_realloc(q->leaves, (size_t)nc * sizeof *nl);
+      if (!nl) return false;
+      q->leaves = nl;
+      q->capleaves = nc;
+    }
+    q->leaves[q->nleaves++] = u;
+    if (!sig_room(q, 3 + (size_t)u->ndim)) return false;
+    int64_t *w = q->sig + q->nsig;
+    w[0] = tag;
+    w[1] = uop_storage(u) != NULL;
+    w[2] = u->ndim;
+    for (int d = 0; d < u->ndim; d++) w[3 + d] = u->shape[d];
+    q->nsig += 3 + (size_t)u->ndim;
+    return true;
+  }
+  if (!sig_room(q, 4 + (size_t)u->naux + (size_t)u->nsrc)) return false;
+  int64_t *w = q->sig + q->nsig;
+  w[0] = tag;
+  w[1] = u->arg.i;
+  w[2] = u->nsrc;
+  w[3] = u->naux;
+  w += 4;
+  for (int k = 0; k < u->naux; k++) *w++ = u->aux[k];
+  for (int k = 0; k < u->nsrc; k++) *w++ = u->src[k]->scratch;
+  q->nsig += 4 + (size_t)u->naux + (size_t)u->nsrc;
+  return true;
+}
+
+/* the nodes below root in post order, leaves not entered: q->order, q->nnodes, their numbers, q->leaves and
+ * the signature without the aliases */
 static bool walk(uop *root, uint32_t stamp, sched_query *q) {
   size_t cap = 256, sp = 0, scap = 64;
-  struct frame { uop *u; int i; } *stack = mem_alloc(scap * sizeof *stack);
+  struct frame { uop *u; int i; bool leaf; } *stack = mem_alloc(scap * sizeof *stack);
   q->order = mem_alloc(cap * sizeof *q->order);
   if (!stack || !q->order) goto fail;
   num_add(stamp, root);
-  stack[sp++] = (struct frame){root, is_leaf(root) ? root->nsrc : 0};
+  bool leaf = is_leaf(root);
+  stack[sp++] = (struct frame){root, leaf ? root->nsrc : 0, leaf};
   while (sp) {
     struct frame *f = &stack[sp - 1];
     if (f->i < f->u->nsrc) {
@@ -136,7 +190,8 @@ static bool walk(uop *root, uint32_t stamp, sched_query *q) {
         if (!ns) goto fail;
         stack = ns;
       }
-      stack[sp++] = (struct frame){c, is_leaf(c) ? c->nsrc : 0};
+      leaf = is_leaf(c);
+      stack[sp++] = (struct frame){c, leaf ? c->nsrc : 0, leaf};
     } else {
       if ((size_t)q->nnodes == cap) {
         void *no = mem_realloc(q->order, (cap *= 2) * sizeof *q->order);
@@ -145,6 +200,7 @@ static bool walk(uop *root, uint32_t stamp, sched_query *q) {
       }
       f->u->scratch = q->nnodes;
       q->order[q->nnodes++] = f->u;
+      if (!sig_add(q, f->u, f->leaf)) goto fail;
       sp--;
     }
   }
@@ -208,36 +264,11 @@ tg_status sched_cache_query(int n, uop *const *outs, uop *const *targets, sched_
   }
   if (!(sink = uop_new(OP_SINK, TG_BOOL, 2 * n, roots, (uop_arg){.i = -3}, 0, NULL))) goto out;
   if (!walk(sink, uop_scratch_stamp(), q)) goto out;
-  int nsrc = 0;
-  for (int i = 0; i < q->nnodes; i++) nsrc += is_leaf(q->order[i]) ? 0 : q->order[i]->nsrc;
-  q->srcoff = mem_alloc(((size_t)q->nnodes + 1) * sizeof *q->srcoff);
-  q->srcpos = mem_alloc(((size_t)nsrc + 1) * sizeof *q->srcpos);
-  q->leaves = mem_alloc(((size_t)q->nnodes + 1) * sizeof *q->leaves);
-  if (!q->srcoff || !q->srcpos || !q->leaves) goto out;
-  for (int i = 0, off = 0; i < q->nnodes; i++) {
-    uop *u = q->order[i];
-    q->srcoff[i] = off;
-    if (is_leaf(u)) {
-      q->leaves[q->nleaves++] = u;
-      continue;
-    }
-    for (int k = 0; k < u->nsrc; k++) q->srcpos[off++] = u->src[k]->scratch;
-  }
-  if (!find_aliases(q)) goto out;
-  uint64_t h = uop_hash_mix(0x5c4ed, (uint64_t)q->nnodes);
-  int64_t aux[STANDIN_AUX + TG_MAX_DIMS];
-  for (int i = 0, leaf = 0; i < q->nnodes; i++) {
-    uop *u = q->order[i];
-    h = uop_hash_mix(uop_hash_mix(h, u->op), u->dtype);
-    if (is_leaf(u)) {
-      int na = standin_aux(q, leaf++, aux);
-      for (int k = 1; k < na; k++) h = uop_hash_mix(h, (uint64_t)aux[k]);
-      continue;
-    }
-    h = uop_hash_mix(uop_hash_mix(uop_hash_mix(h, (uint64_t)u->arg.i), (uint64_t)u->nsrc), (uint64_t)u->naux);
-    for (int k = 0; k < u->naux; k++) h = uop_hash_mix(h, (uint64_t)u->aux[k]);
-    for (int k = 0; k < u->nsrc; k++) h = uop_hash_mix(h, (uint64_t)q->srcpos[q->srcoff[i] + k]);
-  }
+  if (!find_aliases(q) || !sig_room(q, (size_t)q->nleaves + 1)) goto out;
+  for (int i = 0; i < q->nleaves; i++) q->sig[q->nsig++] = q->alias[i];
+  q->sig[q->nsig++] = q->nnodes;
+  uint64_t h = uop_hash_mix(0x5c4ed, q->nsig);
+  for (size_t i = 0; i < q->nsig; i++) h = uop_hash_mix(h, (uint64_t)q->sig[i]);
   q->hash = h;
   st = TG_OK;
 out:
@@ -250,28 +281,10 @@ out:
   return st;
 }
 
-/* whether entry e was made for a graph of q's structure: node by node, a canonical node's sources are the
- * canonical nodes at q's sources' positions */
+/* whether entry e was made for a graph of q's structure: the same signature, word for word */
 static bool matches(const entry *e, const sched_query *q) {
-  if (e->hash != q->hash || e->nnodes != q->nnodes) return false;
-  int64_t aux[STANDIN_AUX + TG_MAX_DIMS];
-  for (int i = 0, leaf = 0; i < q->nnodes; i++) {
-    const uop *u = q->order[i], *c = e->order[i];
-    if (c->dtype != u->dtype) return false;
-    if (is_leaf((uop *)u)) {
-      int na = standin_aux(q, leaf, aux);
-      if (!is_standin(c) || c->arg.i != leaf++ || c->naux != na) return false;
-      for (int k = 1; k < na; k++)
-        if (c->aux[k] != aux[k]) return false;
-      continue;
-    }
-    if (c->op != u->op || c->arg.i != u->arg.i || c->nsrc != u->nsrc || c->naux != u->naux) return false;
-    for (int k = 0; k < u->naux; k++)
-      if (c->aux[k] != u->aux[k]) return false;
-    for (int k = 0; k < u->nsrc; k++)
-      if (c->src[k] != e->order[q->srcpos[q->srcoff[i] + k]]) return false;
-  }
-  return true;
+  return e->hash == q->hash && e->nnodes == q->nnodes && e->nsig == q->nsig &&
+         !memcmp(e->sig, q->sig, q->nsig * sizeof *q->sig);
 }
 
 /* the canonical graph of q's walk: q->key and q->canon */
@@ -545,8 +558,9 @@ tg_status sched_cache_put(sched_query *q, const schedule *s) {
   }
   to_canon t = {q, false, false};
   entry e = {.key = q->key, .hash = q->hash, .nnodes = q->nnodes, .nodes = nodes, .used = ++tick};
-  if (!(e.order = mem_alloc((size_t)q->nnodes * sizeof *e.order))) return TG_ERR_NOMEM;
-  for (int i = 0; i < q->nnodes; i++) e.order[i] = umap_get(&q->canon, q->order[i]);
+  if (!(e.sig = mem_alloc((q->nsig + 1) * sizeof *e.sig))) return TG_ERR_NOMEM;
+  memcpy(e.sig, q->sig, q->nsig * sizeof *e.sig);
+  e.nsig = q->nsig;
   int nroots = q->key->nsrc / 2;
   if (!copy_schedule(s, &e.s, canon_of, &t) || !copy_roots(s, &e.s, nroots, canon_of, &t)) {
     entry_free(&e);

@@ -21,9 +21,9 @@ typedef struct sched_query {
   uint64_t hash;
   int nnodes;
   uop **order;     /* the nodes in walk order, leaves included, the root (a SINK) last */
-  int *srcoff;     /* node i's sources' positions are srcpos[srcoff[i] ..] (none for a leaf) */
-  int *srcpos;
-  int nleaves;
+  int64_t *sig;    /* the walk written out (schedule_cache.c): equal signatures, equal canonical graphs */
+  size_t nsig, capsig;
+  int nleaves, capleaves;
   uop **leaves;    /* the storage leaves in walk order */
   int *alias;      /* per leaf: the first leaf holding the same buffer */
   uop *key;        /* the canonical graph (sched_cache_put makes it) */
