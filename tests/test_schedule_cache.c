@@ -312,3 +312,40 @@ TEST(test_schedule_cache_keeps_no_realized_buffer) {
   CHECK(m1.in_use <= m0.in_use, "%zu bytes in use after, %zu before: a freed value's buffer is kept", m1.in_use,
         m0.in_use);
 }
+
+/* tensors that already read buffers of their own realize without scheduling anything (engine/realize.c
+ * returns before the cache walk), with their values kept; one with an assign pending, or a view that is not
+ * the whole buffer, still runs its kernel */
+TEST(test_schedule_cache_stored_tensors_realize_without_kernels) {
+  tg_scope_begin();
+  float ha[12], hb[12], got[12], want[12];
+  tg_tensor *a = rand_t(3, 4, ha), *b = rand_t(3, 4, hb);
+  tg_tensor *y = tg_add(a, b);
+  CHECK(tg_realize(y) == TG_OK, "%s", tg_error());
+  CHECK(tg_kernel_count_last() == 1, "the sum took %llu kernels", (unsigned long long)tg_kernel_count_last());
+  uint64_t s0 = tg_get_stats().schedules, k0 = tg_get_stats().kernels_run;
+  tg_tensor *all[3] = {a, b, y};
+  CHECK(tg_realize_many(3, all) == TG_OK, "%s", tg_error());
+  CHECK(tg_get_stats().schedules == s0 && tg_get_stats().kernels_run == k0,
+        "stored tensors scheduled %llu times and ran %llu kernels",
+        (unsigned long long)(tg_get_stats().schedules - s0), (unsigned long long)(tg_get_stats().kernels_run - k0));
+  for (int i = 0; i < 12; i++) want[i] = ha[i] + hb[i];
+  CHECK(tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+  CHECK_CLOSE("a + b realized again", got, want, 12);
+  /* a column: a view of part of the buffer, computed by a kernel */
+  tg_tensor *col = tg_shrink(y, 2, (int64_t[]){0, 3, 1, 2});
+  CHECK(tg_realize(col) == TG_OK, "%s", tg_error());
+  CHECK(tg_kernel_count_last() == 1, "a column of a stored tensor took %llu kernels",
+        (unsigned long long)tg_kernel_count_last());
+  float gc[3], wc[3] = {want[1], want[5], want[9]};
+  CHECK(tg_to_host(col, gc, sizeof gc) == TG_OK, "%s", tg_error());
+  CHECK_CLOSE("column", gc, wc, 3);
+  /* a stored tensor with an assign pending */
+  CHECK(tg_assign(y, tg_mul(a, b)) == TG_OK, "%s", tg_error());
+  CHECK(tg_realize(y) == TG_OK, "%s", tg_error());
+  CHECK(tg_kernel_count_last() == 1, "the assign took %llu kernels", (unsigned long long)tg_kernel_count_last());
+  for (int i = 0; i < 12; i++) want[i] = ha[i] * hb[i];
+  CHECK(tg_to_host(y, got, sizeof got) == TG_OK, "%s", tg_error());
+  CHECK_CLOSE("y assigned a * b", got, want, 12);
+  tg_scope_end();
+}
