@@ -75,6 +75,18 @@ static inline void ref_max_pool_3s2p1(const float *x, int planes, int h, float *
       }
 }
 
+/* a plain C 3x3 convolution with padding 1 at output (o, i, j): x (ci, h, h), w (co, ci, 3, 3) */
+static inline double ref_conv3x3_at(const float *x, const float *w, int ci, int h, int o, int i, int j) {
+  double s = 0;
+  for (int c = 0; c < ci; c++)
+    for (int ky = 0; ky < 3; ky++)
+      for (int kx = 0; kx < 3; kx++) {
+        int yy = i + ky - 1, xx = j + kx - 1;
+        if (yy >= 0 && yy < h && xx >= 0 && xx < h) s += (double)x[(c * h + yy) * h + xx] * w[((o * ci + c) * 3 + ky) * 3 + kx];
+      }
+  return s;
+}
+
 /* tinygrad's Adam defaults with the learning rate lr */
 static inline tg_adam_opts adam_lr(double lr) {
   tg_adam_opts o = tg_adam_defaults();

@@ -722,18 +722,6 @@ TEST(test_opt_strided_conv_takes_vectors_from_its_output_channels) {
   tg_scope_end();
 }
 
-/* a plain C 3x3 convolution with padding 1 at output (o, i, j): x (CI, H, H), w (CO, CI, 3, 3) */
-static double conv3x3_at(const float *x, const float *w, int CI, int H, int o, int i, int j) {
-  double s = 0;
-  for (int c = 0; c < CI; c++)
-    for (int ky = 0; ky < 3; ky++)
-      for (int kx = 0; kx < 3; kx++) {
-        int yy = i + ky - 1, xx = j + kx - 1;
-        if (yy >= 0 && yy < H && xx >= 0 && xx < H) s += (double)x[(c * H + yy) * H + xx] * w[((o * CI + c) * 3 + ky) * 3 + kx];
-      }
-  return s;
-}
-
 /* A stride-1 3x3 convolution on 7 output pixels a row with a big weight (ResNet-18's last stage, here 128 -> 64
  * channels: 73728 values), its batchnorm-like epilogue and a residual add fused: its row would need padding to a
  * vector, so it takes channel vectors (the weight packed channels-innermost, read as vectors, no PADTO). So does
@@ -770,7 +758,7 @@ TEST(test_opt_big_weight_conv_on_short_rows_takes_channel_vectors) {
     for (int o = 0; o < CO; o++)
       for (int i = 0; i < H; i++)
         for (int j = 0; j < H; j++) {
-          double v = conv3x3_at(hx, hw, CI, H, o, i, j) * hs[o] + hr[(o * H + i) * H + j];
+          double v = ref_conv3x3_at(hx, hw, CI, H, o, i, j) * hs[o] + hr[(o * H + i) * H + j];
           want[(o * H + i) * H + j] = v > 0 ? (float)v : 0;
         }
     check_close_f32(big ? "big-weight conv" : "small-weight conv", got, want, CO * H * H, 1e-4, 1e-4, __FILE__, __LINE__);
@@ -808,7 +796,7 @@ TEST(test_opt_fused_projection_packs_its_weight_too) {
   for (int o = 0; o < CO; o++)
     for (int i = 0; i < H; i++)
       for (int j = 0; j < H; j++) {
-        double s = conv3x3_at(hh, hw1, CO, H, o, i, j);
+        double s = ref_conv3x3_at(hh, hw1, CO, H, o, i, j);
         for (int c = 0; c < CI; c++) s += (double)hx[(c * XH + 2 * i) * XH + 2 * j] * hw2[o * CI + c];
         want[(o * H + i) * H + j] = s > 0 ? (float)s : 0;
       }
@@ -849,7 +837,7 @@ TEST(test_opt_conv_register_tile_fits_the_registers) {
   for (int o = 0; o < CO; o++)
     for (int i = 0; i < H; i++)
       for (int j = 0; j < H; j++) {
-        want[(o * H + i) * H + j] = (float)conv3x3_at(hx, hw, CI, H, o, i, j);
+        want[(o * H + i) * H + j] = (float)ref_conv3x3_at(hx, hw, CI, H, o, i, j);
       }
   check_close_f32("conv 3x3", got, want, CO * H * H, 1e-4, 1e-4, __FILE__, __LINE__);
   free(hx); free(hw); free(got); free(want);

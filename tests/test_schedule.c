@@ -142,13 +142,7 @@ TEST(test_schedule_max_pool_pad_is_not_stored_padded) {
   for (int o = 0; o < CO; o++)
     for (int i = 0; i < H; i++)
       for (int j = 0; j < H; j++) {
-        double acc = 0;
-        for (int c = 0; c < CI; c++)
-          for (int ky = 0; ky < 3; ky++)
-            for (int kx = 0; kx < 3; kx++) {
-              int yy = i + ky - 1, xx = j + kx - 1;
-              if (yy >= 0 && yy < H && xx >= 0 && xx < H) acc += (double)hx[(c * H + yy) * H + xx] * hw[((o * CI + c) * 3 + ky) * 3 + kx];
-            }
+        double acc = ref_conv3x3_at(hx, hw, CI, H, o, i, j);
         conv[(o * H + i) * H + j] = acc > 0 ? (float)acc : 0;
       }
   ref_max_pool_3s2p1(conv, CO, H, want);
