@@ -383,8 +383,6 @@ static uop *bind_of(void *ctx, uop *u) {
   from_canon *f = ctx;
   uop *c = umap_get(&f->memo, u);
   if (c) return c;
-  /* most references are a leaf's stand-in: no walk for those */
-  if (is_standin(u)) return u->arg.i >= 0 && u->arg.i < f->q->nleaves ? f->q->leaves[u->arg.i] : NULL;
   int nn;
   uop **order = uop_toposort_filtered(u, enter_unbound, f, &nn);
   if (!order) return NULL;
@@ -402,8 +400,9 @@ static uop *bind_of(void *ctx, uop *u) {
 
 /* A hit binds every node reference of the entry's schedule: most are a leaf's stand-in (the query's leaf of
  * that number) or a stored value (itself); only the rest (a window write's target view) are rebuilt over the
- * leaves. The codes say which, per reference in the order of bind_fast, so a hit reads none of the canonical
- * nodes it copies (they are rarely in the cache by then: a step's kernels ran in between) */
+ * leaves by bind_of. The codes say which, one per reference in the order copy_schedule and copy_roots visit
+ * them, so a hit reads none of the canonical nodes it copies (they are rarely in the cache by then: a step's
+ * kernels ran in between) */
 #define CODE_SELF (-1)
 #define CODE_BIND (-2)
 
@@ -412,18 +411,14 @@ static int32_t code_of(const uop_map *stored, uop *c) {
   return umap_get(stored, c) ? CODE_SELF : CODE_BIND;
 }
 
-static int ncodes_of(const schedule *s, int nroots) {
-  int n = nroots;
-  for (int k = 0; k < s->nkernels; k++) n += s->kernels[k].nbufs + 1 + (s->kernels[k].window_into != NULL);
-  return n;
-}
-
 /* e->codes for e->s; false when out of memory */
 static bool bind_codes(entry *e) {
   const schedule *s = &e->s;
   int nroots = e->key->nsrc / 2;
+  size_t n = (size_t)s->nrealized + (size_t)nroots + 1;
+  for (int k = 0; k < s->nkernels; k++) n += (size_t)s->kernels[k].nbufs + 1 + (s->kernels[k].window_into != NULL);
   uop_map stored = {0};
-  bool ok = (e->codes = mem_alloc(((size_t)ncodes_of(s, nroots) + 1) * sizeof *e->codes)) != NULL;
+  bool ok = (e->codes = mem_alloc(n * sizeof *e->codes)) != NULL;
   for (int r = 0; r < s->nrealized && ok; r++) ok = umap_put(&stored, s->realized[r], s->realized[r]);
   int at = 0;
   for (int k = 0; k < s->nkernels && ok; k++) {
@@ -432,56 +427,27 @@ static bool bind_codes(entry *e) {
     e->codes[at++] = code_of(&stored, sk->output);
     if (sk->window_into) e->codes[at++] = code_of(&stored, sk->window_into);
   }
+  for (int r = 0; r < s->nrealized && ok; r++) e->codes[at++] = CODE_SELF;
   for (int i = 0; i < nroots && ok; i++) e->codes[at++] = code_of(&stored, s->roots[i]);
   umap_free(&stored);
   return ok;
 }
 
-/* the node reference c (code *code) bound to q's leaves; the memo is seeded with the stored values the first
- * time a reference needs bind_of */
-static uop *bind_code(from_canon *f, const entry *e, uop *c, int32_t code, bool *seeded) {
-  if (code >= 0) return code < f->q->nleaves ? f->q->leaves[code] : NULL;
-  if (code == CODE_SELF) return c;
-  if (!*seeded) {
-    for (int r = 0; r < e->s.nrealized; r++)
-      if (!umap_put(&f->memo, e->s.realized[r], e->s.realized[r])) return NULL;
-    *seeded = true;
-  }
-  return bind_of(f, c);
-}
+/* a node_fn for copy_schedule and copy_roots: the next reference bound by its code; the memo is seeded with
+ * the stored values the first time one needs bind_of */
+typedef struct by_code { from_canon f; const entry *e; const int32_t *next; bool seeded; } by_code;
 
-/* e's schedule bound to q's leaves (as copy_schedule and copy_roots with bind_of); false when out of memory */
-static bool bind_fast(const entry *e, const sched_query *q, schedule *out) {
-  const schedule *s = &e->s;
-  int nroots = e->key->nsrc / 2;
-  from_canon f = {q, {0}};
-  bool seeded = false;
-  memset(out, 0, sizeof *out);
-  out->kernels = mem_calloc((size_t)s->nkernels + 1, sizeof *out->kernels);
-  out->realized = mem_alloc(((size_t)s->nrealized + 1) * sizeof *out->realized);
-  out->roots = mem_calloc((size_t)nroots + 1, sizeof *out->roots);
-  bool ok = out->kernels && out->realized && out->roots;
-  out->nkernels = ok ? s->nkernels : 0;
-  const int32_t *code = e->codes;
-  for (int k = 0; k < out->nkernels && ok; k++) {
-    const sched_kernel *a = &s->kernels[k];
-    sched_kernel *b = &out->kernels[k];
-    b->ast = a->ast;
-    b->nbufs = a->nbufs;
-    b->nout = a->nout;
-    if (!(ok = (b->bufs = mem_alloc(((size_t)a->nbufs + 1) * sizeof *b->bufs)) != NULL)) break;
-    for (int j = 0; j < a->nbufs && ok; j++) ok = (b->bufs[j] = bind_code(&f, e, a->bufs[j], *code++, &seeded)) != NULL;
-    ok = ok && (b->output = bind_code(&f, e, a->output, *code++, &seeded)) != NULL;
-    if (ok && a->window_into) ok = (b->window_into = bind_code(&f, e, a->window_into, *code++, &seeded)) != NULL;
+static uop *bind_next(void *ctx, uop *c) {
+  by_code *b = ctx;
+  int32_t code = *b->next++;
+  if (code >= 0) return code < b->f.q->nleaves ? b->f.q->leaves[code] : NULL;
+  if (code == CODE_SELF) return c;
+  if (!b->seeded) {
+    for (int r = 0; r < b->e->s.nrealized; r++)
+      if (!umap_put(&b->f.memo, b->e->s.realized[r], b->e->s.realized[r])) return NULL;
+    b->seeded = true;
   }
-  for (int i = 0; i < nroots && ok; i++) ok = (out->roots[i] = bind_code(&f, e, s->roots[i], *code++, &seeded)) != NULL;
-  if (ok) {
-    out->nrealized = s->nrealized;  /* stored values stay canonical */
-    if (s->nrealized) memcpy(out->realized, s->realized, (size_t)s->nrealized * sizeof *out->realized);
-  }
-  umap_free(&f.memo);
-  if (!ok) schedule_free(out);
-  return ok;
+  return bind_of(&b->f, c);
 }
 
 /* the entry made for a graph of q's structure, or -1 */
@@ -499,7 +465,13 @@ bool sched_cache_get(const sched_query *q, schedule *s, tg_status *st) {
   if (i < 0) return false;
   entry *e = &entries[i];
   /* stored values stay canonical: keys of the buffers the realize makes */
-  bool ok = bind_fast(e, q, s);
+  by_code b = {{q, {0}}, e, e->codes, false};
+  bool ok = copy_schedule(&e->s, s, bind_next, &b);
+  if (ok && !copy_roots(&e->s, s, e->key->nsrc / 2, bind_next, &b)) {
+    schedule_free(s);
+    ok = false;
+  }
+  umap_free(&b.f.memo);
   if (!ok) {
     memset(s, 0, sizeof *s);
     *st = TG_ERR_NOMEM;
