@@ -21,6 +21,8 @@ import time
 import numpy as np
 import onnxruntime as ort
 
+from onnx_ort import session_options
+
 THREADS = 2
 KERNEL = re.compile(r"^\*\*\* \S+\s+(\d+) (\S+)\s.*?tm\s+([0-9.]+)us/")
 
@@ -54,17 +56,14 @@ def tgc_kernels(model, inputs, runs, root):
     return rows, float(m.group(1)) if m else float("nan"), len(timed)
 
 
-def ort_nodes(model, feed, runs):
+def ort_nodes(model, inputs, runs):
     """per node in running order: (name, op type, median us), and the whole run's median ms"""
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = THREADS
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so = session_options(THREADS)
     so.enable_profiling = True
     with tempfile.TemporaryDirectory() as d:
         so.profile_file_prefix = os.path.join(d, "ort")
         sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        feed = {i.name: np.load(p) for i, p in zip(sess.get_inputs(), inputs)}
         sess.run(None, feed)
         walls = []
         for _ in range(runs):
@@ -88,15 +87,12 @@ def ort_nodes(model, feed, runs):
 
 
 def main():
-    model = sys.argv[1]
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    runs, inputs = int(sys.argv[2]), sys.argv[3:]
+    if len(sys.argv) < 4 or not sys.argv[2].isdigit() or int(sys.argv[2]) == 0:
+        sys.exit(__doc__ + "\n(RUNS: a positive whole number)")
+    model, runs, inputs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    feed = {i.name: np.load(p) for i, p in zip(sess.get_inputs(), inputs)}
     tk, t_ms, nt = tgc_kernels(model, inputs, runs, root)
-    on, o_ms = ort_nodes(model, feed, runs)
+    on, o_ms = ort_nodes(model, inputs, runs)
     print(f"{os.path.basename(model)}: median us per kernel / node over {nt} runs, {THREADS} threads each")
     print(f"{'#':>3} {'tgc kernel':<34} {'us':>9}   {'onnxruntime node':<40} {'op':<14} {'us':>9}")
     for i in range(max(len(tk), len(on))):

@@ -18,14 +18,19 @@ def file_name(name, i):
     return s or f"output{i}"
 
 
-def main():
-    model, tgc_dir, runs, threads, inputs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
+def session_options(threads):
+    """the CPU session both benches time: `threads` threads inside each node, nodes one after another"""
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3  # no warnings about unused initializers in old models
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    return so
+
+
+def main():
+    model, tgc_dir, runs, threads, inputs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
+    sess = ort.InferenceSession(model, session_options(threads), providers=["CPUExecutionProvider"])
     feed = {i.name: np.load(p) for i, p in zip(sess.get_inputs(), inputs)}
     outs = sess.run(None, feed)  # warm-up
     times = []
