@@ -246,7 +246,6 @@ static int64_t unroll_shared_bytes(kernel_state *ks) {
   return 1;
 }
 
-/* step 1 of the heuristic: the vector loop (see the top of the file); *vec_id its id when it is an output loop */
 /* whether a hot load is valid only on part of the output loop with this id (a padding border along it) */
 static bool masked_along(kernel_state *ks, const hot *h, int64_t id) {
   int ai = axis_of(ks, id, false);
@@ -259,6 +258,7 @@ static bool masked_along(kernel_state *ks, const hot *h, int64_t id) {
   return false;
 }
 
+/* step 1 of the heuristic: the vector loop (see the top of the file); *vec_id its id when it is an output loop */
 static void pick_vector(kernel_state *ks, hot *hp, int lanes, bool *pack_tp, int64_t *vec_idp, bool *vec_on_reducep) {
   axis_info ax[KS_MAX_AXES];
   int nout, nred, n = ks_axes(ks, ax, &nout, &nred);

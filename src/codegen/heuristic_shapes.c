@@ -76,12 +76,10 @@ bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit) {
    * of 4 or more pixels within the budget that wastes least, at most an eighth: a few masked pixels at its end,
    * against a row padded to vectors with every load masked (ResNet-18's 56x56 convolutions into a padded
    * 58x58 image, 16 channels x 6 pixels: 3.03-3.10 -> 1.64 ms, per-kernel minimums, 2 threads, AVX2) */
-  int64_t pad_to = 0;
+  int64_t pad_to = 0, least = ax[t].size / 8 + 1;
   for (int k = 0; k < 7 && !fits; k++) {
     int64_t a = amts[k], waste = (ax[t].size + a - 1) / a * a - ax[t].size;
-    if (a >= 4 && vecs * a <= acc_budget(ks) && ax[t].size > a && 8 * waste <= ax[t].size &&
-        (!pad_to || waste < (ax[t].size + pad_to - 1) / pad_to * pad_to - ax[t].size))
-      pad_to = a;
+    if (a >= 4 && vecs * a <= acc_budget(ks) && ax[t].size > a && waste < least) pad_to = a, least = waste;
   }
   fits = fits || pad_to;
   /* need_fit (before padding a row): a row padded to two or more vectors (14 pixels to 16) beat channel vectors
@@ -93,12 +91,14 @@ bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit) {
   if (!try_opt(ks, OPT_UPCAST, c, vecs * lanes)) return false;
   n = ks_axes(ks, ax, &nout, &nred);
   int ti = axis_of(ks, tid, false);
-  if (pad_to && ti >= 0 && !try_opt(ks, OPT_PADTO, ti, pad_to)) {
-    *ks = save;
-    return false;
+  if (pad_to && ti >= 0) {
+    if (!try_opt(ks, OPT_PADTO, ti, pad_to)) {
+      *ks = save;
+      return false;
+    }
+    n = ks_axes(ks, ax, &nout, &nred);
+    ti = axis_of(ks, tid, false);
   }
-  n = ks_axes(ks, ax, &nout, &nred);
-  ti = axis_of(ks, tid, false);
   /* a tile of at least 4 pixels within the accumulator budget; else up to 16 (a row of 7 or 14 pixels: 2 x 7,
    * one spilled, beat 1 x 7 on 14x14, 6.7 against 11.6 ms; 2 x 4 beat 2 x 7 on 28x28, 4.7 against 6.5 ms) */
   bool tiled = false;

@@ -386,7 +386,8 @@ static void emit_reduce(lin_ctx *c, uop *r) {
     for (int k = 0; k < ng && !c->fail; k++) {
       int g = perm[k];
       bool vec = umap_get(c->vec, grp[g]->src[0]) != NULL;
-      for (int t = term_major ? round : 0; t < (term_major ? round + 1 : nt[g]) && t < nt[g] && !c->fail; t++) {
+      int first = term_major ? round : 0, end = term_major && round + 1 < nt[g] ? round + 1 : nt[g];
+      for (int t = first; t < end && !c->fail; t++) {
         emit(c, terms[g][t]);
         uop *upd = uop_binary((uop_op)grp[g]->arg.i, acc[g], terms[g][t]);
         if (upd && vec && !umap_put(c->vec, upd, (void *)1)) c->fail = true;
