@@ -767,6 +767,44 @@ TEST(test_opt_big_weight_conv_on_short_rows_takes_channel_vectors) {
   }
 }
 
+/* A 3x3 convolution that also writes the next one's zero border (its output padded by 1: ResNet-18's convolutions
+ * into a padded 16x16 or 58x58 image). On 14x14 the padded row of 16 is two vectors, but each tap's load is masked
+ * at both ends of the row: the output channels take the lanes instead. On 20x20 the row of 22 has no tile that
+ * fits the registers: it is padded to the tile (PADTO) with channel vectors, not to vectors with every load
+ * masked. AVX2's 8 lanes; values equal a plain C convolution with a zero border */
+TEST(test_opt_zero_border_conv_takes_channel_vectors) {
+  REQUIRE_CPU();
+  for (int cs = 0; cs < 2; cs++) {
+    tg_scope_begin();
+    int CI = 16, CO = 16, H = cs ? 20 : 14, P = H + 2;
+    tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 3, 3});
+    tg_tensor *c = tg_relu(tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)}));
+    tg_tensor *y = tg_pad(c, 4, (int64_t[]){1, 1, 1, 1}, 0.0);
+    CHECK_T(y);
+    kernel_info info;
+    char *src = heuristic_source(y, 32, &info);
+    bool chv = src && strstr(info.opts, "PACK(") && strstr(info.opts, ",1)") && strstr(src, "*(const tg_float_v*)(local0");
+    bool pad = src && strstr(info.opts, "PADTO");
+    CHECK(chv && (cs ? pad : !pad), "%dx%d into %dx%d: opts %s, want channel vectors%s:\n%s", H, H, P, P,
+          src ? info.opts : "", cs ? " on a row padded to the tile" : ", no PADTO", src ? src : tg_error());
+    free(src);
+    float *hx = malloc(sizeof(float) * CI * H * H), *hw = malloc(sizeof(float) * CO * CI * 9);
+    float *got = malloc(sizeof(float) * CO * P * P), *want = malloc(sizeof(float) * CO * P * P);
+    CHECK(hx && hw && got && want, "out of memory");
+    CHECK(tg_to_host(x, hx, sizeof(float) * CI * H * H) == TG_OK && tg_to_host(w, hw, sizeof(float) * CO * CI * 9) == TG_OK &&
+          tg_to_host(y, got, sizeof(float) * CO * P * P) == TG_OK, "%s", tg_error());
+    for (int o = 0; o < CO; o++)
+      for (int i = 0; i < P; i++)
+        for (int j = 0; j < P; j++) {
+          double v = i == 0 || j == 0 || i == P - 1 || j == P - 1 ? 0 : ref_conv3x3_at(hx, hw, CI, H, o, i - 1, j - 1);
+          want[(o * P + i) * P + j] = v > 0 ? (float)v : 0;
+        }
+    check_close_f32(cs ? "20x20 conv into 22x22" : "14x14 conv into 16x16", got, want, CO * P * P, 1e-4, 1e-4, __FILE__, __LINE__);
+    free(hx); free(hw); free(got); free(want);
+    tg_scope_end();
+  }
+}
+
 /* A residual block's second convolution with its 1x1 stride-2 projection fused in (ResNet-18's first block of
  * a stage, here 7x7 from 14x14): each reduce's weight gets a panel of its own, channels innermost, read as
  * vectors; before, the projection's weight was read 16 lanes at a time from 16 rows of W (layer4's fused kernel
