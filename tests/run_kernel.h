@@ -1,6 +1,6 @@
 /* run_kernel.h — one kernel of a tensor's schedule, optimized (the heuristic's plan, or a THREAD alone),
  * rendered, compiled and launched directly on the CPU device: for tests of the code the heuristic and the pool
- * make (test_chunks.c, test_matvec.c). Header-only, each test file its own copy. */
+ * make (test_chunks.c, test_matvec.c, test_row_groups.c). Header-only, each test file its own copy. */
 #ifndef TG_TEST_RUN_KERNEL_H
 #define TG_TEST_RUN_KERNEL_H
 
@@ -42,11 +42,13 @@ static inline void *leaf_ptr(uop *u) {
   return b ? b->ptr : NULL;
 }
 
-/* y's one kernel: the heuristic's plan for nthreads threads (or, with thread_axis >= 0, only THREAD on that
- * axis over thread_k threads), compiled and run on launch_threads threads into out. opts gets the plan */
-static inline bool run_kernel(tg_tensor *y, int nthreads, int thread_axis, int thread_k, int launch_threads, float *out,
-                       size_t nbytes, char *opts, size_t nopts) {
+/* y's one kernel optimized for target tg: the heuristic's plan (or, with thread_axis >= 0, only THREAD on that
+ * axis over thread_k threads), compiled and run on launch_threads threads into out. opts gets the plan; src, when
+ * not NULL, the rendered source (caller frees) */
+static inline bool run_kernel_for(tg_tensor *y, opt_target tg, int thread_axis, int thread_k, int launch_threads,
+                                  float *out, size_t nbytes, char *opts, size_t nopts, char **src_out) {
   schedule s;
+  if (src_out) *src_out = NULL;
   if (schedule_create(1, &y->u, &s) != TG_OK) return false;
   bool ok = false;
   char *src = NULL;
@@ -55,7 +57,7 @@ static inline bool run_kernel(tg_tensor *y, int nthreads, int thread_axis, int t
   if (s.nkernels != 1) goto out;
   sched_kernel *k = &s.kernels[0];
   kernel_state ks;
-  if (!ks_init(&ks, k->ast, codegen_host_target(nthreads))) goto out;
+  if (!ks_init(&ks, k->ast, tg)) goto out;
   char why[160];
   if (thread_axis < 0) hand_coded_optimizations(&ks);
   else if (!apply_opt(&ks, (opt){OPT_THREAD, thread_axis, thread_k}, why)) goto out;
@@ -75,10 +77,18 @@ static inline bool run_kernel(tg_tensor *y, int nthreads, int thread_axis, int t
   ok = dev->launch(prog, bufs, k->nbufs, nt, NULL) == TG_OK;
 out:
   program_release(prog);
-  free(src);
+  if (src_out) *src_out = src;
+  else free(src);
   linear_program_free(&lp);
   schedule_free(&s);
   return ok;
+}
+
+/* run_kernel_for this host's target for nthreads threads */
+static inline bool run_kernel(tg_tensor *y, int nthreads, int thread_axis, int thread_k, int launch_threads, float *out,
+                       size_t nbytes, char *opts, size_t nopts) {
+  return run_kernel_for(y, codegen_host_target(nthreads), thread_axis, thread_k, launch_threads, out, nbytes, opts,
+                        nopts, NULL);
 }
 
 #endif

@@ -70,4 +70,29 @@ void linear_program_free(linear_program *p);
  * no load needs one (prefetch.c). Caller frees */
 int64_t *plan_prefetch(const linear_program *p);
 
+/* A row group (rows.c): n vector accesses of a tile that gather or scatter along a stride, member k at index
+ * root + c0 + k whose lane l is element k of lane l's row (at root[l] + c0), read or written as those rows
+ * with a transpose in registers. A load group is rendered at its first member, a store group at its last. */
+#define ROW_MAX 16
+typedef struct row_group {
+  int n;                     /* members, 2..lanes */
+  int width;                 /* the power of two >= n the transpose works in (<= lanes) */
+  int64_t stride;            /* between two lanes' rows, >= n */
+  int64_t c0;
+  const uop *root;           /* a vector of int32 indices: root[l] + c0 starts lane l's row */
+  const uop *gate;           /* a scalar gate every member has, or NULL */
+  bool store;
+  int at;                    /* the op that renders the group */
+  const uop *member[ROW_MAX];
+  int pos[ROW_MAX];          /* the members' ops */
+} row_group;
+typedef struct row_plan {
+  int n;
+  row_group *groups;
+  int *group_of;             /* per op of the program: its group, or -1 */
+} row_plan;
+/* the row groups of p (NULL: none, or no memory to plan them: the accesses stay as they are) */
+row_plan *plan_rows(const linear_program *p);
+void row_plan_free(row_plan *r);
+
 #endif

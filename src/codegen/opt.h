@@ -94,6 +94,8 @@ uint64_t reduce_loops(uop *ast);
 
 /* the coefficient of r in e when e is linear in r (sums, products by constants); false otherwise */
 bool lin_coef(uop *e, uop *r, int64_t *coef);
+/* idx as *base plus the returned constant (prefetch.c) */
+int64_t split_const(const uop *idx, const uop **base);
 /* whether x is r plus a sum that is a multiple of m for every value of its loops */
 bool r_plus_multiple(uop *x, uop *r, int64_t m);
 /* g (>= 2) when e is base + r / g for every value of r, base not using r: lanes along r read runs of g equal

@@ -27,8 +27,7 @@
 #define PF_LINE 64
 #define PF_SEEN 32
 
-/* index = *base + the returned constant */
-static int64_t split_const(const uop *idx, const uop **base) {
+int64_t split_const(const uop *idx, const uop **base) {
   if (idx->op == OP_ADD && idx->nsrc == 2)
     for (int k = 0; k < 2; k++)
       if (uop_is_const(idx->src[k])) {

@@ -631,6 +631,8 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
     tblock |= op == OP_STORE && u->arg.i == STORE_TBLOCK;
   }
   if (p->lane) vec_header(&o, p->lanes, math, masked, tblock);
+  row_plan *rows = plan_rows(p);
+  if (rows) c_rows_header(&o, rows, p->lanes);
   put(&o, "static void %s_body(", name);
   for (int i = 0; i < p->nparams; i++) {
     tg_dtype dt = params[i] ? (tg_dtype)params[i]->dtype : TG_UINT8;
@@ -645,9 +647,10 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
       put(&o, "__builtin_prefetch((const void *)((unsigned long)%s + (unsigned long)(%s+%" PRId64 "LL)*%zuUL));\n",
           name_of(&c, u->src[0]), name_of(&c, u->src[1]), ahead[i], tg_dtype_size((tg_dtype)u->dtype));
     }
-    render_op(&c, p->ops[i], i);
+    if (!c_rows_op(&c, rows, i)) render_op(&c, p->ops[i], i);
   }
   free(ahead);
+  row_plan_free(rows);
   put(&o, "}\n");
   /* the THREAD loop's trip count and the kernel's work, read by cpu.c to cut the loop into chunks */
   for (int i = 0; i < p->n; i++) {

@@ -75,4 +75,10 @@ extern const char cstyle_half_helpers[];
 /* which dtypes the program's values and operands have (a prelude brings only the helpers it uses) */
 void program_dtypes(const linear_program *p, bool has[TG_DTYPE_COUNT]);
 
+/* c_rows.c: the C renderer's row groups (codegen/rows.c): the helpers the plan's groups use, for the vector
+ * header; and op pos when it is a group's member (true: rendered, the group at its op, else nothing or the
+ * member's name), false otherwise */
+void c_rows_header(out *o, const row_plan *r, int lanes);
+bool c_rows_op(rctx *c, const row_plan *r, int pos);
+
 #endif
