@@ -112,7 +112,7 @@ row_plan *plan_rows(const linear_program *p) {
         if (g.width <= p->lanes && !conflict(p, p->ops[lo]->src[0], g.store, lo, hi)) {
           if (ng == capg) {
             int nc2 = capg ? 2 * capg : 8;
-            row_group *t = realloc(gs, sizeof *t * (size_t)nc2);
+            row_group *t = mem_realloc(gs, sizeof *t * (size_t)nc2);
             if (!t) goto out;
             gs = t;
             capg = nc2;
