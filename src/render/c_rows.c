@@ -12,9 +12,12 @@
 
 #include "render/cstyle.h"
 
-/* the in-register transpose of w x w blocks over r[0..w-1] (vectors of `lanes`), one round per halving */
+/* the in-register transpose of w x w blocks over r[0..w-1] (vectors of `lanes`), one round per halving. Always
+ * inlined: kernels with one preamble are compiled as one unit (cpu.c's batches), where gcc called it out of
+ * line from some of them, and a call in the epilogue of a tile clobbers every vector register (the values that
+ * live across it are spilled: ResNet-18's 58x58 convolution 10-20% slower that way) */
 static void put_transpose(out *o, int w, int lanes) {
-  put(o, "static inline void tg_rows_t%d(tg_float_v *r) {\n", w);
+  put(o, "static inline __attribute__((always_inline)) void tg_rows_t%d(tg_float_v *r) {\n", w);
   for (int h = w / 2; h >= 1; h /= 2)
     for (int i = 0; i < w; i++) {
       if (i & h) continue;
@@ -36,7 +39,7 @@ static void put_partial(out *o, int w, int n, int lanes) {
   int h = w / 2, bits = 32 * w;
   const char *mt = w == 16 ? "unsigned short" : "unsigned char";
   unsigned mask = (1u << n) - 1;
-  put(o, "static inline void tg_rows_st%d_%d(float *p, %s v) {\n#if defined(__AVX512VL__)\n"
+  put(o, "static inline __attribute__((always_inline)) void tg_rows_st%d_%d(float *p, %s v) {\n#if defined(__AVX512VL__)\n"
          "  __builtin_ia32_storeups%d_mask((void *)p, v, (%s)0x%x);\n#else\n", w, n, t, bits, mt, mask);
   for (int half = 0; half < 2; half++) {
     int off = half ? n - h : 0;
@@ -45,7 +48,7 @@ static void put_partial(out *o, int w, int n, int lanes) {
     put(o, ");\n");
   }
   put(o, "#endif\n}\n");
-  put(o, "static inline %s tg_rows_ld%d_%d(const float *p) {\n#if defined(__AVX512VL__)\n"
+  put(o, "static inline __attribute__((always_inline)) %s tg_rows_ld%d_%d(const float *p) {\n#if defined(__AVX512VL__)\n"
          "  return __builtin_ia32_loadups%d_mask((const void *)p, (%s){0}, (%s)0x%x);\n#else\n"
          "  return __builtin_shufflevector(*(const tg_float_r%d *)p, *(const tg_float_r%d *)(p + %d)",
       t, w, n, bits, t, mt, mask, h, h, n - h);
