@@ -53,6 +53,11 @@ typedef struct linear_program {
  * for); it copies one lanes x lanes block, element (i, j) of the source block to (j, i) of the buffer's */
 #define STORE_TBLOCK (-3)
 
+/* STORE's arg for a vector of a PACK's fill read every second element (linearize.c): sources (local, dst index,
+ * source param, src index, the fill STORE it stands for); lane l of the buffer's vector at dst is the source's
+ * element src + 2 l (a strided convolution's input panel) */
+#define STORE_EVERY2 (-4)
+
 /* LOAD's arg for a vector of runs (expand.c): lane l reads the element at index + l / g, g dividing the lanes,
  * so lanes / g consecutive elements each repeated g times; load_runs gives g back (0: not such a load) */
 #define LOAD_RUNS(g) (16 * (int64_t)(g))

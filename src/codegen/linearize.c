@@ -458,6 +458,44 @@ static bool emit_tblock_copy(lin_ctx *c, uop *u, uop *const *loops) {
   return true;
 }
 
+/* A fill whose innermost loop writes consecutive elements of the buffer from every second element of a kernel
+ * argument (ResNet's 7x7 stride-2 stem packs its input so: 16 pixels at 2 ox + kx) copies a vector per step:
+ * two vector loads and a shuffle of their even lanes (render/c.c), where gcc's code for the loop moved most
+ * elements one by one. The STORE becomes a STORE_EVERY2 in a loop over the vectors of that loop. */
+static bool emit_every2_copy(lin_ctx *c, uop *u, uop *const *loops, int nl) {
+  int64_t B = c->lanes, dk, sk;
+  uop *val = u->src[2], *r = nl ? loops[nl - 1] : NULL;
+  if (!c->lane || B < 4 || !r || val->op != OP_LOAD || val->nsrc != 2 || val->dtype != TG_FLOAT32 ||
+      val->src[0]->op != OP_PARAM || val->src[0]->naux < 1 || !uop_is_const(r->src[0]) || r->src[0]->arg.i % B ||
+      c->next_id + 1 > 64 || !lin_coef(u->src[1], r, &dk) || dk != 1 || !lin_coef(val->src[1], r, &sk) || sk != 2)
+    return false;
+  tg_dtype it = (tg_dtype)r->dtype;
+  int64_t type = AX_LOOP;
+  uop *cn = uop_const_int(it, r->src[0]->arg.i / B), *cB = uop_const_int(it, B);
+  uop *v = cn ? uop_new(OP_RANGE, it, 1, &cn, (uop_arg){.i = c->next_id}, 1, &type) : NULL;
+  uop *at = v && cB ? uop_binary(OP_MUL, v, cB) : NULL;
+  uop *dst = at ? uop_simplify(uop_substitute(u->src[1], r, at)) : NULL;
+  uop *src = at ? uop_simplify(uop_substitute(val->src[1], r, at)) : NULL;
+  if (!dst || !src) { c->fail = true; return true; }
+  c->next_id++;
+  for (int i = 0; i < nl - 1; i++) {
+    uop *fb = fill_bound(c, u, loops[i], i == 0);
+    if (fb) emit(c, fb);
+    open_loop(c, loops[i]);
+    if (fb && !c->fail) c->bnd[c->n - 1] = fb;
+    hoist(c, dst);
+    hoist(c, src);
+  }
+  open_loop(c, v);
+  emit(c, dst);
+  emit(c, src);
+  uop *srcs[5] = {u->src[0], dst, val->src[0], src, u};
+  push(c, uop_new(OP_STORE, TG_FLOAT32, 5, srcs, (uop_arg){.i = STORE_EVERY2}, 0, NULL));
+  close_loop(c, v);
+  for (int i = nl - 2; i >= 0; i--) close_loop(c, loops[i]);
+  return true;
+}
+
 /* the copy loops of a PACK around the STORE that fills its buffer */
 static void emit_local_store(lin_ctx *c, uop *u) {
   emit(c, u->src[0]);
@@ -477,6 +515,7 @@ static void emit_local_store(lin_ctx *c, uop *u) {
       loops[j - 1] = t;
     }
   if (nl == 2 && emit_tblock_copy(c, u, loops)) return;
+  if (emit_every2_copy(c, u, loops, nl)) return;
   for (int i = 0; i < nl; i++) {
     uop *fb = fill_bound(c, u, loops[i], i == 0);
     if (fb) emit(c, fb);

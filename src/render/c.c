@@ -526,6 +526,19 @@ static bool c_vec_op(rctx *c, uop *u, int pos) {
     set_name(c, u->src[6], fmt("%s", name_of(c, u->src[0])));  /* the panel's loads read the fill */
     return true;
   }
+  if (u->op == OP_STORE && u->arg.i == STORE_EVERY2) {  /* reads src .. src + 2 lanes - 1 when inside */
+    int L = c->p->lanes;
+    const uop *b = u->src[2];
+    indent(c);
+    put(c->o, "{ const float *s_ = %s + %s; tg_float_v v_; if ((long long)(%s) + %d <= %lldLL) v_ = __builtin_shufflevector("
+              "*(const tg_float_vu*)s_, *(const tg_float_vu*)(s_ + %d)", name_of(c, u->src[2]), name_of(c, u->src[3]),
+        name_of(c, u->src[3]), 2 * L, (long long)b->aux[0], L);
+    for (int l = 0; l < L; l++) put(c->o, ", %d", 2 * l);
+    put(c->o, "); else for (int l_ = 0; l_ < %d; l_++) v_[l_] = s_[2 * l_]; *(tg_float_vu*)(%s + %s) = v_; }\n", L,
+        name_of(c, u->src[0]), name_of(c, u->src[1]));
+    set_name(c, u->src[4], fmt("%s", name_of(c, u->src[0])));  /* the panel's loads read the fill */
+    return true;
+  }
   if (!c->p->lane) return false;
   tg_dtype dt = (tg_dtype)u->dtype;
   if (u->op == OP_RANGE && u == c->p->lane) {

@@ -259,6 +259,7 @@ void render_op(rctx *c, uop *u, int pos) {
       return;
     case OP_STORE:
       if (u->arg.i == STORE_TBLOCK) { render_fail(c, "a transposing block copy outside C's vectors", u); return; }
+      if (u->arg.i == STORE_EVERY2) { render_fail(c, "a strided vector copy outside C's vectors", u); return; }
     {
       /* a group's local memory: every item has read the last values before any writes, and has written before
        * any reads */
