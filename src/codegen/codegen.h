@@ -88,8 +88,7 @@ typedef struct row_group {
   const uop *gate;           /* a scalar gate every member has, or NULL */
   bool store;
   int at;                    /* the op that renders the group */
-  const uop *member[ROW_MAX];
-  int pos[ROW_MAX];          /* the members' ops */
+  int pos[ROW_MAX];          /* member k is op pos[k] of the program */
 } row_group;
 typedef struct row_plan {
   int n;

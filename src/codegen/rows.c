@@ -104,7 +104,6 @@ row_plan *plan_rows(const linear_program *p) {
         int lo = cs[members[s]].pos, hi = lo;
         for (int k = 0; k < n; k++) {
           int pos = g.pos[k] = cs[members[s + k]].pos;
-          g.member[k] = p->ops[pos];
           lo = pos < lo ? pos : lo;
           hi = pos > hi ? pos : hi;
         }

@@ -92,11 +92,11 @@ static void store_group(rctx *c, const row_group *g, int gi) {
   if (g->gate) put(c->o, "if (%s) ", name_of(c, (uop *)g->gate));
   put(c->o, "{ tg_float_v r%d_[%d] = {", gi, w);
   for (int k = 0; k < w; k++) {
-    const uop *v = k < g->n ? g->member[k]->src[2] : NULL;
+    const uop *v = k < g->n ? c->p->ops[g->pos[k]]->src[2] : NULL;
     if (v && lp_is_vec(c->p, v)) put(c->o, "%s%s", k ? ", " : "", name_of(c, (uop *)v));
     else put(c->o, "%stg_bc_float(%s)", k ? ", " : "", v ? name_of(c, (uop *)v) : "0.0f");
   }
-  put(c->o, "}; tg_rows_t%d(r%d_); float *q_ = %s + (%s[0] + %" PRId64 "LL);", w, gi, name_of(c, g->member[0]->src[0]),
+  put(c->o, "}; tg_rows_t%d(r%d_); float *q_ = %s + (%s[0] + %" PRId64 "LL);", w, gi, name_of(c, c->p->ops[g->pos[0]]->src[0]),
       name_of(c, (uop *)g->root), g->c0);
   char v[32];
   for (int row = 0; row < L; row++) {
@@ -147,7 +147,7 @@ static void load_group(rctx *c, const row_group *g, int gi) {
   indent(c);
   put(c->o, "tg_float_v rows%d_[%d] = {0}; ", gi, w);
   if (g->gate) put(c->o, "if (%s) ", name_of(c, (uop *)g->gate));
-  put(c->o, "{ const float *q_ = %s + (%s[0] + %" PRId64 "LL);", name_of(c, g->member[0]->src[0]), name_of(c, (uop *)g->root),
+  put(c->o, "{ const float *q_ = %s + (%s[0] + %" PRId64 "LL);", name_of(c, c->p->ops[g->pos[0]]->src[0]), name_of(c, (uop *)g->root),
       g->c0);
   for (int j = 0; j < w; j++) {
     put(c->o, "\n");
@@ -170,6 +170,6 @@ bool c_rows_op(rctx *c, const row_plan *r, int pos) {
   }
   if (pos == g->at) load_group(c, g, gi);
   for (int k = 0; k < g->n; k++)
-    if (g->member[k] == u) set_name(c, u, fmt("rows%d_[%d]", gi, k));
+    if (g->pos[k] == pos) set_name(c, u, fmt("rows%d_[%d]", gi, k));
   return true;
 }
