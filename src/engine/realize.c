@@ -110,36 +110,71 @@ static char *kernel_source(const device *dev, uop *ast, kernel_info *info, int *
   return src;
 }
 
-/* A driver with a large cost per build (dev->prebuild) gets the new kernels of a schedule at once, before
- * get_kernel compiles them one by one (they are rendered twice: a few ms each against PoCL's ~0.5 s a build) */
-static void prebuild_kernels(const device *dev, const schedule *s) {
-  if (!dev->prebuild || s->nkernels < 2) return;
-  char **srcs = mem_calloc((size_t)s->nkernels, sizeof *srcs);
-  char (*names)[96] = mem_alloc((size_t)s->nkernels * sizeof *names);
-  const char **np = mem_alloc((size_t)s->nkernels * sizeof *np);
-  int n = 0;
-  for (int k = 0; srcs && names && np && k < s->nkernels; k++) {
-    uop *ast = s->kernels[k].ast;
-    bool seen = umap_get(&kcache, ast) != NULL;
-    for (int j = 0; j < k && !seen; j++) seen = s->kernels[j].ast == ast;
-    if (seen) continue;
-    kernel_info info;
-    memset(&info, 0, sizeof info);
-    int nparams;
-    launch_shape shape;
-    if (!(srcs[n] = kernel_source(dev, ast, &info, &nparams, &shape))) continue;
-    memcpy(names[n], info.name, sizeof info.name);
-    np[n] = names[n];
-    n++;
-  }
-  if (n >= 2) dev->prebuild(dev, n, np, (const char *const *)srcs);
-  for (int i = 0; srcs && i < n; i++) free(srcs[i]);
-  free(srcs);
-  free(names);
-  free(np);
+/* A kernel rendered ahead of its compile: prebuild_kernels renders the new kernels of a schedule, get_kernel
+ * takes their sources from here instead of rendering them again (codegen was a fifth of MNIST's first step) */
+typedef struct rendered {
+  uop *ast;
+  char *src;
+  kernel_info info;
+  int nparams;
+  launch_shape shape;
+} rendered;
+
+typedef struct rendered_set { rendered *r; int n; } rendered_set;
+
+static void rendered_free(rendered_set *rs) {
+  for (int i = 0; i < rs->n; i++) free(rs->r[i].src);
+  free(rs->r);
+  memset(rs, 0, sizeof *rs);
 }
 
-static compiled *get_kernel(const device *dev, uop *ast) {
+/* the source rendered ahead for ast, handed over (NULL when there is none) */
+static rendered *rendered_take(rendered_set *rs, uop *ast) {
+  for (int i = 0; i < rs->n; i++)
+    if (rs->r[i].ast == ast && rs->r[i].src) return &rs->r[i];
+  return NULL;
+}
+
+/* A driver with a large cost per build (dev->prebuild) gets the new kernels of a schedule at once, before
+ * get_kernel compiles them one by one: the CPU compiles or loads them several at a time, PoCL's builds take
+ * ~0.5 s each. The sources stay in *rs for get_kernel. A kernel rendered while an allocation failed is not
+ * kept (get_kernel renders it again and refuses it if memory still runs out) */
+static void prebuild_kernels(const device *dev, const schedule *s, rendered_set *rs) {
+  memset(rs, 0, sizeof *rs);
+  if (!dev->prebuild || s->nkernels < 2) return;
+  rs->r = mem_calloc((size_t)s->nkernels, sizeof *rs->r);
+  const char **np = mem_alloc((size_t)s->nkernels * sizeof *np);
+  const char **srcs = mem_alloc((size_t)s->nkernels * sizeof *srcs);
+  if (!rs->r || !np || !srcs) {
+    free(np);
+    free(srcs);
+    rendered_free(rs);
+    return;
+  }
+  for (int k = 0; k < s->nkernels; k++) {
+    uop *ast = s->kernels[k].ast;
+    bool seen = umap_get(&kcache, ast) != NULL;
+    for (int j = 0; j < rs->n && !seen; j++) seen = rs->r[j].ast == ast;
+    if (seen) continue;
+    rendered *r = &rs->r[rs->n];
+    uint64_t failed0 = mem_failures();
+    r->src = kernel_source(dev, ast, &r->info, &r->nparams, &r->shape);
+    if (r->src && mem_failures() != failed0) {
+      free(r->src);
+      r->src = NULL;
+    }
+    if (!r->src) continue;
+    r->ast = ast;
+    np[rs->n] = r->info.name;
+    srcs[rs->n] = r->src;
+    rs->n++;
+  }
+  if (rs->n >= 2) dev->prebuild(dev, rs->n, np, srcs);
+  free(np);
+  free(srcs);
+}
+
+static compiled *get_kernel(const device *dev, uop *ast, rendered_set *rs) {
   if (dev != kcache_dev) {  /* DEV changed (tests reload the environment): kernels of another device */
     kcache_clear();
     kcache_dev = dev;
@@ -158,7 +193,17 @@ static compiled *get_kernel(const device *dev, uop *ast) {
   }
   bool gpu = device_is_gpu(dev);
   launch_shape shape;
-  char *src = kernel_source(dev, ast, &c->info, &c->nparams, &shape);
+  char *src;
+  rendered *pre = rs ? rendered_take(rs, ast) : NULL;
+  if (pre) {
+    src = pre->src;
+    pre->src = NULL;
+    c->info = pre->info;
+    c->nparams = pre->nparams;
+    shape = pre->shape;
+  } else {
+    src = kernel_source(dev, ast, &c->info, &c->nparams, &shape);
+  }
   if (!src) goto fail;
   if (dbg >= 4) fprintf(stderr, "%s\n", src);
   c->prog = mem_failures() == failed0 ? dev->compile(dev, c->info.name, src) : NULL;
@@ -389,6 +434,7 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
   size_t used = 0;
   uop **views = NULL, **bns = NULL;  /* per output: the view it is rebound to, on a BUFFER node of its buffer */
   int *korder = NULL;
+  rendered_set pre = {0};  /* the new kernels' sources, rendered once for the prebuild and the compiles */
   uop **targets = mem_calloc((size_t)n + 1, sizeof *targets);  /* assign targets: windows may be written in place */
   uop_map made = {0};  /* realized node -> buffer made in this run */
   tg_status st = targets ? TG_OK : TG_ERR_NOMEM;
@@ -456,10 +502,10 @@ tg_status realize_on(const device *dev, int n, tg_tensor *const *ts) {
     kcache_clear();
     kcache_dev = cdev;
   }
-  prebuild_kernels(cdev, &s);
+  prebuild_kernels(cdev, &s, &pre);
   for (int pos = 0; pos < s.nkernels; pos++) {
     sched_kernel *sk = &s.kernels[korder[pos]];
-    compiled *c = get_kernel(cdev, sk->ast);
+    compiled *c = get_kernel(cdev, sk->ast, &pre);
     if (!c) { st = tg_error_status() ? tg_error_status() : TG_ERR_DEVICE; goto out; }
     ready_kernel *r = &ready[pos];
     r->c = *c;
@@ -576,6 +622,7 @@ out:
   free(bns);
   free(inplace);
   free(korder);
+  rendered_free(&pre);
   for (size_t i = 0; i < made.cap; i++)
     if (made.keys[i]) buffer_release(made.vals[i]);
   umap_free(&made);
