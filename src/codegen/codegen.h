@@ -58,6 +58,11 @@ typedef struct linear_program {
  * element src + 2 l (a strided convolution's input panel) */
 #define STORE_EVERY2 (-4)
 
+/* LOAD's arg for a vector read every second element (expand.c): lane l reads the element at index + 2 l (a
+ * stride-2 max pool's window); rendered as two vector loads and a shuffle of their even lanes, under a mask
+ * that has the odd ones off, so no lane reads past what the gather it replaces would */
+#define LOAD_EVERY2 3
+
 /* LOAD's arg for a vector of runs (expand.c): lane l reads the element at index + l / g, g dividing the lanes,
  * so lanes / g consecutive elements each repeated g times; load_runs gives g back (0: not such a load) */
 #define LOAD_RUNS(g) (16 * (int64_t)(g))

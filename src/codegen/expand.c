@@ -74,6 +74,12 @@ static bool contiguous(uop *idx, uop *lane) {
   return lin_coef(idx, lane, &k) && k == 1;
 }
 
+bool every2_load(uop *load, uop *idx, uop *lane) {
+  int64_t k;
+  return load->op == OP_LOAD && load->dtype == TG_FLOAT32 && load->src[0]->op == OP_PARAM &&
+         lin_coef(idx, lane, &k) && k == 2;
+}
+
 static uop *fold(uop_op op, uop **v, int n) {
   if (n == 1) return v[0];
   int h = n / 2;
@@ -243,6 +249,10 @@ static uop *mark_access(mark_ctx *c, uop *u) {
       bool local = u->op == OP_LOAD && u->src[0]->op == OP_STORE && u->src[0]->src[0]->op == OP_DEFINE_LOCAL;
       int64_t kind = s[1] && local && divisible(s[1], c->lanes) ? 2 : 1;
       out = s[1] ? uop_new((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc, s, (uop_arg){.i = kind}, u->naux, u->aux) : NULL;
+    } else if (u->arg.i == 0 && every2_load(u, s[1], c->lane)) {
+      /* every second element: two loads and a shuffle (render/c.c), not a gather of `lanes` */
+      s[1] = uop_simplify(uop_substitute(s[1], c->lane, uop_const_int((tg_dtype)c->lane->dtype, 0)));
+      out = s[1] ? uop_new(OP_LOAD, TG_FLOAT32, u->nsrc, s, (uop_arg){.i = LOAD_EVERY2}, u->naux, u->aux) : NULL;
     } else if (u->arg.i == 0 && (g = runs_load(u, s[1], c->lane, c->lanes))) {
       /* lanes / g consecutive values, each repeated g times (render/c.c) */
       s[1] = uop_simplify(uop_substitute(s[1], c->lane, uop_const_int((tg_dtype)c->lane->dtype, 0)));
@@ -260,7 +270,7 @@ static uop *mark_access(mark_ctx *c, uop *u) {
  * runs once per iteration of the reduce, the store after it once: a convolution vectorized over its output
  * channels reads its packed weight contiguously every step and scatters its result once (2304 steps in
  * ResNet's 3x3 over 256 channels), so it takes the lane even with the scatter */
-static int lane_score(uop *ast, uop *r) {
+static int lane_score(uop *ast, uop *r, bool every2) {
   int n, score = 0;
   uop **order = uop_toposort(ast, &n);
   if (!order) return -1000;
@@ -279,7 +289,8 @@ static int lane_score(uop *ast, uop *r) {
     int64_t k;
     bool lin = lin_coef(u->src[1], r, &k);
     int w = u->op == OP_STORE ? 4 : umap_get(&hot, u) ? 8 : 2;
-    score += lin && k == 1 ? w : -w;
+    /* every second element: two loads and a shuffle, half a contiguous load's worth, where allowed */
+    score += lin && k == 1 ? w : every2 && every2_load(u, u->src[1], r) ? w / 2 : -w;
   }
   umap_free(&hot);
   free(order);
@@ -309,7 +320,7 @@ static uop *merge_lanes(uop *ast, uop *lane, uop *cand, uop **rs, int *nr, int l
   for (int i = 0; i < *nr && ast; i++) {
     uop *q = rs[i];
     int64_t id = q->arg.i;
-    if (q == lane || id >= 64 || q->src[0]->arg.i % lanes || lane_score(ast, q) <= 0) continue;
+    if (q == lane || id >= 64 || q->src[0]->arg.i % lanes || lane_score(ast, q, false) <= 0) continue;
     uint64_t together = 0;
     for (int b = 0; b < 64; b++)
       if (group >> b & 1) together |= with[b];
@@ -349,7 +360,10 @@ uop *expand_kernel(uop *ast, int vec_bytes, uop **lane_out) {
     if (rs[i]->src[0]->arg.i % lanes) continue;
     uop *a = ast, *outer = NULL, *in = rs[i];
     if (rs[i]->src[0]->arg.i > lanes && !(a = split_range(ast, rs[i], lanes, (int)rs[i]->aux[0], &outer, &in))) return NULL;
-    int s = lane_score(a, in) + (rs[i]->aux[0] == AX_UPCAST);
+    /* loads of every second element make a vector only along an UPCAST of two vectors or more: the heuristic
+     * gives a long row that (heuristic.c's every2_row); a shorter one over such loads is its scalar chains */
+    bool every2 = rs[i]->aux[0] == AX_UPCAST && rs[i]->src[0]->arg.i >= 2 * lanes;
+    int s = lane_score(a, in, every2) + (rs[i]->aux[0] == AX_UPCAST);
     if (s > best) { best = s; cand = rs[i]; split_ast = a; split_outer = outer; split_lane = in; }
   }
   uop *lane = NULL;

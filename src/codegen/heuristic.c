@@ -133,7 +133,17 @@ int64_t block_of(const hot *h, uop *r, int64_t size, int64_t max) {
  * the lanes (grain) is the same in every lane of a vector, a broadcast, not a gather (Q6_K's scale of 16
  * values in a dequantize kernel); one that reads runs of a divisor of the lanes from consecutive elements is
  * a short load and a shuffle (expand.c's LOAD_RUNS: a 2x2 max pool's gradient, its pooled values read per
- * pixel), when unmasked */
+ * pixel), when unmasked; and so is every2_row's */
+/* A kernel's only hot load reading every second element along a row of at least 4 vectors (a stride-2 max
+ * pool) is read as two loads and a shuffle per vector (expand.c's LOAD_EVERY2). ResNet-18's 3x3/2 pool over
+ * 112x112, rows of 56 padded to 64, per-kernel minimums over 30 runs, 2 threads (AMD Zen 4): 323-469 -> 160 us;
+ * MNIST's 2x2 pools (rows of 10 and 3, padded to a vector) were slower so (0.9 -> 1.5 ms for the first).
+ * Where other loads share the loop, as a strided convolution's weights, its other plans stay */
+static bool every2_row(const hot *h, uop *l, uop *r, int lanes) {
+  return h->nloads == 1 && uop_is_const(r->src[0]) && r->src[0]->arg.i >= 4 * lanes && r->src[0]->arg.i >= 64 &&
+         every2_load(l, l->src[1], r);
+}
+
 static void load_kinds_vec(const hot *h, uop *r, int lanes, int *reuse, int *contig, int *gather) {
   load_kinds(h, r, reuse, contig, gather);
   for (int i = 0; i < h->nloads && *gather; i++) {
@@ -143,7 +153,7 @@ static void load_kinds_vec(const hot *h, uop *r, int lanes, int *reuse, int *con
     if ((g = grain(l->src[1], r)) > 1 && g % lanes == 0) {
       (*gather)--;
       (*reuse)++;
-    } else if (runs_load(l, l->src[1], r, lanes)) {
+    } else if (runs_load(l, l->src[1], r, lanes) || every2_row(h, l, r, lanes)) {
       (*gather)--;
       (*contig)++;
     }
@@ -567,7 +577,11 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
     int vi = vec_id >= 0 ? axis_of(ks, vec_id, false) : -1;
     /* the vector loop's outer part also when it does not divide but is long (49 panels: 25 and 24; 11: 6 and 5,
      * where the tile loop split instead kept step 4 from packing and the kernel took lanes on its reduce) */
-    if (nred && vi >= 0 && ax[vi].size >= 2 * nt && (ax[vi].size % nt == 0 || ax[vi].size >= 4 * nt)) pick = vi;
+    int64_t red = 1;
+    for (int i = nout; i < nout + nred; i++) red *= ax[i].size;
+    /* Not a short window's (a 2x2 max pool over rows of 112, 4 vector tiles a row: each thread took half of
+     * every row, 1.7 -> 2.35 ms against threads on the channels) */
+    if (nred && red >= 16 && vi >= 0 && ax[vi].size >= 2 * nt && (ax[vi].size % nt == 0 || ax[vi].size >= 4 * nt)) pick = vi;
     /* not the tile loop when another splits and step 4 will move the vector loop outside it to pack there
      * (ResNet's 7x7 stride-2 stem conv on rows of 112: its cout split, the PACK failed and the kernel took the
      * reduce-vector form, 16 ms; oy split, 4 ms on 2 threads). A window's weight packs outside the tile loop:

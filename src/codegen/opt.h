@@ -104,6 +104,9 @@ int64_t runs_of(uop *e, uop *r);
 /* runs_of(idx, r) when `load` at idx can be read as a vector of `lanes` in runs (LOAD_RUNS: an unmasked
  * float32 or int32 load, runs of a proper divisor of the lanes); 0 otherwise */
 int64_t runs_load(uop *load, uop *idx, uop *r, int lanes);
+/* whether `load` at idx reads every second element along r: a float32 kernel argument at base + 2 r, which
+ * lanes along r read as two vectors and a shuffle (LOAD_EVERY2) */
+bool every2_load(uop *load, uop *idx, uop *r);
 
 /* trim.c: the least value of red's loop r from which red's body is the reduce's identity, as an expression of
  * the loops in open (not r) and values outside them; NULL when no such point is known */

@@ -395,6 +395,34 @@ static bool bounded_buffer(rctx *c, uop *b) {
   return b->op == OP_PARAM && b->naux >= 1 && b->aux[0] >= c->p->lanes && b->aux[0] < ((int64_t)1 << 62);
 }
 
+/* LOAD_EVERY2: lanes l of the vectors at index and index + lanes hold elements 2 l and 2 l + 1 of the window;
+ * the even ones are the value. Each half is loaded under its lanes' mask with the odd elements off (a vector
+ * inside a bounded buffer is a plain load and an AND: tg_mload_float_in), so nothing outside the elements
+ * the gather would read is touched; a scalar gate skips the loads */
+static void render_every2_load(rctx *c, uop *u, const char *nm) {
+  int L = c->p->lanes;
+  const char *p = name_of(c, u->src[0]), *i = name_of(c, u->src[1]), *m = NULL, *when = NULL;
+  if (u->nsrc == 3 && is_vec(c, u->src[2])) when = gate_scalar(c, u->src[2], &m);
+  else if (u->nsrc == 3) when = name_of(c, u->src[2]);
+  put(c->o, "tg_float_v %s = tg_bc_float(0); ", nm);
+  if (when) put(c->o, "if (%s) ", when);
+  put(c->o, "{ tg_int_v m_ = %s, z_ = tg_bc_int(0), a_ = __builtin_shufflevector(m_, z_", m ? m : "tg_bc_int(-1)");
+  for (int l = 0; l < L; l++) put(c->o, ", %d", l % 2 ? L : l / 2);
+  put(c->o, "), b_ = __builtin_shufflevector(m_, z_");
+  for (int l = 0; l < L; l++) put(c->o, ", %d", l % 2 ? L : L / 2 + l / 2);
+  put(c->o, "); ");
+  if (bounded_buffer(c, u->src[0])) {
+    long long n = (long long)u->src[0]->aux[0];
+    put(c->o, "tg_float_v x_ = tg_mload_float_in(a_, %s, %s, %lldLL), y_ = tg_mload_float_in(b_, %s, (%s)+%d, %lldLL); ", p, i,
+        n, p, i, L, n);
+  } else {
+    put(c->o, "tg_float_v x_ = tg_mload_float(a_, %s+%s), y_ = tg_mload_float(b_, %s+(%s)+%d); ", p, i, p, i, L);
+  }
+  put(c->o, "%s = __builtin_shufflevector(x_, y_", nm);
+  for (int l = 0; l < L; l++) put(c->o, ", %d", 2 * l);
+  put(c->o, "); }\n");
+}
+
 static void render_vec_load(rctx *c, uop *u, int pos) {
   tg_dtype dt = (tg_dtype)u->dtype;
   char *nm = fmt("val%d", pos);
@@ -413,6 +441,8 @@ static void render_vec_load(rctx *c, uop *u, int pos) {
       put(c->o, "tg_%s_v %s = %s;\n", k, nm, full);
     }
     free(full);
+  } else if (u->arg.i == LOAD_EVERY2) {
+    render_every2_load(c, u, nm);
   } else if (u->arg.i > 0 && u->nsrc == 3 && is_vec(c, u->src[2]) && dt != TG_INT64) {  /* contiguous, masked */
     const char *m, *when = gate_scalar(c, u->src[2], &m), *i = name_of(c, u->src[1]);
     char *ld = bounded_buffer(c, u->src[0]) ? fmt("tg_mload_%s_in(%s, %s, %s, %lldLL)", k, m, p, i, (long long)u->src[0]->aux[0])
@@ -640,6 +670,7 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
     math |= (op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN) && lp_is_vec(p, u);
     /* contiguous vector accesses under a mask that varies along the lanes (render_vec_load/store) */
     masked |= op == OP_LOAD && u->arg.i > 0 && u->nsrc == 3 && lp_is_vec(p, u->src[2]);
+    masked |= op == OP_LOAD && u->arg.i == LOAD_EVERY2;  /* its halves are loaded under masks */
     masked |= op == OP_STORE && u->arg.i > 0 && u->nsrc == 4 && lp_is_vec(p, u->src[3]);
     tblock |= op == OP_STORE && u->arg.i == STORE_TBLOCK;
   }
