@@ -53,6 +53,12 @@ MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/mpi/%,$(wildcard tests/mpi/
 all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg.pc $(BUILD)/run_tests $(BUILD)/onnx_backend $(EXAMPLES) $(BENCHES) \
      $(MPI_TESTS) $(BUILD)/tg-llm
 
+# The code generator's identity for the disk cache of rendered kernels (src/engine/render_cache.c): a checksum
+# of the library's sources, so a library built from other sources never reads an older one's kernels.
+CODEGEN_ID := $(shell cat $(sort $(LIB_SRC) $(wildcard src/*/*.h include/*.h)) | cksum | cut -d' ' -f1)
+$(BUILD)/src/engine/render_cache.o: CFLAGS += -DTG_CODEGEN_ID=$(CODEGEN_ID)ULL
+$(BUILD)/src/engine/render_cache.o: $(LIB_SRC)
+
 # Library objects hide every name; include/tg.h gives its declarations default visibility.
 $(LIB_OBJ): VISIBILITY := -fvisibility=hidden
 

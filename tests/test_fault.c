@@ -10,6 +10,7 @@
 #include "engine/schedule_cache.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
+#include "engine/render_cache.h"
 #include "test.h"
 
 /* TG_FAULT_TRACE=1: each failing allocation prints its backtrace (resolve with addr2line -e build/run_tests) */
@@ -179,6 +180,7 @@ static void sweep(bool cold, int64_t stride, sweep_stats *s) {
   /* a cold step starts from emptied caches: so does the count it is compared with (caches may hold buffers
    * of earlier tests, which the first tg_collect below would free) */
   if (cold) tg_collect();
+  bool kept = render_cache_enable(!cold);  /* cold: every kernel is rendered, none read back from disk */
   int64_t base = live_tensors(), base_buffers = live_buffers();
   *s = (sweep_stats){0};
   for (int64_t k = 1;; k += stride) {
@@ -240,6 +242,7 @@ static void sweep(bool cold, int64_t stride, sweep_stats *s) {
     }
   }
   mem_on_fail(NULL);
+  render_cache_enable(kept);
 }
 
 /* Failures are absorbed where the code falls back to a choice that is still right, and the sweep checks the

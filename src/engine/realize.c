@@ -19,6 +19,7 @@
 #include "engine/jit.h"
 #include "engine/memplan.h"
 #include "engine/place.h"
+#include "engine/render_cache.h"
 #include "engine/schedule_cache.h"
 #include "engine/search.h"
 #include "render/render.h"
@@ -87,6 +88,12 @@ void engine_set_kernel_observer(void (*fn)(uop *ast)) {
 /* the kernel optimized for dev and rendered in its language (info, *shape for GPUs); NULL with tg_error set */
 static char *kernel_source(const device *dev, uop *ast, kernel_info *info, int *nparams, launch_shape *shape) {
   int dbg = tg_debug_level();
+  char *kept;
+  if (render_cache_get(dev, ast, info, nparams, shape, &kept)) {
+    if (dbg >= 2 && info->opts[0]) fprintf(stderr, "opts %s: %s\n", info->name, info->opts);
+    return kept;
+  }
+  uint64_t failed0 = mem_failures();
   const env_values *env = env_get();  /* checked by the realize that got here */
   bool gpu = device_is_gpu(dev);
   int width = env->noopt ? 0 : env->beam;
@@ -107,6 +114,7 @@ static char *kernel_source(const device *dev, uop *ast, kernel_info *info, int *
   memset(shape, 0, sizeof *shape);
   char *src = render_for(dev, &lp, info, shape);
   linear_program_free(&lp);
+  if (src && mem_failures() == failed0) render_cache_put(dev, ast, info, *nparams, shape, src);
   return src;
 }
 
