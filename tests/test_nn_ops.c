@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "fixture.h"
+#include "run_kernel.h"
 #include "test.h"
 
 #define ATOL 1e-5
@@ -452,4 +453,37 @@ NN_TEST(test_nn_ops_kernel_counts) {
     CHECK(tg_kernel_count_last() <= cases[i].most, "%s ran %llu kernels, expected at most %llu", cases[i].name,
           (unsigned long long)tg_kernel_count_last(), (unsigned long long)cases[i].most);
   }
+}
+
+/* a residual block's shape: a 3x3 padded convolution over a computed input (relu(conv(x))), padded lazily in
+ * its windows (conv.c pad_mode), and its sum with that input read unpadded; 32 channels of 48x48, so the
+ * stored input is padded by a kernel of its own, against plain C */
+TEST(test_conv2d_padded_over_a_computed_input) {
+  enum { C = 32, H = 48 };
+  tg_scope_begin();
+  float *hx = rand_data(C * H * H), *hw1 = rand_data(C * C * 9), *hw2 = rand_data(C * C * 9);
+  float *h1 = malloc(sizeof(float) * C * H * H), *want = malloc(sizeof(float) * C * H * H),
+        *got = malloc(sizeof(float) * C * H * H);
+  CHECK(hx && hw1 && hw2 && h1 && want && got, "out of memory");
+  if (hx && hw1 && hw2 && h1 && want && got) {
+    for (int o = 0; o < C; o++)
+      for (int i = 0; i < H; i++)
+        for (int j = 0; j < H; j++) {
+          double v = ref_conv3x3_at(hx, hw1, C, H, o, i, j);
+          h1[(o * H + i) * H + j] = v > 0 ? (float)v : 0;
+        }
+    for (int o = 0; o < C; o++)
+      for (int i = 0; i < H; i++)
+        for (int j = 0; j < H; j++)
+          want[(o * H + i) * H + j] = (float)ref_conv3x3_at(h1, hw2, C, H, o, i, j) + h1[(o * H + i) * H + j];
+    tg_tensor *x = tensor_of(hx, 4, (int64_t[]){1, C, H, H});
+    tg_tensor *w1 = tensor_of(hw1, 4, (int64_t[]){C, C, 3, 3}), *w2 = tensor_of(hw2, 4, (int64_t[]){C, C, 3, 3});
+    tg_conv_opts o = {.padding = TG_INTS(1)};
+    tg_tensor *a = tg_relu(tg_conv2d(x, w1, NULL, o));
+    tg_tensor *y = tg_add(tg_conv2d(a, w2, NULL, o), a);
+    CHECK(y && tg_to_host(y, got, sizeof(float) * C * H * H) == TG_OK, "%s", tg_error());
+    if (y) check_close_f32("conv(relu(conv(x))) + relu(conv(x))", got, want, C * H * H, 1e-3, 1e-3, __FILE__, __LINE__);
+  }
+  free(hx); free(hw1); free(hw2); free(h1); free(want); free(got);
+  tg_scope_end();
 }
