@@ -652,11 +652,44 @@ static const dialect c_dialect = {
     .vec_op = c_vec_op,
 };
 
+/* Address arithmetic in 64 bits. An int32 index added to a pointer is sign-extended where it is used: a 3x3
+ * convolution's eight tap loads at base - 7 .. base took a 32-bit add and a movslq each (52 instructions for
+ * its 16 FMAs a tap); from a 64-bit base gcc folds each offset into the load's displacement (34). A scalar
+ * int32 ADD, MUL, IDIV, MOD, MAX or NEG whose every use is the index of a load or store, or another such value,
+ * is declared long long: the same values, as indices fit in int32 (lower.c narrows only those that do), and
+ * no value stored or computed on as data changes type. Found users first: the program lists each value before
+ * its uses. false when out of memory (then none is) */
+static bool address_op(int op) {
+  return op == OP_ADD || op == OP_MUL || op == OP_IDIV || op == OP_MOD || op == OP_MAX || op == OP_NEG;
+}
+
+static bool plan_wide(const linear_program *p, uop_map *wide) {
+  uop_map use = {0};  /* node -> 1: used, as an address only; 2: used otherwise too */
+  bool ok = true;
+  for (int i = p->n - 1; i >= 0 && ok; i--) {
+    uop *u = p->ops[i];
+    bool w = (intptr_t)umap_get(&use, u) == 1 && u->dtype == TG_INT32 && address_op(u->op) && !lp_is_vec(p, u);
+    if (w) ok = umap_put(wide, u, (void *)1);
+    for (int k = 0; k < u->nsrc && ok; k++) {
+      bool addr = w || ((u->op == OP_LOAD || u->op == OP_STORE) && k == 1);
+      intptr_t was = (intptr_t)umap_get(&use, u->src[k]), now = addr && was != 2 ? 1 : 2;
+      if (now != was) ok = umap_put(&use, u->src[k], (void *)now);
+    }
+  }
+  umap_free(&use);
+  if (!ok) umap_free(wide);
+  return ok;
+}
+
 char *render_c(const char *name, const linear_program *p, const kernel_info *info) {
   out o = {0};
-  rctx c = {.d = &c_dialect, .o = &o, .p = p};
+  uop_map wide = {0};
+  rctx c = {.d = &c_dialect, .o = &o, .p = p, .wide = plan_wide(p, &wide) ? &wide : NULL};
   uop **params = render_params(&c);
-  if (!params) return render_finish(&c, &o);
+  if (!params) {
+    umap_free(&wide);
+    return render_finish(&c, &o);
+  }
   put(&o, "/* %s%s%s */\n%s%s%s", name, info && info->opts[0] ? ": " : "", info ? info->opts : "", GCC_WORKAROUND,
       HALF_BF16_HELPERS, cstyle_bf16_helpers);
   bool has[TG_DTYPE_COUNT];
@@ -712,5 +745,6 @@ char *render_c(const char *name, const linear_program *p, const kernel_info *inf
   }
   put(&o, "%score_id, ncores, worker);\n}\n", p->nparams ? ", " : "");
   free(params);
+  umap_free(&wide);
   return render_finish(&c, &o);
 }

@@ -300,7 +300,7 @@ void render_op(rctx *c, uop *u, int pos) {
   }
   char *nm = fmt("alu%d", pos);
   indent(c);
-  put(c->o, "%s %s = %s;\n", ctype(c, dt), nm, e);
+  put(c->o, "%s %s = %s;\n", c->wide && umap_get(c->wide, u) ? "long long" : ctype(c, dt), nm, e);
   free(e);
   set_name(c, u, nm);
 }

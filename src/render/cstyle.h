@@ -50,6 +50,7 @@ struct rctx {
   int depth;
   bool oom;       /* set with tg_error when rendering failed */
   void *dctx;     /* the dialect's own state */
+  const uop_map *wide;  /* scalar int32 values declared 64-bit (C's address arithmetic: c.c plan_wide), or NULL */
 };
 
 /* marks the render failed with an internal error naming the language */
