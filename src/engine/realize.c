@@ -89,7 +89,9 @@ void engine_set_kernel_observer(void (*fn)(uop *ast)) {
 static char *kernel_source(const device *dev, uop *ast, kernel_info *info, int *nparams, launch_shape *shape) {
   int dbg = tg_debug_level();
   char *kept;
-  if (render_cache_get(dev, ast, info, nparams, shape, &kept)) {
+  render_key key;
+  bool keyed = render_cache_key(dev, ast, &key);  /* the file to read, and to write after a render */
+  if (keyed && render_cache_get(&key, info, nparams, shape, &kept)) {
     if (dbg >= 2 && info->opts[0]) fprintf(stderr, "opts %s: %s\n", info->name, info->opts);
     return kept;
   }
@@ -114,7 +116,7 @@ static char *kernel_source(const device *dev, uop *ast, kernel_info *info, int *
   memset(shape, 0, sizeof *shape);
   char *src = render_for(dev, &lp, info, shape);
   linear_program_free(&lp);
-  if (src && mem_failures() == failed0) render_cache_put(dev, ast, info, *nparams, shape, src);
+  if (src && keyed && mem_failures() == failed0) render_cache_put(&key, info, *nparams, shape, src);
   return src;
 }
 

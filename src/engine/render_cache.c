@@ -81,42 +81,41 @@ bool render_cache_enable(bool on) { return !atomic_exchange(&off, !on); }
 
 static bool enabled(void) { return TG_CODEGEN_ID != 0 && !off && env_get()->debug < 3; }
 
-/* the file of ast for dev and its two keys; false when the cache is off or out of memory */
-static bool locate(const device *dev, uop *ast, char *dir, size_t ndir, char *path, size_t npath, uint64_t *k1,
-                   uint64_t *k2) {
+bool render_cache_key(const device *dev, uop *ast, render_key *k) {
   if (!enabled()) return false;
-  compile_cache_dir(dir, ndir);
+  compile_cache_dir(k->dir, sizeof k->dir);
   uint64_t h2;
-  if (!dir[0] || !ast_hash2(ast, &h2)) return false;
+  if (!k->dir[0] || !ast_hash2(ast, &h2)) return false;
   const env_values *env = env_get();
   bool gpu = device_is_gpu(dev);
-  opt_target tg = gpu ? codegen_gpu_target() : codegen_host_target(dev->num_threads(dev));
+  int nthreads = dev->num_threads(dev);
+  opt_target tg = gpu ? codegen_gpu_target() : codegen_host_target(nthreads);
   char ctx[512];
   int w = snprintf(ctx, sizeof ctx, "%s|%s|vec%d|threads%d|%d|beam%d|noopt%d|native%d|chunks%d|%s|%llx", dev->name,
-                   dev->arch, tg.vec_bytes, tg.nthreads, dev->num_threads(dev), env->beam, env->noopt, !env->no_native,
+                   dev->arch, tg.vec_bytes, tg.nthreads, nthreads, env->beam, env->noopt, !env->no_native,
                    env->chunks, TG_VERSION_STRING, (unsigned long long)TG_CODEGEN_ID);
   if (w < 0 || (size_t)w >= sizeof ctx) return false;
-  *k1 = hash_bytes(ctx, (size_t)w, ast->hash);
-  *k2 = hash_bytes(ctx, (size_t)w, h2);
-  w = snprintf(path, npath, "%s/render-%016llx%016llx.bin", dir, (unsigned long long)*k1, (unsigned long long)*k2);
-  return w > 0 && (size_t)w < npath;
+  k->k1 = hash_bytes(ctx, (size_t)w, ast->hash);
+  k->k2 = hash_bytes(ctx, (size_t)w, h2);
+  w = snprintf(k->path, sizeof k->path, "%s/render-%016llx%016llx.bin", k->dir, (unsigned long long)k->k1,
+               (unsigned long long)k->k2);
+  return w > 0 && (size_t)w < sizeof k->path;
 }
 
-bool render_cache_get(const device *dev, uop *ast, kernel_info *info, int *nparams, launch_shape *shape, char **src) {
-  char dir[4096], path[4200];
-  uint64_t k1, k2;
-  if (!locate(dev, ast, dir, sizeof dir, path, sizeof path, &k1, &k2)) return false;
+bool render_cache_get(const render_key *k, kernel_info *info, int *nparams, launch_shape *shape, char **src) {
   void *data;
   size_t n;
   const char *why;
-  disk_blob_status ds = disk_blob_read(path, MAGIC, k1, k2, sizeof(record) + MAX_SOURCE, &data, &n, &why);
-  if (ds == DISK_BLOB_DAMAGED) remove(path);  /* made again by this process's render */
+  *src = NULL;
+  disk_blob_status ds = disk_blob_read(k->path, MAGIC, k->k1, k->k2, sizeof(record) + MAX_SOURCE, &data, &n, &why);
+  if (ds == DISK_BLOB_DAMAGED) remove(k->path);  /* made again by this process's render */
   if (ds != DISK_BLOB_OK) return false;
   record r;
   const char *text = (const char *)data + sizeof r;
   bool ok = n > sizeof r && text[n - sizeof r - 1] == 0 && strlen(text) == n - sizeof r - 1;
   if (ok) memcpy(&r, data, sizeof r);
-  ok = ok && memchr(r.name, 0, sizeof r.name) && memchr(r.opts, 0, sizeof r.opts);
+  ok = ok && memchr(r.name, 0, sizeof r.name) && memchr(r.opts, 0, sizeof r.opts) && r.nparams >= 0 &&
+       r.nparams <= 4096 && r.nthreads >= 0 && r.lanes >= 0;
   *src = ok ? mem_alloc(n - sizeof r) : NULL;
   if (*src) {
     memcpy(*src, text, n - sizeof r);
@@ -135,19 +134,17 @@ bool render_cache_get(const device *dev, uop *ast, kernel_info *info, int *npara
       shape->local[d] = (size_t)r.local[d];
     }
   } else if (!ok) {
-    remove(path);  /* a file of the right keys that does not hold a record */
+    remove(k->path);  /* a file of the right keys that does not hold a record */
   }
   free(data);
   if (*src) hits++;
   return *src != NULL;
 }
 
-void render_cache_put(const device *dev, uop *ast, const kernel_info *info, int nparams, const launch_shape *shape,
+void render_cache_put(const render_key *k, const kernel_info *info, int nparams, const launch_shape *shape,
                       const char *src) {
-  char dir[4096], path[4200];
-  uint64_t k1, k2;
   size_t len = strlen(src);
-  if (len > MAX_SOURCE || !locate(dev, ast, dir, sizeof dir, path, sizeof path, &k1, &k2)) return;
+  if (len > MAX_SOURCE) return;
   record r;
   memset(&r, 0, sizeof r);
   memcpy(r.name, info->name, sizeof r.name);
@@ -168,6 +165,6 @@ void render_cache_put(const device *dev, uop *ast, const kernel_info *info, int 
   if (!buf) return;
   memcpy(buf, &r, sizeof r);
   memcpy(buf + sizeof r, src, len + 1);
-  disk_blob_write(dir, path, MAGIC, k1, k2, buf, sizeof r + len + 1);
+  disk_blob_write(k->dir, k->path, MAGIC, k->k1, k->k2, buf, sizeof r + len + 1);
   free(buf);
 }

@@ -8,11 +8,19 @@
 #include "render/render.h"
 #include "runtime/device.h"
 
-/* the rendered kernel of ast for dev (*src mem_alloc'd: the caller frees it), or false: none kept, the cache
- * off, or no memory to read it (never an error: the caller renders) */
-bool render_cache_get(const device *dev, uop *ast, kernel_info *info, int *nparams, launch_shape *shape, char **src);
-/* keeps what kernel_source made for ast on dev; a failure keeps nothing (the cache is an optimisation) */
-void render_cache_put(const device *dev, uop *ast, const kernel_info *info, int nparams, const launch_shape *shape,
+/* where ast's rendering for dev is kept: the file and its two keys */
+typedef struct render_key {
+  char dir[4096], path[4200];
+  uint64_t k1, k2;
+} render_key;
+
+/* *k for ast on dev; false when the cache is off (no directory, DEBUG=3, no TG_CODEGEN_ID) or out of memory */
+bool render_cache_key(const device *dev, uop *ast, render_key *k);
+/* the rendered kernel kept under k (*src mem_alloc'd: the caller frees it), or false: none kept, or no memory
+ * to read it (never an error: the caller renders) */
+bool render_cache_get(const render_key *k, kernel_info *info, int *nparams, launch_shape *shape, char **src);
+/* keeps what kernel_source made under k; a failure keeps nothing (the cache is an optimisation) */
+void render_cache_put(const render_key *k, const kernel_info *info, int nparams, const launch_shape *shape,
                       const char *src);
 /* kernels render_cache_get has served since the process started (tests) */
 uint64_t render_cache_hits(void);
