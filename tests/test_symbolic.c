@@ -264,3 +264,25 @@ TEST(test_symbolic_true_gates_drop) {
   uop *s = uop_simplify(uop_new(OP_STORE, TG_FLOAT32, 4, (uop *[]){p, i, v, t}, (uop_arg){.i = 0}, 0, NULL));
   CHECK(s && s->op == OP_STORE && s->nsrc == 3, "a store gated by true is still gated");
 }
+
+/* a load gated by a constant false reads 0: a product with it is 0, a sum with it the other term (a padded
+ * convolution's taps past the image's edge, once UNROLL and UPCAST make the edge a constant); a load under a
+ * variable gate keeps its product */
+TEST(test_symbolic_false_gated_terms_fold) {
+  int64_t n = 64;
+  uop *p = uop_new(OP_PARAM, TG_FLOAT32, 0, NULL, (uop_arg){.i = 1}, 1, &n), *i = var(0, 64), *j = var(1, 64);
+  uop *f = uop_const_int(TG_BOOL, 0), *g = uop_binary(OP_CMPLT, i, c(7));
+  uop *w = uop_new(OP_LOAD, TG_FLOAT32, 2, (uop *[]){p, j}, (uop_arg){.i = 0}, 0, NULL);
+  uop *dead = uop_new(OP_LOAD, TG_FLOAT32, 3, (uop *[]){p, i, f}, (uop_arg){.i = 0}, 0, NULL);
+  uop *live = uop_new(OP_LOAD, TG_FLOAT32, 3, (uop *[]){p, i, g}, (uop_arg){.i = 0}, 0, NULL);
+  uop *m = uop_simplify(uop_binary(OP_MUL, w, dead));
+  CHECK(m && uop_is_const(m) && uop_const_value(m) == 0, "w * (a load gated by false) is not 0");
+  uop *m2 = uop_simplify(uop_binary(OP_MUL, dead, w));
+  CHECK(m2 && uop_is_const(m2) && uop_const_value(m2) == 0, "(a load gated by false) * w is not 0");
+  uop *a = uop_simplify(uop_binary(OP_ADD, w, uop_binary(OP_MUL, dead, w)));
+  CHECK(a == w, "w + (a load gated by false) * w is not w");
+  uop *a2 = uop_simplify(uop_binary(OP_ADD, dead, w));
+  CHECK(a2 == w, "(a load gated by false) + w is not w");
+  uop *kept = uop_simplify(uop_binary(OP_MUL, w, live));
+  CHECK(kept && kept->op == OP_MUL, "a product with a load under a variable gate was folded");
+}

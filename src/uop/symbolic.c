@@ -310,6 +310,19 @@ static uop *rule_true_gate(void *ctx, uop *u, uop **cap) {
   return uop_new_shaped((uop_op)u->op, (tg_dtype)u->dtype, u->nsrc - 1, u->src, u->arg, u->naux, u->aux, u->ndim,
                         u->shape);
 }
+/* a gated load whose gate is always false reads 0 (a padded convolution's tap beyond the image's edge, once an
+ * UNROLL of the taps and an UPCAST of the pixels make the edge a constant): a product with it is 0 and a sum
+ * with it is the other term. As trim.c's masked factor, the product is 0 even where the other factor is
+ * infinite: the term is the padding's, which the op defines as 0 */
+static bool false_gated(const uop *u) {
+  return u->op == OP_LOAD && u->nsrc == 3 && uop_is_const(u->src[2]) && u->src[2]->dtype == TG_BOOL && !u->src[2]->arg.i;
+}
+static uop *rule_false_gate_mul(void *ctx, uop *u, uop **cap) {
+  return false_gated(u->src[0]) || false_gated(u->src[1]) ? uop_const((tg_dtype)u->dtype, 0) : NULL;
+}
+static uop *rule_false_gate_add(void *ctx, uop *u, uop **cap) {
+  return false_gated(u->src[1]) ? u->src[0] : false_gated(u->src[0]) ? u->src[1] : NULL;
+}
 static uop *rule_cast_noop(void *ctx, uop *u, uop **cap) { return cap[0]->dtype == u->dtype ? cap[0] : NULL; }
 
 /* ---- sums: flatten, merge like terms, fold div/mod pairs, canonical order ------------------------------ */
@@ -594,6 +607,8 @@ static const rule symbolic_rules[] = {
     {"(WHERE _ _ _)", rule_where_gated_load},
     {"(LOAD _ _ g:CONST)", rule_true_gate},
     {"(STORE _ _ _ g:CONST)", rule_true_gate},
+    {"(MUL _ _)", rule_false_gate_mul},
+    {"(ADD _ _)", rule_false_gate_add},
     {"(CMPLT x x)", rule_false_int},
     {"(CMPNE x x)", rule_false_int},
     {"(CMPEQ x x)", rule_true_int},
