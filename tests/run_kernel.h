@@ -42,11 +42,11 @@ static inline void *leaf_ptr(uop *u) {
   return b ? b->ptr : NULL;
 }
 
-/* y's one kernel optimized for target tg: the heuristic's plan (or, with thread_axis >= 0, only THREAD on that
- * axis over thread_k threads), compiled and run on launch_threads threads into out. opts gets the plan; src, when
- * not NULL, the rendered source (caller frees) */
-static inline bool run_kernel_for(tg_tensor *y, opt_target tg, int thread_axis, int thread_k, int launch_threads,
-                                  float *out, size_t nbytes, char *opts, size_t nopts, char **src_out) {
+/* y's one kernel optimized for target tg: the actions plan[0..nplan) when plan is not NULL, else the heuristic's
+ * plan (or, with thread_axis >= 0, only THREAD on that axis over thread_k threads), compiled and run on
+ * launch_threads threads into out. opts gets the plan; src, when not NULL, the rendered source (caller frees) */
+static inline bool run_kernel_plan(tg_tensor *y, opt_target tg, const opt *plan, int nplan, int thread_axis, int thread_k,
+                                   int launch_threads, float *out, size_t nbytes, char *opts, size_t nopts, char **src_out) {
   schedule s;
   if (src_out) *src_out = NULL;
   if (schedule_create(1, &y->u, &s) != TG_OK) return false;
@@ -59,8 +59,17 @@ static inline bool run_kernel_for(tg_tensor *y, opt_target tg, int thread_axis, 
   kernel_state ks;
   if (!ks_init(&ks, k->ast, tg)) goto out;
   char why[160];
-  if (thread_axis < 0) hand_coded_optimizations(&ks);
-  else if (!apply_opt(&ks, (opt){OPT_THREAD, thread_axis, thread_k}, why)) goto out;
+  if (plan) {
+    for (int i = 0; i < nplan; i++)
+      if (!apply_opt(&ks, plan[i], why)) {
+        tg_set_error(TG_ERR_ARG, "action %d of the plan refused: %s", i, why);
+        goto out;
+      }
+  } else if (thread_axis < 0) {
+    hand_coded_optimizations(&ks);
+  } else if (!apply_opt(&ks, (opt){OPT_THREAD, thread_axis, thread_k}, why)) {
+    goto out;
+  }
   kernel_info info;
   memset(&info, 0, sizeof info);
   uop *fin = codegen_finish(&ks, &info);
@@ -82,6 +91,11 @@ out:
   linear_program_free(&lp);
   schedule_free(&s);
   return ok;
+}
+
+static inline bool run_kernel_for(tg_tensor *y, opt_target tg, int thread_axis, int thread_k, int launch_threads,
+                                  float *out, size_t nbytes, char *opts, size_t nopts, char **src_out) {
+  return run_kernel_plan(y, tg, NULL, 0, thread_axis, thread_k, launch_threads, out, nbytes, opts, nopts, src_out);
 }
 
 /* run_kernel_for this host's target for nthreads threads */

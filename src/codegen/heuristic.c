@@ -200,6 +200,27 @@ static bool windowed(kernel_state *ks, const hot *h) {
   return false;
 }
 
+bool strided_window(kernel_state *ks, const hot *h) {
+  axis_info ax[KS_MAX_AXES];
+  int nout, nred, n = ks_axes(ks, ax, &nout, &nred);
+  for (int l = 0; l < h->nloads; l++) {
+    int pairs = 0;
+    int64_t stride = 0, co, cr;
+    for (int i = 0; i < nout; i++) {
+      if (!lin_coef(h->loads[l]->src[1], ax[i].r, &co) || co <= 0) continue;
+      for (int r = nout; r < n; r++)
+        if (ax[r].type == AX_REDUCE && ax[r].size <= 11 && lin_coef(h->loads[l]->src[1], ax[r].r, &cr) && cr > 0 &&
+            co % cr == 0 && co / cr >= 2 && co / cr <= 4 && (!stride || co / cr == stride)) {
+          stride = co / cr;
+          pairs++;
+          break;
+        }
+    }
+    if (pairs >= 2) return true;
+  }
+  return false;
+}
+
 /* whether r is a window's row loop: a hot load steps by the same amount along r and along another loop (a
  * conv's oy and ky), as opposed to a loop of channels */
 static bool window_row(kernel_state *ks, const hot *h, uop *r) {
@@ -385,6 +406,11 @@ static bool heuristic(kernel_state *ks, bool pack_t, bool *vectorized) {
   if (row_kernel(ks, lanes)) return true;
   if (matvec(ks, &h, lanes)) return true;
   if (decoded_matvec(ks, &h, lanes) || decoded_gemm(ks, &h, lanes)) return true;
+  /* a strided convolution takes its lanes from its output channels: the weight's vectors whole and the input
+   * broadcast, where lanes on its pixels read every second input through a panel packed per row (ResNet-18's
+   * 7x7 stride-2 stem, 16 pixels x 16 channels from a per-row panel: 1.27 ms; 2 channel vectors x 8 pixels,
+   * its 7 taps unrolled: 1.14, per-kernel minimums, 2 threads, AVX-512). A pool has no weight: not one */
+  if (strided_window(ks, &h) && channel_vectors(ks, &h, lanes, true)) return true;
 
   /* 0. a reduce read in blocks (see block_of) is unrolled by its block: as many accumulators (vectors of the
    * machine's lanes when the block is whole vectors), which the register tile of step 2 then multiplies */

@@ -26,6 +26,9 @@ bool try_opt(kernel_state *ks, opt_op op, int axis, int64_t arg);
 /* marks the UNROLL just applied for one accumulator (expand.c adds its copies into it one at a time) */
 void one_accumulator(kernel_state *ks);
 int axis_of(kernel_state *ks, int64_t id, bool red);
+/* whether a hot load reads a strided window: two output loops step it by s (2..4) times what two reduce loops of
+ * at most 11 taps do (a stride-2 convolution's oy and ky, ox and kx) */
+bool strided_window(kernel_state *ks, const hot *h);
 
 /* heuristic_shapes.c: each returns whether the kernel is of its shape and got its actions (ks unchanged when not) */
 /* a convolution's output channels as lanes; with need_fit only with a register tile of 4+ pixels or a row under a vector */

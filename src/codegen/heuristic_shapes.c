@@ -87,7 +87,7 @@ bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit) {
    * 4.7; 7 pixels padded to one vector 10.2 ms against 6.1, one thread) */
   if (need_fit && !fits && ax[t].size > lanes) return false;
   kernel_state save = *ks;
-  int64_t cid = ax[c].r->arg.i, tid = ax[t].r->arg.i;
+  int64_t cid = ax[c].r->arg.i, tid = ax[t].r->arg.i, most_taps = strided_window(ks, h) ? 8 : 3;
   if (!try_opt(ks, OPT_UPCAST, c, vecs * lanes)) return false;
   n = ks_axes(ks, ax, &nout, &nred);
   int ti = axis_of(ks, tid, false);
@@ -109,10 +109,12 @@ bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit) {
   /* a window's last loop of 2 or 3 taps (kx) unrolled into the tile's accumulators (one_accumulator): each tap's
    * padding test is then a constant of its copy, decided outside the channel loop, which becomes the innermost
    * loop (ResNet-18's 3x3 convolutions at 7x7, 2 channel vectors x 7 pixels: 5.3 -> 3.2 ms on one thread, the
-   * innermost loop was the 3 taps with a branch per pixel; resnet18.onnx 37.5 -> 32.9 ms) */
+   * innermost loop was the 3 taps with a branch per pixel; resnet18.onnx 37.5 -> 32.9 ms). A strided window's
+   * row of up to 8 taps too (the 7x7 stride-2 stem: 1.22 -> 1.14 ms); not a stride-1 row of 5 (MNIST's 5x5
+   * convolutions: 2-3% slower unrolled) */
   n = ks_axes(ks, ax, &nout, &nred);
   int last = nout + nred - 1;
-  if (nred && ax[last].type == AX_REDUCE && ax[last].size >= 2 && ax[last].size <= 3 &&
+  if (nred && ax[last].type == AX_REDUCE && ax[last].size >= 2 && ax[last].size <= most_taps &&
       try_opt(ks, OPT_UNROLL, last - nout, ax[last].size))
     one_accumulator(ks);
   /* threads over the channel blocks (each core packs its own panel), else any output loop that splits */
