@@ -68,7 +68,19 @@ bool channel_vectors(kernel_state *ks, const hot *h, int lanes, bool need_fit) {
     if (w_reused && x_varies) t = i;
   }
   if (t < 0) return false;  /* no row to reuse the weight's vectors across (a weight gradient) */
-  int64_t vecs = ax[c].size % (2 * lanes) == 0 ? 2 : 1;
+  /* two vectors of channels a block, one when their weight panel (block x reduce, PACKed per block) would not
+   * fit CONV_PANEL_MAX_BYTES: the copy's source lines pass through L2 beside the panel, and a 590 KB panel (32
+   * channels x 512 x 3 x 3) was partly evicted before its rows used it (ResNet-18's 7x7 convolutions, 16
+   * channels a block: 1.21-1.22 -> 1.15 ms, 0.94-0.95x, per-kernel minimums, 2 threads, Zen 4 with a 1 MiB L2) */
+  int64_t panel = 0;  /* elements of the largest weight panel per channel: the reduce loops its load uses */
+  for (int l = 0; l < h->nloads; l++) {
+    int64_t k, p = 1;
+    if (!lin_coef(h->loads[l]->src[1], ax[c].r, &k) || k <= 1) continue;
+    for (int i = nout; i < n; i++)
+      if (ax[i].type == AX_REDUCE && (!lin_coef(h->loads[l]->src[1], ax[i].r, &k) || k != 0)) p *= ax[i].size;
+    if (p > panel) panel = p;
+  }
+  int64_t vecs = ax[c].size % (2 * lanes) == 0 && 2 * lanes * panel * 4 <= CONV_PANEL_MAX_BYTES ? 2 : 1;
   static const int64_t amts[] = {8, 7, 6, 5, 4, 3, 2};
   bool fits = false;
   for (int k = 0; k < 7 && !fits; k++) fits = amts[k] >= 4 && ax[t].size % amts[k] == 0 && vecs * amts[k] <= acc_budget(ks);

@@ -32,6 +32,9 @@
  * panel ran 3-5x slower (m = 128: 500-1200 ms -> 168-215, 2 threads); only the cores that run touch theirs */
 #define PACK_MAX_ELEMS 65536
 #define PACK_T_MAX_ELEMS 262144
+/* a convolution's weight panel (heuristic_shapes.c's channel block x its reduce) at most: half of the 1 MiB L2
+ * of Zen 4 and Zen 5, the other half for the weight's lines its copy reads */
+#define CONV_PANEL_MAX_BYTES (512 * 1024)
 
 typedef enum opt_op {
   OPT_UPCAST, OPT_UNROLL, OPT_THREAD, OPT_PADTO, OPT_SWAP, OPT_PACK, OPT_LOCAL, OPT_GROUP, OPT_GROUPTOP, OPT_COUNT
