@@ -44,7 +44,8 @@ typedef struct opt { opt_op op; int axis; int64_t arg; } opt;
 #define KS_MAX_OPTS 16
 #define KS_MAX_AXES 64
 /* most register copies (product of upcast and unroll sizes, vector lanes included) a kernel may have: a 3x3
- * convolution's tile on AVX-512, 2 channel vectors (32 lanes) x 8 pixels x its 3 taps unrolled, is 768 */
+ * convolution's tile on AVX-512, 2 channel vectors (32 lanes) x 8 pixels x its 3 taps unrolled, is 768; the 7x7
+ * stride-2 stem's, its 7 taps unrolled, 1792 */
 #define KS_MAX_EXPAND 2048
 /* most operations of a kernel once its copies are expanded: a random-number kernel (about 560 operations an
  * element) upcast 16 x 32 by BEAM was 290000 lines of C that gcc compiled for minutes in 3 GB; the heuristic's
