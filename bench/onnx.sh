@@ -49,14 +49,20 @@ echo "the rounds' medians, the best of their bests); $threads threads each (TG_T
 echo "intra_op_num_threads=$threads); ratio = onnxruntime / tgc (> 1: tgc faster);"
 echo "diff = the largest |tgc - onnxruntime| over the outputs"
 printf '%-20s %18s %18s %8s %10s\n' model "tgc JIT" onnxruntime ratio "diff"
+# tgc on the current model with --bench $1 runs, its output in the model's log; the median and best of a bench line
+run_tgc() {
+  # shellcheck disable=SC2086
+  TG_THREADS=$threads timeout "$limit" ./build/examples/onnx "$model" "${ins[@]}" $dims --out "$out" --bench "$1" \
+    >"$dir/$name.log" 2>&1
+}
+median_of() { sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<<"$1"; }
+best_of() { sed -n 's/.*best \([0-9.]*\) ms.*/\1/p' <<<"$1"; }
 while IFS=$'\t' read -r name model inputs dims; do
   [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || continue
   IFS=, read -r -a ins <<<"$inputs"
   out="$dir/$name.tgc"
   mkdir -p "$out"
-  # shellcheck disable=SC2086
-  TG_THREADS=$threads timeout "$limit" ./build/examples/onnx "$model" "${ins[@]}" $dims --out "$out" --bench "$runs" \
-    >"$dir/$name.log" 2>&1 && rc=0 || rc=$?
+  run_tgc "$runs" && rc=0 || rc=$?
   if [ "$rc" -eq 124 ]; then
     printf '%-20s tgc: not done in %s s (ONNX_BENCH_TIMEOUT); %s\n' "$name" "$limit" "$(grep '^first run' "$dir/$name.log")"
     continue
@@ -65,16 +71,14 @@ while IFS=$'\t' read -r name model inputs dims; do
     continue
   fi
   line=$(grep '^bench:' "$dir/$name.log")
-  tgc_med=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<<"$line")
+  tgc_med=$(median_of "$line")
   n=$(awk -v m="$tgc_med" -v r="$runs" 'BEGIN { n = m > 0 ? int(1000 / m) + 1 : r; if (n > 3000) n = 3000; print (n > r ? n : r) }')
   if [ "$n" -gt "$runs" ]; then
-    # shellcheck disable=SC2086
-    TG_THREADS=$threads timeout "$limit" ./build/examples/onnx "$model" "${ins[@]}" $dims --out "$out" --bench "$n" \
-      >"$dir/$name.log" 2>&1 || { printf '%-20s tgc failed on its second bench\n' "$name"; continue; }
+    run_tgc "$n" || { printf '%-20s tgc failed on its second bench\n' "$name"; continue; }
     line=$(grep '^bench:' "$dir/$name.log")
-    tgc_med=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<<"$line")
+    tgc_med=$(median_of "$line")
   fi
-  tgc_best=$(sed -n 's/.*best \([0-9.]*\) ms.*/\1/p' <<<"$line")
+  tgc_best=$(best_of "$line")
   mode=jit
   grep -q "under tg_jit" <<<"$line" || mode=eager
   tgc_rounds="$tgc_med:$tgc_best"
@@ -82,11 +86,9 @@ while IFS=$'\t' read -r name model inputs dims; do
   failed=""
   for ((r = 1; r <= rounds; r++)); do
     if [ "$r" -gt 1 ]; then
-      # shellcheck disable=SC2086
-      TG_THREADS=$threads timeout "$limit" ./build/examples/onnx "$model" "${ins[@]}" $dims --out "$out" --bench "$n" \
-        >"$dir/$name.log" 2>&1 || { failed="tgc failed in round $r"; break; }
+      run_tgc "$n" || { failed="tgc failed in round $r"; break; }
       line=$(grep '^bench:' "$dir/$name.log")
-      tgc_rounds="$tgc_rounds $(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<<"$line"):$(sed -n 's/.*best \([0-9.]*\) ms.*/\1/p' <<<"$line")"
+      tgc_rounds="$tgc_rounds $(median_of "$line"):$(best_of "$line")"
     fi
     if ! ort=$("$PYTHON" bench/onnx_ort.py "$model" "$out" "$n" "$threads" "${ins[@]}" 2>"$dir/$name.ort.log"); then
       failed="onnxruntime failed: $(tail -1 "$dir/$name.ort.log" | cut -c1-80)"
