@@ -882,6 +882,43 @@ TEST(test_opt_conv_register_tile_fits_the_registers) {
   tg_scope_end();
 }
 
+/* A 3x3 convolution of 512 input channels with AVX-512: two vectors of output channels (32) would make a weight
+ * panel of 32 x 4608 floats, 590 KB, over CONV_PANEL_MAX_BYTES, so the channel block is one vector (16 channels,
+ * 295 KB); with 256 input channels the two-vector panel (295 KB) fits and stays. Values (at this host's width)
+ * equal a plain C convolution */
+TEST(test_opt_conv_weight_panel_over_half_the_l2_takes_one_channel_vector) {
+  REQUIRE_CPU();
+  tg_scope_begin();
+  enum { CI = 512, CO = 32, H = 7 };
+  tg_tensor *x = rand_t(4, (int64_t[]){1, CI, H, H}), *w = rand_t(4, (int64_t[]){CO, CI, 3, 3});
+  tg_tensor *y = tg_conv2d(x, w, NULL, (tg_conv_opts){.padding = TG_INTS(1)});
+  tg_tensor *x2 = rand_t(4, (int64_t[]){1, CI / 2, H, H}), *w2 = rand_t(4, (int64_t[]){CO, CI / 2, 3, 3});
+  tg_tensor *y2 = tg_conv2d(x2, w2, NULL, (tg_conv_opts){.padding = TG_INTS(1)});
+  CHECK_T(y);
+  CHECK_T(y2);
+  for (int k = 0; k < 2; k++) {
+    kernel_info info;
+    char *src = heuristic_source(k ? y2 : y, 64, &info);
+    const char *block = k ? "UPCAST(0,32)" : "UPCAST(0,16)";
+    CHECK(src && strstr(info.opts, block) && strstr(info.opts, "PACK("), "%d channels in: opts %s, want %s and a PACK",
+          k ? CI / 2 : CI, src ? info.opts : tg_error(), block);
+    free(src);
+  }
+  float *hx = malloc(sizeof(float) * CI * H * H), *hw = malloc(sizeof(float) * CO * CI * 9);
+  float *got = malloc(sizeof(float) * CO * H * H), *want = malloc(sizeof(float) * CO * H * H);
+  CHECK(hx && hw && got && want, "out of memory");
+  if (hx && hw && got && want) {
+    CHECK(tg_to_host(x, hx, sizeof(float) * CI * H * H) == TG_OK && tg_to_host(w, hw, sizeof(float) * CO * CI * 9) == TG_OK &&
+          tg_to_host(y, got, sizeof(float) * CO * H * H) == TG_OK, "%s", tg_error());
+    for (int o = 0; o < CO; o++)
+      for (int i = 0; i < H; i++)
+        for (int j = 0; j < H; j++) want[(o * H + i) * H + j] = (float)ref_conv3x3_at(hx, hw, CI, H, o, i, j);
+    check_close_f32("conv 3x3, 512 channels in", got, want, CO * H * H, 1e-4, 1e-4, __FILE__, __LINE__);
+  }
+  free(hx); free(hw); free(got); free(want);
+  tg_scope_end();
+}
+
 /* A 7x7 stride-2 convolution of a 3-channel image (ResNet's stem, here 16 output channels on 32x32): on two
  * threads it keeps a packed panel (PACK) as on one thread; once the threads split the tile's channels, the PACK
  * failed and the kernel took the reduce-vector form (kx padded to 8 and unrolled as the vector), 4x slower.
